@@ -1,0 +1,5 @@
+//! The `mqstate` command line.
+
+fn main() {
+    println!("mqstate {}", env!("CARGO_PKG_VERSION"));
+}

@@ -1,0 +1,408 @@
+//! Request payloads (spec §3): encoding for clients, decoding for the service.
+//!
+//! [`Request`] is generic over its byte container so a client can encode borrowed slices
+//! (`Request<&[u8]>`) without copying them first, while the service decodes into
+//! zero-copy [`Bytes`] slices of the received payload.
+
+use std::fmt;
+use std::num::NonZeroU64;
+
+use bytes::Bytes;
+
+use super::store_error::{StoreError, StoreErrorKind};
+use super::wire::{self, Reader};
+use crate::error::Error;
+
+/// The five verbs of the state store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Verb {
+    /// `SET key value [NX|NEX] [PX ms]`
+    Set,
+    /// `GET key`
+    Get,
+    /// `DEL key`
+    Del,
+    /// `VDEL key value`
+    VDel,
+    /// `KEYNOTIFY key [STOP]`
+    KeyNotify,
+}
+
+impl Verb {
+    /// Every verb.
+    pub const ALL: [Verb; 5] = [Verb::Set, Verb::Get, Verb::Del, Verb::VDel, Verb::KeyNotify];
+
+    /// The verb as sent on the wire (upper case).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verb::Set => "SET",
+            Verb::Get => "GET",
+            Verb::Del => "DEL",
+            Verb::VDel => "VDEL",
+            Verb::KeyNotify => "KEYNOTIFY",
+        }
+    }
+
+    /// The verb spelled exactly `name` (upper case, as the service requires).
+    pub fn from_wire(name: &[u8]) -> Option<Verb> {
+        Verb::ALL
+            .into_iter()
+            .find(|v| v.as_str().as_bytes() == name)
+    }
+}
+
+impl fmt::Display for Verb {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The condition of a SET.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum SetCondition {
+    /// Set unconditionally.
+    #[default]
+    Always,
+    /// `NX`: set only if the key does not exist.
+    NotExists,
+    /// `NEX`: set only if the key does not exist or already holds this same value.
+    NotExistsOrEqual,
+}
+
+impl SetCondition {
+    /// The option word on the wire, if any.
+    pub fn as_wire(self) -> Option<&'static str> {
+        match self {
+            SetCondition::Always => None,
+            SetCondition::NotExists => Some("NX"),
+            SetCondition::NotExistsOrEqual => Some("NEX"),
+        }
+    }
+}
+
+/// A state store request. `B` holds keys and values: `Bytes` when decoded, any
+/// `AsRef<[u8]>` (such as `&[u8]`) when encoding.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Request<B = Bytes> {
+    /// Store `value` under `key`.
+    Set {
+        /// The key; must not be empty.
+        key: B,
+        /// The value; may be empty.
+        value: B,
+        /// NX / NEX.
+        condition: SetCondition,
+        /// `PX`: expire this many milliseconds after the SET.
+        expiry_ms: Option<NonZeroU64>,
+    },
+    /// Read `key`.
+    Get {
+        /// The key.
+        key: B,
+    },
+    /// Delete `key`.
+    Del {
+        /// The key.
+        key: B,
+    },
+    /// Delete `key` if it holds `value`.
+    VDel {
+        /// The key.
+        key: B,
+        /// The value the key must hold.
+        value: B,
+    },
+    /// Start (or with `stop`, end) notifications about `key` for the sending client.
+    KeyNotify {
+        /// The key.
+        key: B,
+        /// `STOP`: end the registration.
+        stop: bool,
+    },
+}
+
+impl<B: AsRef<[u8]>> Request<B> {
+    /// The verb.
+    pub fn verb(&self) -> Verb {
+        match self {
+            Request::Set { .. } => Verb::Set,
+            Request::Get { .. } => Verb::Get,
+            Request::Del { .. } => Verb::Del,
+            Request::VDel { .. } => Verb::VDel,
+            Request::KeyNotify { .. } => Verb::KeyNotify,
+        }
+    }
+
+    /// The key.
+    pub fn key(&self) -> &[u8] {
+        match self {
+            Request::Set { key, .. }
+            | Request::Get { key }
+            | Request::Del { key }
+            | Request::VDel { key, .. }
+            | Request::KeyNotify { key, .. } => key.as_ref(),
+        }
+    }
+
+    /// Calls `f` with each argument in wire order (the verb first).
+    fn for_each_arg(&self, mut f: impl FnMut(&[u8])) {
+        let mut px_digits = [0u8; wire::MAX_DIGITS];
+        f(self.verb().as_str().as_bytes());
+        f(self.key());
+        match self {
+            Request::Set {
+                value,
+                condition,
+                expiry_ms,
+                ..
+            } => {
+                f(value.as_ref());
+                if let Some(word) = condition.as_wire() {
+                    f(word.as_bytes());
+                }
+                if let Some(ms) = expiry_ms {
+                    f(b"PX");
+                    f(wire::format_decimal(ms.get(), &mut px_digits));
+                }
+            }
+            Request::VDel { value, .. } => f(value.as_ref()),
+            Request::KeyNotify { stop: true, .. } => f(b"STOP"),
+            Request::Get { .. } | Request::Del { .. } | Request::KeyNotify { .. } => {}
+        }
+    }
+
+    /// Number of arguments on the wire, the verb included.
+    fn arg_count(&self) -> usize {
+        match self {
+            Request::Set {
+                condition,
+                expiry_ms,
+                ..
+            } => {
+                3 + usize::from(condition.as_wire().is_some())
+                    + 2 * usize::from(expiry_ms.is_some())
+            }
+            Request::Get { .. } | Request::Del { .. } => 2,
+            Request::VDel { .. } => 3,
+            Request::KeyNotify { stop, .. } => 2 + usize::from(*stop),
+        }
+    }
+
+    /// The exact size of the encoded payload.
+    pub fn encoded_len(&self) -> usize {
+        let mut len = wire::array_header_len(self.arg_count());
+        self.for_each_arg(|arg| len += wire::blob_len(arg.len()));
+        len
+    }
+
+    /// Appends the payload to `out`.
+    pub fn encode_to(&self, out: &mut Vec<u8>) {
+        out.reserve(self.encoded_len());
+        wire::put_array_header(out, self.arg_count());
+        self.for_each_arg(|arg| wire::put_blob(out, arg));
+    }
+
+    /// The payload, in one exactly-sized allocation.
+    pub fn encode(&self) -> Bytes {
+        let mut out = Vec::with_capacity(self.encoded_len());
+        wire::put_array_header(&mut out, self.arg_count());
+        self.for_each_arg(|arg| wire::put_blob(&mut out, arg));
+        Bytes::from(out)
+    }
+
+    /// Checks what the service would refuse before it is sent: an empty key.
+    pub fn validate(&self) -> Result<(), Error> {
+        if self.key().is_empty() {
+            return Err(Error::invalid_argument("the key must not be empty"));
+        }
+        Ok(())
+    }
+}
+
+impl Request<Bytes> {
+    /// Decodes a request payload as the service does, reporting the exact store error the
+    /// service answers with: `syntax error` for anything that is not an array of blob
+    /// strings or has bad options, `unknown command`, `wrong number of arguments`, and
+    /// `the key length is zero`.
+    pub fn decode(payload: &Bytes) -> Result<Request<Bytes>, StoreError> {
+        let args =
+            decode_args(payload).map_err(|_| StoreError::new(StoreErrorKind::SyntaxError))?;
+        let (verb, args) = match args.split_first() {
+            Some((verb, args)) => (verb, args),
+            None => return Err(StoreErrorKind::SyntaxError.into()),
+        };
+        let verb = Verb::from_wire(verb).ok_or(StoreErrorKind::UnknownCommand)?;
+        let arity_ok = match verb {
+            Verb::Set => args.len() >= 2,
+            Verb::Get | Verb::Del => args.len() == 1,
+            Verb::VDel => args.len() == 2,
+            Verb::KeyNotify => (1..=2).contains(&args.len()),
+        };
+        if !arity_ok {
+            return Err(StoreErrorKind::WrongNumberOfArguments.into());
+        }
+        let key = args[0].clone();
+        let request = match verb {
+            Verb::Set => decode_set(key, args[1].clone(), &args[2..])?,
+            Verb::Get => Request::Get { key },
+            Verb::Del => Request::Del { key },
+            Verb::VDel => Request::VDel {
+                key,
+                value: args[1].clone(),
+            },
+            Verb::KeyNotify => match args.get(1) {
+                None => Request::KeyNotify { key, stop: false },
+                Some(word) if word.as_ref() == b"STOP" => Request::KeyNotify { key, stop: true },
+                Some(_) => return Err(StoreErrorKind::SyntaxError.into()),
+            },
+        };
+        if request.key().is_empty() {
+            return Err(StoreErrorKind::KeyLengthZero.into());
+        }
+        Ok(request)
+    }
+}
+
+/// The options after `SET key value`: at most one condition, then at most one `PX ms`.
+fn decode_set(key: Bytes, value: Bytes, mut options: &[Bytes]) -> Result<Request, StoreError> {
+    let syntax = || StoreError::new(StoreErrorKind::SyntaxError);
+    let mut condition = SetCondition::Always;
+    if let Some((word, rest)) = options.split_first() {
+        condition = match word.as_ref() {
+            b"NX" => SetCondition::NotExists,
+            b"NEX" => SetCondition::NotExistsOrEqual,
+            _ => SetCondition::Always,
+        };
+        if condition != SetCondition::Always {
+            options = rest;
+        }
+    }
+    let mut expiry_ms = None;
+    if let Some((word, rest)) = options.split_first() {
+        if word.as_ref() != b"PX" {
+            return Err(syntax());
+        }
+        let ms = rest.first().ok_or_else(syntax)?;
+        let ms = wire::parse_u64(ms)
+            .and_then(NonZeroU64::new)
+            .ok_or_else(syntax)?;
+        expiry_ms = Some(ms);
+        options = &rest[1..];
+    }
+    if !options.is_empty() {
+        return Err(syntax());
+    }
+    Ok(Request::Set {
+        key,
+        value,
+        condition,
+        expiry_ms,
+    })
+}
+
+/// The arguments of a request: an array of one or more blob strings, nothing after it.
+fn decode_args(payload: &Bytes) -> Result<Vec<Bytes>, Error> {
+    let mut reader = Reader::new(payload);
+    let n = reader.array_header()?;
+    let mut args = Vec::with_capacity(n);
+    for _ in 0..n {
+        args.push(reader.blob()?);
+    }
+    reader.finish()?;
+    Ok(args)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode(payload: &[u8]) -> Result<Request, StoreErrorKind> {
+        Request::decode(&Bytes::copy_from_slice(payload)).map_err(|e| e.kind())
+    }
+
+    #[test]
+    fn encode_matches_encoded_len() {
+        let r: Request<&[u8]> = Request::Set {
+            key: b"k",
+            value: b"v",
+            condition: SetCondition::NotExistsOrEqual,
+            expiry_ms: NonZeroU64::new(12345),
+        };
+        let bytes = r.encode();
+        assert_eq!(bytes.len(), r.encoded_len());
+        let mut appended = b"prefix".to_vec();
+        r.encode_to(&mut appended);
+        assert_eq!(&appended[6..], &bytes[..]);
+    }
+
+    #[test]
+    fn decoder_reports_the_service_error_kinds() {
+        use StoreErrorKind::*;
+        let cases: &[(&[u8], StoreErrorKind)] = &[
+            (b"", SyntaxError),
+            (b"*0\r\n", SyntaxError),
+            (b"+OK\r\n", SyntaxError),
+            (b"*1\r\n$3\r\nGET\r\nextra", SyntaxError),
+            (b"*2\r\n$3\r\nget\r\n$1\r\nk\r\n", UnknownCommand),
+            (b"*2\r\n$4\r\nPING\r\n$1\r\nk\r\n", UnknownCommand),
+            (b"*1\r\n$3\r\nGET\r\n", WrongNumberOfArguments),
+            (
+                b"*3\r\n$3\r\nGET\r\n$1\r\nk\r\n$1\r\nx\r\n",
+                WrongNumberOfArguments,
+            ),
+            (b"*2\r\n$3\r\nSET\r\n$1\r\nk\r\n", WrongNumberOfArguments),
+            (b"*2\r\n$4\r\nVDEL\r\n$1\r\nk\r\n", WrongNumberOfArguments),
+            (b"*1\r\n$9\r\nKEYNOTIFY\r\n", WrongNumberOfArguments),
+            (
+                b"*3\r\n$9\r\nKEYNOTIFY\r\n$1\r\nk\r\n$4\r\nstop\r\n",
+                SyntaxError,
+            ),
+            (
+                b"*4\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n$2\r\nXX\r\n",
+                SyntaxError,
+            ),
+            (
+                b"*4\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n$2\r\nPX\r\n",
+                SyntaxError,
+            ),
+            (
+                b"*5\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n$2\r\nPX\r\n$1\r\n0\r\n",
+                SyntaxError,
+            ),
+            (
+                b"*5\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n$2\r\nPX\r\n$3\r\n1.5\r\n",
+                SyntaxError,
+            ),
+            (
+                b"*5\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n$2\r\nNX\r\n$3\r\nNEX\r\n",
+                SyntaxError,
+            ),
+            (b"*2\r\n$3\r\nGET\r\n$0\r\n\r\n", KeyLengthZero),
+            (b"*3\r\n$3\r\nSET\r\n$0\r\n\r\n$1\r\nv\r\n", KeyLengthZero),
+        ];
+        for (payload, kind) in cases {
+            assert_eq!(
+                decode(payload),
+                Err(*kind),
+                "{:?}",
+                String::from_utf8_lossy(payload)
+            );
+        }
+    }
+
+    #[test]
+    fn px_after_condition_decodes() {
+        let r = decode(
+            b"*6\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n$3\r\nNEX\r\n$2\r\nPX\r\n$2\r\n10\r\n",
+        );
+        assert_eq!(
+            r,
+            Ok(Request::Set {
+                key: Bytes::from_static(b"k"),
+                value: Bytes::from_static(b"v"),
+                condition: SetCondition::NotExistsOrEqual,
+                expiry_ms: NonZeroU64::new(10),
+            })
+        );
+    }
+}

@@ -1,0 +1,34 @@
+//! # mqstate
+//!
+//! A client for the MQTT5 *state store*, the key-value store that Azure IoT Operations runs
+//! beside its MQTT broker, built as the one implementation that the Python, Node and C
+//! bindings of mqstate share.
+//!
+//! This crate holds the pure layers every language uses:
+//!
+//! - [`codec`]: request, response and notification payloads, both directions;
+//! - [`hlc`]: the hybrid logical clock that versions values and fences writes;
+//! - [`topics`]: topic names, hex encoding, and the response-topic check;
+//! - [`Error`] / [`ErrorKind`]: the one error model.
+//!
+//! ```
+//! use mqstate::codec::{Request, Response, SetCondition};
+//! use bytes::Bytes;
+//!
+//! let request: Request<&[u8]> = Request::Set {
+//!     key: b"SETKEY2",
+//!     value: b"VALUE5",
+//!     condition: SetCondition::Always,
+//!     expiry_ms: None,
+//! };
+//! assert_eq!(&request.encode()[..], b"*3\r\n$3\r\nSET\r\n$7\r\nSETKEY2\r\n$6\r\nVALUE5\r\n");
+//! assert_eq!(Response::decode(&Bytes::from_static(b"+OK\r\n")).unwrap(), Response::Ok);
+//! ```
+
+pub mod codec;
+mod error;
+pub mod hlc;
+pub mod topics;
+
+pub use error::{Error, ErrorKind, Result};
+pub use hlc::{Clock, Hlc};

@@ -1,0 +1,1 @@
+//! The local state store service (emulator). Filled in by the server issue.
