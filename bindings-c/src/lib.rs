@@ -1,0 +1,1 @@
+//! mqstate-c: filled in by the foundation issue.

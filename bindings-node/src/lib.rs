@@ -1,0 +1,1 @@
+//! mqstate-node: filled in by the foundation issue.

@@ -1,0 +1,1 @@
+//! mqstate-python: filled in by the foundation issue.
