@@ -30,6 +30,18 @@ pub enum ErrorKind {
     /// The state store service answered with a store error (`-ERR …`, spec §4). The
     /// message is the service's exact text.
     Store(StoreErrorKind),
+    /// The RPC layer refused the request: a response `__stat` other than 200/204
+    /// (spec §2). The status is kept; the message is `__stMsg`.
+    Rpc(u16),
+    /// No response arrived within the request's timeout (or a wait ran out).
+    Timeout,
+    /// The connection (and with it the MQTT session) was lost while the request was in
+    /// flight, or the client is not connected; the request may or may not have been applied.
+    ConnectionLost,
+    /// Connecting to the broker failed (refused, TLS, authentication, bad address).
+    Connect,
+    /// The client (or the object) was shut down or dropped.
+    Closed,
 }
 
 impl ErrorKind {
@@ -43,7 +55,31 @@ impl ErrorKind {
             ErrorKind::ClockOverflow => "clock_overflow",
             ErrorKind::Store(StoreErrorKind::Unknown) => "unknown_store_error",
             ErrorKind::Store(kind) => kind.as_str(),
+            ErrorKind::Rpc(_) => "rpc_error",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::ConnectionLost => "connection_lost",
+            ErrorKind::Connect => "connect_failed",
+            ErrorKind::Closed => "closed",
         }
+    }
+}
+
+impl ErrorKind {
+    /// Every kind except `Rpc`, whose status varies (its code is `rpc_error`): the list the
+    /// bindings build their tables from.
+    pub fn all() -> impl Iterator<Item = ErrorKind> {
+        [
+            ErrorKind::InvalidArgument,
+            ErrorKind::Malformed,
+            ErrorKind::ClockDrift,
+            ErrorKind::ClockOverflow,
+            ErrorKind::Timeout,
+            ErrorKind::ConnectionLost,
+            ErrorKind::Connect,
+            ErrorKind::Closed,
+        ]
+        .into_iter()
+        .chain(StoreErrorKind::ALL.into_iter().map(ErrorKind::Store))
     }
 }
 
