@@ -1,0 +1,1 @@
+//! Placeholder: the persistence log (being written).

@@ -1,0 +1,1 @@
+//! Placeholder: the pure store (being written).
