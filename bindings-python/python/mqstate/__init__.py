@@ -1,0 +1,133 @@
+"""mqstate: a client for the MQTT5 state store of Azure IoT Operations.
+
+This package exposes the protocol layer of the shared Rust core, for applications that own
+their MQTT connection (paho-mqtt, gmqtt …) and need to speak the state store's protocol:
+
+- :mod:`mqstate.codec`: request, response and notification payloads;
+- :mod:`mqstate.hlc`: the hybrid logical clock (:class:`Hlc`, :class:`Clock`);
+- :mod:`mqstate.topics`: topic names, hex encoding, the response-topic check;
+- :mod:`mqstate.errors`: the exception hierarchy (:class:`MqstateError` and subclasses).
+
+The names below are re-exported here for convenience.
+"""
+
+from __future__ import annotations
+
+from . import codec, errors, hlc, topics
+from ._mqstate import __version__
+from .codec import (
+    Notification,
+    Request,
+    Response,
+    decode_notification,
+    decode_request,
+    decode_response,
+    encode_del,
+    encode_get,
+    encode_keynotify,
+    encode_notification,
+    encode_response,
+    encode_set,
+    encode_vdel,
+)
+from .errors import (
+    ClockDriftError,
+    ClockError,
+    ClockOverflowError,
+    ClosedError,
+    ConnectError,
+    ConnectionLostError,
+    FencingTokenLowerVersionError,
+    FencingTokenRequiredError,
+    FencingTokenSkewError,
+    InvalidArgumentError,
+    KeyLengthZeroError,
+    MalformedError,
+    MqstateError,
+    MqstateTimeoutError,
+    NotAuthorizedError,
+    QuotaExceededError,
+    RpcError,
+    StoreError,
+    StoreSyntaxError,
+    TimestampMalformedError,
+    TimestampMissingError,
+    TimestampSkewError,
+    UnknownCommandError,
+    UnknownStoreError,
+    WrongNumberOfArgumentsError,
+)
+from .hlc import DEFAULT_MAX_DRIFT_MS, Clock, Hlc
+from .topics import (
+    REQUEST_TOPIC,
+    check_response_topic,
+    hex_decode,
+    hex_encode,
+    is_response_topic_allowed,
+    notification_filter,
+    notification_topic,
+    parse_notification_topic,
+    response_topic,
+)
+
+__all__ = [
+    "__version__",
+    "codec",
+    "errors",
+    "hlc",
+    "topics",
+    # codec
+    "Notification",
+    "Request",
+    "Response",
+    "decode_notification",
+    "decode_request",
+    "decode_response",
+    "encode_del",
+    "encode_get",
+    "encode_keynotify",
+    "encode_notification",
+    "encode_response",
+    "encode_set",
+    "encode_vdel",
+    # hlc
+    "DEFAULT_MAX_DRIFT_MS",
+    "Clock",
+    "Hlc",
+    # topics
+    "REQUEST_TOPIC",
+    "check_response_topic",
+    "hex_decode",
+    "hex_encode",
+    "is_response_topic_allowed",
+    "notification_filter",
+    "notification_topic",
+    "parse_notification_topic",
+    "response_topic",
+    # errors
+    "ClockDriftError",
+    "ClockError",
+    "ClockOverflowError",
+    "ClosedError",
+    "ConnectError",
+    "ConnectionLostError",
+    "FencingTokenLowerVersionError",
+    "FencingTokenRequiredError",
+    "FencingTokenSkewError",
+    "InvalidArgumentError",
+    "KeyLengthZeroError",
+    "MalformedError",
+    "MqstateError",
+    "MqstateTimeoutError",
+    "NotAuthorizedError",
+    "QuotaExceededError",
+    "RpcError",
+    "StoreError",
+    "StoreSyntaxError",
+    "TimestampMalformedError",
+    "TimestampMissingError",
+    "TimestampSkewError",
+    "UnknownCommandError",
+    "UnknownStoreError",
+    "WrongNumberOfArgumentsError",
+]
