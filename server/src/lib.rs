@@ -3,6 +3,33 @@
 //! A local MQTT5 state store that behaves like the Azure IoT Operations service byte for
 //! byte: the emulator every mqstate suite talks to, and a zero-install store for
 //! developers.
+//!
+//! - [`store`]: the store as a pure state machine; [`journal`]: its persistence log.
+//! - [`service`]: the MQTT adapter (requests in, responses and notifications out);
+//!   [`envelope`]: the request/response properties and the rules for bad requests;
+//!   [`outbox`]: the bounded queues in front of the broker.
+//! - [`Server`] / [`ServerConfig`] / [`ServerHandle`]: start it with an embedded MQTT5
+//!   broker (the default) or attached to an existing one such as mosquitto.
+//!
+//! ```no_run
+//! # async fn demo() -> std::io::Result<()> {
+//! use mqstate_server::{Server, ServerConfig};
+//! let server = Server::start(ServerConfig::ephemeral()).await?;
+//! println!("broker at {}", server.addr());
+//! server.shutdown().await;
+//! # Ok(())
+//! # }
+//! ```
 
+pub mod config;
+mod connection;
+mod embedded;
+pub mod envelope;
 pub mod journal;
+pub mod outbox;
+mod server;
+pub mod service;
 pub mod store;
+
+pub use config::{BrokerTarget, ServerConfig};
+pub use server::{Server, ServerHandle, Stats};

@@ -1,0 +1,269 @@
+//! The server as a library: [`Server::start`] wires the embedded broker (or an existing
+//! one), the MQTT connection, the store thread and the publisher together and returns a
+//! [`ServerHandle`] that reports the bound address and shuts everything down.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::Sender;
+use std::time::Duration;
+
+use rumqttc::v5::AsyncClient;
+use rumqttc::v5::mqttbytes::QoS;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::config::ServerConfig;
+use crate::connection::{self, ClientSink};
+use crate::embedded::EmbeddedBroker;
+use crate::journal::Journal;
+use crate::outbox::{Counters, Outbox};
+use crate::service::{Command, Service, now_ms};
+use crate::store::{Store, StoreConfig};
+
+/// How long [`Server::start`] waits for the broker to grant the request subscription.
+const READY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The local state store service.
+#[derive(Debug)]
+pub struct Server;
+
+/// A snapshot of the server's counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Requests received on the request topic.
+    pub requests: u64,
+    /// Requests dropped or answered with an RPC error.
+    pub rejected: u64,
+    /// Notifications handed to the broker.
+    pub notifications: u64,
+    /// Notifications dropped because their client's queue was full.
+    pub notifications_dropped: u64,
+    /// Responses dropped because the response queue was full.
+    pub responses_dropped: u64,
+    /// The longest any client's notification queue has been.
+    pub max_client_queue: u64,
+    /// KEYNOTIFY registrations dropped because their client disconnected.
+    pub registrations_dropped: u64,
+}
+
+/// A running server. Dropping it stops everything without waiting; prefer
+/// [`ServerHandle::shutdown`].
+pub struct ServerHandle {
+    addr: SocketAddr,
+    embedded: Option<EmbeddedBroker>,
+    commands: Sender<Command>,
+    store_thread: Option<std::thread::JoinHandle<()>>,
+    connection: Option<JoinHandle<()>>,
+    publisher: Option<JoinHandle<()>>,
+    stop: watch::Sender<bool>,
+    counters: Arc<Counters>,
+    client_id: String,
+}
+
+impl Server {
+    /// Starts the server and returns once it is subscribed to the request topic.
+    pub async fn start(config: ServerConfig) -> std::io::Result<ServerHandle> {
+        let now = now_ms();
+        let mut store = Store::new(
+            StoreConfig {
+                node_id: config.node_id.clone(),
+                max_keys: config.max_keys,
+                ..StoreConfig::default()
+            },
+            now,
+        );
+        let journal = match &config.data_dir {
+            Some(dir) => {
+                let (journal, entries) = Journal::open(dir)?;
+                tracing::info!(dir = %dir.display(), persisted = entries.len(), "persistence log opened");
+                store.restore(entries, now);
+                Some(journal)
+            }
+            None => None,
+        };
+
+        let (commands, commands_rx) = std::sync::mpsc::channel();
+        let (embedded, host, addr) = match &config.broker {
+            None => {
+                let broker = EmbeddedBroker::start(config.listen, commands.clone()).await?;
+                let addr = broker.addr();
+                let ip = match addr.ip() {
+                    IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+                    IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+                    ip => ip,
+                };
+                (Some(broker), ip.to_string(), addr)
+            }
+            Some(target) => {
+                let addr = tokio::net::lookup_host((target.host.as_str(), target.port))
+                    .await?
+                    .next()
+                    .ok_or_else(|| std::io::Error::other("broker host did not resolve"))?;
+                (None, target.host.clone(), addr)
+            }
+        };
+
+        let client_id = config
+            .client_id
+            .clone()
+            .unwrap_or_else(|| format!("mqstate-server-{}", uuid::Uuid::new_v4().simple()));
+        let options = connection::options(&client_id, &host, addr.port(), config.broker.as_ref())?;
+        let (client, eventloop) = connection::client(options, config.mqtt_channel_capacity);
+        let watch_sys_log = config.broker.as_ref().is_some_and(|t| t.watch_sys_log);
+        let (ready_tx, mut ready) = watch::channel(false);
+        let (stop, stop_rx) = watch::channel(false);
+        let connection = tokio::spawn(connection::run(
+            eventloop,
+            client.clone(),
+            commands.clone(),
+            connection::filters(watch_sys_log),
+            ready_tx,
+            stop_rx,
+        ));
+
+        let counters = Arc::new(Counters::default());
+        let outbox = Arc::new(Outbox::new(
+            config.notify_queue_limit,
+            config.response_queue_limit,
+        ));
+        let publisher = tokio::spawn(publish_loop(
+            Arc::clone(&outbox),
+            client.clone(),
+            Arc::clone(&counters),
+        ));
+        let service = Service {
+            store,
+            journal,
+            outbox,
+            sink: ClientSink(client),
+            counters: Arc::clone(&counters),
+            disconnector: embedded.as_ref().map(EmbeddedBroker::disconnector),
+            trust_broker_id: embedded.is_some(),
+            own_client_id: client_id.clone(),
+        };
+        let store_thread = std::thread::Builder::new()
+            .name("mqstate-store".to_owned())
+            .spawn(move || service.run(commands_rx))?;
+
+        let mut handle = ServerHandle {
+            addr,
+            embedded,
+            commands,
+            store_thread: Some(store_thread),
+            connection: Some(connection),
+            publisher: Some(publisher),
+            stop,
+            counters,
+            client_id,
+        };
+        let subscribed = tokio::time::timeout(READY_TIMEOUT, ready.wait_for(|ready| *ready)).await;
+        if !matches!(subscribed, Ok(Ok(_))) {
+            handle.stop_all().await;
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("could not subscribe to the request topic on the broker at {addr}"),
+            ));
+        }
+        tracing::info!(%addr, client_id = %handle.client_id, embedded = handle.embedded.is_some(), "state store ready");
+        Ok(handle)
+    }
+}
+
+/// Hands queued messages to the MQTT client, waiting for room.
+async fn publish_loop(outbox: Arc<Outbox>, client: AsyncClient, counters: Arc<Counters>) {
+    while let Some(message) = outbox.next(&counters).await {
+        let result = client
+            .publish_with_properties(
+                message.topic,
+                QoS::AtLeastOnce,
+                false,
+                message.payload,
+                message.properties,
+            )
+            .await;
+        outbox.done();
+        if let Err(e) = result {
+            tracing::error!(error = %e, "could not hand a message to the MQTT client");
+        }
+    }
+}
+
+impl ServerHandle {
+    /// The broker's address: the embedded broker's bound address (port 0 resolved), or
+    /// the attached broker's.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Whether the broker is the embedded one.
+    pub fn is_embedded(&self) -> bool {
+        self.embedded.is_some()
+    }
+
+    /// The MQTT client id the server uses.
+    pub fn client_id(&self) -> &str {
+        &self.client_id
+    }
+
+    /// The server's counters.
+    pub fn stats(&self) -> Stats {
+        let c = &self.counters;
+        Stats {
+            requests: c.requests.load(Ordering::Relaxed),
+            rejected: c.rejected.load(Ordering::Relaxed),
+            notifications: c.notifications.load(Ordering::Relaxed),
+            notifications_dropped: c.notifications_dropped.load(Ordering::Relaxed),
+            responses_dropped: c.responses_dropped.load(Ordering::Relaxed),
+            max_client_queue: c.max_client_queue.load(Ordering::Relaxed),
+            registrations_dropped: c.registrations_dropped.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Stops the store, the connection and the embedded broker, and waits for them.
+    pub async fn shutdown(mut self) {
+        self.stop_all().await;
+        tracing::info!("state store stopped");
+    }
+
+    async fn stop_all(&mut self) {
+        let _ = self.commands.send(Command::Shutdown);
+        if let Some(thread) = self.store_thread.take() {
+            let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+        }
+        if let Some(publisher) = self.publisher.take() {
+            publisher.abort();
+            let _ = publisher.await;
+        }
+        self.stop.send_replace(true);
+        if let Some(connection) = self.connection.take() {
+            let _ = connection.await;
+        }
+        if let Some(broker) = self.embedded.take() {
+            broker.shutdown().await;
+        }
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        let _ = self.commands.send(Command::Shutdown);
+        self.stop.send_replace(true);
+        if let Some(publisher) = self.publisher.take() {
+            publisher.abort();
+        }
+        if let Some(broker) = self.embedded.take() {
+            broker.signal_shutdown();
+        }
+    }
+}
+
+impl std::fmt::Debug for ServerHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerHandle")
+            .field("addr", &self.addr)
+            .field("embedded", &self.embedded.is_some())
+            .field("client_id", &self.client_id)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,238 @@
+//! The MQTT adapter around the pure [`Store`]: one thread owns the store and the journal,
+//! takes requests and disconnect events in arrival order, fires PX expiries on time (it
+//! sleeps exactly until [`Store::next_expiry_ms`]), and hands responses and notifications
+//! to the [`Outbox`].
+//!
+//! A plain thread (not a task) because everything it does is synchronous, including the
+//! journal's fsync, which must finish before the response to a persisted SET is sent.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use rumqttc::v5::mqttbytes::v5::Publish;
+
+use crate::connection::ClientSink;
+use crate::embedded::Disconnector;
+use crate::envelope::{self, Failure, RequestMeta, Verdict};
+use crate::journal::Journal;
+use crate::outbox::{Counters, Message, Outbox};
+use crate::store::{Invocation, JournalOp, Notice, Store};
+
+/// What the store thread is told.
+#[derive(Debug)]
+pub enum Command {
+    /// A PUBLISH received on the request topic.
+    Request(Publish),
+    /// A client's connection ended: drop its registrations and queued notifications.
+    Disconnected(String),
+    /// Stop the thread.
+    Shutdown,
+}
+
+/// The current time in ms since the Unix epoch.
+pub(crate) fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+/// The store thread's state.
+pub(crate) struct Service {
+    pub(crate) store: Store,
+    pub(crate) journal: Option<Journal>,
+    pub(crate) outbox: Arc<Outbox>,
+    pub(crate) sink: ClientSink,
+    pub(crate) counters: Arc<Counters>,
+    /// Set with the embedded broker: drops clients that use a forbidden response topic.
+    pub(crate) disconnector: Option<Disconnector>,
+    /// Set with the embedded broker: `x-mqtt-client-id` is the broker's word.
+    pub(crate) trust_broker_id: bool,
+    /// The adapter's own MQTT client id (its disconnects are not a client's).
+    pub(crate) own_client_id: String,
+}
+
+impl Service {
+    /// Serves commands until [`Command::Shutdown`] or until every sender is gone.
+    pub(crate) fn run(mut self, commands: Receiver<Command>) {
+        loop {
+            let now = now_ms();
+            let command = match self.store.next_expiry_ms() {
+                Some(due) if due <= now => {
+                    self.expire(now);
+                    continue;
+                }
+                Some(due) => match commands.recv_timeout(Duration::from_millis(due - now)) {
+                    Ok(command) => command,
+                    Err(RecvTimeoutError::Timeout) => continue,
+                    Err(RecvTimeoutError::Disconnected) => break,
+                },
+                None => match commands.recv() {
+                    Ok(command) => command,
+                    Err(_) => break,
+                },
+            };
+            match command {
+                Command::Request(publish) => self.request(&publish),
+                Command::Disconnected(client_id) => self.disconnected(&client_id),
+                Command::Shutdown => break,
+            }
+        }
+        self.outbox.close();
+        tracing::debug!("store thread stopped");
+    }
+
+    fn expire(&mut self, now: u64) {
+        let expired = self.store.expire(now);
+        self.append(&expired.journal);
+        for notice in expired.notifications {
+            self.notify(notice);
+        }
+    }
+
+    fn disconnected(&mut self, client_id: &str) {
+        if client_id == self.own_client_id {
+            return;
+        }
+        let dropped = self.store.client_disconnected(client_id);
+        self.outbox.forget_client(client_id);
+        if dropped > 0 {
+            self.counters
+                .registrations_dropped
+                .fetch_add(dropped as u64, Ordering::Relaxed);
+            tracing::info!(
+                client_id,
+                dropped,
+                "client gone: dropped its KEYNOTIFY registrations"
+            );
+        }
+    }
+
+    fn request(&mut self, publish: &Publish) {
+        self.counters.requests.fetch_add(1, Ordering::Relaxed);
+        let meta = RequestMeta::read(publish, self.trust_broker_id);
+        let client = meta.client_id().unwrap_or("?").to_owned();
+        match meta.verdict() {
+            Verdict::Answer => self.answer(publish, &meta),
+            Verdict::Drop(reason) => {
+                self.counters.rejected.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(client_id = %client, reason, "dropped a request");
+            }
+            Verdict::Forbidden => {
+                self.counters.rejected.fetch_add(1, Ordering::Relaxed);
+                let topic = meta.response_topic.as_deref().unwrap_or_default();
+                // Only the broker's word is good enough to disconnect someone.
+                let culprit = meta.broker_client_id.as_deref();
+                match (&self.disconnector, culprit) {
+                    (Some(disconnector), Some(culprit)) => {
+                        tracing::warn!(
+                            client_id = culprit,
+                            topic,
+                            "forbidden response topic: request dropped, client disconnected"
+                        );
+                        disconnector.disconnect(culprit);
+                    }
+                    _ => {
+                        tracing::warn!(client_id = %client, topic, "forbidden response topic: request dropped")
+                    }
+                }
+            }
+            Verdict::Fail(failure) => {
+                self.counters.rejected.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(client_id = %client, status = failure.status, message = %failure.message, "rejected a request");
+                self.fail(&meta, &failure);
+            }
+        }
+    }
+
+    fn answer(&mut self, publish: &Publish, meta: &RequestMeta) {
+        let client_id = meta.client_id().unwrap_or_default();
+        let now = now_ms();
+        let reply = self.store.handle(
+            now,
+            Invocation {
+                client_id,
+                payload: &publish.payload,
+                timestamp: meta.timestamp.as_deref(),
+                fencing_token: meta.fencing_token.as_deref(),
+                persist: meta.persist,
+            },
+        );
+        if tracing::enabled!(tracing::Level::DEBUG) {
+            tracing::debug!(
+                client_id,
+                request = %String::from_utf8_lossy(&publish.payload[..publish.payload.len().min(80)]).escape_debug(),
+                response = reply.response.kind_name(),
+                version = ?reply.version.as_ref().map(ToString::to_string),
+                "request"
+            );
+        }
+        if !self.append(&reply.journal) {
+            let failure = Failure {
+                status: 500,
+                message: "the store could not write its persistence log".to_owned(),
+                property: None,
+            };
+            self.fail(meta, &failure);
+            return;
+        }
+        let (Some(topic), Some(correlation)) = (&meta.response_topic, &meta.correlation) else {
+            return;
+        };
+        let message = Message {
+            topic: topic.clone(),
+            payload: reply.response.encode(),
+            properties: envelope::ok_properties(
+                correlation.clone(),
+                reply.version.map(|v| v.to_string()),
+            ),
+        };
+        self.outbox
+            .send_response(&self.sink, message, &self.counters);
+        for notice in reply.notifications {
+            self.notify(notice);
+        }
+    }
+
+    fn fail(&self, meta: &RequestMeta, failure: &Failure) {
+        let (Some(topic), Some(correlation)) = (&meta.response_topic, &meta.correlation) else {
+            return;
+        };
+        let message = Message {
+            topic: topic.clone(),
+            payload: Bytes::new(),
+            properties: envelope::failure_properties(correlation.clone(), failure),
+        };
+        self.outbox
+            .send_response(&self.sink, message, &self.counters);
+    }
+
+    fn notify(&self, notice: Notice) {
+        let message = Message {
+            topic: mqstate::topics::notification_topic(&notice.client_id, &notice.key),
+            payload: notice.event.encode(),
+            properties: envelope::notification_properties(notice.version.to_string()),
+        };
+        self.outbox
+            .send_notification(&self.sink, &notice.client_id, message, &self.counters);
+    }
+
+    /// Appends to the journal, if there is one; false if that failed (logged).
+    fn append(&mut self, ops: &[JournalOp]) -> bool {
+        let Some(journal) = &mut self.journal else {
+            return true;
+        };
+        if ops.is_empty() {
+            return true;
+        }
+        match journal.append(ops) {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::error!(error = %e, "could not append to the persistence log");
+                false
+            }
+        }
+    }
+}
