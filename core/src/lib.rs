@@ -11,6 +11,10 @@
 //! - [`topics`]: topic names, hex encoding, and the response-topic check;
 //! - [`Error`] / [`ErrorKind`]: the one error model.
 //!
+//! With the default `client` feature it is also the client: [`Client`] (connection,
+//! correlation engine, `set`/`get`/`del`/`vdel`, [`Observer`] streams that survive
+//! reconnections).
+//!
 //! ```
 //! use mqstate::codec::{Request, Response, SetCondition};
 //! use bytes::Bytes;
@@ -30,5 +34,25 @@ mod error;
 pub mod hlc;
 pub mod topics;
 
+#[cfg(feature = "client")]
+mod client;
+#[cfg(feature = "client")]
+mod connection;
+#[cfg(feature = "client")]
+pub mod observe;
+#[cfg(feature = "client")]
+mod rpc;
+#[cfg(feature = "client")]
+mod settings;
+
+#[cfg(feature = "client")]
+pub use client::{
+    Client, ClientOptions, DEFAULT_OBSERVER_CAPACITY, DEFAULT_REQUEST_TIMEOUT, DelOptions,
+    SetOptions, SetOutcome, VdelOutcome, Versioned,
+};
 pub use error::{Error, ErrorKind, Result};
 pub use hlc::{Clock, Hlc};
+#[cfg(feature = "client")]
+pub use observe::{KeyNotification, Observer};
+#[cfg(feature = "client")]
+pub use settings::{ConnectionSettings, MQTT_MAX_PACKET_SIZE, TlsSettings};

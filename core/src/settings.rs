@@ -1,0 +1,352 @@
+//! How to reach the broker: [`ConnectionSettings`], built in code, from a `mqtt://` /
+//! `mqtts://` URL, or from the Azure IoT Operations environment variables.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::error::Error;
+
+/// TLS settings. Certificates and keys are PEM files.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TlsSettings {
+    /// CA bundle to trust; `None` trusts nothing but what the file gives (a CA file is
+    /// required to verify the broker).
+    pub ca_file: Option<PathBuf>,
+    /// Client certificate chain, for mutual TLS.
+    pub cert_file: Option<PathBuf>,
+    /// The client certificate's private key (unencrypted PEM).
+    pub key_file: Option<PathBuf>,
+    /// A password for the private key. Encrypted keys are not supported yet: setting this
+    /// makes connecting fail with a clear error rather than a confusing TLS failure.
+    pub key_password_file: Option<PathBuf>,
+}
+
+/// Everything needed to connect to an MQTT 5 broker.
+///
+/// Defaults: port 1883 (8883 with TLS), a generated client id, keep-alive 60 s, clean start
+/// on the first connection, a session expiry of 1 hour (so a short outage keeps the session
+/// and in-flight requests), 256 MiB maximum incoming packet size.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConnectionSettings {
+    /// Broker host name or address.
+    pub host: String,
+    /// Broker port.
+    pub port: u16,
+    /// MQTT client id; generated (`mqstate-<random>`) when `None`.
+    pub client_id: Option<String>,
+    /// MQTT keep-alive.
+    pub keep_alive: Duration,
+    /// Clean start on the first connection. Reconnections always ask to resume the session.
+    pub clean_start: bool,
+    /// How long the broker keeps the session after a disconnect. Zero means the session ends
+    /// with the connection (every reconnection is then a new session).
+    pub session_expiry: Duration,
+    /// TLS; `None` is plain TCP.
+    pub tls: Option<TlsSettings>,
+    /// User name.
+    pub username: Option<String>,
+    /// Password (prefer `password_file`).
+    pub password: Option<String>,
+    /// A file holding the password, re-read at every connection attempt.
+    pub password_file: Option<PathBuf>,
+    /// A Kubernetes service account token file for MQTT 5 enhanced authentication (method
+    /// `K8S-SAT`), re-read at every connection attempt so rotated tokens are picked up.
+    pub sat_file: Option<PathBuf>,
+    /// The largest packet this client accepts (announced to the broker). Values larger than
+    /// the broker's own maximum are refused before sending.
+    pub max_packet_size: u32,
+    /// How long a connection attempt may take.
+    pub connect_timeout: Duration,
+    /// First delay between reconnection attempts; doubles up to `reconnect_max_delay`, with
+    /// jitter.
+    pub reconnect_min_delay: Duration,
+    /// Longest delay between reconnection attempts.
+    pub reconnect_max_delay: Duration,
+}
+
+/// The largest packet MQTT allows (variable byte integer limit).
+pub const MQTT_MAX_PACKET_SIZE: u32 = 268_435_455;
+
+impl Default for ConnectionSettings {
+    fn default() -> Self {
+        ConnectionSettings {
+            host: "localhost".into(),
+            port: 1883,
+            client_id: None,
+            keep_alive: Duration::from_secs(60),
+            clean_start: true,
+            session_expiry: Duration::from_secs(3600),
+            tls: None,
+            username: None,
+            password: None,
+            password_file: None,
+            sat_file: None,
+            max_packet_size: MQTT_MAX_PACKET_SIZE,
+            connect_timeout: Duration::from_secs(10),
+            reconnect_min_delay: Duration::from_millis(50),
+            reconnect_max_delay: Duration::from_secs(10),
+        }
+    }
+}
+
+impl ConnectionSettings {
+    /// Settings for `host:port`, everything else default.
+    pub fn new(host: impl Into<String>, port: u16) -> Self {
+        ConnectionSettings {
+            host: host.into(),
+            port,
+            ..Default::default()
+        }
+    }
+
+    /// Parses `mqtt://[user[:password]@]host[:port][?client_id=ID]` or `mqtts://…` (TLS,
+    /// default port 8883; add `ca_file=PATH` to the query to name the CA bundle).
+    pub fn from_url(url: &str) -> Result<Self, Error> {
+        let bad = |why: &str| Error::invalid_argument(format!("invalid broker URL {url:?}: {why}"));
+        let (scheme, rest) = url.split_once("://").ok_or_else(|| bad("no scheme"))?;
+        let tls = match scheme {
+            "mqtt" | "tcp" => false,
+            "mqtts" | "ssl" => true,
+            _ => return Err(bad("the scheme must be mqtt or mqtts")),
+        };
+        let (authority, query) = match rest.split_once('?') {
+            Some((a, q)) => (a, Some(q)),
+            None => (rest, None),
+        };
+        let authority = authority.trim_end_matches('/');
+        let (userinfo, hostport) = match authority.rsplit_once('@') {
+            Some((u, h)) => (Some(u), h),
+            None => (None, authority),
+        };
+        let (host, port) = split_host_port(hostport).map_err(&bad)?;
+        let mut settings =
+            ConnectionSettings::new(host, port.unwrap_or(if tls { 8883 } else { 1883 }));
+        if tls {
+            settings.tls = Some(TlsSettings::default());
+        }
+        if let Some(userinfo) = userinfo {
+            let (user, password) = match userinfo.split_once(':') {
+                Some((u, p)) => (u, Some(p)),
+                None => (userinfo, None),
+            };
+            settings.username = Some(user.to_owned());
+            settings.password = password.map(str::to_owned);
+        }
+        for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+            let (name, value) = pair
+                .split_once('=')
+                .ok_or_else(|| bad("query item without '='"))?;
+            match name {
+                "client_id" => settings.client_id = Some(value.to_owned()),
+                "ca_file" => {
+                    settings
+                        .tls
+                        .get_or_insert_with(TlsSettings::default)
+                        .ca_file = Some(value.into())
+                }
+                _ => return Err(bad("unknown query item (known: client_id, ca_file)")),
+            }
+        }
+        Ok(settings)
+    }
+
+    /// Reads the Azure IoT Operations variables (`AIO_BROKER_HOSTNAME`,
+    /// `AIO_BROKER_TCP_PORT`, `AIO_MQTT_USE_TLS`, `AIO_TLS_CA_FILE`, `AIO_MQTT_CLEAN_START`,
+    /// `AIO_MQTT_KEEP_ALIVE` (seconds), `AIO_MQTT_CLIENT_ID`, `AIO_MQTT_SESSION_EXPIRY`
+    /// (seconds), `AIO_MQTT_USERNAME`, `AIO_MQTT_PASSWORD_FILE`, `AIO_TLS_CERT_FILE`,
+    /// `AIO_TLS_KEY_FILE`, `AIO_TLS_KEY_PASSWORD_FILE`, `AIO_SAT_FILE`).
+    /// `AIO_BROKER_HOSTNAME` is required; a malformed value is an error naming the variable.
+    pub fn from_env() -> Result<Self, Error> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// [`ConnectionSettings::from_env`] over any variable lookup (for tests and embedding).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
+        let var = |name: &str| get(name).filter(|v| !v.trim().is_empty());
+        let invalid = |name: &str, value: &str, want: &str| {
+            Error::invalid_argument(format!("{name}={value:?} is not {want}"))
+        };
+        let parse_bool = |name: &str| -> Result<Option<bool>, Error> {
+            var(name)
+                .map(|v| match v.trim().to_ascii_lowercase().as_str() {
+                    "true" | "1" | "yes" => Ok(true),
+                    "false" | "0" | "no" => Ok(false),
+                    _ => Err(invalid(name, &v, "a boolean")),
+                })
+                .transpose()
+        };
+        let parse_secs = |name: &str| -> Result<Option<Duration>, Error> {
+            var(name)
+                .map(|v| {
+                    v.trim()
+                        .parse::<u64>()
+                        .map(Duration::from_secs)
+                        .map_err(|_| invalid(name, &v, "a whole number of seconds"))
+                })
+                .transpose()
+        };
+        let host = var("AIO_BROKER_HOSTNAME")
+            .ok_or_else(|| Error::invalid_argument("AIO_BROKER_HOSTNAME is not set"))?;
+        let use_tls = parse_bool("AIO_MQTT_USE_TLS")?.unwrap_or(true);
+        let port = match var("AIO_BROKER_TCP_PORT") {
+            Some(v) => v
+                .trim()
+                .parse::<u16>()
+                .map_err(|_| invalid("AIO_BROKER_TCP_PORT", &v, "a port number"))?,
+            None if use_tls => 8883,
+            None => 1883,
+        };
+        let mut s = ConnectionSettings::new(host, port);
+        if use_tls {
+            s.tls = Some(TlsSettings {
+                ca_file: var("AIO_TLS_CA_FILE").map(PathBuf::from),
+                cert_file: var("AIO_TLS_CERT_FILE").map(PathBuf::from),
+                key_file: var("AIO_TLS_KEY_FILE").map(PathBuf::from),
+                key_password_file: var("AIO_TLS_KEY_PASSWORD_FILE").map(PathBuf::from),
+            });
+        }
+        if let Some(clean) = parse_bool("AIO_MQTT_CLEAN_START")? {
+            s.clean_start = clean;
+        }
+        if let Some(keep_alive) = parse_secs("AIO_MQTT_KEEP_ALIVE")? {
+            s.keep_alive = keep_alive;
+        }
+        if let Some(expiry) = parse_secs("AIO_MQTT_SESSION_EXPIRY")? {
+            s.session_expiry = expiry;
+        }
+        s.client_id = var("AIO_MQTT_CLIENT_ID");
+        s.username = var("AIO_MQTT_USERNAME");
+        s.password_file = var("AIO_MQTT_PASSWORD_FILE").map(PathBuf::from);
+        s.sat_file = var("AIO_SAT_FILE").map(PathBuf::from);
+        s.validate()?;
+        Ok(s)
+    }
+
+    /// Checks the settings for values the broker or the protocol cannot take.
+    pub fn validate(&self) -> Result<(), Error> {
+        if self.host.is_empty() {
+            return Err(Error::invalid_argument("the broker host must not be empty"));
+        }
+        if let Some(id) = &self.client_id
+            && (id.is_empty() || id.len() > 65_535 || id.contains(['+', '#', '/', '\0']))
+        {
+            return Err(Error::invalid_argument(format!(
+                "client id {id:?} must be 1..65535 bytes without '+', '#', '/' or NUL"
+            )));
+        }
+        if self.keep_alive > Duration::from_secs(u64::from(u16::MAX)) {
+            return Err(Error::invalid_argument(
+                "keep-alive must be at most 65535 s",
+            ));
+        }
+        if self.max_packet_size < 1024 || self.max_packet_size > MQTT_MAX_PACKET_SIZE {
+            return Err(Error::invalid_argument(format!(
+                "max_packet_size must be between 1024 and {MQTT_MAX_PACKET_SIZE}"
+            )));
+        }
+        if self.password.is_some() && self.password_file.is_some() {
+            return Err(Error::invalid_argument(
+                "give a password or a password file, not both",
+            ));
+        }
+        if self.reconnect_min_delay.is_zero() || self.reconnect_min_delay > self.reconnect_max_delay
+        {
+            return Err(Error::invalid_argument(
+                "reconnect delays must satisfy 0 < min <= max",
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn split_host_port(hostport: &str) -> Result<(String, Option<u16>), &'static str> {
+    let (host, port) = if let Some(rest) = hostport.strip_prefix('[') {
+        let (host, after) = rest.split_once(']').ok_or("unclosed '[' in host")?;
+        (host, after.strip_prefix(':'))
+    } else {
+        match hostport.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (hostport, None),
+        }
+    };
+    if host.is_empty() {
+        return Err("no host");
+    }
+    let port = port
+        .map(|p| p.parse::<u16>().map_err(|_| "invalid port"))
+        .transpose()?;
+    Ok((host.to_owned(), port))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    #[test]
+    fn urls() {
+        let s = ConnectionSettings::from_url("mqtt://localhost:1884").unwrap();
+        assert_eq!(
+            (s.host.as_str(), s.port, s.tls.is_some()),
+            ("localhost", 1884, false)
+        );
+        let s =
+            ConnectionSettings::from_url("mqtts://u:p@[::1]?client_id=c1&ca_file=/ca.pem").unwrap();
+        assert_eq!((s.host.as_str(), s.port), ("::1", 8883));
+        assert_eq!(s.username.as_deref(), Some("u"));
+        assert_eq!(s.password.as_deref(), Some("p"));
+        assert_eq!(s.client_id.as_deref(), Some("c1"));
+        assert_eq!(s.tls.unwrap().ca_file, Some(PathBuf::from("/ca.pem")));
+        for bad in [
+            "localhost:1883",
+            "http://x",
+            "mqtt://:1883",
+            "mqtt://h:99999",
+            "mqtt://h?x=1",
+        ] {
+            let err = ConnectionSettings::from_url(bad).unwrap_err();
+            assert_eq!(err.kind(), crate::ErrorKind::InvalidArgument, "{bad}");
+        }
+    }
+
+    #[test]
+    fn aio_environment() {
+        let env: HashMap<&str, &str> = [
+            ("AIO_BROKER_HOSTNAME", "aio-broker"),
+            ("AIO_BROKER_TCP_PORT", "18883"),
+            ("AIO_MQTT_USE_TLS", "true"),
+            ("AIO_TLS_CA_FILE", "/var/run/certs/ca.crt"),
+            ("AIO_MQTT_CLEAN_START", "false"),
+            ("AIO_MQTT_KEEP_ALIVE", "30"),
+            ("AIO_MQTT_CLIENT_ID", "app-1"),
+            ("AIO_MQTT_SESSION_EXPIRY", "600"),
+            ("AIO_SAT_FILE", "/var/run/secrets/tokens/mq-sat"),
+        ]
+        .into_iter()
+        .collect();
+        let s = ConnectionSettings::from_lookup(|k| env.get(k).map(|v| v.to_string())).unwrap();
+        assert_eq!((s.host.as_str(), s.port), ("aio-broker", 18883));
+        assert!(!s.clean_start);
+        assert_eq!(s.keep_alive, Duration::from_secs(30));
+        assert_eq!(s.session_expiry, Duration::from_secs(600));
+        assert_eq!(s.client_id.as_deref(), Some("app-1"));
+        assert_eq!(
+            s.tls.unwrap().ca_file,
+            Some(PathBuf::from("/var/run/certs/ca.crt"))
+        );
+        assert_eq!(
+            s.sat_file,
+            Some(PathBuf::from("/var/run/secrets/tokens/mq-sat"))
+        );
+
+        let err = ConnectionSettings::from_lookup(|_| None).unwrap_err();
+        assert!(err.message().contains("AIO_BROKER_HOSTNAME"));
+        let err = ConnectionSettings::from_lookup(|k| match k {
+            "AIO_BROKER_HOSTNAME" => Some("h".into()),
+            "AIO_MQTT_KEEP_ALIVE" => Some("soon".into()),
+            _ => None,
+        })
+        .unwrap_err();
+        assert!(err.message().contains("AIO_MQTT_KEEP_ALIVE"), "{err}");
+    }
+}
