@@ -37,10 +37,11 @@ impl Response {
                 b"OK" => Response::Ok,
                 _ => return Err(Error::malformed("unknown simple string")),
             },
-            b':' => match reader.integer()? {
-                -1 => Response::NotApplied,
-                n => Response::Count(
-                    u64::try_from(n).map_err(|_| Error::malformed("negative count"))?,
+            b':' => match reader.line()? {
+                b"-1" => Response::NotApplied,
+                digits => Response::Count(
+                    wire::parse_u64(digits)
+                        .ok_or_else(|| Error::malformed("invalid count (neither -1 nor 0..2^64)"))?,
                 ),
             },
             b'$' => match reader.integer()? {
@@ -193,8 +194,11 @@ mod tests {
     }
 
     #[test]
-    fn count_beyond_i64_is_malformed() {
-        assert!(Response::decode(&Bytes::from_static(b":9223372036854775808\r\n")).is_err());
+    fn counts_are_u64_and_only_minus_one_is_negative() {
+        let max = Response::Count(u64::MAX);
+        assert_eq!(Response::decode(&max.encode()), Ok(max));
+        assert!(Response::decode(&Bytes::from_static(b":18446744073709551616\r\n")).is_err());
         assert!(Response::decode(&Bytes::from_static(b":-2\r\n")).is_err());
+        assert!(Response::decode(&Bytes::from_static(b":-0\r\n")).is_err());
     }
 }

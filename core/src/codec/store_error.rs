@@ -163,8 +163,12 @@ impl StoreError {
     }
 
     /// An error with a text of the caller's; the kind is found from the text. CR and LF,
-    /// which a response line cannot hold, become spaces.
+    /// which a response line cannot hold, become spaces; an empty text, which the protocol
+    /// cannot carry, becomes `unknown error`.
     pub fn other(text: &str) -> StoreError {
+        if text.is_empty() {
+            return StoreError::from_text(b"unknown error");
+        }
         let clean: String = text
             .chars()
             .map(|c| if c == '\r' || c == '\n' { ' ' } else { c })
