@@ -18,7 +18,10 @@ fn main() -> Result<(), mqstate::Error> {
     let client_id = "tour-client";
     println!("request topic : {}", topics::REQUEST_TOPIC);
     println!("response topic: {}", topics::response_topic(client_id));
-    println!("notify filter : {}\n", topics::notification_filter(client_id));
+    println!(
+        "notify filter : {}\n",
+        topics::notification_filter(client_id)
+    );
 
     // The client ticks its clock for the request's `__ts`.
     let now = 1_696_374_425_000;
@@ -36,7 +39,11 @@ fn main() -> Result<(), mqstate::Error> {
 
     // The service decodes it, applies it, and answers with a newer version.
     let decoded = Request::decode(&payload).map_err(mqstate::Error::from)?;
-    println!("   decoded: {:?} key={}", decoded.verb(), decoded.key().escape_ascii());
+    println!(
+        "   decoded: {:?} key={}",
+        decoded.verb(),
+        decoded.key().escape_ascii()
+    );
     let service_clock = Hlc::new(now, 0, "StateStore")?.receive(&client_clock, now, 60_000)?;
     let answer = Response::Ok.encode();
     show("response", &answer);
@@ -50,7 +57,11 @@ fn main() -> Result<(), mqstate::Error> {
     let err_payload = Bytes::from_static(b"-ERR a fencing token is required for this request\r\n");
     if let Response::Error(e) = Response::decode(&err_payload)? {
         let err = mqstate::Error::from(e);
-        println!("     error: kind={} message={:?}", err.kind(), err.message());
+        println!(
+            "     error: kind={} message={:?}",
+            err.kind(),
+            err.message()
+        );
     }
     Ok(())
 }
