@@ -1,0 +1,328 @@
+//! Requests for C (spec §3). Encoding (client side): one function per verb, each producing
+//! the exact payload bytes in a library-owned [`mqstate_bytes`]. Decoding (service side):
+//! `mqstate_decode_request`, with the service's exact store errors.
+//!
+//! Each function converts its arguments, builds a core `Request` over borrowed slices,
+//! validates it with the core (an empty key is refused) and encodes it: no copy of the key or
+//! value is made before the payload itself.
+
+use std::num::NonZeroU64;
+use std::ptr;
+
+use bytes::Bytes;
+use mqstate::codec::{Request, SetCondition};
+
+use crate::ffi::{
+    bytes_arg, bytes_ptr, free_handle, handle_arg, mqstate_bytes, new_handle, out_arg, out_ptr,
+};
+use crate::response::mqstate_verb;
+use crate::status::{Failure, FfiResult, boundary, mqstate_status};
+
+/// The condition of a SET (spec §3). Passed to `mqstate_encode_set` as a `uint32_t`.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum mqstate_set_condition {
+    /// Set unconditionally.
+    Always = 0,
+    /// `NX`: only if the key does not exist.
+    Nx = 1,
+    /// `NEX`: only if the key does not exist or already holds the same value.
+    Nex = 2,
+}
+
+fn condition_arg(condition: u32) -> Result<SetCondition, Failure> {
+    match condition {
+        c if c == mqstate_set_condition::Always as u32 => Ok(SetCondition::Always),
+        c if c == mqstate_set_condition::Nx as u32 => Ok(SetCondition::NotExists),
+        c if c == mqstate_set_condition::Nex as u32 => Ok(SetCondition::NotExistsOrEqual),
+        other => Err(Failure::invalid(format!(
+            "{other} is not a mqstate_set_condition"
+        ))),
+    }
+}
+
+/// Validates and encodes `request` into `*out`.
+///
+/// # Safety
+/// `out` must be NULL or writable.
+unsafe fn encode(request: Request<&[u8]>, out: *mut mqstate_bytes) -> FfiResult {
+    // SAFETY: forwarded from the caller.
+    let out = unsafe { out_arg(out, mqstate_bytes::EMPTY, "out")? };
+    request.validate()?;
+    let mut payload = Vec::with_capacity(request.encoded_len() + 1);
+    request.encode_to(&mut payload);
+    *out = mqstate_bytes::from_vec(payload);
+    Ok(())
+}
+
+/// Encodes `SET key value [NX|NEX] [PX px_ms]` into `*out`.
+///
+/// `condition` is a `mqstate_set_condition`; `px_ms` is the expiry in milliseconds, 0 for
+/// none. The key must not be empty; the value may be. `key`/`value` may be NULL when their
+/// length is 0. On success `*out` owns the payload: free it with `mqstate_bytes_free`. On
+/// error `*out` is `{NULL, 0}`.
+///
+/// # Safety
+/// `key` and `value` must point to `key_len` and `value_len` readable bytes (or be NULL with
+/// length 0); `out` must point to a writable `mqstate_bytes`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mqstate_encode_set(
+    key: *const u8,
+    key_len: usize,
+    value: *const u8,
+    value_len: usize,
+    condition: u32,
+    px_ms: u64,
+    out: *mut mqstate_bytes,
+) -> mqstate_status {
+    boundary(|| {
+        // SAFETY: the caller's promises about key, value and out are forwarded.
+        unsafe {
+            let key = bytes_arg(key, key_len, "key")?;
+            let value = bytes_arg(value, value_len, "value")?;
+            let request = Request::Set {
+                key,
+                value,
+                condition: condition_arg(condition)?,
+                expiry_ms: NonZeroU64::new(px_ms),
+            };
+            encode(request, out)
+        }
+    })
+}
+
+/// Encodes `GET key` into `*out` (free with `mqstate_bytes_free`; `{NULL, 0}` on error).
+///
+/// # Safety
+/// `key` must point to `key_len` readable bytes; `out` to a writable `mqstate_bytes`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mqstate_encode_get(
+    key: *const u8,
+    key_len: usize,
+    out: *mut mqstate_bytes,
+) -> mqstate_status {
+    boundary(|| {
+        // SAFETY: the caller's promises are forwarded.
+        unsafe {
+            let key = bytes_arg(key, key_len, "key")?;
+            encode(Request::Get { key }, out)
+        }
+    })
+}
+
+/// Encodes `DEL key` into `*out` (free with `mqstate_bytes_free`; `{NULL, 0}` on error).
+///
+/// # Safety
+/// `key` must point to `key_len` readable bytes; `out` to a writable `mqstate_bytes`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mqstate_encode_del(
+    key: *const u8,
+    key_len: usize,
+    out: *mut mqstate_bytes,
+) -> mqstate_status {
+    boundary(|| {
+        // SAFETY: the caller's promises are forwarded.
+        unsafe {
+            let key = bytes_arg(key, key_len, "key")?;
+            encode(Request::Del { key }, out)
+        }
+    })
+}
+
+/// Encodes `VDEL key value` into `*out` (free with `mqstate_bytes_free`; `{NULL, 0}` on
+/// error).
+///
+/// # Safety
+/// `key`/`value` must point to `key_len`/`value_len` readable bytes; `out` to a writable
+/// `mqstate_bytes`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mqstate_encode_vdel(
+    key: *const u8,
+    key_len: usize,
+    value: *const u8,
+    value_len: usize,
+    out: *mut mqstate_bytes,
+) -> mqstate_status {
+    boundary(|| {
+        // SAFETY: the caller's promises are forwarded.
+        unsafe {
+            let key = bytes_arg(key, key_len, "key")?;
+            let value = bytes_arg(value, value_len, "value")?;
+            encode(Request::VDel { key, value }, out)
+        }
+    })
+}
+
+/// Encodes `KEYNOTIFY key`, or `KEYNOTIFY key STOP` when `stop` is true, into `*out` (free
+/// with `mqstate_bytes_free`; `{NULL, 0}` on error).
+///
+/// # Safety
+/// `key` must point to `key_len` readable bytes; `out` to a writable `mqstate_bytes`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mqstate_encode_keynotify(
+    key: *const u8,
+    key_len: usize,
+    stop: bool,
+    out: *mut mqstate_bytes,
+) -> mqstate_status {
+    boundary(|| {
+        // SAFETY: the caller's promises are forwarded.
+        unsafe {
+            let key = bytes_arg(key, key_len, "key")?;
+            encode(Request::KeyNotify { key, stop }, out)
+        }
+    })
+}
+
+/// A decoded request (opaque, service side). Free with `mqstate_request_free`.
+pub struct mqstate_request {
+    request: Request<Bytes>,
+}
+
+/// A decoded request described for C; pointers borrow from the handle.
+#[repr(C)]
+#[derive(Debug)]
+pub struct mqstate_request_info {
+    /// The verb (never `MQSTATE_VERB_ANY`).
+    pub verb: mqstate_verb,
+    /// The key (never empty).
+    pub key: *const u8,
+    /// Length of `key`.
+    pub key_len: usize,
+    /// SET and VDEL: the value; NULL otherwise.
+    pub value: *const u8,
+    /// Length of `value`.
+    pub value_len: usize,
+    /// SET: the condition; `MQSTATE_SET_CONDITION_ALWAYS` otherwise.
+    pub condition: mqstate_set_condition,
+    /// SET: the `PX` expiry in milliseconds, 0 for none.
+    pub px_ms: u64,
+    /// KEYNOTIFY: whether `STOP` was given.
+    pub stop: bool,
+}
+
+/// Decodes a request `payload` of `len` bytes as the service does. A payload the service
+/// would refuse fails with the store error's status (`MQSTATE_STATUS_SYNTAX_ERROR`,
+/// `…_UNKNOWN_COMMAND`, `…_WRONG_NUMBER_OF_ARGUMENTS`, `…_KEY_LENGTH_ZERO`) and the exact
+/// service text as the last error message. On success `*out` is a new handle (read it with
+/// `mqstate_request_get`, free it with `mqstate_request_free`); on error NULL.
+///
+/// # Safety
+/// `payload` must point to `len` readable bytes; `out` to a writable `mqstate_request *`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mqstate_decode_request(
+    payload: *const u8,
+    len: usize,
+    out: *mut *mut mqstate_request,
+) -> mqstate_status {
+    boundary(|| {
+        // SAFETY: the caller's promises are forwarded.
+        let (out, payload) = unsafe {
+            (
+                out_arg(out, ptr::null_mut(), "out")?,
+                bytes_arg(payload, len, "payload")?,
+            )
+        };
+        let request = Request::decode(&Bytes::copy_from_slice(payload))?;
+        *out = new_handle(mqstate_request { request });
+        Ok(())
+    })
+}
+
+/// Describes `request` in `*out` (pointers borrow from `request`).
+///
+/// # Safety
+/// `request` must be a live handle; `out` must point to a writable `mqstate_request_info`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mqstate_request_get(
+    request: *const mqstate_request,
+    out: *mut mqstate_request_info,
+) -> mqstate_status {
+    boundary(|| {
+        // SAFETY: the caller's promises are forwarded.
+        let (handle, out) = unsafe { (handle_arg(request, "request")?, out_ptr(out)?) };
+        let r = &handle.request;
+        let mut info = mqstate_request_info {
+            verb: mqstate_verb::of(r.verb()),
+            key: bytes_ptr(r.key()),
+            key_len: r.key().len(),
+            value: ptr::null(),
+            value_len: 0,
+            condition: mqstate_set_condition::Always,
+            px_ms: 0,
+            stop: false,
+        };
+        match r {
+            Request::Set {
+                value,
+                condition,
+                expiry_ms,
+                ..
+            } => {
+                (info.value, info.value_len) = (bytes_ptr(value), value.len());
+                info.condition = match condition {
+                    SetCondition::NotExists => mqstate_set_condition::Nx,
+                    SetCondition::NotExistsOrEqual => mqstate_set_condition::Nex,
+                    SetCondition::Always => mqstate_set_condition::Always,
+                };
+                info.px_ms = expiry_ms.map_or(0, |ms| ms.get());
+            }
+            Request::VDel { value, .. } => {
+                (info.value, info.value_len) = (bytes_ptr(value), value.len())
+            }
+            Request::KeyNotify { stop, .. } => info.stop = *stop,
+            Request::Get { .. } | Request::Del { .. } => {}
+        }
+        // SAFETY: `out` is non-null and writable per the caller; the info has no drop glue.
+        unsafe { out.write(info) };
+        Ok(())
+    })
+}
+
+/// Frees a request handle. NULL is ignored.
+///
+/// # Safety
+/// `request` must be NULL or a live handle, not used again.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mqstate_request_free(request: *mut mqstate_request) {
+    // SAFETY: forwarded from the caller.
+    unsafe { free_handle(request) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn set_with_options_and_refusals() {
+        let mut out = mqstate_bytes::EMPTY;
+        // SAFETY: all pointers are valid for their lengths; out is writable.
+        let status =
+            unsafe { mqstate_encode_set(b"k".as_ptr(), 1, std::ptr::null(), 0, 1, 10, &mut out) };
+        assert_eq!(status, mqstate_status::Ok);
+        // SAFETY: out was filled in by the library.
+        let got = unsafe { std::slice::from_raw_parts(out.ptr, out.len) };
+        assert_eq!(
+            got,
+            b"*6\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\n$2\r\nNX\r\n$2\r\nPX\r\n$2\r\n10\r\n"
+        );
+        // SAFETY: out is library-owned.
+        unsafe { crate::ffi::mqstate_bytes_free(&mut out) };
+        // SAFETY: as above; the empty key and the bad condition are refused.
+        unsafe {
+            assert_eq!(
+                mqstate_encode_get(b"".as_ptr(), 0, &mut out),
+                mqstate_status::InvalidArgument
+            );
+            assert!(out.ptr.is_null());
+            assert_eq!(
+                mqstate_encode_set(b"k".as_ptr(), 1, b"v".as_ptr(), 1, 3, 0, &mut out),
+                mqstate_status::InvalidArgument
+            );
+            assert_eq!(
+                mqstate_encode_del(std::ptr::null(), 1, &mut out),
+                mqstate_status::InvalidArgument
+            );
+        }
+    }
+}

@@ -1,0 +1,354 @@
+//! The status every C function returns, its fixed numbering, the thread-local last error
+//! message, and the panic boundary that wraps every `extern "C"` body.
+//!
+//! The numbers are part of the ABI: they are allocated once and never renumbered. Core kinds
+//! that are not store errors take 1–9, the thirteen store error kinds take 100–112 in
+//! [`StoreErrorKind::ALL`] order, and conditions that only the C layer knows take 200 and up.
+
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::ffi::c_char;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use mqstate::codec::{StoreError, StoreErrorKind};
+use mqstate::{Error, ErrorKind};
+
+/// The result of every fallible mqstate C function. `MQSTATE_STATUS_OK` (0) is success; any
+/// other value is an error whose message `mqstate_last_error_message` copies out. The numbers
+/// are stable: new kinds get new numbers, existing ones never change.
+///
+/// `mqstate_status_name` gives each status the same snake_case name as the core's error kind
+/// (`ErrorKind::code()`), shared by every mqstate binding.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum mqstate_status {
+    /// Success.
+    Ok = 0,
+    /// `invalid_argument`: a null pointer, text that is not UTF-8, an empty key, a node id
+    /// with `:`, a forbidden response topic, an unknown enum value …
+    InvalidArgument = 1,
+    /// `malformed`: input bytes (payload, topic, timestamp, hex) do not follow the protocol.
+    Malformed = 2,
+    /// `clock_drift`: a clock would move too far ahead of the local time.
+    ClockDrift = 3,
+    /// `clock_overflow`: a clock counter would overflow.
+    ClockOverflow = 4,
+    /// `rpc_error`: the RPC layer refused a request (reserved for the client API).
+    RpcError = 5,
+    /// `timeout` (reserved for the client API).
+    Timeout = 6,
+    /// `connection_lost` (reserved for the client API).
+    ConnectionLost = 7,
+    /// `connect_failed` (reserved for the client API).
+    ConnectFailed = 8,
+    /// `closed` (reserved for the client API).
+    Closed = 9,
+    /// Store error `timestamp_skew`.
+    TimestampSkew = 100,
+    /// Store error `fencing_token_required`.
+    FencingTokenRequired = 101,
+    /// Store error `fencing_token_skew`.
+    FencingTokenSkew = 102,
+    /// Store error `fencing_token_lower_version`.
+    FencingTokenLowerVersion = 103,
+    /// Store error `quota_exceeded`.
+    QuotaExceeded = 104,
+    /// Store error `syntax_error`.
+    SyntaxError = 105,
+    /// Store error `not_authorized`.
+    NotAuthorized = 106,
+    /// Store error `unknown_command`.
+    UnknownCommand = 107,
+    /// Store error `wrong_number_of_arguments`.
+    WrongNumberOfArguments = 108,
+    /// Store error `timestamp_missing`.
+    TimestampMissing = 109,
+    /// Store error `timestamp_malformed`.
+    TimestampMalformed = 110,
+    /// Store error `key_length_zero`.
+    KeyLengthZero = 111,
+    /// `unknown_store_error`: a store error text this version does not know (text kept).
+    UnknownStoreError = 112,
+    /// `buffer_too_small`: a caller's buffer cannot hold the result; the needed length was
+    /// reported through the length out-parameter.
+    BufferTooSmall = 200,
+    /// `internal`: an error kind this build of the C layer has no number for (a bug).
+    Internal = 254,
+    /// `panic`: the library panicked; the panic was caught at the boundary (a bug).
+    Panic = 255,
+}
+
+/// Every status, in numeric order (for tables and tests).
+pub(crate) const ALL_STATUSES: [mqstate_status; 26] = {
+    use mqstate_status::*;
+    [
+        Ok,
+        InvalidArgument,
+        Malformed,
+        ClockDrift,
+        ClockOverflow,
+        RpcError,
+        Timeout,
+        ConnectionLost,
+        ConnectFailed,
+        Closed,
+        TimestampSkew,
+        FencingTokenRequired,
+        FencingTokenSkew,
+        FencingTokenLowerVersion,
+        QuotaExceeded,
+        SyntaxError,
+        NotAuthorized,
+        UnknownCommand,
+        WrongNumberOfArguments,
+        TimestampMissing,
+        TimestampMalformed,
+        KeyLengthZero,
+        UnknownStoreError,
+        BufferTooSmall,
+        Internal,
+        Panic,
+    ]
+};
+
+impl mqstate_status {
+    /// The status of a store error kind.
+    pub(crate) fn of_store(kind: StoreErrorKind) -> mqstate_status {
+        use mqstate_status as S;
+        match kind {
+            StoreErrorKind::TimestampSkew => S::TimestampSkew,
+            StoreErrorKind::FencingTokenRequired => S::FencingTokenRequired,
+            StoreErrorKind::FencingTokenSkew => S::FencingTokenSkew,
+            StoreErrorKind::FencingTokenLowerVersion => S::FencingTokenLowerVersion,
+            StoreErrorKind::QuotaExceeded => S::QuotaExceeded,
+            StoreErrorKind::SyntaxError => S::SyntaxError,
+            StoreErrorKind::NotAuthorized => S::NotAuthorized,
+            StoreErrorKind::UnknownCommand => S::UnknownCommand,
+            StoreErrorKind::WrongNumberOfArguments => S::WrongNumberOfArguments,
+            StoreErrorKind::TimestampMissing => S::TimestampMissing,
+            StoreErrorKind::TimestampMalformed => S::TimestampMalformed,
+            StoreErrorKind::KeyLengthZero => S::KeyLengthZero,
+            StoreErrorKind::Unknown => S::UnknownStoreError,
+            _ => S::Internal,
+        }
+    }
+
+    /// The status of a core error kind.
+    pub(crate) fn of_kind(kind: ErrorKind) -> mqstate_status {
+        use mqstate_status as S;
+        match kind {
+            ErrorKind::InvalidArgument => S::InvalidArgument,
+            ErrorKind::Malformed => S::Malformed,
+            ErrorKind::ClockDrift => S::ClockDrift,
+            ErrorKind::ClockOverflow => S::ClockOverflow,
+            ErrorKind::Store(store) => mqstate_status::of_store(store),
+            ErrorKind::Rpc(_) => S::RpcError,
+            ErrorKind::Timeout => S::Timeout,
+            ErrorKind::ConnectionLost => S::ConnectionLost,
+            ErrorKind::Connect => S::ConnectFailed,
+            ErrorKind::Closed => S::Closed,
+            _ => S::Internal,
+        }
+    }
+
+    /// The stable name: the core's `ErrorKind::code()` for core kinds, `ok` for success,
+    /// and the C layer's own names for the rest. NUL-terminated for C.
+    pub(crate) fn name(self) -> &'static str {
+        use mqstate_status as S;
+        match self {
+            S::Ok => "ok\0",
+            S::InvalidArgument => "invalid_argument\0",
+            S::Malformed => "malformed\0",
+            S::ClockDrift => "clock_drift\0",
+            S::ClockOverflow => "clock_overflow\0",
+            S::RpcError => "rpc_error\0",
+            S::Timeout => "timeout\0",
+            S::ConnectionLost => "connection_lost\0",
+            S::ConnectFailed => "connect_failed\0",
+            S::Closed => "closed\0",
+            S::TimestampSkew => "timestamp_skew\0",
+            S::FencingTokenRequired => "fencing_token_required\0",
+            S::FencingTokenSkew => "fencing_token_skew\0",
+            S::FencingTokenLowerVersion => "fencing_token_lower_version\0",
+            S::QuotaExceeded => "quota_exceeded\0",
+            S::SyntaxError => "syntax_error\0",
+            S::NotAuthorized => "not_authorized\0",
+            S::UnknownCommand => "unknown_command\0",
+            S::WrongNumberOfArguments => "wrong_number_of_arguments\0",
+            S::TimestampMissing => "timestamp_missing\0",
+            S::TimestampMalformed => "timestamp_malformed\0",
+            S::KeyLengthZero => "key_length_zero\0",
+            S::UnknownStoreError => "unknown_store_error\0",
+            S::BufferTooSmall => "buffer_too_small\0",
+            S::Internal => "internal\0",
+            S::Panic => "panic\0",
+        }
+    }
+}
+
+/// An error on its way out of an `extern "C"` function: the status and the message.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    pub(crate) status: mqstate_status,
+    pub(crate) message: Cow<'static, str>,
+}
+
+impl Failure {
+    /// An `invalid_argument` failure.
+    pub(crate) fn invalid(message: impl Into<Cow<'static, str>>) -> Failure {
+        Failure {
+            status: mqstate_status::InvalidArgument,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Failure {
+        Failure {
+            status: mqstate_status::of_kind(e.kind()),
+            message: Cow::Owned(e.message().to_owned()),
+        }
+    }
+}
+
+impl From<StoreError> for Failure {
+    fn from(e: StoreError) -> Failure {
+        Failure::from(Error::from(e))
+    }
+}
+
+/// What a body inside the boundary returns.
+pub(crate) type FfiResult = Result<(), Failure>;
+
+thread_local! {
+    static LAST_ERROR: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+fn set_last_error(message: &str) {
+    LAST_ERROR.with(|last| {
+        let mut last = last.borrow_mut();
+        last.clear();
+        last.push_str(message);
+    });
+}
+
+/// Runs one `extern "C"` body: catches any panic (returning `MQSTATE_STATUS_PANIC`), records
+/// the message of a failure in the thread-local last error, and clears it on success.
+pub(crate) fn boundary(body: impl FnOnce() -> FfiResult) -> mqstate_status {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(())) => {
+            set_last_error("");
+            mqstate_status::Ok
+        }
+        Ok(Err(failure)) => {
+            set_last_error(&failure.message);
+            failure.status
+        }
+        Err(payload) => {
+            let what = payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic payload".to_owned());
+            set_last_error(&format!("mqstate panicked (a bug): {what}"));
+            mqstate_status::Panic
+        }
+    }
+}
+
+/// The name of `status`, e.g. `"malformed"`, as a static NUL-terminated string; for store
+/// errors the kind (`"syntax_error"`, `"unknown_store_error"` …); `"ok"` for 0. A number that
+/// is no status gives `"unknown_status"`. Never NULL; the caller must not free it.
+#[unsafe(no_mangle)]
+pub extern "C" fn mqstate_status_name(status: u32) -> *const c_char {
+    let name = ALL_STATUSES
+        .into_iter()
+        .find(|s| *s as u32 == status)
+        .map_or("unknown_status\0", mqstate_status::name);
+    name.as_ptr().cast()
+}
+
+/// Copies the message of the last error on the calling thread into `buf` (`len` bytes,
+/// always NUL-terminated when `len > 0`, truncated if needed) and returns the message length
+/// without the NUL, so `len` must exceed the return value for the whole message. `buf` may be
+/// NULL when `len` is 0 (to ask for the length). A successful call clears the message.
+///
+/// # Safety
+/// `buf` must be NULL or point to `len` writable bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mqstate_last_error_message(buf: *mut c_char, len: usize) -> usize {
+    let copy = |last: &String| {
+        if !buf.is_null() && len > 0 {
+            let n = last.len().min(len - 1);
+            // SAFETY: the caller promises `len` writable bytes at `buf`; `n + 1 <= len`.
+            unsafe {
+                std::ptr::copy_nonoverlapping(last.as_ptr(), buf.cast::<u8>(), n);
+                *buf.add(n) = 0;
+            }
+        }
+        last.len()
+    };
+    catch_unwind(AssertUnwindSafe(|| {
+        LAST_ERROR.with(|last| copy(&last.borrow()))
+    }))
+    .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::CStr;
+
+    fn name_of(status: u32) -> &'static str {
+        // SAFETY: mqstate_status_name returns a static NUL-terminated string.
+        unsafe { CStr::from_ptr(mqstate_status_name(status)) }
+            .to_str()
+            .unwrap()
+    }
+
+    #[test]
+    fn every_core_kind_has_its_own_status_named_like_the_core() {
+        let mut seen = std::collections::HashSet::new();
+        for kind in ErrorKind::all().chain([ErrorKind::Rpc(500)]) {
+            let status = mqstate_status::of_kind(kind);
+            assert_ne!(status, mqstate_status::Internal, "{kind:?}");
+            assert_eq!(name_of(status as u32), kind.code(), "{kind:?}");
+            seen.insert(status as u32);
+        }
+        assert_eq!(seen.len(), ErrorKind::all().count() + 1);
+    }
+
+    #[test]
+    fn store_kinds_are_numbered_100_up_in_core_order() {
+        for (i, kind) in StoreErrorKind::ALL.into_iter().enumerate() {
+            assert_eq!(mqstate_status::of_store(kind) as usize, 100 + i);
+        }
+    }
+
+    #[test]
+    fn numbers_are_fixed() {
+        let numbers: Vec<u32> = ALL_STATUSES.iter().map(|s| *s as u32).collect();
+        let mut want: Vec<u32> = (0..=9).chain(100..=112).collect();
+        want.extend([200, 254, 255]);
+        assert_eq!(numbers, want);
+        assert_eq!(name_of(9999), "unknown_status");
+    }
+
+    #[test]
+    fn panics_are_caught_and_reported() {
+        let status = boundary(|| panic!("boom"));
+        assert_eq!(status, mqstate_status::Panic);
+        let mut buf = [0 as c_char; 64];
+        // SAFETY: buf has 64 writable bytes.
+        let n = unsafe { mqstate_last_error_message(buf.as_mut_ptr(), buf.len()) };
+        // SAFETY: the function NUL-terminates within the buffer.
+        let text = unsafe { CStr::from_ptr(buf.as_ptr()) }.to_str().unwrap();
+        assert!(text.ends_with("boom"), "{text}");
+        assert_eq!(n, text.len());
+        assert_eq!(boundary(|| Ok(())), mqstate_status::Ok);
+        // SAFETY: NULL with length 0 is allowed.
+        let empty = unsafe { mqstate_last_error_message(std::ptr::null_mut(), 0) };
+        assert_eq!(empty, 0);
+    }
+}
