@@ -1,10 +1,35 @@
 //! The state store as a pure state machine (spec §3–§7): keys, versions, fencing tokens,
 //! PX expiry, KEYNOTIFY registrations and the key quota. No MQTT, no I/O, no clock of its
 //! own: the MQTT adapter passes the time in and publishes what comes out.
+//!
+//! Versions (`__ts`) the store answers with:
+//!
+//! | Answer | `__ts` |
+//! |---|---|
+//! | SET `+OK` | the new version (newer than the request's `__ts` and the key's old version) |
+//! | SET `:-1` (NX/NEX failed), VDEL `:-1` | the key's current version |
+//! | GET hit | the key's version |
+//! | GET miss | none |
+//! | DEL / VDEL `:1` | the deletion's new version (the one the DELETE notification carries) |
+//! | DEL / VDEL `:0` (no such key) | the service clock's current value |
+//! | KEYNOTIFY, errors | none |
+//!
+//! Every due PX expiry fires at the start of [`Store::handle`], so an expired key is absent
+//! even if the adapter has not called [`Store::expire`] yet, and its DELETE notification
+//! (older version) comes before the effects of the request.
+
+mod clock;
+mod ops;
+mod watchers;
+
+use std::collections::{BTreeSet, HashMap};
 
 use bytes::Bytes;
 use mqstate::Hlc;
-use mqstate::codec::{KeyEvent, Response, StoreError, StoreErrorKind};
+use mqstate::codec::{KeyEvent, Request, Response, StoreError, StoreErrorKind, Verb};
+
+use clock::{ServiceClock, parse_stamp};
+use watchers::Watchers;
 
 /// How a [`Store`] behaves.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -107,55 +132,248 @@ pub struct Expired {
 #[derive(Debug)]
 pub struct Store {
     config: StoreConfig,
+    clock: ServiceClock,
+    entries: HashMap<Bytes, Entry>,
+    /// `(deadline, key)` of every key with a PX; kept in step with `Entry::expires_at_ms`.
+    expiries: BTreeSet<(u64, Bytes)>,
+    watchers: Watchers,
 }
+
+/// One stored key.
+#[derive(Debug)]
+struct Entry {
+    value: Bytes,
+    version: Hlc,
+    expires_at_ms: Option<u64>,
+    fencing_token: Option<Hlc>,
+    /// Set with `aio-persistence: true`: its changes go to the journal.
+    persisted: bool,
+}
+
+/// Notifications and journal ops collected while handling one request.
+#[derive(Debug, Default)]
+struct Effects {
+    notifications: Vec<Notice>,
+    journal: Vec<JournalOp>,
+}
+
+/// A successful answer: the payload and its `__ts`.
+type Answer = (Response, Option<Hlc>);
 
 impl Store {
     /// An empty store whose clock starts at `now_ms`.
     pub fn new(config: StoreConfig, now_ms: u64) -> Store {
-        let _ = now_ms;
-        Store { config }
+        Store {
+            clock: ServiceClock::new(&config.node_id, now_ms),
+            config,
+            entries: HashMap::new(),
+            expiries: BTreeSet::new(),
+            watchers: Watchers::default(),
+        }
+    }
+
+    /// The service clock's current value (the version the next change will exceed).
+    pub fn clock(&self) -> &Hlc {
+        self.clock.current()
     }
 
     /// Handles one request at `now_ms`.
     pub fn handle(&mut self, now_ms: u64, invocation: Invocation<'_>) -> Reply {
-        let _ = (now_ms, invocation, &self.config);
+        let mut effects = Effects::default();
+        self.expire_into(now_ms, &mut effects);
+        let (response, version) = match self.dispatch(now_ms, &invocation, &mut effects) {
+            Ok(answer) => answer,
+            Err(error) => (Response::Error(error), None),
+        };
         Reply {
-            response: Response::Error(StoreError::new(StoreErrorKind::SyntaxError)),
-            version: None,
-            notifications: Vec::new(),
-            journal: Vec::new(),
+            response,
+            version,
+            notifications: effects.notifications,
+            journal: effects.journal,
+        }
+    }
+
+    /// Decodes the request, checks its stamps, merges `__ts` and runs the verb.
+    fn dispatch(
+        &mut self,
+        now_ms: u64,
+        invocation: &Invocation<'_>,
+        effects: &mut Effects,
+    ) -> Result<Answer, StoreError> {
+        let request = Request::decode(invocation.payload)?;
+        let drift = self.config.max_drift_ms;
+        let stamp = parse_stamp(
+            invocation.timestamp,
+            now_ms,
+            drift,
+            StoreErrorKind::TimestampSkew,
+        )?;
+        let verb = request.verb();
+        if verb == Verb::Set && stamp.is_none() {
+            return Err(StoreErrorKind::TimestampMissing.into());
+        }
+        // GET and KEYNOTIFY never need a fencing token: theirs is ignored.
+        let token = match verb {
+            Verb::Set | Verb::Del | Verb::VDel => parse_stamp(
+                invocation.fencing_token,
+                now_ms,
+                drift,
+                StoreErrorKind::FencingTokenSkew,
+            )?,
+            Verb::Get | Verb::KeyNotify => None,
+        };
+        if let Some(stamp) = &stamp {
+            self.clock.merge(stamp, now_ms)?;
+        }
+        let token = token.as_ref();
+        match request {
+            Request::Set {
+                key,
+                value,
+                condition,
+                expiry_ms,
+            } => {
+                let expires_at_ms = expiry_ms.map(|ms| now_ms.saturating_add(ms.get()));
+                let set = ops::Set {
+                    key,
+                    value,
+                    condition,
+                    expires_at_ms,
+                    token,
+                    persist: invocation.persist,
+                };
+                self.set(now_ms, set, effects)
+            }
+            Request::Get { key } => Ok(self.get(&key)),
+            Request::Del { key } => self.del(now_ms, &key, None, token, effects),
+            Request::VDel { key, value } => self.del(now_ms, &key, Some(&value), token, effects),
+            Request::KeyNotify { key, stop } => self.key_notify(invocation.client_id, &key, stop),
         }
     }
 
     /// Fires every PX expiry due at `now_ms` (DELETE notifications, journal removals).
     pub fn expire(&mut self, now_ms: u64) -> Expired {
-        let _ = now_ms;
-        Expired::default()
+        let mut effects = Effects::default();
+        self.expire_into(now_ms, &mut effects);
+        Expired {
+            notifications: effects.notifications,
+            journal: effects.journal,
+        }
+    }
+
+    fn expire_into(&mut self, now_ms: u64, effects: &mut Effects) {
+        while let Some((deadline, _)) = self.expiries.first()
+            && *deadline <= now_ms
+        {
+            let Some((_, key)) = self.expiries.pop_first() else {
+                break;
+            };
+            if let Some(entry) = self.entries.remove(&key) {
+                self.deleted(now_ms, key, entry, effects);
+            }
+        }
     }
 
     /// When the next expiry is due, so the adapter can sleep exactly until then.
     pub fn next_expiry_ms(&self) -> Option<u64> {
-        None
+        self.expiries.first().map(|(deadline, _)| *deadline)
     }
 
     /// Drops every KEYNOTIFY registration of a client; returns how many were dropped.
     pub fn client_disconnected(&mut self, client_id: &str) -> usize {
-        let _ = client_id;
-        0
+        self.watchers.drop_client(client_id)
     }
 
-    /// Loads entries read back from the journal at start (expired ones are skipped).
+    /// Loads entries read back from the journal at start (expired ones are skipped; so
+    /// are `Remove` ops). Restored keys stay persisted, their versions raise the service
+    /// clock, and the key quota does not apply to them (they were stored under it).
     pub fn restore(&mut self, entries: Vec<JournalOp>, now_ms: u64) {
-        let _ = (entries, now_ms);
+        for op in entries {
+            let JournalOp::Put {
+                key,
+                value,
+                version,
+                expires_at_ms,
+                fencing_token,
+            } = op
+            else {
+                continue;
+            };
+            if expires_at_ms.is_some_and(|deadline| deadline <= now_ms) {
+                continue;
+            }
+            self.clock.raise_to(&version);
+            let entry = Entry {
+                value,
+                version,
+                expires_at_ms,
+                fencing_token,
+                persisted: true,
+            };
+            self.insert(key, entry);
+        }
+    }
+
+    /// Stores `entry` under `key`, keeping the expiry index in step; returns the old entry.
+    fn insert(&mut self, key: Bytes, entry: Entry) -> Option<Entry> {
+        if let Some(deadline) = entry.expires_at_ms {
+            self.expiries.insert((deadline, key.clone()));
+        }
+        let old = self.entries.insert(key.clone(), entry);
+        if let Some(deadline) = old.as_ref().and_then(|o| o.expires_at_ms) {
+            let new_deadline = self.entries.get(&key).and_then(|e| e.expires_at_ms);
+            if new_deadline != Some(deadline) {
+                self.expiries.remove(&(deadline, key));
+            }
+        }
+        old
+    }
+
+    /// Removes `key`, keeping the expiry index in step.
+    fn remove(&mut self, key: &[u8]) -> Option<(Bytes, Entry)> {
+        let (key, entry) = self.entries.remove_entry(key)?;
+        if let Some(deadline) = entry.expires_at_ms {
+            self.expiries.remove(&(deadline, key.clone()));
+        }
+        Some((key, entry))
+    }
+
+    /// The effects of a key's deletion (by DEL, VDEL or expiry): a new version, DELETE to
+    /// every observer, a journal removal if it was persisted. Returns the new version.
+    ///
+    /// The key is gone whatever happens: if the clock cannot tick (its counter is at the
+    /// maximum), the deletion carries the clock's current value instead.
+    fn deleted(&mut self, now_ms: u64, key: Bytes, entry: Entry, effects: &mut Effects) -> Hlc {
+        if entry.persisted {
+            effects.journal.push(JournalOp::Remove { key: key.clone() });
+        }
+        let version = self
+            .clock
+            .issue(now_ms, Some(&entry.version))
+            .unwrap_or_else(|_| self.clock.current().clone());
+        self.notify(&key, KeyEvent::Delete, &version, effects);
+        version
+    }
+
+    /// Queues `event` for every observer of `key`.
+    fn notify(&self, key: &Bytes, event: KeyEvent, version: &Hlc, effects: &mut Effects) {
+        for client in self.watchers.observers(key) {
+            effects.notifications.push(Notice {
+                client_id: client.to_string(),
+                key: key.clone(),
+                event: event.clone(),
+                version: version.clone(),
+            });
+        }
     }
 
     /// The number of keys held.
     pub fn len(&self) -> usize {
-        0
+        self.entries.len()
     }
 
     /// Whether no key is held.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.entries.is_empty()
     }
 }

@@ -1,0 +1,167 @@
+//! The verbs (spec §3, §4, §6, §7): SET with NX / NEX / PX, GET, DEL, VDEL and KEYNOTIFY,
+//! with the fencing-token and quota rules, on top of the store's maps.
+
+use std::cmp::Ordering;
+
+use bytes::Bytes;
+use mqstate::Hlc;
+use mqstate::codec::{KeyEvent, Response, SetCondition, StoreError, StoreErrorKind};
+
+use super::{Answer, Effects, Entry, JournalOp, Store};
+
+/// A decoded SET with its stamps, ready to apply.
+pub(super) struct Set<'a> {
+    pub(super) key: Bytes,
+    pub(super) value: Bytes,
+    pub(super) condition: SetCondition,
+    /// Absolute deadline of the PX, if any.
+    pub(super) expires_at_ms: Option<u64>,
+    /// The request's `__ft`.
+    pub(super) token: Option<&'a Hlc>,
+    /// `aio-persistence: true`.
+    pub(super) persist: bool,
+}
+
+/// Spec §6 for a write (SET, DEL, VDEL) to a key holding `entry`: a fenced key needs a
+/// token that is not older than its own. A missing key has no token.
+fn check_fence(entry: Option<&Entry>, token: Option<&Hlc>) -> Result<(), StoreError> {
+    let Some(stored) = entry.and_then(|e| e.fencing_token.as_ref()) else {
+        return Ok(());
+    };
+    let token = token.ok_or(StoreErrorKind::FencingTokenRequired)?;
+    if token.cmp_time(stored) == Ordering::Less {
+        return Err(StoreErrorKind::FencingTokenLowerVersion.into());
+    }
+    Ok(())
+}
+
+/// The token a key keeps after an accepted SET: the newer of its own and the request's.
+fn kept_token(stored: Option<&Hlc>, token: Option<&Hlc>) -> Option<Hlc> {
+    match (stored, token) {
+        (Some(stored), Some(token)) if token.cmp_time(stored) == Ordering::Greater => {
+            Some(token.clone())
+        }
+        (Some(stored), _) => Some(stored.clone()),
+        (None, token) => token.cloned(),
+    }
+}
+
+impl Store {
+    /// SET: fencing, then the NX/NEX condition, then the quota for a new key.
+    pub(super) fn set(
+        &mut self,
+        now_ms: u64,
+        set: Set<'_>,
+        effects: &mut Effects,
+    ) -> Result<Answer, StoreError> {
+        let existing = self.entries.get(&set.key);
+        check_fence(existing, set.token)?;
+        if let Some(entry) = existing {
+            let blocked = match set.condition {
+                SetCondition::Always => false,
+                SetCondition::NotExists => true,
+                SetCondition::NotExistsOrEqual => entry.value != set.value,
+            };
+            if blocked {
+                return Ok((Response::NotApplied, Some(entry.version.clone())));
+            }
+        } else if self
+            .config
+            .max_keys
+            .is_some_and(|max| self.entries.len() >= max)
+        {
+            return Err(StoreErrorKind::QuotaExceeded.into());
+        }
+        let previous = existing.map(|e| &e.version);
+        let fencing_token = kept_token(existing.and_then(|e| e.fencing_token.as_ref()), set.token);
+        let was_persisted = existing.is_some_and(|e| e.persisted);
+        let version = self.clock.issue(now_ms, previous)?;
+        if set.persist {
+            effects.journal.push(JournalOp::Put {
+                key: set.key.clone(),
+                value: set.value.clone(),
+                version: version.clone(),
+                expires_at_ms: set.expires_at_ms,
+                fencing_token: fencing_token.clone(),
+            });
+        } else if was_persisted {
+            effects.journal.push(JournalOp::Remove {
+                key: set.key.clone(),
+            });
+        }
+        self.notify(
+            &set.key,
+            KeyEvent::Set(set.value.clone()),
+            &version,
+            effects,
+        );
+        let entry = Entry {
+            value: set.value,
+            version: version.clone(),
+            expires_at_ms: set.expires_at_ms,
+            fencing_token,
+            persisted: set.persist,
+        };
+        self.insert(set.key, entry);
+        Ok((Response::Ok, Some(version)))
+    }
+
+    /// GET: the value and its version, or `$-1` without a version.
+    pub(super) fn get(&self, key: &[u8]) -> Answer {
+        match self.entries.get(key) {
+            Some(entry) => (
+                Response::Value(entry.value.clone()),
+                Some(entry.version.clone()),
+            ),
+            None => (Response::NotFound, None),
+        }
+    }
+
+    /// DEL (`expected` is `None`) or VDEL (`expected` is the value the key must hold).
+    pub(super) fn del(
+        &mut self,
+        now_ms: u64,
+        key: &[u8],
+        expected: Option<&Bytes>,
+        token: Option<&Hlc>,
+        effects: &mut Effects,
+    ) -> Result<Answer, StoreError> {
+        let Some(entry) = self.entries.get(key) else {
+            return Ok((Response::Count(0), Some(self.clock.current().clone())));
+        };
+        check_fence(Some(entry), token)?;
+        if expected.is_some_and(|value| *value != entry.value) {
+            return Ok((Response::NotApplied, Some(entry.version.clone())));
+        }
+        let Some((key, entry)) = self.remove(key) else {
+            return Ok((Response::Count(0), Some(self.clock.current().clone())));
+        };
+        let version = self.deleted(now_ms, key, entry, effects);
+        Ok((Response::Count(1), Some(version)))
+    }
+
+    /// KEYNOTIFY (`+OK`) and KEYNOTIFY STOP (`+OK`, or `:0` if nothing was registered).
+    /// A client observes at most `max_keys` keys.
+    pub(super) fn key_notify(
+        &mut self,
+        client_id: &str,
+        key: &Bytes,
+        stop: bool,
+    ) -> Result<Answer, StoreError> {
+        if stop {
+            let found = self.watchers.remove(client_id, key);
+            return Ok((
+                if found {
+                    Response::Ok
+                } else {
+                    Response::Count(0)
+                },
+                None,
+            ));
+        }
+        self.watchers
+            .add(client_id, key, self.config.max_keys)
+            .map_err(|_| StoreErrorKind::QuotaExceeded)?;
+        Ok((Response::Ok, None))
+    }
+}
