@@ -1,0 +1,253 @@
+//! Debian's mosquitto on a free loopback port, with a generated configuration, for tests.
+//!
+//! ```no_run
+//! let broker = mqstate_tests::Mosquitto::start()?;
+//! println!("{}", broker.url()); // mqtt://127.0.0.1:PORT
+//! # Ok::<(), std::io::Error>(())
+//! ```
+//!
+//! The configuration: `listener PORT 127.0.0.1`, `allow_anonymous true`,
+//! `set_tcp_nodelay true`, `persistence false` (or `true` with a temporary directory, see
+//! [`Mosquitto::start_persistent`]), its log to stderr (kept in `mosquitto.log` in the
+//! temporary directory) and to `$SYS/broker/log/#` (so the server learns of disconnects),
+//! and `user root` when run as root. A start that loses the race for its port ("address in
+//! use") is retried on another port. The broker is killed when dropped.
+
+use std::fs::File;
+use std::io::{Error, ErrorKind, Result};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use tempfile::TempDir;
+
+/// Where mosquitto is looked for when it is not on `PATH`.
+const SBIN: &str = "/usr/sbin/mosquitto";
+
+/// A running mosquitto.
+#[derive(Debug)]
+pub struct Mosquitto {
+    child: Option<Child>,
+    port: u16,
+    persistence: bool,
+    dir: TempDir,
+}
+
+impl Mosquitto {
+    /// Starts mosquitto with `persistence false`.
+    pub fn start() -> Result<Mosquitto> {
+        Mosquitto::launch(false)
+    }
+
+    /// Starts mosquitto with `persistence true` in a temporary directory, so that
+    /// [`Mosquitto::restart`] keeps sessions and queued messages.
+    pub fn start_persistent() -> Result<Mosquitto> {
+        Mosquitto::launch(true)
+    }
+
+    fn launch(persistence: bool) -> Result<Mosquitto> {
+        let mut last = None;
+        for _ in 0..20 {
+            let mut broker = Mosquitto {
+                child: None,
+                port: free_port()?,
+                persistence,
+                dir: tempfile::Builder::new()
+                    .prefix("mqstate-mosquitto")
+                    .tempdir()?,
+            };
+            match broker.spawn() {
+                Ok(()) => return Ok(broker),
+                Err(e) if e.kind() == ErrorKind::AddrInUse => last = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| Error::other("mosquitto did not start")))
+    }
+
+    fn config_path(&self) -> PathBuf {
+        self.dir.path().join("mosquitto.conf")
+    }
+
+    /// The file mosquitto logs to (useful when a test fails).
+    pub fn log_path(&self) -> PathBuf {
+        self.dir.path().join("mosquitto.log")
+    }
+
+    fn write_config(&self) -> Result<()> {
+        let mut conf = format!(
+            "listener {} 127.0.0.1\nallow_anonymous true\nset_tcp_nodelay true\n\
+             log_dest stderr\nlog_dest topic\nlog_type error\nlog_type warning\n\
+             log_type notice\nlog_type information\nmax_queued_messages 1000\n",
+            self.port
+        );
+        if self.persistence {
+            conf.push_str(&format!(
+                "persistence true\npersistence_location {}/\n",
+                self.dir.path().display()
+            ));
+        } else {
+            conf.push_str("persistence false\n");
+        }
+        if running_as_root() {
+            conf.push_str("user root\n");
+        }
+        std::fs::write(self.config_path(), conf)
+    }
+
+    fn spawn(&mut self) -> Result<()> {
+        self.write_config()?;
+        let log = File::options()
+            .create(true)
+            .append(true)
+            .open(self.log_path())?;
+        let mut child = Command::new(binary())
+            .arg("-c")
+            .arg(self.config_path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()?;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let addr = SocketAddr::from(([127, 0, 0, 1], self.port));
+        loop {
+            if let Some(status) = child.try_wait()? {
+                let log = std::fs::read_to_string(self.log_path()).unwrap_or_default();
+                let kind = if log.contains("in use") {
+                    ErrorKind::AddrInUse
+                } else {
+                    ErrorKind::Other
+                };
+                return Err(Error::new(
+                    kind,
+                    format!("mosquitto exited with {status}: {}", log.trim()),
+                ));
+            }
+            if TcpStream::connect_timeout(&addr, Duration::from_millis(100)).is_ok() {
+                self.child = Some(child);
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(Error::new(ErrorKind::TimedOut, "mosquitto did not listen"));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// The TCP port on 127.0.0.1.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `127.0.0.1`.
+    pub fn host(&self) -> &'static str {
+        "127.0.0.1"
+    }
+
+    /// `mqtt://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("mqtt://127.0.0.1:{}", self.port)
+    }
+
+    /// Whether mosquitto is running.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.as_mut().map(Child::try_wait), Some(Ok(None)))
+    }
+
+    /// Stops mosquitto cleanly (SIGTERM, so a persistent broker saves its state), waiting
+    /// up to 5 s before killing it.
+    pub fn stop(&mut self) -> Result<()> {
+        let Some(mut child) = self.child.take() else {
+            return Ok(());
+        };
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(child.id().to_string())
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while child.try_wait()?.is_none() {
+            if Instant::now() > deadline {
+                child.kill()?;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        child.wait()?;
+        Ok(())
+    }
+
+    /// Stops and starts mosquitto again on the same port (and the same persistence
+    /// directory), retrying while the port is still held.
+    pub fn restart(&mut self) -> Result<()> {
+        self.stop()?;
+        let mut last = None;
+        for _ in 0..50 {
+            match self.spawn() {
+                Ok(()) => return Ok(()),
+                Err(e) => last = Some(e),
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Err(last.unwrap_or_else(|| Error::other("mosquitto did not restart")))
+    }
+
+    /// Pauses (SIGSTOP) or resumes (SIGCONT) the broker process: a broker that stops
+    /// acknowledging, without closing any connection.
+    pub fn pause(&self, paused: bool) -> Result<()> {
+        let Some(child) = &self.child else {
+            return Err(Error::other("mosquitto is not running"));
+        };
+        let signal = if paused { "-STOP" } else { "-CONT" };
+        let status = Command::new("kill")
+            .arg(signal)
+            .arg(child.id().to_string())
+            .status()?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(Error::other(format!("kill {signal} failed")))
+        }
+    }
+}
+
+impl Drop for Mosquitto {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = Command::new("kill")
+                .arg("-CONT")
+                .arg(child.id().to_string())
+                .status();
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn binary() -> PathBuf {
+    let on_path = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|p| p.join("mosquitto"))
+            .find(|p| p.is_file())
+    });
+    on_path.unwrap_or_else(|| PathBuf::from(SBIN))
+}
+
+fn running_as_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(2).map(|euid| euid == "0"))
+        })
+        .unwrap_or(false)
+}
+
+/// A port that was free a moment ago on 127.0.0.1.
+pub fn free_port() -> Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
