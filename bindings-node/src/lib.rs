@@ -1,1 +1,20 @@
-//! mqstate-node: filled in by the foundation issue.
+//! mqstate-node: the Node.js binding of mqstate, built with napi-rs.
+//!
+//! It exposes the core's pure layers to an application that owns its own MQTT connection
+//! (mqtt.js, say) as three namespaces of the npm package `mqstate`:
+//!
+//! - `codec` ([`codec`]): request encoders, response / notification / request decoders;
+//! - `hlc` ([`hlc`]): the `Hlc` value and the process `Clock`;
+//! - `topics` ([`topics`]): topic names, hex encoding, the response-topic check;
+//!
+//! plus `errorCodes()` / `storeErrorKinds()` ([`error`]). Every export converts its
+//! arguments ([`args`]), calls the core and maps the core's error kind to a JS `Error` with
+//! a stable `code`; nothing here decides protocol behaviour, and no input can panic.
+
+#![deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+pub mod args;
+pub mod codec;
+pub mod error;
+pub mod hlc;
+pub mod topics;
