@@ -9,6 +9,9 @@ use pyo3::prelude::*;
 
 use crate::errors::to_py;
 
+// The text signatures below spell the default drift out for `inspect` and the stub.
+const _: () = assert!(DEFAULT_MAX_DRIFT_MS == 60_000);
+
 /// One hybrid logical clock value `{wall_ms}:{counter}:{node_id}` (immutable, ordered by
 /// wall clock, counter, then node id).
 #[pyclass(frozen, eq, ord, hash, module = "mqstate._mqstate", name = "Hlc")]
@@ -67,7 +70,10 @@ impl PyHlc {
     }
 
     /// The send step at `now_ms`: a new value; raises ClockDriftError or ClockOverflowError.
-    #[pyo3(signature = (now_ms, max_drift_ms = DEFAULT_MAX_DRIFT_MS))]
+    #[pyo3(
+        signature = (now_ms, max_drift_ms = DEFAULT_MAX_DRIFT_MS),
+        text_signature = "($self, now_ms, max_drift_ms=60000)"
+    )]
     fn tick(&self, now_ms: u64, max_drift_ms: u64) -> PyResult<PyHlc> {
         self.inner
             .tick(now_ms, max_drift_ms)
@@ -76,7 +82,10 @@ impl PyHlc {
     }
 
     /// The receive step: `other` merged into this value at `now_ms`, as a new value.
-    #[pyo3(signature = (other, now_ms, max_drift_ms = DEFAULT_MAX_DRIFT_MS))]
+    #[pyo3(
+        signature = (other, now_ms, max_drift_ms = DEFAULT_MAX_DRIFT_MS),
+        text_signature = "($self, other, now_ms, max_drift_ms=60000)"
+    )]
     fn receive(&self, other: PyRef<'_, PyHlc>, now_ms: u64, max_drift_ms: u64) -> PyResult<PyHlc> {
         self.inner
             .receive(&other.inner, now_ms, max_drift_ms)
@@ -105,7 +114,10 @@ impl PyClock {
     /// A clock starting at the current system time; raises InvalidArgumentError for a bad
     /// node id.
     #[new]
-    #[pyo3(signature = (node_id, *, max_drift_ms = DEFAULT_MAX_DRIFT_MS))]
+    #[pyo3(
+        signature = (node_id, *, max_drift_ms = DEFAULT_MAX_DRIFT_MS),
+        text_signature = "(node_id, *, max_drift_ms=60000)"
+    )]
     fn new(node_id: &str, max_drift_ms: u64) -> PyResult<PyClock> {
         Clock::with_time_source(node_id, SystemTimeSource, max_drift_ms)
             .map(|inner| PyClock { inner })

@@ -5,9 +5,9 @@
 //! own MQTT connection (paho-mqtt, gmqtt …) and only wants mqstate to speak the state store's
 //! protocol.
 //!
-//! Every exported function is thin: it converts its arguments ([`args`]), calls the Rust core
+//! Every exported function is thin: it converts its arguments (`args`), calls the Rust core
 //! (`mqstate`), and maps a core error to the Python exception class for its kind
-//! ([`errors`]). The Python-facing modules `mqstate.codec`, `mqstate.hlc`, `mqstate.topics`
+//! (`errors`). The Python-facing modules `mqstate.codec`, `mqstate.hlc`, `mqstate.topics`
 //! and `mqstate.errors` (in `python/mqstate/`) re-export these objects with documentation and
 //! types; `python/mqstate/_mqstate.pyi` describes this module and the test suite checks it
 //! against the built module.

@@ -2,7 +2,7 @@
 //!
 //! A store error (`-ERR …`) is a decoded *value* (`kind == "error"`), not an exception: the
 //! payload was well formed. Only a payload that follows no response form raises
-//! `MalformedError`. [`PyResponse::raise_for_error`] turns an error value into the
+//! `MalformedError`. `Response.raise_for_error()` turns an error value into the
 //! `StoreError` subclass of its kind when the caller wants an exception.
 
 use bytes::Bytes;

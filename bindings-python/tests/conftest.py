@@ -1,0 +1,40 @@
+"""Shared helpers: where the conformance vectors live, and how to read them."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterable, List
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def vectors_dir() -> Path:
+    """``$MQSTATE_VECTORS``, else ``../shared/vectors`` beside the project root."""
+    override = os.environ.get("MQSTATE_VECTORS")
+    return Path(override) if override else ROOT.parent / "shared" / "vectors"
+
+
+def load(name: str) -> Any:
+    """A vector file, parsed. A missing file fails collection: vectors are not optional."""
+    with open(vectors_dir() / name, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def latin1(text: str) -> bytes:
+    """A byte field of the vectors: one code point (<= U+00FF) per byte."""
+    return text.encode("latin-1")
+
+
+def cases(items: Iterable[Any], what: str, label: str = "name") -> List[Any]:
+    """Every case of a list as pytest params, each named for its case."""
+    params: List[Any] = []
+    for i, case in enumerate(items):
+        ident = case.get(label) if isinstance(case, dict) else None
+        params.append(pytest.param(case, id=f"{what}[{i}] {ident}" if ident else f"{what}[{i}]"))
+    assert params, f"{what} has no cases"
+    return params
+

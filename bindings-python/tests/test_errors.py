@@ -1,0 +1,140 @@
+"""The exception hierarchy: classes chosen by the core's error code, builtin bases, fields."""
+
+from __future__ import annotations
+
+import pytest
+
+import mqstate
+from mqstate import _mqstate, codec, errors, hlc, topics
+
+STORE_CLASSES = {
+    "timestamp_skew": errors.TimestampSkewError,
+    "fencing_token_required": errors.FencingTokenRequiredError,
+    "fencing_token_skew": errors.FencingTokenSkewError,
+    "fencing_token_lower_version": errors.FencingTokenLowerVersionError,
+    "quota_exceeded": errors.QuotaExceededError,
+    "syntax_error": errors.StoreSyntaxError,
+    "not_authorized": errors.NotAuthorizedError,
+    "unknown_command": errors.UnknownCommandError,
+    "wrong_number_of_arguments": errors.WrongNumberOfArgumentsError,
+    "timestamp_missing": errors.TimestampMissingError,
+    "timestamp_malformed": errors.TimestampMalformedError,
+    "key_length_zero": errors.KeyLengthZeroError,
+    "unknown": errors.UnknownStoreError,
+}
+
+
+def test_every_core_code_has_its_own_class() -> None:
+    codes = _mqstate.error_codes()
+    assert len(codes) == len(set(codes)) >= 22
+    for code in codes:
+        cls = errors.error_class(code)
+        assert cls is not errors.MqstateError, code
+        assert cls.code == code
+    # And nothing in the table is stale.
+    assert {c.code for c in errors._BY_CODE.values()} == set(codes)
+
+
+def test_every_store_kind_has_its_subclass() -> None:
+    kinds = dict(_mqstate.store_error_kinds())
+    assert set(kinds) == set(STORE_CLASSES)
+    for kind, cls in STORE_CLASSES.items():
+        assert issubclass(cls, errors.StoreError)
+        assert cls.kind == kind
+        assert errors.error_class("unknown_store_error" if kind == "unknown" else kind) is cls
+
+
+@pytest.mark.parametrize(
+    "cls, bases",
+    [
+        (errors.InvalidArgumentError, (ValueError,)),
+        (errors.MalformedError, ()),
+        (errors.ClockDriftError, (errors.ClockError,)),
+        (errors.ClockOverflowError, (errors.ClockError,)),
+        (errors.FencingTokenRequiredError, (errors.StoreError,)),
+        (errors.RpcError, ()),
+        (errors.MqstateTimeoutError, (TimeoutError, OSError)),
+        (errors.ConnectionLostError, (ConnectionError, OSError)),
+        (errors.ConnectError, (ConnectionError,)),
+        (errors.ClosedError, ()),
+    ],
+)
+def test_builtin_bases(cls: type, bases: tuple) -> None:
+    assert issubclass(cls, errors.MqstateError)
+    assert issubclass(cls, Exception)
+    for base in bases:
+        assert issubclass(cls, base), base
+
+
+def test_factory_by_code_not_text() -> None:
+    # The message says "timeout" but the code says connection_lost: the code wins.
+    e = errors._from_core("connection_lost", "timeout", None, None)
+    assert type(e) is errors.ConnectionLostError
+    assert isinstance(e, ConnectionError)
+    assert str(e) == "timeout" and e.code == "connection_lost"
+
+    t = errors._from_core("timeout", "no response within 5 s", None, None)
+    assert isinstance(t, TimeoutError) and str(t) == "no response within 5 s"
+
+    r = errors._from_core("rpc_error", "bad request", None, 400)
+    assert type(r) is errors.RpcError and r.status == 400 and str(r) == "bad request"
+
+
+def test_unknown_codes_fall_back() -> None:
+    e = errors._from_core("brand_new_kind", "something new", None, None)
+    assert type(e) is errors.MqstateError
+    assert e.code == "brand_new_kind"
+    assert str(e) == "something new"
+    s = errors._from_core("brand_new_store_kind", "new text", "brand_new_store_kind", None)
+    assert type(s) is errors.StoreError
+    assert (s.code, s.kind, s.text) == ("brand_new_store_kind", "brand_new_store_kind", "new text")
+
+
+def test_errors_raised_by_the_native_module() -> None:
+    with pytest.raises(errors.InvalidArgumentError, match="key must not be empty") as a:
+        codec.encode_get(b"")
+    assert a.value.code == "invalid_argument" and isinstance(a.value, ValueError)
+
+    with pytest.raises(errors.MalformedError):
+        codec.decode_response(b"+NOPE\r\n")
+
+    with pytest.raises(errors.MalformedError, match="hex"):
+        topics.hex_decode("ABC")
+
+    with pytest.raises(errors.ClockDriftError):
+        hlc.Hlc(10_000_000, 0, "a").tick(0, max_drift_ms=1)
+
+    with pytest.raises(errors.ClockOverflowError):
+        hlc.Hlc(5, 2**64 - 1, "a").tick(5)
+
+
+def test_decode_request_raises_the_service_error() -> None:
+    cases = [
+        (b"", errors.StoreSyntaxError, "syntax error"),
+        (b"*2\r\n$4\r\nPING\r\n$1\r\nk\r\n", errors.UnknownCommandError, "unknown command"),
+        (b"*1\r\n$3\r\nGET\r\n", errors.WrongNumberOfArgumentsError, "wrong number of arguments"),
+        (b"*2\r\n$3\r\nGET\r\n$0\r\n\r\n", errors.KeyLengthZeroError, "the key length is zero"),
+    ]
+    for payload, cls, text in cases:
+        with pytest.raises(cls) as info:
+            codec.decode_request(payload)
+        assert info.value.text == text and str(info.value) == text
+        assert info.value.kind == cls.kind
+
+
+def test_unknown_store_text_is_kept() -> None:
+    response = codec.decode_response(b"-ERR brand new failure\r\n", "GET")
+    assert response.kind == "error"
+    assert (response.error_kind, response.error_text) == ("unknown", "brand new failure")
+    with pytest.raises(errors.UnknownStoreError) as info:
+        response.raise_for_error()
+    assert info.value.code == "unknown_store_error"
+    assert info.value.text == "brand new failure"
+
+
+def test_errors_are_catchable_from_the_package() -> None:
+    assert mqstate.MqstateError is errors.MqstateError
+    with pytest.raises(mqstate.MqstateError):
+        mqstate.Hlc.parse("not a clock")
+    e = errors.FencingTokenRequiredError("a fencing token is required for this request")
+    assert e.kind == "fencing_token_required" and e.code == "fencing_token_required"
