@@ -1,5 +1,35 @@
-//! The `mqstate` command line.
+//! The `mqstate` command line. Each subcommand lives in its own module; `serve` runs the
+//! local state store (embedded broker by default).
 
-fn main() {
-    println!("mqstate {}", env!("CARGO_PKG_VERSION"));
+use clap::{Parser, Subcommand};
+
+mod logging;
+mod serve;
+
+/// mqstate: a client and a local emulator of the Azure IoT Operations MQTT5 state store.
+#[derive(Debug, Parser)]
+#[command(name = "mqstate", version, about)]
+struct Cli {
+    /// More log output: -v for one line per request, -vv for everything.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a local state store (with an embedded MQTT5 broker unless --broker is given).
+    Serve(serve::ServeArgs),
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    logging::init(cli.verbose);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    match cli.command {
+        Command::Serve(args) => runtime.block_on(serve::run(args)),
+    }
 }

@@ -292,9 +292,30 @@ impl RawClient {
         self.response_for(&correlation).await
     }
 
+    /// Like [`RawClient::request`] with a shorter wait: for probing a server that may not
+    /// be subscribed yet.
+    pub async fn request_within(
+        &mut self,
+        payload: impl Into<Bytes>,
+        options: RequestOptions,
+        wait: Duration,
+    ) -> anyhow::Result<RawResponse> {
+        let correlation = self.send(payload.into(), &options).await?;
+        self.wait_response(&correlation, tokio::time::Instant::now() + wait)
+            .await
+    }
+
     /// Waits for the response with this correlation id.
     pub async fn response_for(&mut self, correlation: &Bytes) -> anyhow::Result<RawResponse> {
-        let deadline = tokio::time::Instant::now() + RESPONSE_TIMEOUT;
+        self.wait_response(correlation, tokio::time::Instant::now() + RESPONSE_TIMEOUT)
+            .await
+    }
+
+    async fn wait_response(
+        &mut self,
+        correlation: &Bytes,
+        deadline: tokio::time::Instant,
+    ) -> anyhow::Result<RawResponse> {
         loop {
             let publish = self.recv_until(deadline).await?;
             let matches = publish

@@ -1,0 +1,99 @@
+//! `mqstate serve`: a thin wrapper over [`mqstate_server::Server`].
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Args;
+use mqstate_server::{BrokerTarget, Server, ServerConfig};
+
+/// Options of `mqstate serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Where the embedded broker listens (ignored with --broker).
+    #[arg(long, default_value = "127.0.0.1:1883", env = "MQSTATE_LISTEN")]
+    listen: SocketAddr,
+    /// Attach to an existing broker instead: mqtt://host:port or mqtts://host:port.
+    #[arg(long, env = "MQSTATE_BROKER")]
+    broker: Option<String>,
+    /// User name for --broker.
+    #[arg(long, requires = "broker")]
+    username: Option<String>,
+    /// Password for --broker.
+    #[arg(
+        long,
+        requires = "username",
+        env = "MQSTATE_PASSWORD",
+        hide_env_values = true
+    )]
+    password: Option<String>,
+    /// PEM file of CA certificates for an mqtts:// broker (default: system roots).
+    #[arg(long, requires = "broker")]
+    ca_file: Option<PathBuf>,
+    /// Do not subscribe to $SYS/broker/log/# (mosquitto's log, used to see disconnects).
+    #[arg(long, requires = "broker")]
+    no_sys_log: bool,
+    /// Keep keys SET with aio-persistence: true in this directory across restarts.
+    #[arg(long, env = "MQSTATE_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+    /// The key quota (default: unlimited).
+    #[arg(long)]
+    max_keys: Option<usize>,
+    /// The node id of the service clock (in every version it hands out).
+    #[arg(long, default_value = "StateStore")]
+    node_id: String,
+    /// How many notifications may wait for one slow client before the oldest are dropped.
+    #[arg(long, default_value_t = 1024)]
+    notify_queue_limit: usize,
+}
+
+impl ServeArgs {
+    fn config(self) -> anyhow::Result<ServerConfig> {
+        let broker = match self.broker {
+            Some(url) => {
+                let mut target = BrokerTarget::parse(&url).map_err(anyhow::Error::msg)?;
+                target.username = self.username;
+                target.password = self.password;
+                target.ca_file = self.ca_file;
+                target.watch_sys_log = !self.no_sys_log;
+                Some(target)
+            }
+            None => None,
+        };
+        Ok(ServerConfig {
+            listen: self.listen,
+            broker,
+            data_dir: self.data_dir,
+            max_keys: self.max_keys,
+            node_id: self.node_id,
+            notify_queue_limit: self.notify_queue_limit,
+            ..ServerConfig::default()
+        })
+    }
+}
+
+/// Runs the server until Ctrl-C (or SIGTERM), then shuts it down cleanly.
+pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    let config = args.config()?;
+    let server = Server::start(config)
+        .await
+        .context("could not start the state store")?;
+    if server.is_embedded() {
+        tracing::info!(addr = %server.addr(), "serving: embedded broker at mqtt://{}", server.addr());
+    } else {
+        tracing::info!(addr = %server.addr(), "serving through the broker at {}", server.addr());
+    }
+    wait_for_signal().await?;
+    tracing::info!("shutting down");
+    server.shutdown().await;
+    Ok(())
+}
+
+async fn wait_for_signal() -> anyhow::Result<()> {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        result = tokio::signal::ctrl_c() => result?,
+        _ = term.recv() => {}
+    }
+    Ok(())
+}
