@@ -194,3 +194,31 @@ def test_package_exports() -> None:
     for module in (codec, errors, hlc, topics):
         for name in module.__all__:
             assert hasattr(module, name), (module.__name__, name)
+
+
+def test_decoders_only_raise_mqstate_errors_on_garbage() -> None:
+    rng = random.Random(7)
+    seeds = [b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n", b"$3\r\nabc\r\n", b":12\r\n", b"-ERR x\r\n",
+             b"*4\r\n$6\r\nNOTIFY\r\n$3\r\nSET\r\n$5\r\nVALUE\r\n$1\r\nv\r\n"]
+    topic = topics.notification_topic("c", b"k")
+    for _ in range(2000):
+        data = bytearray(rng.choice(seeds))
+        for _ in range(rng.randrange(1, 4)):
+            op = rng.randrange(3)
+            if op == 0 and data:
+                data[rng.randrange(len(data))] = rng.randrange(256)
+            elif op == 1 and data:
+                del data[rng.randrange(len(data)):]
+            else:
+                data.insert(rng.randrange(len(data) + 1), rng.choice(b"*$:-+\r\n0123456789"))
+        payload = bytes(data)
+        for decode in (
+            lambda: codec.decode_request(payload),
+            lambda: codec.decode_response(payload),
+            lambda: codec.decode_notification(topic, payload),
+            lambda: hlc.Hlc.parse(payload.decode("latin-1")),
+        ):
+            try:
+                decode()
+            except (errors.MalformedError, errors.StoreError):
+                pass
