@@ -3,6 +3,7 @@
  * compare, tick, receive), then the shared clock handle with an injected time source.
  */
 #include <inttypes.h>
+#include <pthread.h>
 
 #include "check.h"
 
@@ -117,7 +118,68 @@ static uint64_t wall_of(const mqstate_hlc *hlc) {
     return wall;
 }
 
+/* Several threads ticking one clock: every value is distinct (no torn or repeated ticks). */
+#define TICKERS 2
+#define TICKS 500
+
+struct ticker {
+    mqstate_clock *clock;
+    uint64_t counters[TICKS];
+    uint64_t walls[TICKS];
+    int failures;
+};
+
+static void *tick_many(void *arg) {
+    struct ticker *t = arg;
+    for (int i = 0; i < TICKS; i++) {
+        mqstate_hlc *hlc = NULL;
+        if (mqstate_clock_tick(t->clock, &hlc) != MQSTATE_STATUS_OK ||
+            mqstate_hlc_wall_ms(hlc, &t->walls[i]) != MQSTATE_STATUS_OK ||
+            mqstate_hlc_counter(hlc, &t->counters[i]) != MQSTATE_STATUS_OK) {
+            t->failures++;
+        }
+        mqstate_hlc_free(hlc);
+    }
+    return NULL;
+}
+
+static void shared_clock_across_threads(void) {
+    uint64_t now = 5000; /* frozen time: only the counter moves */
+    struct ticker tickers[TICKERS];
+    pthread_t threads[TICKERS];
+    mqstate_clock *clock = NULL;
+    CHECK_STATUS(mqstate_clock_new_with_time_source("threads", fake_now, &now, 60000, &clock),
+                 MQSTATE_STATUS_OK, "thread clock");
+    for (int i = 0; i < TICKERS; i++) {
+        tickers[i].clock = clock;
+        tickers[i].failures = 0;
+        CHECK(pthread_create(&threads[i], NULL, tick_many, &tickers[i]) == 0, "thread %d", i);
+    }
+    for (int i = 0; i < TICKERS; i++) pthread_join(threads[i], NULL);
+    /* Counters 1..TICKERS*TICKS at wall 5000, each exactly once. */
+    static unsigned char seen[TICKERS * TICKS + 1];
+    int distinct = 0;
+    memset(seen, 0, sizeof seen);
+    for (int i = 0; i < TICKERS; i++) {
+        CHECK(tickers[i].failures == 0, "ticker %d failures", i);
+        for (int j = 0; j < TICKS; j++) {
+            uint64_t c = tickers[i].counters[j];
+            if (tickers[i].walls[j] == 5000 && c >= 1 && c <= TICKERS * TICKS && !seen[c]) {
+                seen[c] = 1;
+                distinct++;
+            }
+            if (j > 0) {
+                CHECK(c > tickers[i].counters[j - 1], "thread %d: monotonic at %d", i, j);
+            }
+        }
+    }
+    CHECK(distinct == TICKERS * TICKS, "distinct ticks: %d", distinct);
+    mqstate_clock_free(clock);
+}
+
 void test_clock(void) {
+    shared_clock_across_threads();
+
     uint64_t now = 1000;
     mqstate_clock *clock = NULL;
     mqstate_hlc *a = NULL, *b = NULL, *c = NULL, *far = NULL, *got = NULL, *current = NULL;
