@@ -104,6 +104,19 @@ pub struct Versioned {
     pub version: Option<Hlc>,
 }
 
+/// What [`Client::link_info`] reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LinkInfo {
+    /// Connected now.
+    pub connected: bool,
+    /// Connections made so far (CONNACKs received).
+    pub connections: u64,
+    /// MQTT sessions begun so far: a reconnection that resumed the session does not count.
+    pub sessions: u64,
+    /// The largest packet the broker accepts.
+    pub broker_max_packet_size: u32,
+}
+
 /// The outcome of a VDEL.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum VdelOutcome {
@@ -246,6 +259,17 @@ impl Client {
     /// Whether the client is connected to the broker now.
     pub fn is_connected(&self) -> bool {
         self.shared.link.borrow().connected
+    }
+
+    /// A snapshot of the connection's history (a diagnostic).
+    pub fn link_info(&self) -> LinkInfo {
+        let l = self.shared.link.borrow();
+        LinkInfo {
+            connected: l.connected,
+            connections: l.connection,
+            sessions: l.session,
+            broker_max_packet_size: l.broker_max_packet,
+        }
     }
 
     /// Requests sent and waiting for their response now (a diagnostic: it returns to zero

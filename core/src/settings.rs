@@ -37,6 +37,10 @@ pub struct ConnectionSettings {
     /// MQTT keep-alive.
     pub keep_alive: Duration,
     /// Clean start on the first connection. Reconnections always ask to resume the session.
+    ///
+    /// Note: mosquitto 2.0 does not save a session that began with clean start to its
+    /// persistence file, so such a session does not survive a restart of mosquitto itself;
+    /// set `false` where that matters.
     pub clean_start: bool,
     /// How long the broker keeps the session after a disconnect. Zero means the session ends
     /// with the connection (every reconnection is then a new session).

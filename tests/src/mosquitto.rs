@@ -31,28 +31,36 @@ pub struct Mosquitto {
     child: Option<Child>,
     port: u16,
     persistence: bool,
+    extra: String,
     dir: TempDir,
 }
 
 impl Mosquitto {
     /// Starts mosquitto with `persistence false`.
     pub fn start() -> Result<Mosquitto> {
-        Mosquitto::launch(false)
+        Mosquitto::launch(false, "")
+    }
+
+    /// Starts mosquitto with `persistence false` and `extra` lines appended to the
+    /// configuration (for example `max_packet_size 65536`).
+    pub fn start_with_config(extra: &str) -> Result<Mosquitto> {
+        Mosquitto::launch(false, extra)
     }
 
     /// Starts mosquitto with `persistence true` in a temporary directory, so that
     /// [`Mosquitto::restart`] keeps sessions and queued messages.
     pub fn start_persistent() -> Result<Mosquitto> {
-        Mosquitto::launch(true)
+        Mosquitto::launch(true, "")
     }
 
-    fn launch(persistence: bool) -> Result<Mosquitto> {
+    fn launch(persistence: bool, extra: &str) -> Result<Mosquitto> {
         let mut last = None;
         for _ in 0..20 {
             let mut broker = Mosquitto {
                 child: None,
                 port: free_port()?,
                 persistence,
+                extra: extra.to_owned(),
                 dir: tempfile::Builder::new()
                     .prefix("mqstate-mosquitto")
                     .tempdir()?,
@@ -93,6 +101,8 @@ impl Mosquitto {
         if running_as_root() {
             conf.push_str("user root\n");
         }
+        conf.push_str(&self.extra);
+        conf.push('\n');
         std::fs::write(self.config_path(), conf)
     }
 
@@ -215,6 +225,12 @@ impl Mosquitto {
 
 impl Drop for Mosquitto {
     fn drop(&mut self) {
+        // A failing test gets the broker's log in its captured output.
+        if std::thread::panicking() {
+            if let Ok(log) = std::fs::read_to_string(self.log_path()) {
+                eprintln!("---- mosquitto log (port {}) ----\n{log}", self.port);
+            }
+        }
         if let Some(mut child) = self.child.take() {
             let _ = Command::new("kill")
                 .arg("-CONT")

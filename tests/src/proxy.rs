@@ -17,6 +17,8 @@ pub struct TcpProxy {
     accepting: Arc<AtomicBool>,
     cut: watch::Sender<u64>,
     accepted: Arc<AtomicU64>,
+    attempts: Arc<AtomicU64>,
+    live: Arc<AtomicU64>,
     task: JoinHandle<()>,
 }
 
@@ -27,19 +29,23 @@ impl TcpProxy {
         let addr = listener.local_addr()?;
         let accepting = Arc::new(AtomicBool::new(true));
         let accepted = Arc::new(AtomicU64::new(0));
+        let attempts = Arc::new(AtomicU64::new(0));
+        let live = Arc::new(AtomicU64::new(0));
         let (cut, cut_rx) = watch::channel(0u64);
-        let task = tokio::spawn(accept_loop(
-            listener,
-            target,
-            Arc::clone(&accepting),
-            Arc::clone(&accepted),
-            cut_rx,
-        ));
+        let counters = Counters {
+            accepting: Arc::clone(&accepting),
+            accepted: Arc::clone(&accepted),
+            attempts: Arc::clone(&attempts),
+            live: Arc::clone(&live),
+        };
+        let task = tokio::spawn(accept_loop(listener, target, counters, cut_rx));
         Ok(TcpProxy {
             addr,
             accepting,
             cut,
             accepted,
+            attempts,
+            live,
             task,
         })
     }
@@ -69,6 +75,16 @@ impl TcpProxy {
     pub fn connections(&self) -> u64 {
         self.accepted.load(Ordering::SeqCst)
     }
+
+    /// Connection attempts so far, refused ones included.
+    pub fn attempts(&self) -> u64 {
+        self.attempts.load(Ordering::SeqCst)
+    }
+
+    /// Connections open through the proxy now (closed when either side closes).
+    pub fn live(&self) -> u64 {
+        self.live.load(Ordering::SeqCst)
+    }
 }
 
 impl Drop for TcpProxy {
@@ -78,31 +94,40 @@ impl Drop for TcpProxy {
     }
 }
 
+struct Counters {
+    accepting: Arc<AtomicBool>,
+    accepted: Arc<AtomicU64>,
+    attempts: Arc<AtomicU64>,
+    live: Arc<AtomicU64>,
+}
+
 async fn accept_loop(
     listener: TcpListener,
     target: SocketAddr,
-    accepting: Arc<AtomicBool>,
-    accepted: Arc<AtomicU64>,
+    counters: Counters,
     cut: watch::Receiver<u64>,
 ) {
     while let Ok((mut inbound, _)) = listener.accept().await {
-        if !accepting.load(Ordering::SeqCst) {
+        counters.attempts.fetch_add(1, Ordering::SeqCst);
+        if !counters.accepting.load(Ordering::SeqCst) {
             drop(inbound);
             continue;
         }
         let _ = inbound.set_nodelay(true);
         let mut cut = cut.clone();
         cut.mark_unchanged();
-        accepted.fetch_add(1, Ordering::SeqCst);
+        counters.accepted.fetch_add(1, Ordering::SeqCst);
+        let live = Arc::clone(&counters.live);
+        live.fetch_add(1, Ordering::SeqCst);
         tokio::spawn(async move {
-            let Ok(mut outbound) = TcpStream::connect(target).await else {
-                return;
-            };
-            let _ = outbound.set_nodelay(true);
-            tokio::select! {
-                _ = copy_bidirectional(&mut inbound, &mut outbound) => {}
-                _ = cut.changed() => {}
+            if let Ok(mut outbound) = TcpStream::connect(target).await {
+                let _ = outbound.set_nodelay(true);
+                tokio::select! {
+                    _ = copy_bidirectional(&mut inbound, &mut outbound) => {}
+                    _ = cut.changed() => {}
+                }
             }
+            live.fetch_sub(1, Ordering::SeqCst);
         });
     }
 }

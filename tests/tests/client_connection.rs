@@ -1,0 +1,208 @@
+//! The connection's handling of rumqttc's traps and of its settings, each observed from
+//! outside: large packets, the broker's maximum packet size, backoff between reconnection
+//! attempts, a close that really closes, sessions kept or lost, and clear errors for
+//! unreadable credential files.
+
+mod support;
+
+use std::time::Duration;
+
+use mqstate::{Client, ConnectionSettings, ErrorKind, SetOptions, TlsSettings};
+use mqstate_server::{BrokerTarget, Server, ServerConfig};
+use mqstate_tests::Mosquitto;
+use mqstate_tests::proxy::TcpProxy;
+use support::{Env, eventually};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn values_far_beyond_rumqttc_default_packet_cap() {
+    // rumqttc caps incoming packets at 10 KiB unless told otherwise.
+    let env = Env::mosquitto().await;
+    let client = env.client("big").await;
+    let value: Vec<u8> = (0..1_048_576u32).map(|i| (i % 251) as u8).collect();
+    assert!(
+        client
+            .set("big", &value, SetOptions::default())
+            .await
+            .unwrap()
+            .applied
+    );
+    assert_eq!(
+        &client.get("big").await.unwrap().unwrap().value[..],
+        &value[..]
+    );
+    client.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn values_just_under_and_just_over_the_broker_maximum() {
+    let max: usize = 65_536;
+    let mosquitto = Mosquitto::start_with_config(&format!("max_packet_size {max}")).unwrap();
+    let config = ServerConfig {
+        broker: Some(BrokerTarget::parse(&mosquitto.url()).unwrap()),
+        ..ServerConfig::ephemeral()
+    };
+    let server = Server::start(config).await.unwrap();
+    let client = Client::connect(ConnectionSettings::new("127.0.0.1", mosquitto.port()))
+        .await
+        .unwrap();
+    assert_eq!(client.link_info().broker_max_packet_size as usize, max);
+    // The envelope (topic, correlation, user properties) takes a few hundred bytes.
+    let under = vec![b'u'; max - 700];
+    assert!(
+        client
+            .set("under", &under, SetOptions::default())
+            .await
+            .unwrap()
+            .applied
+    );
+    assert_eq!(
+        client.get("under").await.unwrap().unwrap().value.len(),
+        under.len()
+    );
+    let over = vec![b'o'; max - 100];
+    let err = client
+        .set("over", &over, SetOptions::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+    assert!(err.message().contains(&max.to_string()), "{err}");
+    // Refused before sending: the connection is intact.
+    assert!(
+        client
+            .set("after", "ok", SetOptions::default())
+            .await
+            .unwrap()
+            .applied
+    );
+    assert_eq!(client.link_info().connections, 1);
+    client.shutdown().await;
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reconnection_attempts_back_off() {
+    let env = Env::embedded().await;
+    let proxy = TcpProxy::start(([127, 0, 0, 1], env.port).into())
+        .await
+        .unwrap();
+    let mut settings = env.settings_on("backoff", proxy.port());
+    settings.reconnect_min_delay = Duration::from_millis(20);
+    settings.reconnect_max_delay = Duration::from_millis(400);
+    let client = Client::connect(settings).await.unwrap();
+    proxy.set_accepting(false);
+    proxy.cut();
+    eventually(Duration::from_secs(5), || async { !client.is_connected() }).await;
+    let before = proxy.attempts();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let attempts = proxy.attempts() - before;
+    // rumqttc alone retries in a hot loop (tens of thousands a second); with backoff capped
+    // at 400 ms two seconds hold a handful.
+    assert!((1..=20).contains(&attempts), "{attempts} attempts in 2 s");
+    proxy.set_accepting(true);
+    eventually(Duration::from_secs(5), || async {
+        client
+            .set("back", "again", SetOptions::default())
+            .await
+            .is_ok()
+    })
+    .await;
+    client.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_and_drop_really_close() {
+    let env = Env::embedded().await;
+    let proxy = TcpProxy::start(([127, 0, 0, 1], env.port).into())
+        .await
+        .unwrap();
+    let client = Client::connect(env.settings_on("close", proxy.port()))
+        .await
+        .unwrap();
+    let observer = client.observe("closing").await.unwrap();
+    assert_eq!(proxy.live(), 1);
+    client.shutdown().await;
+    eventually(Duration::from_secs(5), || async { proxy.live() == 0 }).await;
+    let err = client.get("k").await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Closed);
+    let mut observer = observer;
+    assert!(
+        observer.recv().await.is_none(),
+        "observers end with the client"
+    );
+
+    // Dropping every handle closes too.
+    let other = Client::connect(env.settings_on("dropped", proxy.port()))
+        .await
+        .unwrap();
+    assert_eq!(proxy.live(), 1);
+    drop(other);
+    eventually(Duration::from_secs(5), || async { proxy.live() == 0 }).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_are_kept_or_lost_as_the_broker_says() {
+    // A broker that keeps sessions across its restart: one session, two connections.
+    let mut mosquitto = Mosquitto::start_persistent().unwrap();
+    let mut settings = ConnectionSettings::new("127.0.0.1", mosquitto.port());
+    settings.reconnect_max_delay = Duration::from_millis(300);
+    // mosquitto 2.0.11 does not save a session that began with clean start, even with an
+    // expiry interval (its log shows `c1`): a client that must keep its session across a
+    // mosquitto restart starts without clean start. Reconnections never ask for one.
+    settings.clean_start = false;
+    let kept = Client::connect(settings.clone()).await.unwrap();
+    let mut no_expiry = settings;
+    no_expiry.client_id = None;
+    no_expiry.clean_start = true;
+    no_expiry.session_expiry = Duration::ZERO;
+    let lost = Client::connect(no_expiry).await.unwrap();
+    mosquitto.restart().unwrap();
+    eventually(Duration::from_secs(10), || async {
+        kept.link_info().connections >= 2 && lost.link_info().connections >= 2
+    })
+    .await;
+    assert_eq!(
+        kept.link_info().sessions,
+        1,
+        "the session survived (clean start only at first)"
+    );
+    assert_eq!(
+        lost.link_info().sessions,
+        2,
+        "a zero session expiry ends the session with the connection"
+    );
+    kept.shutdown().await;
+    lost.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreadable_credentials_and_tls_settings_are_clear_errors() {
+    let env = Env::embedded().await;
+    let mut settings = env.settings("creds");
+    settings.password_file = Some("/nonexistent/mqstate-password".into());
+    let err = Client::connect(settings).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Connect);
+    assert!(
+        err.message().contains("/nonexistent/mqstate-password"),
+        "{err}"
+    );
+
+    let mut settings = env.settings("sat");
+    settings.sat_file = Some("/nonexistent/mqstate-sat".into());
+    let err = Client::connect(settings).await.unwrap_err();
+    assert!(err.message().contains("/nonexistent/mqstate-sat"), "{err}");
+
+    let mut settings = env.settings("tls");
+    settings.tls = Some(TlsSettings::default());
+    let err = Client::connect(settings).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+    assert!(err.message().contains("CA file"), "{err}");
+
+    // A password file that exists is read (mosquitto allows anonymous users: it connects).
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("password");
+    std::fs::write(&path, "secret\n").unwrap();
+    let mut settings = env.settings("creds-ok");
+    settings.username = Some("user".into());
+    settings.password_file = Some(path);
+    Client::connect(settings).await.unwrap().shutdown().await;
+}
