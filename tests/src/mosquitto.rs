@@ -226,10 +226,10 @@ impl Mosquitto {
 impl Drop for Mosquitto {
     fn drop(&mut self) {
         // A failing test gets the broker's log in its captured output.
-        if std::thread::panicking() {
-            if let Ok(log) = std::fs::read_to_string(self.log_path()) {
-                eprintln!("---- mosquitto log (port {}) ----\n{log}", self.port);
-            }
+        if std::thread::panicking()
+            && let Ok(log) = std::fs::read_to_string(self.log_path())
+        {
+            eprintln!("---- mosquitto log (port {}) ----\n{log}", self.port);
         }
         if let Some(mut child) = self.child.take() {
             let _ = Command::new("kill")
