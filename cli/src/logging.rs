@@ -3,10 +3,12 @@
 
 use tracing_subscriber::EnvFilter;
 
-/// Installs the subscriber: `info` by default, `debug` for mqstate crates with `-v`
-/// (one line per request), `trace` everywhere with `-vv`. `RUST_LOG` overrides.
-pub fn init(verbose: u8) {
+/// Installs the subscriber: `info` by default (`warn` for `quiet` commands such as the
+/// demo, whose output is their own), `debug` for mqstate crates with `-v` (one line per
+/// request), `trace` everywhere with `-vv`. `RUST_LOG` overrides.
+pub fn init(verbose: u8, quiet: bool) {
     let default = match verbose {
+        0 if quiet => "warn",
         0 => "info",
         1 => "info,mqstate=debug,mqstate_server=debug,mqstate_cli=debug",
         _ => "trace",

@@ -3,6 +3,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod demo;
 mod logging;
 mod serve;
 
@@ -21,15 +22,18 @@ struct Cli {
 enum Command {
     /// Run a local state store (with an embedded MQTT5 broker unless --broker is given).
     Serve(serve::ServeArgs),
+    /// Start an embedded state store and walk through the API (needs nothing installed).
+    Demo(demo::DemoArgs),
 }
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    logging::init(cli.verbose);
+    logging::init(cli.verbose, matches!(cli.command, Command::Demo(_)));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     match cli.command {
         Command::Serve(args) => runtime.block_on(serve::run(args)),
+        Command::Demo(args) => runtime.block_on(demo::run(args)),
     }
 }
