@@ -3,6 +3,8 @@
 
 use clap::{Parser, Subcommand};
 
+mod bench;
+mod bench_raw;
 mod demo;
 mod logging;
 mod serve;
@@ -24,16 +26,20 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Start an embedded state store and walk through the API (needs nothing installed).
     Demo(demo::DemoArgs),
+    /// Load a state store: N clients x M outstanding requests; ops/s and latency percentiles.
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    logging::init(cli.verbose, matches!(cli.command, Command::Demo(_)));
+    let quiet = matches!(cli.command, Command::Demo(_) | Command::Bench(_));
+    logging::init(cli.verbose, quiet);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     match cli.command {
         Command::Serve(args) => runtime.block_on(serve::run(args)),
         Command::Demo(args) => runtime.block_on(demo::run(args)),
+        Command::Bench(args) => runtime.block_on(bench::run(args)),
     }
 }

@@ -403,7 +403,7 @@ impl Client {
         self.shared
             .subscribe(&self.shared.notification_filter, self.timeout)
             .await?;
-        let _op = self.shared.observers.op_lock.lock().await;
+        let _op = self.shared.observers.op_lock(&key).lock().await;
         let (queue, needs_keynotify) = self.shared.observers.add(&key);
         let observer = Observer {
             key: key.clone(),
@@ -438,7 +438,7 @@ impl Client {
             let Some(client) = weak.upgrade_shared() else {
                 return;
             };
-            let _op = client.shared.observers.op_lock.lock().await;
+            let _op = client.shared.observers.op_lock(&key).lock().await;
             if client.shared.observers.forget_if_unobserved(&key) && client.is_connected() {
                 let stop = Request::KeyNotify {
                     key: &key[..],
@@ -583,7 +583,6 @@ async fn resync_on_reconnect(weak: WeakClient) {
         if client.shared.observers.is_empty() {
             continue;
         }
-        let _op = client.shared.observers.op_lock.lock().await;
         let keys = client.shared.observers.unregister_all();
         debug!(
             keys = keys.len(),
@@ -598,6 +597,7 @@ async fn resync_on_reconnect(weak: WeakClient) {
             continue;
         }
         for key in keys {
+            let _op = client.shared.observers.op_lock(&key).lock().await;
             match client.register(&key).await {
                 Ok(current) => {
                     client.shared.observers.resync(&key, current.clone());

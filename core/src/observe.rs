@@ -130,9 +130,13 @@ pub(crate) struct Registry {
     capacity: usize,
     keys: Mutex<HashMap<Bytes, KeyState>>,
     clock: Mutex<Option<Clock>>,
-    /// Serialises KEYNOTIFY / STOP / resync so that they never interleave for a key.
-    pub(crate) op_lock: tokio::sync::Mutex<()>,
+    /// Serialise KEYNOTIFY / STOP / resync so that they never interleave for a key; striped
+    /// by key so that different keys register concurrently.
+    op_locks: Vec<tokio::sync::Mutex<()>>,
 }
+
+/// Stripes of the per-key operation lock.
+const OP_LOCK_STRIPES: usize = 64;
 
 impl Registry {
     pub(crate) fn new(capacity: usize) -> Registry {
@@ -140,8 +144,17 @@ impl Registry {
             capacity: capacity.max(1),
             keys: Mutex::new(HashMap::new()),
             clock: Mutex::new(None),
-            op_lock: tokio::sync::Mutex::new(()),
+            op_locks: (0..OP_LOCK_STRIPES)
+                .map(|_| tokio::sync::Mutex::new(()))
+                .collect(),
         }
+    }
+
+    /// The lock that serialises registration work on `key`.
+    pub(crate) fn op_lock(&self, key: &[u8]) -> &tokio::sync::Mutex<()> {
+        use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+        let hash = BuildHasherDefault::<DefaultHasher>::default().hash_one(key);
+        &self.op_locks[(hash % OP_LOCK_STRIPES as u64) as usize]
     }
 
     fn keys(&self) -> std::sync::MutexGuard<'_, HashMap<Bytes, KeyState>> {

@@ -1,0 +1,339 @@
+//! `mqstate bench`: a closed-loop load generator. N clients each keep M requests
+//! outstanding for a duration, with a chosen mix of SET and GET; prints ops/s and latency
+//! percentiles, a progress line every second, and with `--compare` alternates the mqstate
+//! client against a raw rumqttc request/response pair (the physical limit of the broker).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use mqstate::{Client, ClientOptions, ConnectionSettings, SetOptions};
+
+use crate::bench_raw::RawPair;
+
+/// Arguments of `mqstate bench`.
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    /// The broker, with mqstate-server (or the real service) behind it.
+    #[arg(long, default_value = "mqtt://127.0.0.1:1883")]
+    pub url: String,
+    /// Connections.
+    #[arg(long, default_value_t = 1)]
+    pub clients: usize,
+    /// Requests kept outstanding per connection.
+    #[arg(long, default_value_t = 1)]
+    pub depth: usize,
+    /// Measured time per run, in seconds.
+    #[arg(long, default_value_t = 5.0)]
+    pub duration: f64,
+    /// Unmeasured warm-up per run, in seconds.
+    #[arg(long, default_value_t = 1.0)]
+    pub warmup: f64,
+    /// Percentage of SETs (the rest are GETs).
+    #[arg(long, default_value_t = 50)]
+    pub set_percent: u8,
+    /// Value size in bytes.
+    #[arg(long, default_value_t = 16)]
+    pub value_size: usize,
+    /// Distinct keys.
+    #[arg(long, default_value_t = 1000)]
+    pub keys: usize,
+    /// What to load: `mqstate` (the client and a state store) or `raw` (a bare rumqttc
+    /// request/response pair through the same broker, answering instantly).
+    #[arg(long, default_value = "mqstate")]
+    pub target: String,
+    /// Alternate raw and mqstate runs this many times each and print both with the ratio.
+    #[arg(long)]
+    pub compare: Option<usize>,
+    /// Instead of load: measure the client's resident memory idle and observing this many keys.
+    #[arg(long)]
+    pub observe_keys: Option<usize>,
+}
+
+/// What one run measured.
+#[derive(Clone, Debug)]
+pub struct RunResult {
+    /// Requests completed per second.
+    pub ops_per_sec: f64,
+    /// Latency percentiles in microseconds: p50, p90, p99.
+    pub p50_us: u32,
+    /// 90th percentile.
+    pub p90_us: u32,
+    /// 99th percentile.
+    pub p99_us: u32,
+    /// Requests that failed.
+    pub errors: u64,
+}
+
+impl std::fmt::Display for RunResult {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:>9.0} ops/s   p50 {:>6} µs   p90 {:>6} µs   p99 {:>6} µs   errors {}",
+            self.ops_per_sec, self.p50_us, self.p90_us, self.p99_us, self.errors
+        )
+    }
+}
+
+/// One request of the load: `true` on success.
+type Op = Arc<
+    dyn Fn(u64) -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send>> + Send + Sync,
+>;
+
+/// Runs `op` from `workers` closed loops for warm-up + duration, with a progress line.
+async fn drive(
+    label: &str,
+    workers: usize,
+    warmup: Duration,
+    duration: Duration,
+    op: Op,
+) -> RunResult {
+    let stop = Arc::new(AtomicBool::new(false));
+    let measuring = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicU64::new(0));
+    let errors = Arc::new(AtomicU64::new(0));
+    let mut tasks = tokio::task::JoinSet::new();
+    for w in 0..workers {
+        let (stop, measuring, done, errors, op) = (
+            stop.clone(),
+            measuring.clone(),
+            done.clone(),
+            errors.clone(),
+            op.clone(),
+        );
+        tasks.spawn(async move {
+            let mut latencies = Vec::with_capacity(1 << 16);
+            let mut i = w as u64;
+            while !stop.load(Ordering::Relaxed) {
+                let started = Instant::now();
+                let ok = op(i).await;
+                i = i.wrapping_add(workers as u64);
+                if measuring.load(Ordering::Relaxed) {
+                    if ok {
+                        latencies
+                            .push(u32::try_from(started.elapsed().as_micros()).unwrap_or(u32::MAX));
+                        done.fetch_add(1, Ordering::Relaxed);
+                    } else {
+                        errors.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+            latencies
+        });
+    }
+    tokio::time::sleep(warmup).await;
+    measuring.store(true, Ordering::SeqCst);
+    let started = Instant::now();
+    while started.elapsed() < duration {
+        tokio::time::sleep(Duration::from_secs(1).min(duration)).await;
+        let secs = started.elapsed().as_secs_f64();
+        eprint!(
+            "\r  {label:<8} {secs:>5.1} s  {:>9} ops  {:>8.0} ops/s ",
+            done.load(Ordering::Relaxed),
+            done.load(Ordering::Relaxed) as f64 / secs
+        );
+    }
+    measuring.store(false, Ordering::SeqCst);
+    let elapsed = started.elapsed().as_secs_f64();
+    stop.store(true, Ordering::SeqCst);
+    eprintln!();
+    let mut all = Vec::new();
+    while let Some(joined) = tasks.join_next().await {
+        all.extend(joined.unwrap_or_default());
+    }
+    all.sort_unstable();
+    let pct = |p: f64| {
+        all.get(((all.len() as f64 * p) as usize).min(all.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or(0)
+    };
+    RunResult {
+        ops_per_sec: done.load(Ordering::Relaxed) as f64 / elapsed,
+        p50_us: pct(0.50),
+        p90_us: pct(0.90),
+        p99_us: pct(0.99),
+        errors: errors.load(Ordering::Relaxed),
+    }
+}
+
+/// One run against the state store through the mqstate client.
+async fn run_mqstate(args: &BenchArgs) -> anyhow::Result<RunResult> {
+    let settings = ConnectionSettings::from_url(&args.url)?;
+    let mut clients = Vec::new();
+    for _ in 0..args.clients {
+        clients.push(
+            Client::connect_with(settings.clone(), ClientOptions::default())
+                .await
+                .context("connecting")?,
+        );
+    }
+    let value = Arc::new(vec![b'v'; args.value_size]);
+    let keys: Arc<Vec<String>> = Arc::new(
+        (0..args.keys.max(1))
+            .map(|k| format!("bench/{k}"))
+            .collect(),
+    );
+    for key in keys.iter() {
+        clients[0]
+            .set(key, &value[..], SetOptions::default())
+            .await?;
+    }
+    let set_percent = u64::from(args.set_percent.min(100));
+    let clients = Arc::new(clients);
+    let op: Op = Arc::new(move |i| {
+        let (clients, keys, value) = (clients.clone(), keys.clone(), value.clone());
+        Box::pin(async move {
+            let client = &clients[(i as usize) % clients.len()];
+            let key = &keys[(i as usize / clients.len()) % keys.len()];
+            if (i.wrapping_mul(2_654_435_761) >> 7) % 100 < set_percent {
+                client
+                    .set(key, &value[..], SetOptions::default())
+                    .await
+                    .is_ok()
+            } else {
+                client.get(key).await.is_ok()
+            }
+        })
+    });
+    Ok(drive(
+        "mqstate",
+        args.clients * args.depth,
+        secs(args.warmup),
+        secs(args.duration),
+        op,
+    )
+    .await)
+}
+
+/// One run of the raw rumqttc request/response pair.
+async fn run_raw(args: &BenchArgs) -> anyhow::Result<RunResult> {
+    let settings = ConnectionSettings::from_url(&args.url)?;
+    let mut pairs = Vec::new();
+    for n in 0..args.clients {
+        pairs.push(RawPair::start(&settings.host, settings.port, n).await?);
+    }
+    let pairs = Arc::new(pairs);
+    let payload = bytes::Bytes::from(vec![b'v'; args.value_size]);
+    let op: Op = Arc::new(move |i| {
+        let (pairs, payload) = (pairs.clone(), payload.clone());
+        Box::pin(async move { pairs[(i as usize) % pairs.len()].request(payload).await })
+    });
+    Ok(drive(
+        "raw",
+        args.clients * args.depth,
+        secs(args.warmup),
+        secs(args.duration),
+        op,
+    )
+    .await)
+}
+
+fn secs(s: f64) -> Duration {
+    Duration::from_secs_f64(s.max(0.0))
+}
+
+/// Resident set size of this process, in KiB.
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+/// Client memory idle and with `n` observed keys.
+async fn observe_memory(args: &BenchArgs, n: usize) -> anyhow::Result<()> {
+    let before = rss_kib();
+    let client = Client::connect(ConnectionSettings::from_url(&args.url)?).await?;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let idle = rss_kib();
+    let started = Instant::now();
+    let mut observers = Vec::with_capacity(n);
+    let mut tasks = tokio::task::JoinSet::new();
+    let chunk = n.div_ceil(256).max(1);
+    for start in (0..n).step_by(chunk) {
+        let client = client.clone();
+        tasks.spawn(async move {
+            let mut mine = Vec::new();
+            for k in start..(start + chunk).min(n) {
+                mine.push(client.observe(format!("observed/{k}")).await?);
+            }
+            Ok::<_, mqstate::Error>(mine)
+        });
+    }
+    let mut last_progress = Instant::now();
+    while let Some(joined) = tasks.join_next().await {
+        observers.extend(joined??);
+        if last_progress.elapsed() >= Duration::from_secs(1) {
+            last_progress = Instant::now();
+            eprint!("\r  observing {:>7} of {n} keys", observers.len());
+        }
+    }
+    eprintln!();
+    let observing = rss_kib();
+    println!("process RSS before connecting      {:>8} KiB", before);
+    println!(
+        "client connected, idle             {:>8} KiB (+{} KiB)",
+        idle,
+        idle.saturating_sub(before)
+    );
+    println!(
+        "observing {n} keys                {:>8} KiB (+{} KiB, {:.0} bytes/key; registered in {:.1?})",
+        observing,
+        observing.saturating_sub(idle),
+        observing.saturating_sub(idle) as f64 * 1024.0 / n as f64,
+        started.elapsed()
+    );
+    drop(observers);
+    client.shutdown().await;
+    Ok(())
+}
+
+/// Runs the benchmark.
+pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        args.clients >= 1 && args.depth >= 1,
+        "--clients and --depth must be at least 1"
+    );
+    if let Some(n) = args.observe_keys {
+        return observe_memory(&args, n).await;
+    }
+    println!(
+        "{} client(s) x {} outstanding, {}% SET, {}-byte values, {} s per run",
+        args.clients, args.depth, args.set_percent, args.value_size, args.duration
+    );
+    match args.compare {
+        None => {
+            let result = match args.target.as_str() {
+                "raw" => run_raw(&args).await?,
+                "mqstate" => run_mqstate(&args).await?,
+                other => anyhow::bail!("--target must be mqstate or raw, not {other:?}"),
+            };
+            println!("{:<8} {result}", args.target);
+        }
+        Some(rounds) => {
+            let (mut raw, mut ours) = (Vec::new(), Vec::new());
+            for round in 1..=rounds.max(1) {
+                eprintln!("round {round}");
+                raw.push(run_raw(&args).await?);
+                ours.push(run_mqstate(&args).await?);
+            }
+            let median = |mut v: Vec<RunResult>| {
+                v.sort_by(|a, b| a.ops_per_sec.total_cmp(&b.ops_per_sec));
+                v[v.len() / 2].clone()
+            };
+            let (raw, ours) = (median(raw), median(ours));
+            println!("raw      {raw}");
+            println!("mqstate  {ours}");
+            println!(
+                "ratio    {:.2}x of raw throughput (median of {rounds} alternating runs)",
+                ours.ops_per_sec / raw.ops_per_sec
+            );
+        }
+    }
+    Ok(())
+}
