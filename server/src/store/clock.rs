@@ -76,8 +76,12 @@ impl ServiceClock {
         if !self.fresh {
             self.current = self.tick(now_ms)?;
         }
-        // Unreachable while every version comes from this clock; kept as a guard.
-        while previous.is_some_and(|p| self.current.cmp_time(p) != Ordering::Greater) {
+        // Unreachable while every version comes from this clock (restores raise it); kept
+        // as a guard that jumps past the key's version in one step.
+        if let Some(previous) = previous
+            && self.current.cmp_time(previous) != Ordering::Greater
+        {
+            self.raise_to(previous);
             self.current = self.tick(now_ms)?;
         }
         self.fresh = false;
@@ -158,6 +162,16 @@ mod tests {
             .unwrap_err();
         assert_eq!(err.kind(), StoreErrorKind::TimestampMalformed);
         assert_eq!(clock.current(), &before);
+    }
+
+    #[test]
+    fn a_version_behind_the_key_jumps_past_it() {
+        let mut clock = ServiceClock::new("S", 1000);
+        let previous = hlc("900000:5:S");
+        assert_eq!(
+            clock.issue(1000, Some(&previous)).unwrap(),
+            hlc("900000:6:S")
+        );
     }
 
     #[test]

@@ -1,0 +1,270 @@
+//! The persistence log: write, replay and compact; a torn last record cut at every byte;
+//! a corrupt middle record; expired entries; a foreign file; compaction while running.
+
+use std::fs;
+
+use bytes::Bytes;
+use mqstate::Hlc;
+use mqstate_server::journal::{FILE_NAME, Journal, Recovery};
+use mqstate_server::store::{JournalOp, Store, StoreConfig};
+
+/// Far in the future, so the system clock never expires it during a test.
+const FAR: u64 = 9_000_000_000_000;
+
+fn put(key: &str, value: &str, counter: u64) -> JournalOp {
+    JournalOp::Put {
+        key: Bytes::copy_from_slice(key.as_bytes()),
+        value: Bytes::copy_from_slice(value.as_bytes()),
+        version: Hlc::new(1_700_000_000_000, counter, "StateStore").unwrap(),
+        expires_at_ms: counter.is_multiple_of(2).then_some(FAR + counter),
+        fencing_token: counter
+            .is_multiple_of(3)
+            .then(|| Hlc::new(5, counter, "holder").unwrap()),
+    }
+}
+
+fn remove(key: &str) -> JournalOp {
+    JournalOp::Remove {
+        key: Bytes::copy_from_slice(key.as_bytes()),
+    }
+}
+
+#[test]
+fn write_replay_and_compact() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut journal, entries) = Journal::open(dir.path()).unwrap();
+    assert!(entries.is_empty());
+    journal
+        .append(&[put("a", "1", 1), put("b", "\r\n\0binary", 2)])
+        .unwrap();
+    journal
+        .append(&[put("a", "3", 3), remove("b"), put("c", "", 4)])
+        .unwrap();
+    journal.append(&[]).unwrap();
+    let before = journal.len_bytes();
+    drop(journal);
+    let (journal, entries) = Journal::open(dir.path()).unwrap();
+    assert_eq!(entries, vec![put("a", "3", 3), put("c", "", 4)]);
+    assert_eq!(journal.recovery(), Recovery::Clean);
+    // Compacted: the superseded put of `a` and everything about `b` are gone.
+    assert!(
+        journal.len_bytes() < before,
+        "{} vs {before}",
+        journal.len_bytes()
+    );
+    assert_eq!(
+        fs::metadata(journal.path()).unwrap().len(),
+        journal.len_bytes()
+    );
+    drop(journal);
+    let (_, again) = Journal::open(dir.path()).unwrap();
+    assert_eq!(again, entries);
+}
+
+#[test]
+fn torn_last_record_is_ignored_at_every_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut journal, _) = Journal::open(dir.path()).unwrap();
+    journal
+        .append(&[put("a", "1", 1), put("b", "2", 2)])
+        .unwrap();
+    let start = journal.len_bytes();
+    journal
+        .append(&[put("c", "a longer value for c", 3)])
+        .unwrap();
+    let end = journal.len_bytes();
+    let path = journal.path();
+    drop(journal);
+    let whole = fs::read(&path).unwrap();
+    assert_eq!(whole.len() as u64, end);
+    for cut in start..end {
+        fs::write(&path, &whole[..cut as usize]).unwrap();
+        let (mut journal, entries) = Journal::open(dir.path()).unwrap();
+        assert_eq!(
+            entries,
+            vec![put("a", "1", 1), put("b", "2", 2)],
+            "cut at {cut}"
+        );
+        let expected = if cut == start {
+            Recovery::Clean
+        } else {
+            Recovery::TornTail {
+                offset: start,
+                bytes: cut - start,
+            }
+        };
+        assert_eq!(journal.recovery(), expected, "cut at {cut}");
+        // The torn bytes are gone, so new records are replayed after a restart.
+        journal.append(&[put("d", "4", 4)]).unwrap();
+        drop(journal);
+        let (_, entries) = Journal::open(dir.path()).unwrap();
+        assert_eq!(entries.len(), 3, "cut at {cut}");
+    }
+}
+
+#[test]
+fn torn_record_with_a_bad_checksum_at_the_end_is_torn_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut journal, _) = Journal::open(dir.path()).unwrap();
+    journal.append(&[put("a", "1", 1)]).unwrap();
+    let start = journal.len_bytes();
+    journal.append(&[put("b", "2", 2)]).unwrap();
+    let path = journal.path();
+    drop(journal);
+    let mut data = fs::read(&path).unwrap();
+    let last = data.len() - 1;
+    data[last] ^= 0xFF;
+    fs::write(&path, &data).unwrap();
+    let (journal, entries) = Journal::open(dir.path()).unwrap();
+    assert_eq!(entries, vec![put("a", "1", 1)]);
+    let bytes = data.len() as u64 - start;
+    assert_eq!(
+        journal.recovery(),
+        Recovery::TornTail {
+            offset: start,
+            bytes
+        }
+    );
+}
+
+#[test]
+fn corrupt_middle_record_stops_replay_and_keeps_the_original() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut journal, _) = Journal::open(dir.path()).unwrap();
+    journal.append(&[put("a", "1", 1)]).unwrap();
+    let middle = journal.len_bytes();
+    journal.append(&[put("b", "2", 2)]).unwrap();
+    journal.append(&[put("c", "3", 3)]).unwrap();
+    let path = journal.path();
+    drop(journal);
+    let mut data = fs::read(&path).unwrap();
+    // Flip a byte inside the body of the middle record (past its 8-byte head).
+    data[middle as usize + 12] ^= 0x01;
+    fs::write(&path, &data).unwrap();
+    let (journal, entries) = Journal::open(dir.path()).unwrap();
+    assert_eq!(entries, vec![put("a", "1", 1)]);
+    let bytes = data.len() as u64 - middle;
+    assert_eq!(
+        journal.recovery(),
+        Recovery::Corrupt {
+            offset: middle,
+            bytes
+        }
+    );
+    let kept = fs::read(dir.path().join(format!("{FILE_NAME}.corrupt"))).unwrap();
+    assert_eq!(kept, data);
+}
+
+#[test]
+fn expired_entries_are_dropped_on_open_and_skipped_on_restore() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut journal, _) = Journal::open(dir.path()).unwrap();
+    let mut expired = put("old", "x", 2);
+    if let JournalOp::Put { expires_at_ms, .. } = &mut expired {
+        *expires_at_ms = Some(1); // 1970: long gone by the system clock
+    }
+    journal.append(&[expired, put("new", "y", 2)]).unwrap();
+    drop(journal);
+    let (_, entries) = Journal::open(dir.path()).unwrap();
+    assert_eq!(entries, vec![put("new", "y", 2)]);
+    // The store skips by its own (injected) time.
+    let mut store = Store::new(StoreConfig::default(), FAR + 2);
+    store.restore(entries, FAR + 2);
+    assert!(store.is_empty());
+}
+
+#[test]
+fn foreign_files_are_refused_and_a_torn_header_is_empty() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(FILE_NAME);
+    fs::write(&path, b"not a journal at all").unwrap();
+    assert!(Journal::open(dir.path()).is_err());
+    fs::write(&path, b"MQSJ\x02\0\0\0").unwrap();
+    assert!(Journal::open(dir.path()).is_err());
+    fs::write(&path, b"MQS").unwrap();
+    let (journal, entries) = Journal::open(dir.path()).unwrap();
+    assert!(entries.is_empty());
+    assert_eq!(journal.recovery(), Recovery::Clean);
+}
+
+#[test]
+fn a_running_log_is_compacted() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut journal, _) = Journal::open(dir.path()).unwrap();
+    let big = "x".repeat(64 * 1024);
+    let mut peak = 0;
+    for i in 0..100 {
+        journal
+            .append(&[put("k", &big, i), put("other", "v", i)])
+            .unwrap();
+        peak = peak.max(journal.len_bytes());
+    }
+    // 100 × 64 KiB were written; the log never held more than about 2 × live + 1 MiB.
+    assert!(peak < 2 * 1024 * 1024 + 300 * 1024, "peak {peak}");
+    drop(journal);
+    let (_, entries) = Journal::open(dir.path()).unwrap();
+    assert_eq!(entries, vec![put("k", &big, 99), put("other", "v", 99)]);
+}
+
+#[test]
+fn a_store_survives_a_restart_through_the_journal() {
+    use mqstate::codec::{Request, Response, SetCondition};
+    use mqstate_server::store::Invocation;
+    let dir = tempfile::tempdir().unwrap();
+    let now = 1_700_000_000_000;
+    let ts = format!("{now}:0:c");
+    let mut store = Store::new(StoreConfig::default(), now);
+    let (mut journal, _) = Journal::open(dir.path()).unwrap();
+    let mut versions = Vec::new();
+    for (key, persist) in [(&b"kept"[..], true), (b"memory", false), (b"gone", true)] {
+        let request: Request<&[u8]> = Request::Set {
+            key,
+            value: b"v",
+            condition: SetCondition::Always,
+            expiry_ms: None,
+        };
+        let reply = store.handle(
+            now,
+            Invocation {
+                client_id: "c",
+                payload: &request.encode(),
+                timestamp: Some(&ts),
+                fencing_token: None,
+                persist,
+            },
+        );
+        journal.append(&reply.journal).unwrap();
+        versions.push(reply.version.unwrap());
+    }
+    let request: Request<&[u8]> = Request::Del { key: b"gone" };
+    let reply = store.handle(
+        now,
+        Invocation {
+            client_id: "c",
+            payload: &request.encode(),
+            timestamp: Some(&ts),
+            fencing_token: None,
+            persist: false,
+        },
+    );
+    assert_eq!(reply.response, Response::Count(1));
+    journal.append(&reply.journal).unwrap();
+    drop((store, journal));
+    let (_, entries) = Journal::open(dir.path()).unwrap();
+    let mut restarted = Store::new(StoreConfig::default(), now);
+    restarted.restore(entries, now);
+    assert_eq!(restarted.len(), 1);
+    let request: Request<&[u8]> = Request::Get { key: b"kept" };
+    let reply = restarted.handle(
+        now,
+        Invocation {
+            client_id: "c",
+            payload: &request.encode(),
+            timestamp: None,
+            fencing_token: None,
+            persist: false,
+        },
+    );
+    assert_eq!(reply.response, Response::Value(Bytes::from_static(b"v")));
+    assert_eq!(reply.version.as_ref(), Some(&versions[0]));
+}
