@@ -39,6 +39,10 @@ mod client;
 #[cfg(feature = "client")]
 mod connection;
 #[cfg(feature = "client")]
+pub mod election;
+#[cfg(feature = "client")]
+pub mod lock;
+#[cfg(feature = "client")]
 pub mod observe;
 #[cfg(feature = "client")]
 mod rpc;
@@ -50,8 +54,14 @@ pub use client::{
     Client, ClientOptions, DEFAULT_OBSERVER_CAPACITY, DEFAULT_REQUEST_TIMEOUT, DelOptions,
     SetOptions, SetOutcome, VdelOutcome, Versioned,
 };
+#[cfg(feature = "client")]
+pub use election::Election;
 pub use error::{Error, ErrorKind, Result};
 pub use hlc::{Clock, Hlc};
+#[cfg(feature = "client")]
+pub use lock::{
+    Edit, EditOutcome, HolderChange, HolderWatch, Lock, LockOptions, LockStatus, LossReason,
+};
 #[cfg(feature = "client")]
 pub use observe::{KeyNotification, Observer};
 #[cfg(feature = "client")]
