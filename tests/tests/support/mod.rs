@@ -98,6 +98,14 @@ pub struct RawSubscriber {
 }
 
 impl RawSubscriber {
+    /// The next message, if one arrives within `timeout`.
+    pub async fn next(&mut self, timeout: Duration) -> Option<rumqttc::v5::mqttbytes::v5::Publish> {
+        tokio::time::timeout(timeout, self.rx.recv())
+            .await
+            .ok()
+            .flatten()
+    }
+
     /// Counts messages arriving within `window`, returning early once `max` arrived.
     pub async fn count_within(&mut self, window: Duration, max: usize) -> usize {
         let deadline = tokio::time::Instant::now() + window;

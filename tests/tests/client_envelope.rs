@@ -1,0 +1,230 @@
+//! What the client puts on the wire and how it treats what comes back: the request envelope
+//! of spec §2 as a broker sees it, the one clock shared by all clients of a process,
+//! cancellation, the observers' overflow policy, and garbage on the notification topic.
+
+mod support;
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use mqstate::codec::KeyEvent;
+use mqstate::{Client, ClientOptions, Hlc, SetOptions};
+use rumqttc::v5::mqttbytes::QoS;
+use rumqttc::v5::mqttbytes::v5::PublishProperties;
+use rumqttc::v5::{AsyncClient, MqttOptions};
+use support::{Env, next_notification, raw_subscriber};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_request_envelope_on_the_wire() {
+    let env = Env::mosquitto().await;
+    let mut tap = raw_subscriber(env.port, mqstate::topics::REQUEST_TOPIC).await;
+    let client = env.client("envelope").await;
+    let token = client.clock().tick().unwrap();
+    let options = SetOptions {
+        fencing_token: Some(token.clone()),
+        persist: true,
+        timeout: Some(Duration::from_millis(1500)),
+        ..SetOptions::default()
+    };
+    client.set("env-key", "v", options).await.unwrap();
+    let request = tap
+        .next(Duration::from_secs(5))
+        .await
+        .expect("the tap saw the request");
+    let props = request.properties.expect("properties");
+    let names: Vec<&str> = props
+        .user_properties
+        .iter()
+        .map(|(k, _)| k.as_str())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "__ft",
+            "aio-persistence",
+            "__srcId",
+            "__ts",
+            "__protVer",
+            "$partition",
+            "$high_priority"
+        ],
+        "spec §2 order"
+    );
+    let value = |name: &str| {
+        props
+            .user_properties
+            .iter()
+            .find(|(k, _)| k == name)
+            .unwrap()
+            .1
+            .clone()
+    };
+    assert_eq!(value("__ft"), token.to_string());
+    assert_eq!(value("aio-persistence"), "true");
+    assert_eq!(value("__srcId"), client.client_id());
+    assert_eq!(value("$partition"), client.client_id());
+    assert_eq!(value("__protVer"), "1.0");
+    assert_eq!(value("$high_priority"), "");
+    let ts = Hlc::parse(&value("__ts")).unwrap();
+    assert!(ts > token, "__ts comes from a tick after the token's");
+    assert_eq!(
+        props.content_type.as_deref(),
+        Some("application/octet-stream")
+    );
+    assert_eq!(props.payload_format_indicator, None);
+    assert_eq!(props.message_expiry_interval, Some(2), "1.5 s rounds up");
+    assert_eq!(props.correlation_data.as_ref().map(Bytes::len), Some(16));
+    assert_eq!(
+        props.response_topic.as_deref(),
+        Some(mqstate::topics::response_topic(client.client_id()).as_str())
+    );
+    assert_eq!(request.qos, QoS::AtLeastOnce);
+    assert_eq!(
+        &request.payload[..],
+        b"*3\r\n$3\r\nSET\r\n$7\r\nenv-key\r\n$1\r\nv\r\n"
+    );
+    client.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_clock_per_process_merges_every_response() {
+    let env = Env::embedded().await;
+    let a = env.client("clock-a").await;
+    let b = env.client("clock-b").await;
+    assert_eq!(a.clock().current().node_id(), b.clock().current().node_id());
+    let set = a.set("clock", "v", SetOptions::default()).await.unwrap();
+    let version = set.version.unwrap();
+    // The response's version was merged: the shared clock is now past it.
+    assert!(b.clock().current().cmp_time(&version).is_gt());
+    a.shutdown().await;
+    b.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_request_leaves_nothing_behind() {
+    // No service behind this broker: requests stay pending until dropped.
+    let mosquitto = mqstate_tests::Mosquitto::start().unwrap();
+    let client = Client::connect(mqstate::ConnectionSettings::new(
+        "127.0.0.1",
+        mosquitto.port(),
+    ))
+    .await
+    .unwrap();
+    let waiting = {
+        let client = client.clone();
+        tokio::spawn(async move { client.get("k").await })
+    };
+    support::eventually(Duration::from_secs(5), || async {
+        client.pending_requests() == 1
+    })
+    .await;
+    waiting.abort();
+    let _ = waiting.await;
+    assert_eq!(
+        client.pending_requests(),
+        0,
+        "cancellation removes the pending entry"
+    );
+    client.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_observer_keeps_the_newest_and_counts_the_rest() {
+    let env = Env::embedded().await;
+    let options = ClientOptions {
+        observer_capacity: 4,
+        ..ClientOptions::default()
+    };
+    let watcher = Client::connect_with(env.settings("slow"), options)
+        .await
+        .unwrap();
+    let writer = env.client("fast").await;
+    let mut observer = watcher.observe("flood").await.unwrap();
+    for i in 0..20 {
+        writer
+            .set("flood", i.to_string(), SetOptions::default())
+            .await
+            .unwrap();
+    }
+    // Let the notifications arrive, without reading.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut delivered = Vec::new();
+    while let Some(n) = observer.try_recv() {
+        delivered.push(n);
+    }
+    assert_eq!(delivered.len(), 4, "bounded at the capacity");
+    assert_eq!(
+        delivered[0].dropped_before, 16,
+        "the first says how many were discarded"
+    );
+    let values: Vec<KeyEvent> = delivered.iter().map(|n| n.event.clone()).collect();
+    let expected: Vec<KeyEvent> = (16..20)
+        .map(|i| KeyEvent::Set(i.to_string().into()))
+        .collect();
+    assert_eq!(values, expected, "the newest are kept, in order");
+    watcher.shutdown().await;
+    writer.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn garbage_on_the_notification_topic_is_skipped() {
+    let env = Env::mosquitto().await;
+    let watcher = env.client("garbage").await;
+    let writer = env.client("garbage-writer").await;
+    let mut observer = watcher.observe("g").await.unwrap();
+    // Someone publishes nonsense where the service's notifications arrive.
+    let mut opts = MqttOptions::new("vandal", "127.0.0.1", env.port);
+    opts.set_max_packet_size(Some(1 << 20));
+    let (vandal, mut eventloop) = AsyncClient::new(opts, 16);
+    let pump = tokio::spawn(async move { while eventloop.poll().await.is_ok() {} });
+    let base = mqstate::topics::notification_filter(watcher.client_id());
+    let base = base.trim_end_matches('+');
+    let garbage: [(String, &[u8], Vec<(String, String)>); 4] = [
+        (
+            format!("{base}XYZ"),
+            b"*2\r\n$6\r\nNOTIFY\r\n$6\r\nDELETE\r\n",
+            vec![],
+        ),
+        (format!("{base}67"), b"not resp at all", vec![]),
+        (
+            format!("{base}67"),
+            b"*2\r\n$6\r\nNOTIFY\r\n$6\r\nRENAME\r\n",
+            vec![],
+        ),
+        (
+            format!("{base}67"),
+            b"*2\r\n$6\r\nNOTIFY\r\n$6\r\nDELETE\r\n",
+            vec![("__ts".into(), "not-a-clock".into())],
+        ),
+    ];
+    for (topic, payload, user) in garbage {
+        let props = PublishProperties {
+            user_properties: user,
+            ..PublishProperties::default()
+        };
+        vandal
+            .publish_with_properties(
+                topic,
+                QoS::AtLeastOnce,
+                false,
+                Bytes::from_static(payload),
+                props,
+            )
+            .await
+            .unwrap();
+    }
+    writer
+        .set("g", "real", SetOptions::default())
+        .await
+        .unwrap();
+    let n = next_notification(&mut observer).await;
+    assert_eq!(
+        n.event,
+        KeyEvent::Set("real".into()),
+        "the garbage was skipped, the real change arrived"
+    );
+    assert!(watcher.is_connected());
+    pump.abort();
+    watcher.shutdown().await;
+    writer.shutdown().await;
+}
