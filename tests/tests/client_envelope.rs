@@ -179,7 +179,8 @@ async fn garbage_on_the_notification_topic_is_skipped() {
     let pump = tokio::spawn(async move { while eventloop.poll().await.is_ok() {} });
     let base = mqstate::topics::notification_filter(watcher.client_id());
     let base = base.trim_end_matches('+');
-    let garbage: [(String, &[u8], Vec<(String, String)>); 4] = [
+    type Garbage<'a> = (String, &'a [u8], Vec<(String, String)>);
+    let garbage: [Garbage; 4] = [
         (
             format!("{base}XYZ"),
             b"*2\r\n$6\r\nNOTIFY\r\n$6\r\nDELETE\r\n",
