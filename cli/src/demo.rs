@@ -38,7 +38,10 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
                 .await
                 .context("starting the embedded state store")?;
             let addr = server.addr();
-            (Some(server), ConnectionSettings::new(addr.ip().to_string(), addr.port()))
+            (
+                Some(server),
+                ConnectionSettings::new(addr.ip().to_string(), addr.port()),
+            )
         }
     };
     step("a local state store");
@@ -50,36 +53,57 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         None => show("using the broker at", args.url.as_deref().unwrap_or("")),
     }
 
-    let app = Client::connect(settings.clone()).await.context("connecting")?;
+    let app = Client::connect(settings.clone())
+        .await
+        .context("connecting")?;
     let other = Client::connect(settings).await.context("connecting")?;
     show("client A connected as", app.client_id());
     show("client B connected as", other.client_id());
 
     step("set, get, versions");
-    let set = app.set("demo/greeting", "hello", SetOptions::default()).await?;
-    show("A: SET demo/greeting = hello", format!("applied, version {}", version(&set.version)));
-    let got = other.get("demo/greeting").await?.context("the key was just set")?;
+    let set = app
+        .set("demo/greeting", "hello", SetOptions::default())
+        .await?;
+    show(
+        "A: SET demo/greeting = hello",
+        format!("applied, version {}", version(&set.version)),
+    );
+    let got = other
+        .get("demo/greeting")
+        .await?
+        .context("the key was just set")?;
     show(
         "B: GET demo/greeting",
-        format!("{:?}, version {}", String::from_utf8_lossy(&got.value), version(&got.version)),
+        format!(
+            "{:?}, version {}",
+            String::from_utf8_lossy(&got.value),
+            version(&got.version)
+        ),
     );
     let nx = SetOptions {
         condition: SetCondition::NotExists,
         ..SetOptions::default()
     };
     let refused = other.set("demo/greeting", "hi", nx).await?;
-    show("B: SET NX demo/greeting = hi", format!("applied = {}", refused.applied));
+    show(
+        "B: SET NX demo/greeting = hi",
+        format!("applied = {}", refused.applied),
+    );
 
     step("observe a key from A while B changes it");
     let mut changes = app.observe("demo/sensor").await?;
     for reading in ["20.5", "21.0"] {
-        other.set("demo/sensor", reading, SetOptions::default()).await?;
+        other
+            .set("demo/sensor", reading, SetOptions::default())
+            .await?;
     }
     let expiring = SetOptions {
         expiry: Some(Duration::from_millis(300)),
         ..SetOptions::default()
     };
-    other.set("demo/sensor", "21.4 (expires in 300 ms)", expiring).await?;
+    other
+        .set("demo/sensor", "21.4 (expires in 300 ms)", expiring)
+        .await?;
     for _ in 0..4 {
         let n = tokio::time::timeout(Duration::from_secs(5), changes.recv())
             .await
@@ -89,7 +113,10 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
             KeyEvent::Set(v) => format!("SET {:?}", String::from_utf8_lossy(v)),
             KeyEvent::Delete => "DELETE (the expiry fired)".to_owned(),
         };
-        show("A: notification", format!("{what} @ {}", version(&n.version)));
+        show(
+            "A: notification",
+            format!("{what} @ {}", version(&n.version)),
+        );
     }
     drop(changes);
 
@@ -101,7 +128,10 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     };
     app.set("demo/config", "v1", fenced).await?;
     show("A: SET demo/config with token", token.to_string());
-    match other.set("demo/config", "rogue", SetOptions::default()).await {
+    match other
+        .set("demo/config", "rogue", SetOptions::default())
+        .await
+    {
         Err(e) if matches!(e.kind(), ErrorKind::Store(_)) => {
             show("B: SET demo/config without token", format!("refused: {e}"))
         }
@@ -109,9 +139,13 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     }
 
     step("conditional delete");
-    let vdel = other.vdel("demo/greeting", "not-hello", DelOptions::default()).await?;
+    let vdel = other
+        .vdel("demo/greeting", "not-hello", DelOptions::default())
+        .await?;
     show("B: VDEL demo/greeting = not-hello", format!("{vdel:?}"));
-    let vdel = other.vdel("demo/greeting", "hello", DelOptions::default()).await?;
+    let vdel = other
+        .vdel("demo/greeting", "hello", DelOptions::default())
+        .await?;
     show("B: VDEL demo/greeting = hello", format!("{vdel:?}"));
     anyhow::ensure!(vdel == VdelOutcome::Deleted, "VDEL should have deleted");
 

@@ -32,29 +32,29 @@ impl Response {
     /// Decodes any response form.
     pub fn decode(payload: &Bytes) -> Result<Response, Error> {
         let mut reader = Reader::new(payload);
-        let response = match reader.type_byte()? {
-            b'+' => match reader.line()? {
-                b"OK" => Response::Ok,
-                _ => return Err(Error::malformed("unknown simple string")),
-            },
-            b':' => match reader.line()? {
-                b"-1" => Response::NotApplied,
-                digits => Response::Count(
-                    wire::parse_u64(digits)
-                        .ok_or_else(|| Error::malformed("invalid count (neither -1 nor 0..2^64)"))?,
-                ),
-            },
-            b'$' => match reader.integer()? {
-                -1 => Response::NotFound,
-                n => {
-                    let len = usize::try_from(n)
-                        .map_err(|_| Error::malformed("negative blob length other than -1"))?;
-                    Response::Value(reader.blob_body(len)?)
-                }
-            },
-            b'-' => decode_error_line(reader.line()?)?,
-            _ => return Err(Error::malformed("unexpected response type byte")),
-        };
+        let response =
+            match reader.type_byte()? {
+                b'+' => match reader.line()? {
+                    b"OK" => Response::Ok,
+                    _ => return Err(Error::malformed("unknown simple string")),
+                },
+                b':' => match reader.line()? {
+                    b"-1" => Response::NotApplied,
+                    digits => Response::Count(wire::parse_u64(digits).ok_or_else(|| {
+                        Error::malformed("invalid count (neither -1 nor 0..2^64)")
+                    })?),
+                },
+                b'$' => match reader.integer()? {
+                    -1 => Response::NotFound,
+                    n => {
+                        let len = usize::try_from(n)
+                            .map_err(|_| Error::malformed("negative blob length other than -1"))?;
+                        Response::Value(reader.blob_body(len)?)
+                    }
+                },
+                b'-' => decode_error_line(reader.line()?)?,
+                _ => return Err(Error::malformed("unexpected response type byte")),
+            };
         reader.finish()?;
         Ok(response)
     }
