@@ -14,6 +14,14 @@
 //! | DEL / VDEL `:0` (no such key) | the service clock's current value |
 //! | KEYNOTIFY, errors | none |
 //!
+//! Checks, in order: the payload ([`Request::decode`]'s exact errors); `__ts` (`missing
+//! timestamp` on a SET without one; `malformed timestamp`; more than `max_drift_ms` ahead is
+//! the timestamp skew error) on every verb; `__ft` on SET, DEL and VDEL only (malformed, or
+//! the fencing-token skew error); then the fencing rule of the key, the NX/NEX condition,
+//! and the quota for a new key. A `__ts` whose counter cannot be advanced (`u64::MAX`) is
+//! answered `malformed timestamp`. The key quota also bounds how many keys one client may
+//! observe, so no client input grows memory beyond it.
+//!
 //! Every due PX expiry fires at the start of [`Store::handle`], so an expired key is absent
 //! even if the adapter has not called [`Store::expire`] yet, and its DELETE notification
 //! (older version) comes before the effects of the request.
