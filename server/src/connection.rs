@@ -6,19 +6,40 @@
 //! awaited inside the poll loop (subscriptions are sent from a spawned task), a backoff
 //! after every connection error, re-subscription after a CONNACK without a session, no
 //! topic aliases, and the event loop dropped to close the socket.
+//!
+//! # Disconnects on an external broker: the limits
+//!
+//! The store must drop a client's KEYNOTIFY registrations when it disconnects. With the
+//! embedded broker this is exact (its disconnect hook). Attached to another broker, the
+//! server only learns what that broker publishes:
+//!
+//! - **mosquitto** with `log_dest topic` (and `log_type notice`, on by default): every
+//!   "Client X disconnected…", "closed its connection", "has exceeded timeout", "already
+//!   connected, closing old connection" (session takeover) and "Bad socket read/write on
+//!   client X" line on `$SYS/broker/log/#` drops X's registrations. The `$SYS` topics must
+//!   be readable by the server's user (ACLs), and log lines are QoS 0: one lost while the
+//!   server itself is reconnecting leaves stale registrations behind until the client
+//!   re-registers or disconnects again. Notifications to such a stale registration go to
+//!   a topic nobody subscribes to; they cost a publish each, and nothing is queued.
+//! - **other brokers**, or mosquitto without `log_dest topic`: disconnects are not seen.
+//!   Registrations then live until `KEYNOTIFY … STOP` or a server restart.
+//! - The PUBACK reason "No matching subscribers" is not used: rumqttc reports it without
+//!   the packet's topic, so it cannot be tied to a client reliably.
+//! - Requests with a forbidden response topic are dropped and logged, but the client
+//!   cannot be disconnected (MQTT gives one client no way to disconnect another).
 
-use std::sync::mpsc::Sender;
 use std::time::Duration;
 
 use rumqttc::v5::mqttbytes::QoS;
 use rumqttc::v5::mqttbytes::v5::{Filter, Packet, SubscribeReasonCode};
 use rumqttc::v5::{AsyncClient, ClientError, Event, EventLoop, MqttOptions, Request};
 use rumqttc::{NetworkOptions, Transport};
+use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::sync::watch;
 
 use crate::config::BrokerTarget;
 use crate::outbox::{Message, Sink};
-use crate::service::Command;
+use crate::service::{Command, Service};
 
 /// The largest packet the adapter accepts or sends (rumqttc caps incoming at 10 KiB
 /// unless told otherwise).
@@ -101,34 +122,56 @@ impl Sink for ClientSink {
     }
 }
 
-/// Runs the poll loop until `shutdown` flips: forwards requests and disconnects to the
-/// store thread, (re)subscribes after every CONNACK without a session, and sets `ready`
-/// once the request subscription is granted.
-pub(crate) async fn run(
-    mut eventloop: EventLoop,
-    client: AsyncClient,
-    commands: Sender<Command>,
-    filters: Vec<Filter>,
-    ready: watch::Sender<bool>,
-    mut shutdown: watch::Receiver<bool>,
-) {
+/// What the poll loop works with.
+pub(crate) struct Loop {
+    pub(crate) eventloop: EventLoop,
+    pub(crate) client: AsyncClient,
+    pub(crate) service: Service,
+    /// Disconnect events from the embedded broker.
+    pub(crate) commands: UnboundedReceiver<Command>,
+    pub(crate) filters: Vec<Filter>,
+    /// Set once the request subscription is granted, cleared on connection loss.
+    pub(crate) ready: watch::Sender<bool>,
+    pub(crate) shutdown: watch::Receiver<bool>,
+}
+
+/// Runs the poll loop until `shutdown` flips: serves requests inline, fires expiries on
+/// time, applies disconnect events, (re)subscribes after every CONNACK without a
+/// session, and sets `ready` once the request subscription is granted.
+pub(crate) async fn run(parts: Loop) {
+    let Loop {
+        mut eventloop,
+        client,
+        mut service,
+        mut commands,
+        filters,
+        ready,
+        mut shutdown,
+    } = parts;
     let mut backoff = BACKOFF_MIN;
     let request_topic = mqstate::topics::REQUEST_TOPIC.as_bytes();
     loop {
+        let expiry = service.until_next_expiry();
         let event = tokio::select! {
             _ = shutdown.changed() => break,
+            Some(command) = commands.recv() => {
+                service.command(command);
+                continue;
+            }
+            () = sleep_or_never(expiry) => {
+                service.expire_due();
+                continue;
+            }
             event = eventloop.poll() => event,
         };
         match event {
             Ok(Event::Incoming(Packet::Publish(publish))) => {
                 if publish.topic == request_topic {
-                    if commands.send(Command::Request(publish)).is_err() {
-                        break;
-                    }
+                    service.request(&publish);
                 } else if publish.topic.starts_with(b"$SYS/broker/log/") {
                     let text = String::from_utf8_lossy(&publish.payload);
                     if let Some(client_id) = parse_sys_log(&text) {
-                        let _ = commands.send(Command::Disconnected(client_id.to_owned()));
+                        service.disconnected(client_id);
                     }
                 }
             }
@@ -181,6 +224,7 @@ pub(crate) async fn run(
             }
         }
     }
+    service.outbox.close();
     // Say goodbye if the connection is up; dropping the event loop closes the socket.
     if client.try_disconnect().is_ok() {
         let _ = tokio::time::timeout(Duration::from_millis(200), async {
@@ -191,6 +235,13 @@ pub(crate) async fn run(
             }
         })
         .await;
+    }
+}
+
+async fn sleep_or_never(delay: Option<Duration>) {
+    match delay {
+        Some(delay) => tokio::time::sleep(delay).await,
+        None => std::future::pending().await,
     }
 }
 

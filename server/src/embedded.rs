@@ -13,13 +13,13 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::mpsc::Sender;
 
 use mqtt5::broker::MqttBroker;
 use mqtt5::broker::config::{StorageBackend, StorageConfig};
 use mqtt5::broker::router::MessageRouter;
 use mqtt5::broker::server::BrokerShutdownHandle;
 use mqtt5::broker::{BrokerConfig, BrokerEventHandler, ClientConnectEvent, ClientDisconnectEvent};
+use tokio::sync::mpsc::UnboundedSender as Sender;
 use tokio::task::JoinHandle;
 
 use crate::service::Command;

@@ -1,19 +1,20 @@
 //! The server as a library: [`Server::start`] wires the embedded broker (or an existing
-//! one), the MQTT connection, the store thread and the publisher together and returns a
+//! one), the MQTT connection (which serves the store) and the publisher together and returns a
 //! [`ServerHandle`] that reports the bound address and shuts everything down.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::Sender;
 use std::time::Duration;
 
 use rumqttc::v5::AsyncClient;
 use rumqttc::v5::mqttbytes::QoS;
+use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::config::ServerConfig;
+use crate::connection::Loop;
 use crate::connection::{self, ClientSink};
 use crate::embedded::EmbeddedBroker;
 use crate::journal::Journal;
@@ -52,8 +53,8 @@ pub struct Stats {
 pub struct ServerHandle {
     addr: SocketAddr,
     embedded: Option<EmbeddedBroker>,
-    commands: Sender<Command>,
-    store_thread: Option<std::thread::JoinHandle<()>>,
+    /// Kept so the command channel stays open while the server runs.
+    _commands: UnboundedSender<Command>,
     connection: Option<JoinHandle<()>>,
     publisher: Option<JoinHandle<()>>,
     stop: watch::Sender<bool>,
@@ -83,7 +84,7 @@ impl Server {
             None => None,
         };
 
-        let (commands, commands_rx) = std::sync::mpsc::channel();
+        let (commands, commands_rx) = tokio::sync::mpsc::unbounded_channel();
         let (embedded, host, addr) = match &config.broker {
             None => {
                 let broker = EmbeddedBroker::start(config.listen, commands.clone()).await?;
@@ -113,15 +114,6 @@ impl Server {
         let watch_sys_log = config.broker.as_ref().is_some_and(|t| t.watch_sys_log);
         let (ready_tx, mut ready) = watch::channel(false);
         let (stop, stop_rx) = watch::channel(false);
-        let connection = tokio::spawn(connection::run(
-            eventloop,
-            client.clone(),
-            commands.clone(),
-            connection::filters(watch_sys_log),
-            ready_tx,
-            stop_rx,
-        ));
-
         let counters = Arc::new(Counters::default());
         let outbox = Arc::new(Outbox::new(
             config.notify_queue_limit,
@@ -136,21 +128,26 @@ impl Server {
             store,
             journal,
             outbox,
-            sink: ClientSink(client),
+            sink: ClientSink(client.clone()),
             counters: Arc::clone(&counters),
             disconnector: embedded.as_ref().map(EmbeddedBroker::disconnector),
             trust_broker_id: embedded.is_some(),
             own_client_id: client_id.clone(),
         };
-        let store_thread = std::thread::Builder::new()
-            .name("mqstate-store".to_owned())
-            .spawn(move || service.run(commands_rx))?;
+        let connection = tokio::spawn(connection::run(Loop {
+            eventloop,
+            client,
+            service,
+            commands: commands_rx,
+            filters: connection::filters(watch_sys_log),
+            ready: ready_tx,
+            shutdown: stop_rx,
+        }));
 
         let mut handle = ServerHandle {
             addr,
             embedded,
-            commands,
-            store_thread: Some(store_thread),
+            _commands: commands,
             connection: Some(connection),
             publisher: Some(publisher),
             stop,
@@ -227,17 +224,13 @@ impl ServerHandle {
     }
 
     async fn stop_all(&mut self) {
-        let _ = self.commands.send(Command::Shutdown);
-        if let Some(thread) = self.store_thread.take() {
-            let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+        self.stop.send_replace(true);
+        if let Some(connection) = self.connection.take() {
+            let _ = connection.await;
         }
         if let Some(publisher) = self.publisher.take() {
             publisher.abort();
             let _ = publisher.await;
-        }
-        self.stop.send_replace(true);
-        if let Some(connection) = self.connection.take() {
-            let _ = connection.await;
         }
         if let Some(broker) = self.embedded.take() {
             broker.shutdown().await;
@@ -247,7 +240,6 @@ impl ServerHandle {
 
 impl Drop for ServerHandle {
     fn drop(&mut self) {
-        let _ = self.commands.send(Command::Shutdown);
         self.stop.send_replace(true);
         if let Some(publisher) = self.publisher.take() {
             publisher.abort();

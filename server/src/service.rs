@@ -1,14 +1,15 @@
-//! The MQTT adapter around the pure [`Store`]: one thread owns the store and the journal,
-//! takes requests and disconnect events in arrival order, fires PX expiries on time (it
-//! sleeps exactly until [`Store::next_expiry_ms`]), and hands responses and notifications
-//! to the [`Outbox`].
+//! The MQTT adapter around the pure [`Store`]: the connection's poll loop owns it (and the
+//! journal), hands it requests and disconnect events in arrival order, wakes it exactly
+//! at [`Store::next_expiry_ms`] to fire PX expiries, and it hands responses and
+//! notifications to the [`Outbox`].
 //!
-//! A plain thread (not a task) because everything it does is synchronous, including the
-//! journal's fsync, which must finish before the response to a persisted SET is sent.
+//! Serving inline in the poll loop saves a hop per request; nothing here awaits (replies
+//! are handed over with `try_publish`, or queued), so the loop never stalls on the
+//! broker. The journal's fsync does block it, by design: the response to a persisted SET
+//! is sent only once the record is on disk.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -21,15 +22,13 @@ use crate::journal::Journal;
 use crate::outbox::{Counters, Message, Outbox};
 use crate::store::{Invocation, JournalOp, Notice, Store};
 
-/// What the store thread is told.
+/// What the store is told besides what arrives on the connection.
 #[derive(Debug)]
 pub enum Command {
     /// A PUBLISH received on the request topic.
     Request(Publish),
     /// A client's connection ended: drop its registrations and queued notifications.
     Disconnected(String),
-    /// Stop the thread.
-    Shutdown,
 }
 
 /// The current time in ms since the Unix epoch.
@@ -39,7 +38,7 @@ pub(crate) fn now_ms() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
-/// The store thread's state.
+/// The store, its journal, and where its output goes.
 pub(crate) struct Service {
     pub(crate) store: Store,
     pub(crate) journal: Option<Journal>,
@@ -55,33 +54,27 @@ pub(crate) struct Service {
 }
 
 impl Service {
-    /// Serves commands until [`Command::Shutdown`] or until every sender is gone.
-    pub(crate) fn run(mut self, commands: Receiver<Command>) {
-        loop {
-            let now = now_ms();
-            let command = match self.store.next_expiry_ms() {
-                Some(due) if due <= now => {
-                    self.expire(now);
-                    continue;
-                }
-                Some(due) => match commands.recv_timeout(Duration::from_millis(due - now)) {
-                    Ok(command) => command,
-                    Err(RecvTimeoutError::Timeout) => continue,
-                    Err(RecvTimeoutError::Disconnected) => break,
-                },
-                None => match commands.recv() {
-                    Ok(command) => command,
-                    Err(_) => break,
-                },
-            };
-            match command {
-                Command::Request(publish) => self.request(&publish),
-                Command::Disconnected(client_id) => self.disconnected(&client_id),
-                Command::Shutdown => break,
-            }
+    /// How long until the next expiry is due (`None`: no expiry pending).
+    pub(crate) fn until_next_expiry(&self) -> Option<Duration> {
+        self.store
+            .next_expiry_ms()
+            .map(|due| Duration::from_millis(due.saturating_sub(now_ms())))
+    }
+
+    /// Fires every expiry that is due now.
+    pub(crate) fn expire_due(&mut self) {
+        let now = now_ms();
+        if self.store.next_expiry_ms().is_some_and(|due| due <= now) {
+            self.expire(now);
         }
-        self.outbox.close();
-        tracing::debug!("store thread stopped");
+    }
+
+    /// Handles one command.
+    pub(crate) fn command(&mut self, command: Command) {
+        match command {
+            Command::Request(publish) => self.request(&publish),
+            Command::Disconnected(client_id) => self.disconnected(&client_id),
+        }
     }
 
     fn expire(&mut self, now: u64) {
@@ -92,7 +85,7 @@ impl Service {
         }
     }
 
-    fn disconnected(&mut self, client_id: &str) {
+    pub(crate) fn disconnected(&mut self, client_id: &str) {
         if client_id == self.own_client_id {
             return;
         }
@@ -110,7 +103,7 @@ impl Service {
         }
     }
 
-    fn request(&mut self, publish: &Publish) {
+    pub(crate) fn request(&mut self, publish: &Publish) {
         self.counters.requests.fetch_add(1, Ordering::Relaxed);
         let meta = RequestMeta::read(publish, self.trust_broker_id);
         let client = meta.client_id().unwrap_or("?").to_owned();
