@@ -35,8 +35,7 @@
 
 mod edit;
 mod holder;
-mod keeper;
-mod wait;
+mod lease;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -47,7 +46,6 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::codec::SetCondition;
 use crate::{Client, DelOptions, Error, Hlc, SetOptions, VdelOutcome};
 
 pub use edit::{Edit, EditOutcome};
@@ -111,7 +109,8 @@ struct Inner {
     auto_renew: Mutex<Option<Duration>>,
     status: watch::Sender<LockStatus>,
     renewals: AtomicU64,
-    keeper: Mutex<Option<JoinHandle<()>>>,
+    /// The background task of the current hold, and whether it renews.
+    keeper: Mutex<Option<(JoinHandle<()>, bool)>>,
     /// Serialises acquire, renew and release of this object.
     op: tokio::sync::Mutex<()>,
 }
@@ -262,13 +261,9 @@ impl Lock {
     /// Whether an automatic renewal task is running now.
     pub fn is_renewing(&self) -> bool {
         let keeper = self.inner.keeper.lock().unwrap_or_else(|e| e.into_inner());
-        keeper.as_ref().is_some_and(|k| !k.is_finished())
-            && self
-                .inner
-                .auto_renew
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .is_some()
+        keeper
+            .as_ref()
+            .is_some_and(|(task, renews)| *renews && !task.is_finished())
     }
 
     /// Options for a SET fenced with the current token; fails with
@@ -331,8 +326,9 @@ impl Lock {
                     lease,
                     valid_until,
                 });
-                let task = tokio::spawn(keeper::run(Arc::clone(&self.inner), period));
-                *self.inner.keeper.lock().unwrap_or_else(|e| e.into_inner()) = Some(task);
+                let task = tokio::spawn(lease::keep(Arc::clone(&self.inner), period));
+                *self.inner.keeper.lock().unwrap_or_else(|e| e.into_inner()) =
+                    Some((task, period.is_some()));
                 Ok(Some(token))
             }
             None => {
@@ -387,82 +383,5 @@ impl Lock {
 impl Drop for Lock {
     fn drop(&mut self) {
         self.inner.stop_keeper();
-    }
-}
-
-impl Inner {
-    /// One `SET key holder NEX PX lease`: the token and the validity end, or `None`.
-    async fn take(
-        &self,
-        lease: Duration,
-        timeout: Option<Duration>,
-    ) -> Result<Option<(Hlc, Instant)>, Error> {
-        let sent = Instant::now();
-        let options = SetOptions {
-            condition: SetCondition::NotExistsOrEqual,
-            expiry: Some(lease),
-            timeout,
-            ..SetOptions::default()
-        };
-        let outcome = self.client.set(&self.key, &self.holder, options).await?;
-        if !outcome.applied {
-            return Ok(None);
-        }
-        let token = outcome
-            .version
-            .ok_or_else(|| Error::malformed("the lock's SET response carries no version"))?;
-        Ok(Some((token, sent + lease)))
-    }
-
-    /// Renews if held (the caller holds `op`). `timeout` bounds the request.
-    async fn renew_once(&self, timeout: Option<Duration>) -> Result<Option<Hlc>, Error> {
-        self.expire_if_due();
-        let LockStatus::Held { lease, .. } = *self.status.borrow() else {
-            return Ok(None);
-        };
-        match self.take(lease, timeout).await? {
-            Some((token, valid_until)) => {
-                self.status.send_replace(LockStatus::Held {
-                    token: token.clone(),
-                    lease,
-                    valid_until,
-                });
-                Ok(Some(token))
-            }
-            None => {
-                self.lose_if_held(LossReason::TakenOver);
-                Ok(None)
-            }
-        }
-    }
-
-    /// Marks a held lock lost.
-    fn lose_if_held(&self, reason: LossReason) {
-        self.status.send_if_modified(|s| {
-            let held = matches!(s, LockStatus::Held { .. });
-            if held {
-                *s = LockStatus::Lost(reason);
-            }
-            held
-        });
-    }
-
-    /// Marks a held lock whose lease ran out as expired.
-    fn expire_if_due(&self) {
-        self.status.send_if_modified(|s| match s {
-            LockStatus::Held { valid_until, .. } if *valid_until <= Instant::now() => {
-                *s = LockStatus::Lost(LossReason::Expired);
-                true
-            }
-            _ => false,
-        });
-    }
-
-    /// Stops the renewal / expiry task.
-    fn stop_keeper(&self) {
-        let task = self.keeper.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some(task) = task {
-            task.abort();
-        }
     }
 }
