@@ -5,7 +5,7 @@
 //! # async fn demo() -> anyhow::Result<()> {
 //! use mqstate_tests::StateStoreFixture;
 //! let mut store = StateStoreFixture::mosquitto().await?; // or ::embedded()
-//! let (host, port) = (store.host(), store.port());
+//! let (host, port) = (store.host().to_owned(), store.port());
 //! // ... connect a client to host:port ...
 //! store.restart().await?;        // the server (and the embedded broker) restarts
 //! store.shutdown().await;         // also done, less gracefully, on drop

@@ -3,9 +3,9 @@
 //!
 //! ```no_run
 //! # async fn demo(port: u16) -> anyhow::Result<()> {
-//! use mqstate_tests::raw::{RawClient, RequestOptions};
+//! use mqstate_tests::raw::{RawClient, RequestOptions, resp};
 //! let mut client = RawClient::connect("127.0.0.1", port, "tester").await?;
-//! let answer = client.request(b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n", RequestOptions::default()).await?;
+//! let answer = client.request(resp(&[b"GET", b"k"]), RequestOptions::default()).await?;
 //! assert_eq!(answer.status(), Some("200"));
 //! # Ok(()) }
 //! ```
