@@ -33,8 +33,13 @@ fn bytes_upto(max: usize) -> impl Strategy<Value = Vec<u8>> {
 }
 
 /// A non-empty key.
-fn key() -> impl Strategy<Value = Vec<u8>> {
-    prop::collection::vec(framing_byte(), 1..48)
+fn key() -> impl Strategy<Value = Bytes> {
+    prop::collection::vec(framing_byte(), 1..48).prop_map(Bytes::from)
+}
+
+/// A value (may be empty).
+fn val(max: usize) -> impl Strategy<Value = Bytes> {
+    bytes_upto(max).prop_map(Bytes::from)
 }
 
 fn condition() -> impl Strategy<Value = SetCondition> {
@@ -51,10 +56,10 @@ fn expiry() -> impl Strategy<Value = Option<NonZeroU64>> {
         .prop_map(|ms| ms.map(|ms| NonZeroU64::new(ms).expect("positive")))
 }
 
-/// Every request variant.
-fn request() -> impl Strategy<Value = Request<Vec<u8>>> {
+/// Every request variant, holding `Bytes` as the decoder returns them.
+fn request() -> impl Strategy<Value = Request> {
     prop_oneof![
-        (key(), bytes_upto(2048), condition(), expiry()).prop_map(|(key, value, c, px)| {
+        (key(), val(2048), condition(), expiry()).prop_map(|(key, value, c, px)| {
             Request::Set {
                 key,
                 value,
@@ -64,37 +69,9 @@ fn request() -> impl Strategy<Value = Request<Vec<u8>>> {
         }),
         key().prop_map(|key| Request::Get { key }),
         key().prop_map(|key| Request::Del { key }),
-        (key(), bytes_upto(512)).prop_map(|(key, value)| Request::VDel { key, value }),
+        (key(), val(512)).prop_map(|(key, value)| Request::VDel { key, value }),
         (key(), any::<bool>()).prop_map(|(key, stop)| Request::KeyNotify { key, stop }),
     ]
-}
-
-/// The same request holding `Bytes`, as the decoder returns it.
-fn as_bytes(r: &Request<Vec<u8>>) -> Request<Bytes> {
-    let b = |v: &Vec<u8>| Bytes::copy_from_slice(v);
-    match r {
-        Request::Set {
-            key,
-            value,
-            condition,
-            expiry_ms,
-        } => Request::Set {
-            key: b(key),
-            value: b(value),
-            condition: *condition,
-            expiry_ms: *expiry_ms,
-        },
-        Request::Get { key } => Request::Get { key: b(key) },
-        Request::Del { key } => Request::Del { key: b(key) },
-        Request::VDel { key, value } => Request::VDel {
-            key: b(key),
-            value: b(value),
-        },
-        Request::KeyNotify { key, stop } => Request::KeyNotify {
-            key: b(key),
-            stop: *stop,
-        },
-    }
 }
 
 /// A store error: each known kind with its service text, or any other non-empty text.
@@ -210,12 +187,12 @@ proptest! {
         r.encode_to(&mut appended);
         prop_assert_eq!(&appended[1..], &encoded[..]);
         let decoded = Request::decode(&encoded).map_err(|e| TestCaseError::fail(e.to_string()))?;
-        prop_assert_eq!(decoded, as_bytes(&r));
+        prop_assert_eq!(decoded, r);
     }
 
     #[test]
     fn request_with_empty_key_is_key_length_zero(r in request()) {
-        let empty = match as_bytes(&r) {
+        let empty = match r {
             Request::Set { value, condition, expiry_ms, .. } =>
                 Request::Set { key: Bytes::new(), value, condition, expiry_ms },
             Request::Get { .. } => Request::Get { key: Bytes::new() },
@@ -264,7 +241,7 @@ proptest! {
 
     #[test]
     fn notification_round_trips(client_id in "\\PC{1,24}", key in key(), event in key_event()) {
-        let n = Notification { client_id: client_id.clone(), key: Bytes::from(key.clone()), event };
+        let n = Notification { client_id: client_id.clone(), key: key.clone(), event };
         let topic = n.topic();
         prop_assert_eq!(&topic, &topics::notification_topic(&client_id, &key));
         let filter = topics::notification_filter(&client_id);
@@ -274,7 +251,7 @@ proptest! {
         prop_assert!(topics::check_response_topic(&topic).is_err());
         prop_assert_eq!(
             topics::parse_notification_topic(&topic).map_err(|e| e.kind()),
-            Ok((client_id, key))
+            Ok((client_id, key.to_vec()))
         );
         prop_assert_eq!(Notification::decode(&topic, &n.event.encode()), Ok(n));
     }
