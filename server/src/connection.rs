@@ -70,6 +70,8 @@ pub(crate) fn options(
             options.set_credentials(user.clone(), target.password.clone().unwrap_or_default());
         }
         if target.tls {
+            // rumqttc is built without a default crypto provider: install ring's once.
+            let _ = rustls::crypto::ring::default_provider().install_default();
             let transport = match &target.ca_file {
                 Some(path) => Transport::tls(std::fs::read(path)?, None, None),
                 None => Transport::tls_with_default_config(),
