@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use mqstate::{Client, ClientOptions, ConnectionSettings, SetOptions};
 
-use crate::bench_raw::RawPair;
+use crate::bench_raw::{RawPair, StoreEcho};
 
 /// Arguments of `mqstate bench`.
 #[derive(Debug, clap::Args)]
@@ -39,8 +39,10 @@ pub struct BenchArgs {
     /// Distinct keys.
     #[arg(long, default_value_t = 1000)]
     pub keys: usize,
-    /// What to load: `mqstate` (the client and a state store) or `raw` (a bare rumqttc
-    /// request/response pair through the same broker, answering instantly).
+    /// What to load: `mqstate` (the client and a state store), `raw` (a bare rumqttc
+    /// request/response pair through the same broker, answering instantly) or `echo` (the
+    /// client against an in-process responder that answers instantly: the client's own
+    /// overhead; use a broker with no state store behind it).
     #[arg(long, default_value = "mqstate")]
     pub target: String,
     /// Alternate raw and mqstate runs this many times each and print both with the ratio.
@@ -206,6 +208,13 @@ async fn run_mqstate(args: &BenchArgs) -> anyhow::Result<RunResult> {
     .await)
 }
 
+/// One run of the mqstate client against an instant in-process responder.
+async fn run_echo(args: &BenchArgs) -> anyhow::Result<RunResult> {
+    let settings = ConnectionSettings::from_url(&args.url)?;
+    let _echo = StoreEcho::start(&settings.host, settings.port).await?;
+    run_mqstate(args).await
+}
+
 /// One run of the raw rumqttc request/response pair.
 async fn run_raw(args: &BenchArgs) -> anyhow::Result<RunResult> {
     let settings = ConnectionSettings::from_url(&args.url)?;
@@ -311,7 +320,8 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
             let result = match args.target.as_str() {
                 "raw" => run_raw(&args).await?,
                 "mqstate" => run_mqstate(&args).await?,
-                other => anyhow::bail!("--target must be mqstate or raw, not {other:?}"),
+                "echo" => run_echo(&args).await?,
+                other => anyhow::bail!("--target must be mqstate, raw or echo, not {other:?}"),
             };
             println!("{:<8} {result}", args.target);
         }
@@ -320,7 +330,10 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
             for round in 1..=rounds.max(1) {
                 eprintln!("round {round}");
                 raw.push(run_raw(&args).await?);
-                ours.push(run_mqstate(&args).await?);
+                ours.push(match args.target.as_str() {
+                    "echo" => run_echo(&args).await?,
+                    _ => run_mqstate(&args).await?,
+                });
             }
             let median = |mut v: Vec<RunResult>| {
                 v.sort_by(|a, b| a.ops_per_sec.total_cmp(&b.ops_per_sec));
@@ -328,7 +341,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
             };
             let (raw, ours) = (median(raw), median(ours));
             println!("raw      {raw}");
-            println!("mqstate  {ours}");
+            println!("{:<8} {ours}", args.target);
             println!(
                 "ratio    {:.2}x of raw throughput (median of {rounds} alternating runs)",
                 ours.ops_per_sec / raw.ops_per_sec

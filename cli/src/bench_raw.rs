@@ -168,6 +168,63 @@ impl RawPair {
     }
 }
 
+/// A stand-in state store that answers every request at once without storing anything
+/// (`+OK` to a SET, `$-1` to anything else): with it, `mqstate bench --target echo`
+/// measures the mqstate client's own overhead against the raw pair.
+pub struct StoreEcho {
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl StoreEcho {
+    /// Subscribes the state store's request topic on `host:port` and answers.
+    pub async fn start(host: &str, port: u16) -> anyhow::Result<StoreEcho> {
+        let id = format!("store-echo-{}", std::process::id());
+        let (client, mut eventloop) = AsyncClient::new(options(id, host, port), 4096);
+        subscribed(&client, &mut eventloop, mqstate::topics::REQUEST_TOPIC).await?;
+        let task = tokio::spawn(async move {
+            loop {
+                match eventloop.poll().await {
+                    Ok(Event::Incoming(Packet::Publish(p))) => {
+                        let Some(props) = p.properties else { continue };
+                        let Some(topic) = props.response_topic else {
+                            continue;
+                        };
+                        let answer: &'static [u8] = if p.payload.get(8..11) == Some(b"SET") {
+                            b"+OK\r\n"
+                        } else {
+                            b"$-1\r\n"
+                        };
+                        let reply = PublishProperties {
+                            correlation_data: props.correlation_data,
+                            user_properties: vec![
+                                ("__stat".into(), "200".into()),
+                                ("__protVer".into(), "1.0".into()),
+                            ],
+                            ..PublishProperties::default()
+                        };
+                        let _ = client.try_publish_with_properties(
+                            topic,
+                            QoS::AtLeastOnce,
+                            false,
+                            Bytes::from_static(answer),
+                            reply,
+                        );
+                    }
+                    Ok(_) => {}
+                    Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+                }
+            }
+        });
+        Ok(StoreEcho { task })
+    }
+}
+
+impl Drop for StoreEcho {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
 impl Drop for RawPair {
     fn drop(&mut self) {
         for task in &self.tasks {

@@ -166,14 +166,35 @@ impl PartialOrd for Hlc {
     }
 }
 
+/// Appends `n` in decimal, left-padded with zeros to `width` digits.
+fn push_padded(out: &mut String, n: u64, width: usize) {
+    let mut buf = [0u8; wire::MAX_DIGITS];
+    let digits = wire::format_decimal(n, &mut buf);
+    for _ in digits.len()..width {
+        out.push('0');
+    }
+    // Decimal digits are ASCII.
+    out.push_str(std::str::from_utf8(digits).unwrap_or_default());
+}
+
+impl Hlc {
+    /// The canonical text form (what [`Display`](fmt::Display) writes), formatted by hand:
+    /// it is on every request and response.
+    pub fn to_text(&self) -> String {
+        let mut out = String::with_capacity(15 + 1 + 5 + 1 + self.node_id.len());
+        push_padded(&mut out, self.wall_ms, 15);
+        out.push(':');
+        push_padded(&mut out, self.counter, 5);
+        out.push(':');
+        out.push_str(&self.node_id);
+        out
+    }
+}
+
 /// The canonical form: wall clock padded to 15 digits, counter to 5.
 impl fmt::Display for Hlc {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{:015}:{:05}:{}",
-            self.wall_ms, self.counter, self.node_id
-        )
+        f.write_str(&self.to_text())
     }
 }
 
@@ -294,6 +315,12 @@ mod tests {
     fn display_pads() {
         let h = Hlc::new(1, 2, "n").unwrap();
         assert_eq!(h.to_string(), "000000000000001:00002:n");
+        let wide = Hlc::new(u64::MAX, 123_456, "n").unwrap();
+        assert_eq!(wide.to_text(), format!("{}:{}:n", u64::MAX, 123_456));
+        assert_eq!(
+            Hlc::new(0, 0, "x").unwrap().to_text(),
+            "000000000000000:00000:x"
+        );
         assert_eq!(Hlc::parse(&h.to_string()).unwrap(), h);
     }
 

@@ -138,13 +138,13 @@ impl Envelope<'_> {
     pub(crate) fn properties(&self) -> PublishProperties {
         let mut user = Vec::with_capacity(7);
         if let Some(ft) = self.fencing_token {
-            user.push(("__ft".to_owned(), ft.to_string()));
+            user.push(("__ft".to_owned(), ft.to_text()));
         }
         if self.persist {
             user.push(("aio-persistence".to_owned(), "true".to_owned()));
         }
         user.push(("__srcId".to_owned(), self.client_id.to_owned()));
-        user.push(("__ts".to_owned(), self.timestamp.to_string()));
+        user.push(("__ts".to_owned(), self.timestamp.to_text()));
         user.push(("__protVer".to_owned(), PROTOCOL_VERSION.to_owned()));
         user.push(("$partition".to_owned(), self.client_id.to_owned()));
         user.push(("$high_priority".to_owned(), String::new()));

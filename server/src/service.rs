@@ -179,7 +179,7 @@ impl Service {
             payload: reply.response.encode(),
             properties: envelope::ok_properties(
                 correlation.clone(),
-                reply.version.map(|v| v.to_string()),
+                reply.version.map(|v| v.to_text()),
             ),
         };
         self.outbox
@@ -206,7 +206,7 @@ impl Service {
         let message = Message {
             topic: mqstate::topics::notification_topic(&notice.client_id, &notice.key),
             payload: notice.event.encode(),
-            properties: envelope::notification_properties(notice.version.to_string()),
+            properties: envelope::notification_properties(notice.version.to_text()),
         };
         self.outbox
             .send_notification(&self.sink, &notice.client_id, message, &self.counters);

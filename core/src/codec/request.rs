@@ -144,11 +144,16 @@ impl<B: AsRef<[u8]>> Request<B> {
         }
     }
 
-    /// Calls `f` with each argument in wire order (the verb first).
-    fn for_each_arg(&self, mut f: impl FnMut(&[u8])) {
-        let mut px_digits = [0u8; wire::MAX_DIGITS];
-        f(self.verb().as_str().as_bytes());
-        f(self.key());
+    /// The arguments in wire order (the verb first); `px` holds PX's digits.
+    fn args<'s>(&'s self, px: &'s mut [u8; wire::MAX_DIGITS]) -> ([&'s [u8]; 6], usize) {
+        let mut args: [&[u8]; 6] = [&[]; 6];
+        args[0] = self.verb().as_str().as_bytes();
+        args[1] = self.key();
+        let mut n = 2;
+        let mut push = |arg: &'s [u8]| {
+            args[n] = arg;
+            n += 1;
+        };
         match self {
             Request::Set {
                 value,
@@ -156,57 +161,56 @@ impl<B: AsRef<[u8]>> Request<B> {
                 expiry_ms,
                 ..
             } => {
-                f(value.as_ref());
+                push(value.as_ref());
                 if let Some(word) = condition.as_wire() {
-                    f(word.as_bytes());
+                    push(word.as_bytes());
                 }
                 if let Some(ms) = expiry_ms {
-                    f(b"PX");
-                    f(wire::format_decimal(ms.get(), &mut px_digits));
+                    push(b"PX");
+                    push(wire::format_decimal(ms.get(), px));
                 }
             }
-            Request::VDel { value, .. } => f(value.as_ref()),
-            Request::KeyNotify { stop: true, .. } => f(b"STOP"),
+            Request::VDel { value, .. } => push(value.as_ref()),
+            Request::KeyNotify { stop: true, .. } => push(b"STOP"),
             Request::Get { .. } | Request::Del { .. } | Request::KeyNotify { .. } => {}
         }
+        (args, n)
     }
 
-    /// Number of arguments on the wire, the verb included.
-    fn arg_count(&self) -> usize {
-        match self {
-            Request::Set {
-                condition,
-                expiry_ms,
-                ..
-            } => {
-                3 + usize::from(condition.as_wire().is_some())
-                    + 2 * usize::from(expiry_ms.is_some())
-            }
-            Request::Get { .. } | Request::Del { .. } => 2,
-            Request::VDel { .. } => 3,
-            Request::KeyNotify { stop, .. } => 2 + usize::from(*stop),
+    fn len_of(args: &[&[u8]]) -> usize {
+        wire::array_header_len(args.len())
+            + args.iter().map(|a| wire::blob_len(a.len())).sum::<usize>()
+    }
+
+    fn write(args: &[&[u8]], out: &mut Vec<u8>) {
+        let mut w = wire::ArrayWriter::new(out, args.len());
+        for arg in args {
+            w.blob(arg);
         }
+        w.finish();
     }
 
     /// The exact size of the encoded payload.
     pub fn encoded_len(&self) -> usize {
-        let mut len = wire::array_header_len(self.arg_count());
-        self.for_each_arg(|arg| len += wire::blob_len(arg.len()));
-        len
+        let mut px = [0u8; wire::MAX_DIGITS];
+        let (args, n) = self.args(&mut px);
+        Self::len_of(&args[..n])
     }
 
     /// Appends the payload to `out`.
     pub fn encode_to(&self, out: &mut Vec<u8>) {
-        out.reserve(self.encoded_len());
-        wire::put_array_header(out, self.arg_count());
-        self.for_each_arg(|arg| wire::put_blob(out, arg));
+        let mut px = [0u8; wire::MAX_DIGITS];
+        let (args, n) = self.args(&mut px);
+        out.reserve(Self::len_of(&args[..n]));
+        Self::write(&args[..n], out);
     }
 
     /// The payload, in one exactly-sized allocation.
     pub fn encode(&self) -> Bytes {
-        let mut out = Vec::with_capacity(self.encoded_len());
-        wire::put_array_header(&mut out, self.arg_count());
-        self.for_each_arg(|arg| wire::put_blob(&mut out, arg));
+        let mut px = [0u8; wire::MAX_DIGITS];
+        let (args, n) = self.args(&mut px);
+        let mut out = Vec::with_capacity(Self::len_of(&args[..n]));
+        Self::write(&args[..n], &mut out);
         Bytes::from(out)
     }
 

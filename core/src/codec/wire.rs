@@ -172,6 +172,63 @@ pub(crate) fn put_decimal(out: &mut Vec<u8>, n: u64) {
     out.extend_from_slice(format_decimal(n, &mut [0u8; MAX_DIGITS]));
 }
 
+/// Writes a RESP array of blob strings with few copies: framing bytes (the array header,
+/// each element's `$<len>\r\n`, the previous element's closing CR LF) are staged on the
+/// stack and appended in one piece before each element's bytes.
+pub(crate) struct ArrayWriter<'a> {
+    out: &'a mut Vec<u8>,
+    stage: [u8; 64],
+    staged: usize,
+}
+
+impl<'a> ArrayWriter<'a> {
+    /// Starts an array of `n` elements.
+    pub(crate) fn new(out: &'a mut Vec<u8>, n: usize) -> Self {
+        let mut w = ArrayWriter {
+            out,
+            stage: [0; 64],
+            staged: 0,
+        };
+        w.stage_byte(b'*');
+        w.stage_decimal(n as u64);
+        w.stage_bytes(b"\r\n");
+        w
+    }
+
+    fn stage_byte(&mut self, b: u8) {
+        self.stage[self.staged] = b;
+        self.staged += 1;
+    }
+
+    fn stage_bytes(&mut self, bytes: &[u8]) {
+        self.stage[self.staged..self.staged + bytes.len()].copy_from_slice(bytes);
+        self.staged += bytes.len();
+    }
+
+    fn stage_decimal(&mut self, n: u64) {
+        let mut digits = [0u8; MAX_DIGITS];
+        let digits = format_decimal(n, &mut digits);
+        self.stage_bytes(digits);
+    }
+
+    /// Appends one blob string element.
+    pub(crate) fn blob(&mut self, bytes: &[u8]) {
+        // At most 2 (CR LF) + 24 (array header) + 23 (blob header) bytes are staged.
+        self.stage_byte(b'$');
+        self.stage_decimal(bytes.len() as u64);
+        self.stage_bytes(b"\r\n");
+        self.out.extend_from_slice(&self.stage[..self.staged]);
+        self.out.extend_from_slice(bytes);
+        self.stage[..2].copy_from_slice(b"\r\n");
+        self.staged = 2;
+    }
+
+    /// Appends what is still staged (the last element's CR LF).
+    pub(crate) fn finish(self) {
+        self.out.extend_from_slice(&self.stage[..self.staged]);
+    }
+}
+
 /// Encoded size of a blob string holding `len` bytes.
 pub(crate) fn blob_len(len: usize) -> usize {
     1 + decimal_len(len as u64) + 2 + len + 2
@@ -183,13 +240,6 @@ pub(crate) fn put_blob(out: &mut Vec<u8>, bytes: &[u8]) {
     put_decimal(out, bytes.len() as u64);
     out.extend_from_slice(b"\r\n");
     out.extend_from_slice(bytes);
-    out.extend_from_slice(b"\r\n");
-}
-
-/// Appends an array header `*<n>\r\n`.
-pub(crate) fn put_array_header(out: &mut Vec<u8>, n: usize) {
-    out.push(b'*');
-    put_decimal(out, n as u64);
     out.extend_from_slice(b"\r\n");
 }
 
