@@ -170,9 +170,8 @@ impl PartialOrd for Hlc {
 fn push_padded(out: &mut String, n: u64, width: usize) {
     let mut buf = [0u8; wire::MAX_DIGITS];
     let digits = wire::format_decimal(n, &mut buf);
-    for _ in digits.len()..width {
-        out.push('0');
-    }
+    const ZEROS: &str = "000000000000000";
+    out.push_str(&ZEROS[..width.saturating_sub(digits.len()).min(ZEROS.len())]);
     // Decimal digits are ASCII.
     out.push_str(std::str::from_utf8(digits).unwrap_or_default());
 }

@@ -381,20 +381,17 @@ proptest! {
     }
 }
 
-/// Reproducer: a `Count` above `i64::MAX` encodes to bytes its own decoder refuses (the
-/// decoder reads `:` lines as `i64`). Unreachable from the real service; reported to the
-/// core's owner rather than fixed here.
+/// Regression: a `Count` above `i64::MAX` once encoded to bytes its own decoder refused
+/// (the decoder read `:` lines as `i64`); counts now decode as the full `u64`.
 #[test]
-#[ignore = "core gap: Response::Count is u64 but decodes through i64"]
 fn count_above_i64_max_round_trips() {
     let r = Response::Count(i64::MAX as u64 + 1);
     assert_eq!(Response::decode(&r.encode()), Ok(r));
 }
 
-/// Reproducer: `StoreError::other("")` encodes as `-ERR \r\n`, which the decoder refuses
-/// ("error line without a text"). Reported to the core's owner rather than fixed here.
+/// Regression: `StoreError::other("")` once encoded as `-ERR \r\n`, which the decoder
+/// refuses ("error line without a text"); an empty text now becomes `unknown error`.
 #[test]
-#[ignore = "core gap: an empty store error text does not round-trip"]
 fn empty_store_error_text_round_trips() {
     let r = Response::Error(StoreError::other(""));
     assert_eq!(Response::decode(&r.encode()), Ok(r));

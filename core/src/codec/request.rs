@@ -145,6 +145,7 @@ impl<B: AsRef<[u8]>> Request<B> {
     }
 
     /// The arguments in wire order (the verb first); `px` holds PX's digits.
+    #[inline]
     fn args<'s>(&'s self, px: &'s mut [u8; wire::MAX_DIGITS]) -> ([&'s [u8]; 6], usize) {
         let mut args: [&[u8]; 6] = [&[]; 6];
         args[0] = self.verb().as_str().as_bytes();
@@ -177,11 +178,13 @@ impl<B: AsRef<[u8]>> Request<B> {
         (args, n)
     }
 
+    #[inline]
     fn len_of(args: &[&[u8]]) -> usize {
         wire::array_header_len(args.len())
             + args.iter().map(|a| wire::blob_len(a.len())).sum::<usize>()
     }
 
+    #[inline]
     fn write(args: &[&[u8]], out: &mut Vec<u8>) {
         let mut w = wire::ArrayWriter::new(out, args.len());
         for arg in args {
@@ -191,6 +194,7 @@ impl<B: AsRef<[u8]>> Request<B> {
     }
 
     /// The exact size of the encoded payload.
+    #[inline]
     pub fn encoded_len(&self) -> usize {
         let mut px = [0u8; wire::MAX_DIGITS];
         let (args, n) = self.args(&mut px);
@@ -198,6 +202,7 @@ impl<B: AsRef<[u8]>> Request<B> {
     }
 
     /// Appends the payload to `out`.
+    #[inline]
     pub fn encode_to(&self, out: &mut Vec<u8>) {
         let mut px = [0u8; wire::MAX_DIGITS];
         let (args, n) = self.args(&mut px);
@@ -206,6 +211,7 @@ impl<B: AsRef<[u8]>> Request<B> {
     }
 
     /// The payload, in one exactly-sized allocation.
+    #[inline]
     pub fn encode(&self) -> Bytes {
         let mut px = [0u8; wire::MAX_DIGITS];
         let (args, n) = self.args(&mut px);

@@ -79,6 +79,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A complete non-null blob string: `$<len>\r\n<bytes>\r\n`.
+#[inline]
     pub(crate) fn blob(&mut self) -> Result<Bytes, Error> {
         if self.type_byte()? != b'$' {
             return Err(Error::malformed("expected a blob string"));
@@ -143,6 +144,7 @@ pub(crate) fn parse_u64(digits: &[u8]) -> Option<u64> {
 }
 
 /// Number of decimal digits of `n`.
+#[inline]
 pub(crate) fn decimal_len(mut n: u64) -> usize {
     let mut len = 1;
     while n >= 10 {
@@ -153,6 +155,7 @@ pub(crate) fn decimal_len(mut n: u64) -> usize {
 }
 
 /// Writes `n` in decimal into `buf` without going through `fmt`; returns the digits.
+#[inline]
 pub(crate) fn format_decimal(n: u64, buf: &mut [u8; MAX_DIGITS]) -> &[u8] {
     let mut i = buf.len();
     let mut n = n;
@@ -168,73 +171,104 @@ pub(crate) fn format_decimal(n: u64, buf: &mut [u8; MAX_DIGITS]) -> &[u8] {
 }
 
 /// Appends `n` in decimal.
+#[inline]
 pub(crate) fn put_decimal(out: &mut Vec<u8>, n: u64) {
     out.extend_from_slice(format_decimal(n, &mut [0u8; MAX_DIGITS]));
 }
 
 /// Writes a RESP array of blob strings with few copies: framing bytes (the array header,
-/// each element's `$<len>\r\n`, the previous element's closing CR LF) are staged on the
-/// stack and appended in one piece before each element's bytes.
+/// each element's `$<len>\r\n`, the previous element's closing CR LF) and short elements
+/// are staged on the stack and appended in one piece; long elements are copied once.
 pub(crate) struct ArrayWriter<'a> {
     out: &'a mut Vec<u8>,
-    stage: [u8; 64],
+    stage: [u8; STAGE],
     staged: usize,
 }
 
+/// Room for framing and short elements.
+const STAGE: usize = 192;
+/// Elements up to this long are staged instead of copied on their own.
+const SHORT: usize = 64;
+/// The most framing one element adds: CR LF, `$`, 20 digits, CR LF.
+const FRAMING: usize = 2 + 1 + MAX_DIGITS + 2;
+
 impl<'a> ArrayWriter<'a> {
     /// Starts an array of `n` elements.
+    #[inline]
     pub(crate) fn new(out: &'a mut Vec<u8>, n: usize) -> Self {
         let mut w = ArrayWriter {
             out,
-            stage: [0; 64],
+            stage: [0; STAGE],
             staged: 0,
         };
-        w.stage_byte(b'*');
+        w.stage[0] = b'*';
+        w.staged = 1;
         w.stage_decimal(n as u64);
-        w.stage_bytes(b"\r\n");
+        w.stage_crlf();
         w
     }
 
-    fn stage_byte(&mut self, b: u8) {
-        self.stage[self.staged] = b;
-        self.staged += 1;
+    #[inline]
+    fn stage_crlf(&mut self) {
+        self.stage[self.staged] = b'\r';
+        self.stage[self.staged + 1] = b'\n';
+        self.staged += 2;
     }
 
-    fn stage_bytes(&mut self, bytes: &[u8]) {
-        self.stage[self.staged..self.staged + bytes.len()].copy_from_slice(bytes);
-        self.staged += bytes.len();
+    /// Writes the digits straight into the stage, last digit first.
+    #[inline]
+    fn stage_decimal(&mut self, mut n: u64) {
+        let len = decimal_len(n);
+        let mut i = self.staged + len;
+        while i > self.staged {
+            i -= 1;
+            self.stage[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+        }
+        self.staged += len;
     }
 
-    fn stage_decimal(&mut self, n: u64) {
-        let mut digits = [0u8; MAX_DIGITS];
-        let digits = format_decimal(n, &mut digits);
-        self.stage_bytes(digits);
+    #[inline]
+    fn flush(&mut self) {
+        self.out.extend_from_slice(&self.stage[..self.staged]);
+        self.staged = 0;
     }
 
     /// Appends one blob string element.
+    #[inline]
     pub(crate) fn blob(&mut self, bytes: &[u8]) {
-        // At most 2 (CR LF) + 24 (array header) + 23 (blob header) bytes are staged.
-        self.stage_byte(b'$');
+        if self.staged + FRAMING + SHORT > STAGE {
+            self.flush();
+        }
+        self.stage[self.staged] = b'$';
+        self.staged += 1;
         self.stage_decimal(bytes.len() as u64);
-        self.stage_bytes(b"\r\n");
-        self.out.extend_from_slice(&self.stage[..self.staged]);
-        self.out.extend_from_slice(bytes);
-        self.stage[..2].copy_from_slice(b"\r\n");
-        self.staged = 2;
+        self.stage_crlf();
+        if bytes.len() <= SHORT {
+            self.stage[self.staged..self.staged + bytes.len()].copy_from_slice(bytes);
+            self.staged += bytes.len();
+        } else {
+            self.flush();
+            self.out.extend_from_slice(bytes);
+        }
+        self.stage_crlf();
     }
 
-    /// Appends what is still staged (the last element's CR LF).
-    pub(crate) fn finish(self) {
-        self.out.extend_from_slice(&self.stage[..self.staged]);
+    /// Appends what is still staged.
+    #[inline]
+    pub(crate) fn finish(mut self) {
+        self.flush();
     }
 }
 
 /// Encoded size of a blob string holding `len` bytes.
+#[inline]
 pub(crate) fn blob_len(len: usize) -> usize {
     1 + decimal_len(len as u64) + 2 + len + 2
 }
 
 /// Appends a blob string `$<len>\r\n<bytes>\r\n`.
+#[inline]
 pub(crate) fn put_blob(out: &mut Vec<u8>, bytes: &[u8]) {
     out.push(b'$');
     put_decimal(out, bytes.len() as u64);
@@ -244,6 +278,7 @@ pub(crate) fn put_blob(out: &mut Vec<u8>, bytes: &[u8]) {
 }
 
 /// Encoded size of an array header for `n` elements.
+#[inline]
 pub(crate) fn array_header_len(n: usize) -> usize {
     1 + decimal_len(n as u64) + 2
 }
