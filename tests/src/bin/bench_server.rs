@@ -1,4 +1,4 @@
-//! Load generator for the server benchmark (`docs/bench-server.md`): request/response
+//! Load generator for the server benchmark (`docs/benchmarks.md`, "The emulator alone"): request/response
 //! throughput and latency through mosquitto at a fixed number of outstanding requests,
 //! against the mqstate server and against a trivial raw responder (echo) in the same run.
 //!
