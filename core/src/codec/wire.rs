@@ -79,7 +79,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A complete non-null blob string: `$<len>\r\n<bytes>\r\n`.
-#[inline]
+    #[inline]
     pub(crate) fn blob(&mut self) -> Result<Bytes, Error> {
         if self.type_byte()? != b'$' {
             return Err(Error::malformed("expected a blob string"));
