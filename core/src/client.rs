@@ -498,22 +498,33 @@ impl Client {
             map: &shared.pending,
             id: correlation,
         };
-        shared
-            .mqtt()
-            .publish_bytes_with_properties(
-                topics::REQUEST_TOPIC,
-                QoS::AtLeastOnce,
-                false,
-                payload,
-                properties,
-            )
-            .await
-            .map_err(|e| {
-                Error::new(
+        let mqtt = shared.mqtt();
+        let publish = mqtt.publish_bytes_with_properties(
+            topics::REQUEST_TOPIC,
+            QoS::AtLeastOnce,
+            false,
+            payload,
+            properties,
+        );
+        // Handing over can wait when rumqttc's channel is full: the deadline bounds that too.
+        match tokio::time::timeout_at(deadline, publish).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                return Err(Error::new(
                     ErrorKind::Closed,
                     format!("the connection task is gone: {e}"),
-                )
-            })?;
+                ));
+            }
+            Err(_) => {
+                return Err(Error::new(
+                    ErrorKind::Timeout,
+                    format!(
+                        "{} could not be handed to the connection within {timeout:?}",
+                        request.verb()
+                    ),
+                ));
+            }
+        }
         let publish = match tokio::time::timeout_at(deadline, rx).await {
             Ok(Ok(outcome)) => outcome?,
             Ok(Err(_)) => return Err(Error::new(ErrorKind::Closed, "the client was closed")),
