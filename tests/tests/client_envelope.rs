@@ -140,14 +140,23 @@ async fn a_slow_observer_keeps_the_newest_and_counts_the_rest() {
         .unwrap();
     let writer = env.client("fast").await;
     let mut observer = watcher.observe("flood").await.unwrap();
+    // A second, ordinary observer on another connection tells when the flood is through.
+    let mut witness = writer.observe("flood").await.unwrap();
     for i in 0..20 {
         writer
             .set("flood", i.to_string(), SetOptions::default())
             .await
             .unwrap();
     }
-    // Let the notifications arrive, without reading.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    loop {
+        let n = next_notification(&mut witness).await;
+        if n.event == KeyEvent::Set("19".into()) {
+            break;
+        }
+    }
+    // The slow observer's connection gets the same publishes; give it a moment past the
+    // witness, then check what it kept, without having read anything before.
+    tokio::time::sleep(Duration::from_millis(200)).await;
     let mut delivered = Vec::new();
     while let Some(n) = observer.try_recv() {
         delivered.push(n);
@@ -162,6 +171,7 @@ async fn a_slow_observer_keeps_the_newest_and_counts_the_rest() {
         .map(|i| KeyEvent::Set(i.to_string().into()))
         .collect();
     assert_eq!(values, expected, "the newest are kept, in order");
+    drop(witness);
     watcher.shutdown().await;
     writer.shutdown().await;
 }
