@@ -48,6 +48,10 @@ pub struct BenchArgs {
     /// Alternate raw and mqstate runs this many times each and print both with the ratio.
     #[arg(long)]
     pub compare: Option<usize>,
+    /// Give the raw pair the state store's full request envelope (spec §2 user properties,
+    /// content type, expiry), to separate the protocol's cost from the client's.
+    #[arg(long)]
+    pub raw_full_envelope: bool,
     /// Instead of load: measure the client's resident memory idle and observing this many keys.
     #[arg(long)]
     pub observe_keys: Option<usize>,
@@ -220,7 +224,7 @@ async fn run_raw(args: &BenchArgs) -> anyhow::Result<RunResult> {
     let settings = ConnectionSettings::from_url(&args.url)?;
     let mut pairs = Vec::new();
     for n in 0..args.clients {
-        pairs.push(RawPair::start(&settings.host, settings.port, n).await?);
+        pairs.push(RawPair::start(&settings.host, settings.port, n, args.raw_full_envelope).await?);
     }
     let pairs = Arc::new(pairs);
     let payload = bytes::Bytes::from(vec![b'v'; args.value_size]);

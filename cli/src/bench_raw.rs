@@ -18,6 +18,10 @@ type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<()>>>>;
 
 /// A requester and its responder, on their own topics.
 pub struct RawPair {
+    /// Send the state store's full request envelope (spec §2 user properties, content
+    /// type, expiry) instead of the bare minimum, to separate the protocol's cost from the
+    /// client's.
+    full_envelope: bool,
     requester: AsyncClient,
     pending: Pending,
     next: AtomicU64,
@@ -55,7 +59,12 @@ async fn subscribed(
 
 impl RawPair {
     /// Connects both sides to `host:port`; `n` tells pairs apart.
-    pub async fn start(host: &str, port: u16, n: usize) -> anyhow::Result<RawPair> {
+    pub async fn start(
+        host: &str,
+        port: u16,
+        n: usize,
+        full_envelope: bool,
+    ) -> anyhow::Result<RawPair> {
         let tag = format!("{}-{n}", std::process::id());
         let request_topic = format!("mqstate-bench/raw/{tag}/request");
         let response_topic = format!("mqstate-bench/raw/{tag}/response");
@@ -121,6 +130,7 @@ impl RawPair {
             }
         });
         Ok(RawPair {
+            full_envelope,
             requester,
             pending,
             next: AtomicU64::new(0),
@@ -138,11 +148,23 @@ impl RawPair {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(id, tx);
-        let props = PublishProperties {
+        let mut props = PublishProperties {
             response_topic: Some(self.response_topic.clone()),
             correlation_data: Some(Bytes::copy_from_slice(&id.to_be_bytes())),
             ..PublishProperties::default()
         };
+        if self.full_envelope {
+            let ts = "001795323972000:00000:mqstate-0123456789ABCDEF".to_owned();
+            props.user_properties = vec![
+                ("__srcId".into(), "raw-requester".into()),
+                ("__ts".into(), ts),
+                ("__protVer".into(), "1.0".into()),
+                ("$partition".into(), "raw-requester".into()),
+                ("$high_priority".into(), String::new()),
+            ];
+            props.content_type = Some("application/octet-stream".into());
+            props.message_expiry_interval = Some(10);
+        }
         let sent = self
             .requester
             .publish_bytes_with_properties(
