@@ -45,12 +45,23 @@ pub(crate) struct Link {
     pub(crate) connected: bool,
     /// Filters subscribed (SUBACK received) in the current session.
     pub(crate) acked: HashSet<String>,
+    /// Connected with the response topic subscribed: requests may be sent (derived from
+    /// `connected` and `acked` by [`Link::refresh_ready`], kept to spare the hot path a
+    /// hash lookup).
+    pub(crate) ready: bool,
     /// The broker's maximum packet size.
     pub(crate) broker_max_packet: u32,
     /// The last connection failure.
     pub(crate) last_error: Option<Error>,
     /// The client is closing or closed.
     pub(crate) closed: bool,
+}
+
+impl Link {
+    /// Recomputes `ready` after `connected` or `acked` changed.
+    fn refresh_ready(&mut self, response_topic: &str) {
+        self.ready = self.connected && !self.closed && self.acked.contains(response_topic);
+    }
 }
 
 /// Subscriptions wanted, and SUBSCRIBE packets waiting for their packet id and SUBACK.
@@ -127,9 +138,15 @@ impl Shared {
 
     /// Waits until connected with the response topic subscribed; returns the session number.
     pub(crate) async fn ready(&self, timeout: Duration) -> Result<u64, Error> {
+        {
+            // The common case, without a receiver or a timer.
+            let l = self.link.borrow();
+            if l.ready {
+                return Ok(l.session);
+            }
+        }
         let mut link = self.link.subscribe();
-        let topic = &self.response_topic;
-        let wait = link.wait_for(|l| l.closed || (l.connected && l.acked.contains(topic)));
+        let wait = link.wait_for(|l| l.closed || l.ready);
         match tokio::time::timeout(timeout, wait).await {
             Ok(Ok(l)) if !l.closed => Ok(l.session),
             Ok(_) => Err(Error::new(ErrorKind::Closed, "the client is closed")),
@@ -153,6 +170,7 @@ impl Shared {
         self.link.send_modify(|l| {
             was_closed = l.closed;
             l.closed = true;
+            l.ready = false;
         });
         if !was_closed {
             let _ = self.mqtt().try_disconnect();
@@ -286,13 +304,22 @@ impl Shared {
 
 /// Drives the event loop until the client closes.
 pub(crate) async fn run(shared: Arc<Shared>, mut eventloop: EventLoop) {
-    let mut closed = shared.link.subscribe();
+    // One long-lived wait for the close, instead of a new waiter on every event.
+    let closed_signal = {
+        let mut closed = shared.link.subscribe();
+        async move {
+            let _ = closed.wait_for(|l| l.closed).await;
+        }
+    };
+    tokio::pin!(closed_signal);
+    let mut close_seen = false;
     let mut failures: u32 = 0;
     let mut closing_deadline: Option<tokio::time::Instant> = None;
     loop {
         let polled = tokio::select! {
             biased;
-            _ = closed.wait_for(|l| l.closed), if closing_deadline.is_none() => {
+            _ = &mut closed_signal, if !close_seen => {
+                close_seen = true;
                 if !shared.link.borrow().connected {
                     break;
                 }
@@ -327,7 +354,7 @@ pub(crate) async fn run(shared: Arc<Shared>, mut eventloop: EventLoop) {
                 debug!(?delay, failures, "reconnecting after a delay");
                 tokio::select! {
                     _ = tokio::time::sleep(delay) => {}
-                    _ = closed.wait_for(|l| l.closed) => break,
+                    _ = &mut closed_signal, if !close_seen => break,
                 }
                 if let Err(e) = refresh_credentials(&mut eventloop.options, &shared.settings) {
                     warn!(error = %e, "credentials could not be refreshed");
@@ -342,6 +369,7 @@ pub(crate) async fn run(shared: Arc<Shared>, mut eventloop: EventLoop) {
         l.connected = false;
         l.closed = true;
         l.acked.clear();
+        l.ready = false;
     });
     let n = shared
         .pending
@@ -378,6 +406,7 @@ fn on_packet(shared: &Shared, eventloop: &mut EventLoop, packet: Packet, failure
                 l.connected = true;
                 l.broker_max_packet = max_packet;
                 l.last_error = None;
+                l.refresh_ready(&shared.response_topic);
             });
             let link = shared.link.borrow().clone();
             info!(
@@ -426,6 +455,7 @@ fn on_packet(shared: &Shared, eventloop: &mut EventLoop, packet: Packet, failure
                         refused => warn!(%filter, ?refused, "the broker refused a subscription"),
                     }
                 }
+                l.refresh_ready(&shared.response_topic);
             });
         }
         Packet::Disconnect(d) => warn!(reason = ?d.reason_code, "the broker sent DISCONNECT"),
@@ -466,6 +496,7 @@ fn on_disconnected(shared: &Shared, e: &ConnectionError) {
     let was_connected = shared.link.borrow().connected;
     shared.link.send_modify(|l| {
         l.connected = false;
+        l.ready = false;
         l.last_error = Some(Error::new(
             kind,
             format!(

@@ -41,14 +41,39 @@ struct Slot {
     session: u64,
 }
 
+/// Hashes a correlation id by its first eight bytes: they are random already, so no
+/// mixing is needed (and SipHash's cost is spared on every request and response).
+#[derive(Default)]
+pub(crate) struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8).take(1) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.0 ^= u64::from_le_bytes(word);
+        }
+    }
+
+    fn write_usize(&mut self, _len: usize) {
+        // The array's length prefix carries no information.
+    }
+}
+
+type IdMap<V> = HashMap<CorrelationId, V, std::hash::BuildHasherDefault<IdHasher>>;
+
 /// Requests waiting for their response, by correlation id.
 #[derive(Default)]
 pub(crate) struct PendingMap {
-    slots: Mutex<HashMap<CorrelationId, Slot>>,
+    slots: Mutex<IdMap<Slot>>,
 }
 
 impl PendingMap {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<CorrelationId, Slot>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, IdMap<Slot>> {
         self.slots.lock().unwrap_or_else(|e| e.into_inner())
     }
 
