@@ -211,16 +211,13 @@ impl Client {
         };
         // The first attempt decides: connected and subscribed, or a clear error.
         let mut link = client.shared.link.subscribe();
-        let topic = client.shared.response_topic.clone();
         let outcome = tokio::time::timeout(
             connect_timeout + Duration::from_secs(1),
-            link.wait_for(|l| {
-                l.closed || l.last_error.is_some() || (l.connected && l.acked.contains(&topic))
-            }),
+            link.wait_for(|l| l.closed || l.last_error.is_some() || l.ready),
         )
         .await;
         let failure = match outcome {
-            Ok(Ok(l)) if l.connected && l.acked.contains(&topic) => None,
+            Ok(Ok(l)) if l.ready => None,
             Ok(Ok(l)) => Some(
                 l.last_error
                     .clone()

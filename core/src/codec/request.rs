@@ -213,10 +213,9 @@ impl<B: AsRef<[u8]>> Request<B> {
     /// The payload, in one exactly-sized allocation.
     #[inline]
     pub fn encode(&self) -> Bytes {
-        let mut px = [0u8; wire::MAX_DIGITS];
-        let (args, n) = self.args(&mut px);
-        let mut out = Vec::with_capacity(Self::len_of(&args[..n]));
-        Self::write(&args[..n], &mut out);
+        // Reserving on an empty Vec allocates exactly the encoded length.
+        let mut out = Vec::new();
+        self.encode_to(&mut out);
         Bytes::from(out)
     }
 
