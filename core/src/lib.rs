@@ -30,6 +30,7 @@
 //! ```
 
 pub mod codec;
+pub mod envelope;
 mod error;
 pub mod hlc;
 pub mod topics;

@@ -317,7 +317,7 @@ impl Registry {
         let version = publish
             .properties
             .as_ref()
-            .and_then(|p| p.user_properties.iter().find(|(k, _)| k == "__ts"))
+            .and_then(|p| p.user_properties.iter().find(|(k, _)| k == crate::envelope::property::TIMESTAMP))
             .map(|(_, v)| Hlc::parse(v));
         let version = match version {
             Some(Ok(v)) => Some(v),

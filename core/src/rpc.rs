@@ -14,6 +14,7 @@ use rumqttc::v5::mqttbytes::v5::{Publish, PublishProperties};
 use tokio::sync::oneshot;
 
 use crate::codec::{Response, Verb};
+use crate::envelope::{CONTENT_TYPE, PROTOCOL_VERSION, is_supported_protocol, message_expiry_secs, property};
 use crate::error::{Error, ErrorKind};
 use crate::hlc::Hlc;
 
@@ -28,10 +29,6 @@ pub(crate) fn new_correlation_id() -> CorrelationId {
     id
 }
 
-/// The content type of every request and response.
-pub(crate) const CONTENT_TYPE: &str = "application/octet-stream";
-/// The RPC protocol version mqstate speaks.
-pub(crate) const PROTOCOL_VERSION: &str = "1.0";
 
 /// What a waiting request receives.
 pub(crate) type Outcome = Result<Publish, Error>;
@@ -141,11 +138,6 @@ impl Drop for PendingGuard<'_> {
     }
 }
 
-/// The message expiry of a request: its timeout rounded up to whole seconds, at least 1.
-pub(crate) fn message_expiry_secs(timeout: Duration) -> u32 {
-    let secs = timeout.as_secs() + u64::from(timeout.subsec_nanos() > 0);
-    u32::try_from(secs.max(1)).unwrap_or(u32::MAX)
-}
 
 /// The parts of a request envelope that vary per request.
 pub(crate) struct Envelope<'a> {
@@ -163,16 +155,16 @@ impl Envelope<'_> {
     pub(crate) fn properties(&self) -> PublishProperties {
         let mut user = Vec::with_capacity(7);
         if let Some(ft) = self.fencing_token {
-            user.push(("__ft".to_owned(), ft.to_text()));
+            user.push((property::FENCING_TOKEN.to_owned(), ft.to_text()));
         }
         if self.persist {
-            user.push(("aio-persistence".to_owned(), "true".to_owned()));
+            user.push((property::PERSISTENCE.to_owned(), "true".to_owned()));
         }
-        user.push(("__srcId".to_owned(), self.client_id.to_owned()));
-        user.push(("__ts".to_owned(), self.timestamp.to_text()));
-        user.push(("__protVer".to_owned(), PROTOCOL_VERSION.to_owned()));
-        user.push(("$partition".to_owned(), self.client_id.to_owned()));
-        user.push(("$high_priority".to_owned(), String::new()));
+        user.push((property::SOURCE_ID.to_owned(), self.client_id.to_owned()));
+        user.push((property::TIMESTAMP.to_owned(), self.timestamp.to_text()));
+        user.push((property::PROTOCOL_VERSION.to_owned(), PROTOCOL_VERSION.to_owned()));
+        user.push((property::PARTITION.to_owned(), self.client_id.to_owned()));
+        user.push((property::HIGH_PRIORITY.to_owned(), String::new()));
         PublishProperties {
             payload_format_indicator: None,
             message_expiry_interval: Some(message_expiry_secs(self.timeout)),
@@ -228,9 +220,8 @@ pub(crate) fn read_reply(publish: &Publish, verb: Verb) -> Result<Reply, Error> 
         .properties
         .as_ref()
         .ok_or_else(|| Error::malformed("response without properties"))?;
-    if let Some(version) = property(props, "__protVer") {
-        let major = version.split('.').next().unwrap_or("");
-        if major != "1" {
+    if let Some(version) = property(props, property::PROTOCOL_VERSION) {
+        if !is_supported_protocol(version) {
             return Err(Error::malformed(format!(
                 "response protocol version {version:?} is not 1.x"
             )));
@@ -242,14 +233,14 @@ pub(crate) fn read_reply(publish: &Publish, verb: Verb) -> Result<Reply, Error> 
         return Err(Error::malformed(format!("response content type {ct:?}")));
     }
     let status =
-        property(props, "__stat").ok_or_else(|| Error::malformed("response without __stat"))?;
+        property(props, property::STATUS).ok_or_else(|| Error::malformed("response without __stat"))?;
     let status: u16 = status
         .parse()
         .map_err(|_| Error::malformed(format!("response status {status:?} is not a number")))?;
     if status != 200 && status != 204 {
         return Err(rpc_error(status, props));
     }
-    let version = property(props, "__ts").map(Hlc::parse).transpose()?;
+    let version = property(props, property::TIMESTAMP).map(Hlc::parse).transpose()?;
     let response = Response::decode_for(verb, &publish.payload)?;
     Ok(Reply { response, version })
 }
@@ -257,21 +248,21 @@ pub(crate) fn read_reply(publish: &Publish, verb: Verb) -> Result<Reply, Error> 
 /// The error for a non-success `__stat`, with every detail the service gave.
 fn rpc_error(status: u16, props: &PublishProperties) -> Error {
     let mut message = format!("request failed with status {status}");
-    if let Some(text) = property(props, "__stMsg") {
+    if let Some(text) = property(props, property::STATUS_MESSAGE) {
         message.push_str(": ");
         message.push_str(text);
     }
-    if let Some(name) = property(props, "__propName") {
+    if let Some(name) = property(props, property::PROPERTY_NAME) {
         message.push_str(&format!(" (property {name}"));
-        if let Some(value) = property(props, "__propVal") {
+        if let Some(value) = property(props, property::PROPERTY_VALUE) {
             message.push_str(&format!(" = {value:?}"));
         }
         message.push(')');
     }
-    if property(props, "__apErr") == Some("true") {
+    if property(props, property::APPLICATION_ERROR) == Some("true") {
         message.push_str(" [application error]");
     }
-    if let Some(versions) = property(props, "__supProtMajVer") {
+    if let Some(versions) = property(props, property::SUPPORTED_MAJOR_VERSIONS) {
         message.push_str(&format!(" [supported protocol major versions: {versions}]"));
     }
     Error::new(ErrorKind::Rpc(status), message)
@@ -281,14 +272,6 @@ fn rpc_error(status: u16, props: &PublishProperties) -> Error {
 mod tests {
     use super::*;
     use rumqttc::v5::mqttbytes::QoS;
-
-    #[test]
-    fn expiry_rounds_up_and_is_never_zero() {
-        assert_eq!(message_expiry_secs(Duration::from_millis(1)), 1);
-        assert_eq!(message_expiry_secs(Duration::ZERO), 1);
-        assert_eq!(message_expiry_secs(Duration::from_millis(1500)), 2);
-        assert_eq!(message_expiry_secs(Duration::from_secs(10)), 10);
-    }
 
     #[test]
     fn correlation_ids_are_uuid_v4() {
