@@ -1,5 +1,8 @@
 //! The public state store API: [`Client`] with `set`, `get`, `del`, `vdel` and `observe`.
 //!
+//! The request/response exchange itself lives in [`rpc`](crate::rpc) and the
+//! resynchronisation of observed keys after a reconnection in [`observe`](crate::observe).
+//!
 //! ```no_run
 //! # async fn demo() -> mqstate::Result<()> {
 //! use mqstate::{Client, ConnectionSettings, SetOptions};
@@ -13,120 +16,30 @@
 //! # Ok(()) }
 //! ```
 
+mod options;
+
 use std::num::NonZeroU64;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
-use rumqttc::v5::mqttbytes::QoS;
+use tokio::runtime::Handle;
 use tokio::task::JoinHandle;
-use tracing::{debug, warn};
+use tracing::debug;
 
-use crate::codec::{Request, Response, SetCondition};
+use crate::codec::{Request, Response};
+use crate::connection::options::{mqtt_options, off_loop};
 use crate::connection::{self, Shared};
 use crate::error::{Error, ErrorKind};
 use crate::hlc::{Clock, Hlc};
 use crate::observe::Observer;
-use crate::rpc::{self, Envelope, PendingGuard, Reply};
 use crate::settings::ConnectionSettings;
 use crate::topics;
 
-/// The default time a request waits for its response.
-pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
-/// The default number of notifications buffered per observer.
-pub const DEFAULT_OBSERVER_CAPACITY: usize = 1024;
-
-/// Client-side behaviour beyond the connection.
-#[derive(Clone, Debug)]
-pub struct ClientOptions {
-    /// How long a request waits for its response (and for a connection), unless the call
-    /// says otherwise. Sub-second values are fine.
-    pub request_timeout: Duration,
-    /// The response topic; default `clients/{clientId}/services/statestore/…/response`.
-    pub response_topic: Option<String>,
-    /// Notifications buffered per observer before the oldest are discarded.
-    pub observer_capacity: usize,
-    /// The clock for `__ts`; default one clock shared by every client of the process
-    /// (spec §5.3).
-    pub clock: Option<Clock>,
-}
-
-impl Default for ClientOptions {
-    fn default() -> Self {
-        ClientOptions {
-            request_timeout: DEFAULT_REQUEST_TIMEOUT,
-            response_topic: None,
-            observer_capacity: DEFAULT_OBSERVER_CAPACITY,
-            clock: None,
-        }
-    }
-}
-
-/// Options of a SET.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct SetOptions {
-    /// `NX` / `NEX`.
-    pub condition: SetCondition,
-    /// Expire the key this long after the SET (rounded up to whole milliseconds).
-    pub expiry: Option<Duration>,
-    /// Write with this fencing token (`__ft`).
-    pub fencing_token: Option<Hlc>,
-    /// Ask the service to persist the value to disk (`aio-persistence`).
-    pub persist: bool,
-    /// This call's timeout instead of the client's.
-    pub timeout: Option<Duration>,
-}
-
-/// Options of a DEL or VDEL.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct DelOptions {
-    /// Delete with this fencing token (`__ft`).
-    pub fencing_token: Option<Hlc>,
-    /// This call's timeout instead of the client's.
-    pub timeout: Option<Duration>,
-}
-
-/// The outcome of a SET.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SetOutcome {
-    /// `false` when the NX / NEX condition failed.
-    pub applied: bool,
-    /// The key's new version when applied (also the fencing token of a lock).
-    pub version: Option<Hlc>,
-}
-
-/// A value with its version.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Versioned {
-    /// The value.
-    pub value: Bytes,
-    /// Its version.
-    pub version: Option<Hlc>,
-}
-
-/// What [`Client::link_info`] reports.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LinkInfo {
-    /// Connected now.
-    pub connected: bool,
-    /// Connections made so far (CONNACKs received).
-    pub connections: u64,
-    /// MQTT sessions begun so far: a reconnection that resumed the session does not count.
-    pub sessions: u64,
-    /// The largest packet the broker accepts.
-    pub broker_max_packet_size: u32,
-}
-
-/// The outcome of a VDEL.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum VdelOutcome {
-    /// The key held the value and was deleted.
-    Deleted,
-    /// There was no such key.
-    NotFound,
-    /// The key holds another value; nothing was deleted.
-    ValueMismatch,
-}
+pub use options::{
+    ClientOptions, DEFAULT_OBSERVER_CAPACITY, DEFAULT_REQUEST_TIMEOUT, DelOptions, GetOptions,
+    LinkInfo, ObserveOptions, SetOptions, SetOutcome, VdelOutcome, Versioned,
+};
 
 /// The one clock of this process.
 fn process_clock() -> Clock {
@@ -152,11 +65,16 @@ impl Drop for CloseOnDrop {
 /// A connection to the state store. Cheap to clone; clones share the connection, which
 /// closes when the last clone and the last [`Observer`] are dropped or on
 /// [`Client::shutdown`].
+///
+/// Every background task of the client (the event loop, the resynchronisation of observed
+/// keys, lock renewal, the STOP sent when an observer is dropped) runs on the runtime that
+/// was current when the client connected, so dropping a handle on any thread — one of that
+/// runtime, another runtime's, or a plain thread — still does its work on the wire.
 #[derive(Clone)]
 pub struct Client {
     pub(crate) shared: Arc<Shared>,
-    clock: Clock,
-    timeout: Duration,
+    pub(crate) clock: Clock,
+    pub(crate) timeout: Duration,
     guard: Arc<CloseOnDrop>,
     task: Arc<std::sync::Mutex<Option<JoinHandle<()>>>>,
 }
@@ -170,19 +88,31 @@ impl std::fmt::Debug for Client {
     }
 }
 
+/// The connection failure to report when the first attempt did not succeed.
+fn connect_failure(last: Option<Error>) -> Error {
+    match last {
+        Some(e) if e.kind().is_connect() => e,
+        Some(e) => Error::new(ErrorKind::Connect, e.message().to_owned()),
+        None => Error::new(ErrorKind::Connect, "the connection closed before it was up"),
+    }
+}
+
 impl Client {
-    /// Connects with default [`ClientOptions`]. Fails with [`ErrorKind::Connect`] if the
-    /// first connection attempt fails; later disconnections are repaired in the background.
+    /// Connects with default [`ClientOptions`]. Fails with a connection error kind
+    /// ([`ErrorKind::is_connect`]) if the first connection attempt fails; later
+    /// disconnections are repaired in the background.
     pub async fn connect(settings: ConnectionSettings) -> Result<Client, Error> {
         Client::connect_with(settings, ClientOptions::default()).await
     }
 
-    /// Connects with `options`. Must be called within a tokio runtime.
+    /// Connects with `options`. Must be called within a tokio runtime, which then runs the
+    /// client's background tasks until the client closes.
     pub async fn connect_with(
         settings: ConnectionSettings,
         options: ClientOptions,
     ) -> Result<Client, Error> {
         settings.validate()?;
+        let runtime = Handle::current();
         let client_id = settings.client_id.clone().unwrap_or_else(|| {
             let id: [u8; 6] = rand::random();
             format!("mqstate-{}", topics::hex_encode(&id))
@@ -193,15 +123,21 @@ impl Client {
             .unwrap_or_else(|| topics::response_topic(&client_id));
         topics::check_response_topic(&response_topic)?;
         let connect_timeout = settings.connect_timeout;
+        let mqtt = {
+            let (settings, client_id) = (settings.clone(), client_id.clone());
+            off_loop(move || mqtt_options(&settings, &client_id)).await?
+        };
         let (shared, eventloop) = Shared::new(
             settings,
+            mqtt,
             client_id,
             response_topic,
             options.observer_capacity,
-        )?;
+            runtime.clone(),
+        );
         let clock = options.clock.unwrap_or_else(process_clock);
         shared.observers.set_clock(clock.clone());
-        let task = tokio::spawn(connection::run(Arc::clone(&shared), eventloop));
+        let task = runtime.spawn(connection::run(Arc::clone(&shared), eventloop));
         let client = Client {
             guard: Arc::new(CloseOnDrop(Arc::clone(&shared))),
             shared,
@@ -216,29 +152,25 @@ impl Client {
             link.wait_for(|l| l.closed || l.last_error.is_some() || l.ready),
         )
         .await;
-        let failure = match outcome {
-            Ok(Ok(l)) if l.ready => None,
-            Ok(Ok(l)) => Some(
-                l.last_error
-                    .clone()
-                    .unwrap_or_else(|| Error::new(ErrorKind::Closed, "closed")),
-            ),
-            Ok(Err(_)) => Some(Error::new(ErrorKind::Closed, "the connection task stopped")),
+        let failure = match outcome.map(|r| r.map(|l| (l.ready, l.last_error.clone()))) {
+            Ok(Ok((true, _))) => None,
+            Ok(Ok((false, last))) => Some(connect_failure(last)),
+            Ok(Err(_)) => Some(connect_failure(None)),
             Err(_) => Some(Error::new(
-                ErrorKind::Timeout,
+                ErrorKind::ConnectTimeout,
                 format!("no connection within {connect_timeout:?}"),
             )),
         };
         if let Some(e) = failure {
             client.shutdown().await;
-            return Err(Error::new(ErrorKind::Connect, e.message().to_owned()));
+            return Err(e);
         }
-        tokio::spawn(resync_on_reconnect(client.downgrade()));
+        runtime.spawn(crate::observe::resync_on_reconnect(client.downgrade()));
         Ok(client)
     }
 
     /// A handle that does not keep the connection open.
-    fn downgrade(&self) -> WeakClient {
+    pub(crate) fn downgrade(&self) -> WeakClient {
         WeakClient {
             shared: Arc::downgrade(&self.shared),
             guard: Arc::downgrade(&self.guard),
@@ -246,6 +178,11 @@ impl Client {
             timeout: self.timeout,
             task: Arc::clone(&self.task),
         }
+    }
+
+    /// The runtime the client's background tasks run on.
+    pub fn runtime(&self) -> &Handle {
+        &self.shared.runtime
     }
 
     /// The MQTT client id.
@@ -256,6 +193,11 @@ impl Client {
     /// Whether the client is connected to the broker now.
     pub fn is_connected(&self) -> bool {
         self.shared.link.borrow().connected
+    }
+
+    /// Whether the client was closed (by [`Client::shutdown`] or the drop of every handle).
+    pub fn is_closed(&self) -> bool {
+        self.shared.link.borrow().closed
     }
 
     /// A snapshot of the connection's history (a diagnostic).
@@ -278,6 +220,11 @@ impl Client {
     /// The clock that stamps this client's requests.
     pub fn clock(&self) -> &Clock {
         &self.clock
+    }
+
+    /// The client's default request timeout.
+    pub fn request_timeout(&self) -> Duration {
+        self.timeout
     }
 
     /// The same connection with another default request timeout.
@@ -334,13 +281,18 @@ impl Client {
 
     /// Reads `key`: its value and version, or `None`.
     pub async fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Versioned>, Error> {
+        self.get_with(key, GetOptions::default()).await
+    }
+
+    /// Reads `key` with options (a per-call timeout).
+    pub async fn get_with(
+        &self,
+        key: impl AsRef<[u8]>,
+        options: GetOptions,
+    ) -> Result<Option<Versioned>, Error> {
+        let timeout = options.timeout.unwrap_or(self.timeout);
         let reply = self
-            .request(
-                Request::Get { key: key.as_ref() },
-                None,
-                false,
-                self.timeout,
-            )
+            .request(Request::Get { key: key.as_ref() }, None, false, timeout)
             .await?;
         match reply.response {
             Response::Value(value) => Ok(Some(Versioned {
@@ -393,46 +345,59 @@ impl Client {
     /// Observes `key`: a stream of its changes. The notification subscription is in place
     /// (SUBACK received) before the KEYNOTIFY is sent.
     pub async fn observe(&self, key: impl AsRef<[u8]>) -> Result<Observer, Error> {
+        self.observe_with(key, ObserveOptions::default()).await
+    }
+
+    /// [`Client::observe`] with options (a timeout for the registration). If the
+    /// registration fails after its KEYNOTIFY may have been applied, a STOP is sent, so a
+    /// failed observe leaves no registration behind.
+    pub async fn observe_with(
+        &self,
+        key: impl AsRef<[u8]>,
+        options: ObserveOptions,
+    ) -> Result<Observer, Error> {
         let key = Bytes::copy_from_slice(key.as_ref());
         if key.is_empty() {
             return Err(Error::invalid_argument("the key must not be empty"));
         }
+        let timeout = options.timeout.unwrap_or(self.timeout);
         self.shared
-            .subscribe(&self.shared.notification_filter, self.timeout)
+            .subscribe(&self.shared.notification_filter, timeout)
             .await?;
         let _op = self.shared.observers.op_lock(&key).lock().await;
         let (queue, needs_keynotify) = self.shared.observers.add(&key);
-        let observer = Observer {
-            key: key.clone(),
-            queue,
-            client: self.clone(),
-        };
+        let observer = Observer::new(key.clone(), queue, self.clone());
         if needs_keynotify {
-            // On failure the observer's drop removes it again.
-            let current = self.register(&key).await?;
+            // On failure the observer's drop removes it again (and sends STOP if owed).
+            let current = self.register(&key, timeout).await?;
             self.shared.observers.registered(&key, current);
         }
         Ok(observer)
     }
 
-    /// KEYNOTIFY, then GET: the key's state right after registration.
-    async fn register(&self, key: &Bytes) -> Result<Option<(Bytes, Option<Hlc>)>, Error> {
+    /// KEYNOTIFY, then GET: the key's state right after registration. Once the KEYNOTIFY
+    /// has been sent, the registry owes a STOP whatever happens next.
+    pub(crate) async fn register(
+        &self,
+        key: &Bytes,
+        timeout: Duration,
+    ) -> Result<Option<(Bytes, Option<Hlc>)>, Error> {
         let notify = Request::KeyNotify {
             key: &key[..],
             stop: false,
         };
-        self.request(notify, None, false, self.timeout).await?;
-        Ok(self.get(key).await?.map(|v| (v.value, v.version)))
+        self.shared.observers.stop_owed(key);
+        self.request(notify, None, false, timeout).await?;
+        let current = self.get_with(key, GetOptions { timeout: Some(timeout) });
+        Ok(current.await?.map(|v| (v.value, v.version)))
     }
 
-    /// Sends STOP for `key` in the background once its last observer is gone.
+    /// Sends STOP for `key` in the background (on the client's runtime, whatever thread
+    /// calls this) once its last observer is gone.
     pub(crate) fn stop_observing_later(&self, key: Bytes) {
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
         let weak = self.downgrade();
-        runtime.spawn(async move {
-            let Some(client) = weak.upgrade_shared() else {
+        self.shared.runtime.spawn(async move {
+            let Some(client) = weak.upgrade() else {
                 return;
             };
             let _op = client.shared.observers.op_lock(&key).lock().await;
@@ -457,97 +422,11 @@ impl Client {
             let _ = task.await;
         }
     }
-
-    /// One request/response exchange: wait for the connection, stamp, send, wait, read.
-    pub(crate) async fn request(
-        &self,
-        request: Request<&[u8]>,
-        fencing_token: Option<&Hlc>,
-        persist: bool,
-        timeout: Duration,
-    ) -> Result<Reply, Error> {
-        request.validate()?;
-        let shared = &self.shared;
-        let deadline = tokio::time::Instant::now() + timeout;
-        let session = shared.ready(timeout).await?;
-        let timestamp = self.clock.tick()?;
-        let correlation = rpc::new_correlation_id();
-        let properties = Envelope {
-            client_id: &shared.client_id,
-            response_topic: &shared.response_topic,
-            correlation,
-            timestamp: &timestamp,
-            fencing_token,
-            persist,
-            timeout,
-        }
-        .properties();
-        let payload = request.encode();
-        let size = rpc::packet_size(&properties, topics::REQUEST_TOPIC.len(), payload.len());
-        let max = shared.link.borrow().broker_max_packet as usize;
-        if size > max {
-            return Err(Error::invalid_argument(format!(
-                "the request would be a {size}-byte packet; the broker accepts at most {max} bytes"
-            )));
-        }
-        let rx = shared.pending.insert(correlation, session);
-        let _guard = PendingGuard {
-            map: &shared.pending,
-            id: correlation,
-        };
-        let mqtt = shared.mqtt();
-        let publish = mqtt.publish_bytes_with_properties(
-            topics::REQUEST_TOPIC,
-            QoS::AtLeastOnce,
-            false,
-            payload,
-            properties,
-        );
-        // Handing over can wait when rumqttc's channel is full: the deadline bounds that too.
-        match tokio::time::timeout_at(deadline, publish).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => {
-                return Err(Error::new(
-                    ErrorKind::Closed,
-                    format!("the connection task is gone: {e}"),
-                ));
-            }
-            Err(_) => {
-                return Err(Error::new(
-                    ErrorKind::Timeout,
-                    format!(
-                        "{} could not be handed to the connection within {timeout:?}",
-                        request.verb()
-                    ),
-                ));
-            }
-        }
-        let publish = match tokio::time::timeout_at(deadline, rx).await {
-            Ok(Ok(outcome)) => outcome?,
-            Ok(Err(_)) => return Err(Error::new(ErrorKind::Closed, "the client was closed")),
-            Err(_) => {
-                return Err(Error::new(
-                    ErrorKind::Timeout,
-                    format!("no response to {} within {timeout:?}", request.verb()),
-                ));
-            }
-        };
-        let reply = rpc::read_reply(&publish, request.verb())?;
-        if let Some(version) = &reply.version
-            && let Err(e) = self.clock.receive(version)
-        {
-            warn!(error = %e, "a response's __ts was not merged into the clock");
-        }
-        if let Response::Error(e) = reply.response {
-            return Err(e.into());
-        }
-        Ok(reply)
-    }
 }
 
 /// A client handle that does not keep the connection open (for background tasks).
-struct WeakClient {
-    shared: std::sync::Weak<Shared>,
+pub(crate) struct WeakClient {
+    pub(crate) shared: std::sync::Weak<Shared>,
     guard: std::sync::Weak<CloseOnDrop>,
     clock: Clock,
     timeout: Duration,
@@ -556,7 +435,7 @@ struct WeakClient {
 
 impl WeakClient {
     /// A full client while some handle still holds the connection open.
-    fn upgrade_shared(&self) -> Option<Client> {
+    pub(crate) fn upgrade(&self) -> Option<Client> {
         Some(Client {
             shared: self.shared.upgrade()?,
             guard: self.guard.upgrade()?,
@@ -564,57 +443,5 @@ impl WeakClient {
             timeout: self.timeout,
             task: Arc::clone(&self.task),
         })
-    }
-}
-
-/// After every reconnection: KEYNOTIFY each observed key again, then GET it and deliver a
-/// resync notification when it changed while disconnected.
-async fn resync_on_reconnect(weak: WeakClient) {
-    let Some(shared) = weak.shared.upgrade() else {
-        return;
-    };
-    let mut link = shared.link.subscribe();
-    drop(shared);
-    let mut seen = link.borrow().connection;
-    loop {
-        let (closed, connection) = match link.wait_for(|l| l.closed || l.connection > seen).await {
-            Ok(state) => (state.closed, state.connection),
-            Err(_) => return,
-        };
-        if closed {
-            return;
-        }
-        seen = connection;
-        let Some(client) = weak.upgrade_shared() else {
-            return;
-        };
-        if client.shared.observers.is_empty() {
-            continue;
-        }
-        let keys = client.shared.observers.unregister_all();
-        debug!(
-            keys = keys.len(),
-            "re-registering observed keys after a reconnection"
-        );
-        if let Err(e) = client
-            .shared
-            .subscribe(&client.shared.notification_filter, client.timeout)
-            .await
-        {
-            warn!(error = %e, "could not restore the notification subscription");
-            continue;
-        }
-        for key in keys {
-            let _op = client.shared.observers.op_lock(&key).lock().await;
-            match client.register(&key).await {
-                Ok(current) => {
-                    client.shared.observers.resync(&key, current.clone());
-                    client.shared.observers.registered(&key, current);
-                }
-                Err(e) => {
-                    warn!(error = %e, key = %key.escape_ascii(), "could not re-register an observed key")
-                }
-            }
-        }
     }
 }

@@ -1,306 +1,41 @@
-//! The connection: one rumqttc v5 event loop per client, driven by one task, with the traps
-//! of rumqttc handled (see `shared/design/toolchain-notes.md`):
+//! The connection: one rumqttc v5 event loop per client, driven by one task on the client's
+//! runtime, with the traps of rumqttc handled (see `shared/design/toolchain-notes.md`):
 //!
 //! - TCP_NODELAY on, an explicit maximum packet size, an explicit session expiry, no topic
-//!   aliases, and clean start only on the first connection;
+//!   aliases, and clean start only on the first connection ([`options`]);
 //! - reconnection with exponential backoff and jitter (rumqttc alone retries in a hot loop),
-//!   credentials and SAT tokens re-read before every attempt;
-//! - subscriptions restored after every CONNACK without a session, each waited for by SUBACK;
+//!   credentials and SAT tokens re-read before every attempt, off the event loop's task;
+//! - subscriptions restored after every CONNACK without a session, each waited for by SUBACK,
+//!   with exact packet-id bookkeeping across reconnections ([`link`]);
 //! - a CONNACK without a session fails the requests of the lost session at once with
 //!   [`ErrorKind::ConnectionLost`] (rumqttc silently drops their publishes);
 //! - a `CollisionTimeout` rebuilds the client and event loop instead of livelocking;
-//! - the event loop never awaits a publish; closing really closes the socket.
+//! - the event loop never awaits a publish; closing really closes the socket;
+//! - connection failures are classified (refused, timed out, unauthorized, TLS) so callers
+//!   can tell "retry" from "fix the settings".
 
-use std::collections::{HashSet, VecDeque};
-use std::sync::{Arc, Mutex, RwLock};
+mod link;
+pub(crate) mod options;
+
+use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
-use rumqttc::v5::mqttbytes::QoS;
-use rumqttc::v5::mqttbytes::v5::{Filter, Packet, Publish};
-use rumqttc::v5::{AsyncClient, ConnectionError, Event, EventLoop, MqttOptions, StateError};
-use rumqttc::{Outgoing, TlsConfiguration, Transport};
-use tokio::sync::watch;
+use rumqttc::Outgoing;
+use rumqttc::v5::mqttbytes::v5::{ConnectReturnCode, Packet, Publish, SubscribeReasonCode};
+use rumqttc::v5::{AsyncClient, ConnectionError, Event, EventLoop, StateError};
 use tracing::{debug, info, warn};
 
 use crate::error::{Error, ErrorKind};
-use crate::observe::Registry;
-use crate::rpc::PendingMap;
 use crate::settings::{ConnectionSettings, MQTT_MAX_PACKET_SIZE};
 use crate::topics;
+
+pub(crate) use link::Shared;
+use options::{Credentials, off_loop};
 
 /// Capacity of the channel between callers and the event loop.
 const REQUEST_CHANNEL_CAPACITY: usize = 4096;
 /// How long a closing client waits for its DISCONNECT to go out.
 const CLOSE_GRACE: Duration = Duration::from_secs(1);
-
-/// The state of the link, watched by callers.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Link {
-    /// CONNACKs received so far.
-    pub(crate) connection: u64,
-    /// MQTT sessions begun so far (CONNACKs without a session present).
-    pub(crate) session: u64,
-    /// Connected now.
-    pub(crate) connected: bool,
-    /// Filters subscribed (SUBACK received) in the current session.
-    pub(crate) acked: HashSet<String>,
-    /// Connected with the response topic subscribed: requests may be sent (derived from
-    /// `connected` and `acked` by [`Link::refresh_ready`], kept to spare the hot path a
-    /// hash lookup).
-    pub(crate) ready: bool,
-    /// The broker's maximum packet size.
-    pub(crate) broker_max_packet: u32,
-    /// The last connection failure.
-    pub(crate) last_error: Option<Error>,
-    /// The client is closing or closed.
-    pub(crate) closed: bool,
-}
-
-impl Link {
-    /// Recomputes `ready` after `connected` or `acked` changed.
-    fn refresh_ready(&mut self, response_topic: &str) {
-        self.ready = self.connected && !self.closed && self.acked.contains(response_topic);
-    }
-}
-
-/// Subscriptions wanted, and SUBSCRIBE packets waiting for their packet id and SUBACK.
-#[derive(Default)]
-struct Subscriptions {
-    wanted: Vec<String>,
-    /// Filters of SUBSCRIBE requests queued to rumqttc, in order, until their packet id is seen.
-    queued: VecDeque<Vec<String>>,
-    /// Filters of SUBSCRIBE packets sent, by packet id, until their SUBACK.
-    sent: std::collections::HashMap<u16, Vec<String>>,
-}
-
-/// What the client handle, the observers and the event loop share.
-pub(crate) struct Shared {
-    pub(crate) client_id: String,
-    pub(crate) response_topic: String,
-    pub(crate) notification_filter: String,
-    pub(crate) settings: ConnectionSettings,
-    pub(crate) pending: PendingMap,
-    pub(crate) link: watch::Sender<Link>,
-    pub(crate) observers: Registry,
-    mqtt: RwLock<AsyncClient>,
-    subs: Mutex<Subscriptions>,
-}
-
-impl Shared {
-    /// The rumqttc handle to publish with (it is replaced when the event loop is rebuilt).
-    pub(crate) fn mqtt(&self) -> AsyncClient {
-        self.mqtt.read().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-
-    fn subs(&self) -> std::sync::MutexGuard<'_, Subscriptions> {
-        self.subs.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Queues one SUBSCRIBE for `filters`; the caller holds the subscriptions lock so the
-    /// queue order is the order rumqttc sends them in.
-    fn send_subscribe(&self, subs: &mut Subscriptions, filters: Vec<String>) {
-        let packet: Vec<Filter> = filters
-            .iter()
-            .map(|f| Filter::new(f.clone(), QoS::AtLeastOnce))
-            .collect();
-        match self.mqtt().try_subscribe_many(packet) {
-            Ok(()) => subs.queued.push_back(filters),
-            Err(e) => {
-                warn!(error = %e, "could not queue a SUBSCRIBE; it is retried at the next connection")
-            }
-        }
-    }
-
-    /// Subscribes `filter` at QoS 1 (once; it is restored after every reconnection) and waits
-    /// for its SUBACK in the current session, up to `timeout`.
-    pub(crate) async fn subscribe(&self, filter: &str, timeout: Duration) -> Result<(), Error> {
-        {
-            let mut subs = self.subs();
-            if !subs.wanted.iter().any(|f| f == filter) {
-                subs.wanted.push(filter.to_owned());
-                if self.link.borrow().connected {
-                    self.send_subscribe(&mut subs, vec![filter.to_owned()]);
-                }
-            }
-        }
-        let mut link = self.link.subscribe();
-        let wait = link.wait_for(|l| l.closed || l.acked.contains(filter));
-        match tokio::time::timeout(timeout, wait).await {
-            Ok(Ok(l)) if !l.closed => Ok(()),
-            Ok(_) => Err(Error::new(ErrorKind::Closed, "the client is closed")),
-            Err(_) => Err(Error::new(
-                ErrorKind::Timeout,
-                format!("no SUBACK for {filter:?} within {timeout:?}"),
-            )),
-        }
-    }
-
-    /// Waits until connected with the response topic subscribed; returns the session number.
-    pub(crate) async fn ready(&self, timeout: Duration) -> Result<u64, Error> {
-        {
-            // The common case, without a receiver or a timer.
-            let l = self.link.borrow();
-            if l.ready {
-                return Ok(l.session);
-            }
-        }
-        let mut link = self.link.subscribe();
-        let wait = link.wait_for(|l| l.closed || l.ready);
-        match tokio::time::timeout(timeout, wait).await {
-            Ok(Ok(l)) if !l.closed => Ok(l.session),
-            Ok(_) => Err(Error::new(ErrorKind::Closed, "the client is closed")),
-            Err(_) => {
-                let l = self.link.borrow();
-                let why = l
-                    .last_error
-                    .as_ref()
-                    .map_or(String::new(), |e| format!(": {e}"));
-                Err(Error::new(
-                    ErrorKind::ConnectionLost,
-                    format!("not connected to the broker within {timeout:?}{why}"),
-                ))
-            }
-        }
-    }
-
-    /// Starts closing: marks the link closed and asks rumqttc to send DISCONNECT.
-    pub(crate) fn close(&self) {
-        let mut was_closed = false;
-        self.link.send_modify(|l| {
-            was_closed = l.closed;
-            l.closed = true;
-            l.ready = false;
-        });
-        if !was_closed {
-            let _ = self.mqtt().try_disconnect();
-        }
-    }
-}
-
-/// Builds the rumqttc options from the settings.
-pub(crate) fn mqtt_options(
-    settings: &ConnectionSettings,
-    client_id: &str,
-) -> Result<MqttOptions, Error> {
-    let mut opts = MqttOptions::new(client_id, settings.host.clone(), settings.port);
-    opts.set_keep_alive(settings.keep_alive.max(Duration::from_secs(1)));
-    opts.set_clean_start(settings.clean_start);
-    let expiry = u32::try_from(settings.session_expiry.as_secs()).unwrap_or(u32::MAX);
-    opts.set_session_expiry_interval(Some(expiry));
-    opts.set_max_packet_size(Some(settings.max_packet_size));
-    opts.set_topic_alias_max(None);
-    opts.set_request_channel_capacity(REQUEST_CHANNEL_CAPACITY);
-    opts.set_connection_timeout(settings.connect_timeout.as_secs().max(1));
-    let mut net = rumqttc::NetworkOptions::new();
-    net.set_tcp_nodelay(true);
-    net.set_connection_timeout(settings.connect_timeout.as_secs().max(1));
-    opts.set_network_options(net);
-    if let Some(tls) = &settings.tls {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let read = |path: &std::path::Path, what: &str| {
-            std::fs::read(path).map_err(|e| {
-                Error::invalid_argument(format!("cannot read the {what} {}: {e}", path.display()))
-            })
-        };
-        if tls.key_password_file.is_some() {
-            return Err(Error::invalid_argument(
-                "encrypted TLS private keys (a key password file) are not supported yet",
-            ));
-        }
-        let ca = match &tls.ca_file {
-            Some(path) => read(path, "CA file")?,
-            None => {
-                return Err(Error::invalid_argument(
-                    "TLS needs a CA file (ca_file, AIO_TLS_CA_FILE)",
-                ));
-            }
-        };
-        let client_auth = match (&tls.cert_file, &tls.key_file) {
-            (Some(cert), Some(key)) => {
-                Some((read(cert, "certificate")?, read(key, "private key")?))
-            }
-            (None, None) => None,
-            _ => {
-                return Err(Error::invalid_argument(
-                    "a client certificate needs both a cert and a key file",
-                ));
-            }
-        };
-        opts.set_transport(Transport::tls_with_config(TlsConfiguration::Simple {
-            ca,
-            alpn: None,
-            client_auth,
-        }));
-    }
-    refresh_credentials(&mut opts, settings)?;
-    Ok(opts)
-}
-
-/// Re-reads the password file and the SAT token file into the options.
-fn refresh_credentials(opts: &mut MqttOptions, settings: &ConnectionSettings) -> Result<(), Error> {
-    let read = |path: &std::path::Path, what: &str| {
-        std::fs::read(path).map_err(|e| {
-            Error::new(
-                ErrorKind::Connect,
-                format!("cannot read the {what} {}: {e}", path.display()),
-            )
-        })
-    };
-    let password = match (&settings.password, &settings.password_file) {
-        (Some(p), _) => Some(p.clone()),
-        (None, Some(path)) => Some(
-            String::from_utf8_lossy(&read(path, "password file")?)
-                .trim_end()
-                .to_owned(),
-        ),
-        (None, None) => None,
-    };
-    if settings.username.is_some() || password.is_some() {
-        opts.set_credentials(
-            settings.username.clone().unwrap_or_default(),
-            password.unwrap_or_default(),
-        );
-    }
-    if let Some(path) = &settings.sat_file {
-        let token = read(path, "SAT token file")?;
-        opts.set_authentication_method(Some("K8S-SAT".to_owned()));
-        opts.set_authentication_data(Some(Bytes::from(token)));
-    }
-    Ok(())
-}
-
-impl Shared {
-    /// Creates the shared state and the event loop that drives it.
-    pub(crate) fn new(
-        settings: ConnectionSettings,
-        client_id: String,
-        response_topic: String,
-        observer_capacity: usize,
-    ) -> Result<(Arc<Shared>, EventLoop), Error> {
-        let opts = mqtt_options(&settings, &client_id)?;
-        let (mqtt, eventloop) = AsyncClient::new(opts, REQUEST_CHANNEL_CAPACITY);
-        let link = Link {
-            broker_max_packet: MQTT_MAX_PACKET_SIZE,
-            ..Link::default()
-        };
-        let shared = Arc::new(Shared {
-            notification_filter: topics::notification_filter(&client_id),
-            subs: Mutex::new(Subscriptions {
-                wanted: vec![response_topic.clone()],
-                ..Subscriptions::default()
-            }),
-            client_id,
-            response_topic,
-            settings,
-            pending: PendingMap::default(),
-            link: watch::Sender::new(link),
-            observers: Registry::new(observer_capacity),
-            mqtt: RwLock::new(mqtt),
-        });
-        Ok((shared, eventloop))
-    }
-}
 
 /// Drives the event loop until the client closes.
 pub(crate) async fn run(shared: Arc<Shared>, mut eventloop: EventLoop) {
@@ -333,12 +68,7 @@ pub(crate) async fn run(shared: Arc<Shared>, mut eventloop: EventLoop) {
             Ok(Event::Incoming(packet)) => {
                 on_packet(&shared, &mut eventloop, packet, &mut failures)
             }
-            Ok(Event::Outgoing(Outgoing::Subscribe(pkid))) => {
-                let mut subs = shared.subs();
-                if let Some(filters) = subs.queued.pop_front() {
-                    subs.sent.insert(pkid, filters);
-                }
-            }
+            Ok(Event::Outgoing(Outgoing::Subscribe(pkid))) => shared.subs().written(pkid),
             Ok(Event::Outgoing(Outgoing::Disconnect)) if closing_deadline.is_some() => break,
             Ok(Event::Outgoing(_)) => {}
             Err(e) => {
@@ -356,9 +86,13 @@ pub(crate) async fn run(shared: Arc<Shared>, mut eventloop: EventLoop) {
                     _ = tokio::time::sleep(delay) => {}
                     _ = &mut closed_signal, if !close_seen => break,
                 }
-                if let Err(e) = refresh_credentials(&mut eventloop.options, &shared.settings) {
-                    warn!(error = %e, "credentials could not be refreshed");
-                    shared.link.send_modify(|l| l.last_error = Some(e));
+                let settings = shared.settings.clone();
+                match off_loop(move || Credentials::read(&settings)).await {
+                    Ok(credentials) => credentials.apply(&mut eventloop.options),
+                    Err(e) => {
+                        warn!(error = %e, "credentials could not be refreshed");
+                        shared.link.send_modify(|l| l.last_error = Some(e));
+                    }
                 }
             }
         }
@@ -402,6 +136,7 @@ fn on_packet(shared: &Shared, eventloop: &mut EventLoop, packet: Packet, failure
                 if new_session {
                     l.session += 1;
                     l.acked.clear();
+                    l.refused.clear();
                 }
                 l.connected = true;
                 l.broker_max_packet = max_packet;
@@ -421,7 +156,8 @@ fn on_packet(shared: &Shared, eventloop: &mut EventLoop, packet: Packet, failure
                     &Error::new(
                         ErrorKind::ConnectionLost,
                         "the MQTT session was lost with the request in flight; it may or may not have been applied",
-                    ),
+                    )
+                    .with_may_have_applied(),
                 );
                 if lost > 0 {
                     warn!(lost, "requests failed: their MQTT session was lost");
@@ -432,27 +168,24 @@ fn on_packet(shared: &Shared, eventloop: &mut EventLoop, packet: Packet, failure
                 eventloop.options.set_clean_start(false);
             }
             let mut subs = shared.subs();
-            subs.queued.clear();
-            subs.sent.clear();
-            let missing: Vec<String> = subs
-                .wanted
-                .iter()
-                .filter(|f| !link.acked.contains(*f))
-                .cloned()
-                .collect();
+            let missing = subs.reconnected(&link.acked);
             if !missing.is_empty() {
                 shared.send_subscribe(&mut subs, missing);
             }
         }
         Packet::SubAck(ack) => {
-            let filters = shared.subs().sent.remove(&ack.pkid).unwrap_or_default();
+            let filters = shared.subs().acked(ack.pkid);
             shared.link.send_modify(|l| {
                 for (filter, code) in filters.into_iter().zip(&ack.return_codes) {
                     match code {
-                        rumqttc::v5::mqttbytes::v5::SubscribeReasonCode::Success(_) => {
+                        SubscribeReasonCode::Success(_) => {
+                            l.refused.remove(&filter);
                             l.acked.insert(filter);
                         }
-                        refused => warn!(%filter, ?refused, "the broker refused a subscription"),
+                        refused => {
+                            warn!(%filter, ?refused, "the broker refused a subscription");
+                            l.refused.insert(filter, format!("{refused:?}"));
+                        }
                     }
                 }
                 l.refresh_ready(&shared.response_topic);
@@ -488,12 +221,51 @@ fn dispatch(shared: &Shared, publish: Publish) {
     }
 }
 
-fn on_disconnected(shared: &Shared, e: &ConnectionError) {
-    let kind = match e {
+/// The kind of a failed connection attempt.
+pub(crate) fn classify(e: &ConnectionError) -> ErrorKind {
+    use ConnectReturnCode as C;
+    match e {
+        ConnectionError::ConnectionRefused(
+            C::BadUserNamePassword
+            | C::NotAuthorized
+            | C::BadAuthenticationMethod
+            | C::Banned
+            | C::BadClientId
+            | C::ClientIdentifierNotValid,
+        ) => ErrorKind::ConnectUnauthorized,
+        ConnectionError::ConnectionRefused(
+            C::ServerUnavailable
+            | C::ServiceUnavailable
+            | C::ServerBusy
+            | C::ConnectionRateExceeded
+            | C::UseAnotherServer
+            | C::ServerMoved,
+        ) => ErrorKind::ConnectRefused,
         ConnectionError::ConnectionRefused(_) => ErrorKind::Connect,
-        _ => ErrorKind::ConnectionLost,
-    };
+        ConnectionError::Timeout(_) => ErrorKind::ConnectTimeout,
+        ConnectionError::Tls(_) => ErrorKind::Tls,
+        ConnectionError::Io(io) => {
+            let tls = io
+                .get_ref()
+                .is_some_and(|inner| inner.downcast_ref::<rustls::Error>().is_some());
+            match io.kind() {
+                _ if tls => ErrorKind::Tls,
+                std::io::ErrorKind::ConnectionRefused => ErrorKind::ConnectRefused,
+                std::io::ErrorKind::TimedOut => ErrorKind::ConnectTimeout,
+                _ => ErrorKind::Connect,
+            }
+        }
+        _ => ErrorKind::Connect,
+    }
+}
+
+fn on_disconnected(shared: &Shared, e: &ConnectionError) {
     let was_connected = shared.link.borrow().connected;
+    let kind = if was_connected {
+        ErrorKind::ConnectionLost
+    } else {
+        classify(e)
+    };
     shared.link.send_modify(|l| {
         l.connected = false;
         l.ready = false;
@@ -510,7 +282,7 @@ fn on_disconnected(shared: &Shared, e: &ConnectionError) {
         let session = shared.link.borrow().session;
         shared.pending.fail_sessions_before(
             session + 1,
-            &Error::new(ErrorKind::ConnectionLost, "the connection (and its MQTT session) was lost with the request in flight; it may or may not have been applied"),
+            &Error::new(ErrorKind::ConnectionLost, "the connection (and its MQTT session) was lost with the request in flight; it may or may not have been applied").with_may_have_applied(),
         );
     }
     if was_connected {
@@ -525,11 +297,14 @@ fn on_disconnected(shared: &Shared, e: &ConnectionError) {
 fn rebuild(shared: &Shared, old: &EventLoop) -> EventLoop {
     warn!("rebuilding the MQTT event loop after a collision timeout");
     let (mqtt, eventloop) = AsyncClient::new(old.options.clone(), REQUEST_CHANNEL_CAPACITY);
-    *shared.mqtt.write().unwrap_or_else(|e| e.into_inner()) = mqtt;
-    shared.pending.fail_all(&Error::new(
-        ErrorKind::ConnectionLost,
-        "the MQTT event loop was rebuilt with the request in flight",
-    ));
+    shared.replace_mqtt(mqtt);
+    shared.pending.fail_all(
+        &Error::new(
+            ErrorKind::ConnectionLost,
+            "the MQTT event loop was rebuilt with the request in flight",
+        )
+        .with_may_have_applied(),
+    );
     eventloop
 }
 

@@ -58,7 +58,9 @@ pub fn is_supported_protocol(version: &str) -> bool {
 /// The message expiry of a request: its timeout rounded up to whole seconds, at least 1
 /// (MQTT expiries are whole seconds and zero would mean "never").
 pub fn message_expiry_secs(timeout: Duration) -> u32 {
-    let secs = timeout.as_secs() + u64::from(timeout.subsec_nanos() > 0);
+    let secs = timeout
+        .as_secs()
+        .saturating_add(u64::from(timeout.subsec_nanos() > 0));
     u32::try_from(secs.max(1)).unwrap_or(u32::MAX)
 }
 

@@ -53,17 +53,20 @@ mod settings;
 #[cfg(feature = "client")]
 pub use client::{
     Client, ClientOptions, DEFAULT_OBSERVER_CAPACITY, DEFAULT_REQUEST_TIMEOUT, DelOptions,
-    SetOptions, SetOutcome, VdelOutcome, Versioned,
+    GetOptions, LinkInfo, ObserveOptions, SetOptions, SetOutcome, VdelOutcome, Versioned,
 };
 #[cfg(feature = "client")]
 pub use election::Election;
-pub use error::{Error, ErrorKind, Result};
+pub use error::{CallbackPayload, ERROR_TABLE, Error, ErrorInfo, ErrorKind, Result, RpcDetails};
 pub use hlc::{Clock, Hlc};
 #[cfg(feature = "client")]
 pub use lock::{
     Edit, EditOutcome, HolderChange, HolderWatch, Lock, LockOptions, LockStatus, LossReason,
 };
 #[cfg(feature = "client")]
-pub use observe::{KeyNotification, Observer};
+pub use observe::{KeyNotification, Observer, ObserverEvent};
 #[cfg(feature = "client")]
-pub use settings::{ConnectionSettings, MQTT_MAX_PACKET_SIZE, TlsSettings};
+pub use settings::{
+    ConnectionSettings, MQTT_MAX_PACKET_SIZE, SETTINGS, SettingInfo, SettingType, TlsSettings,
+    setting_info,
+};

@@ -326,7 +326,11 @@ impl Lock {
                     lease,
                     valid_until,
                 });
-                let task = tokio::spawn(lease::keep(Arc::clone(&self.inner), period));
+                let task = self
+                    .inner
+                    .client
+                    .runtime()
+                    .spawn(lease::keep(Arc::clone(&self.inner), period));
                 *self.inner.keeper.lock().unwrap_or_else(|e| e.into_inner()) =
                     Some((task, period.is_some()));
                 Ok(Some(token))

@@ -1,10 +1,16 @@
 //! How to reach the broker: [`ConnectionSettings`], built in code, from a `mqtt://` /
 //! `mqtts://` URL, or from the Azure IoT Operations environment variables.
 
+mod table;
+
 use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::error::Error;
+
+pub use table::{
+    SETTINGS, SettingInfo, SettingType, parse_bool, parse_count, parse_duration, setting_info,
+};
 
 /// TLS settings. Certificates and keys are PEM files.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -26,7 +32,10 @@ pub struct TlsSettings {
 /// Defaults: port 1883 (8883 with TLS), a generated client id, keep-alive 60 s, clean start
 /// on the first connection, a session expiry of 1 hour (so a short outage keeps the session
 /// and in-flight requests), 256 MiB maximum incoming packet size.
-#[derive(Clone, Debug, PartialEq, Eq)]
+///
+/// Every field can also be set by name ([`ConnectionSettings::set`], the names of
+/// [`SETTINGS`]). `Debug` never shows the password.
+#[derive(Clone, PartialEq, Eq)]
 pub struct ConnectionSettings {
     /// Broker host name or address.
     pub host: String,
@@ -68,6 +77,28 @@ pub struct ConnectionSettings {
     pub reconnect_max_delay: Duration,
 }
 
+impl std::fmt::Debug for ConnectionSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectionSettings")
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("client_id", &self.client_id)
+            .field("keep_alive", &self.keep_alive)
+            .field("clean_start", &self.clean_start)
+            .field("session_expiry", &self.session_expiry)
+            .field("tls", &self.tls)
+            .field("username", &self.username)
+            .field("password", &self.password.as_ref().map(|_| "<redacted>"))
+            .field("password_file", &self.password_file)
+            .field("sat_file", &self.sat_file)
+            .field("max_packet_size", &self.max_packet_size)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("reconnect_min_delay", &self.reconnect_min_delay)
+            .field("reconnect_max_delay", &self.reconnect_max_delay)
+            .finish()
+    }
+}
+
 /// The largest packet MQTT allows (variable byte integer limit).
 pub const MQTT_MAX_PACKET_SIZE: u32 = 268_435_455;
 
@@ -103,8 +134,9 @@ impl ConnectionSettings {
         }
     }
 
-    /// Parses `mqtt://[user[:password]@]host[:port][?client_id=ID]` or `mqtts://…` (TLS,
-    /// default port 8883; add `ca_file=PATH` to the query to name the CA bundle).
+    /// Parses `mqtt://[user[:password]@]host[:port][?name=value&…]` or `mqtts://…` (TLS,
+    /// default port 8883). Query items are any settings of [`SETTINGS`] (for example
+    /// `client_id=ID`, `ca_file=PATH`, `keep_alive=30`).
     pub fn from_url(url: &str) -> Result<Self, Error> {
         let bad = |why: &str| Error::invalid_argument(format!("invalid broker URL {url:?}: {why}"));
         let (scheme, rest) = url.split_once("://").ok_or_else(|| bad("no scheme"))?;
@@ -140,16 +172,9 @@ impl ConnectionSettings {
             let (name, value) = pair
                 .split_once('=')
                 .ok_or_else(|| bad("query item without '='"))?;
-            match name {
-                "client_id" => settings.client_id = Some(value.to_owned()),
-                "ca_file" => {
-                    settings
-                        .tls
-                        .get_or_insert_with(TlsSettings::default)
-                        .ca_file = Some(value.into())
-                }
-                _ => return Err(bad("unknown query item (known: client_id, ca_file)")),
-            }
+            settings
+                .set(name, value)
+                .map_err(|e| bad(e.message()))?;
         }
         Ok(settings)
     }
@@ -167,61 +192,29 @@ impl ConnectionSettings {
     /// [`ConnectionSettings::from_env`] over any variable lookup (for tests and embedding).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, Error> {
         let var = |name: &str| get(name).filter(|v| !v.trim().is_empty());
-        let invalid = |name: &str, value: &str, want: &str| {
-            Error::invalid_argument(format!("{name}={value:?} is not {want}"))
-        };
-        let parse_bool = |name: &str| -> Result<Option<bool>, Error> {
-            var(name)
-                .map(|v| match v.trim().to_ascii_lowercase().as_str() {
-                    "true" | "1" | "yes" => Ok(true),
-                    "false" | "0" | "no" => Ok(false),
-                    _ => Err(invalid(name, &v, "a boolean")),
-                })
-                .transpose()
-        };
-        let parse_secs = |name: &str| -> Result<Option<Duration>, Error> {
-            var(name)
-                .map(|v| {
-                    v.trim()
-                        .parse::<u64>()
-                        .map(Duration::from_secs)
-                        .map_err(|_| invalid(name, &v, "a whole number of seconds"))
-                })
-                .transpose()
-        };
         let host = var("AIO_BROKER_HOSTNAME")
             .ok_or_else(|| Error::invalid_argument("AIO_BROKER_HOSTNAME is not set"))?;
-        let use_tls = parse_bool("AIO_MQTT_USE_TLS")?.unwrap_or(true);
-        let port = match var("AIO_BROKER_TCP_PORT") {
-            Some(v) => v
-                .trim()
-                .parse::<u16>()
-                .map_err(|_| invalid("AIO_BROKER_TCP_PORT", &v, "a port number"))?,
-            None if use_tls => 8883,
-            None => 1883,
-        };
-        let mut s = ConnectionSettings::new(host, port);
-        if use_tls {
-            s.tls = Some(TlsSettings {
-                ca_file: var("AIO_TLS_CA_FILE").map(PathBuf::from),
-                cert_file: var("AIO_TLS_CERT_FILE").map(PathBuf::from),
-                key_file: var("AIO_TLS_KEY_FILE").map(PathBuf::from),
-                key_password_file: var("AIO_TLS_KEY_PASSWORD_FILE").map(PathBuf::from),
-            });
+        let mut s = ConnectionSettings::new(host, 0);
+        // TLS is on unless AIO_MQTT_USE_TLS says otherwise; it is applied last so that
+        // `false` wins over the TLS file variables.
+        let mut use_tls = "true".to_owned();
+        for row in SETTINGS.iter().filter(|r| r.name != "host") {
+            let (Some(env), false) = (row.env, row.client_side) else {
+                continue;
+            };
+            let Some(value) = var(env) else { continue };
+            if row.name == "use_tls" {
+                use_tls = value;
+                continue;
+            }
+            s.set(row.name, value.trim())
+                .map_err(|e| Error::invalid_argument(format!("{env}: {}", e.message())))?;
         }
-        if let Some(clean) = parse_bool("AIO_MQTT_CLEAN_START")? {
-            s.clean_start = clean;
+        s.set("use_tls", &use_tls)
+            .map_err(|e| Error::invalid_argument(format!("AIO_MQTT_USE_TLS: {}", e.message())))?;
+        if var("AIO_BROKER_TCP_PORT").is_none() {
+            s.port = if s.tls.is_some() { 8883 } else { 1883 };
         }
-        if let Some(keep_alive) = parse_secs("AIO_MQTT_KEEP_ALIVE")? {
-            s.keep_alive = keep_alive;
-        }
-        if let Some(expiry) = parse_secs("AIO_MQTT_SESSION_EXPIRY")? {
-            s.session_expiry = expiry;
-        }
-        s.client_id = var("AIO_MQTT_CLIENT_ID");
-        s.username = var("AIO_MQTT_USERNAME");
-        s.password_file = var("AIO_MQTT_PASSWORD_FILE").map(PathBuf::from);
-        s.sat_file = var("AIO_SAT_FILE").map(PathBuf::from);
         s.validate()?;
         Ok(s)
     }

@@ -1,0 +1,285 @@
+//! The registry of one client's observed keys: which keys are observed by whom, whether
+//! each is registered (KEYNOTIFY) on the current connection, the last delivered version
+//! (the ordering baseline), and the routing of notifications and connection events into
+//! each observer's queue. Pure bookkeeping under a mutex; the wire work (KEYNOTIFY, STOP,
+//! resynchronisation) is done by its callers in [`observe`](super).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use rumqttc::v5::mqttbytes::v5::Publish;
+use tracing::{debug, warn};
+
+use super::{KeyNotification, ObserverEvent, ObserverQueue};
+use crate::codec::{KeyEvent, Notification};
+use crate::hlc::{Clock, Hlc};
+
+/// What the registry knows of one observed key.
+struct KeyState {
+    observers: Vec<Arc<ObserverQueue>>,
+    /// KEYNOTIFY accepted for this key on the current connection.
+    registered: bool,
+    /// A KEYNOTIFY was sent (it may have been applied even if its answer never came), so
+    /// a STOP is owed when the last observer goes.
+    stop_owed: bool,
+    /// The last resynchronisation of this key failed; observers were told.
+    degraded: bool,
+    last_version: Option<Hlc>,
+    /// The last known state: `Some(Set)` / `Some(Delete)`, `None` when unknown.
+    last_event: Option<KeyEvent>,
+}
+
+/// Every observed key of one client.
+pub(crate) struct Registry {
+    capacity: usize,
+    keys: Mutex<HashMap<Bytes, KeyState>>,
+    clock: Mutex<Option<Clock>>,
+    /// Serialise KEYNOTIFY / STOP / resync so that they never interleave for a key; striped
+    /// by key so that different keys register concurrently.
+    op_locks: Vec<tokio::sync::Mutex<()>>,
+}
+
+/// Stripes of the per-key operation lock.
+const OP_LOCK_STRIPES: usize = 64;
+
+impl Registry {
+    pub(crate) fn new(capacity: usize) -> Registry {
+        Registry {
+            capacity: capacity.max(1),
+            keys: Mutex::new(HashMap::new()),
+            clock: Mutex::new(None),
+            op_locks: (0..OP_LOCK_STRIPES)
+                .map(|_| tokio::sync::Mutex::new(()))
+                .collect(),
+        }
+    }
+
+    /// The lock that serialises registration work on `key`.
+    pub(crate) fn op_lock(&self, key: &[u8]) -> &tokio::sync::Mutex<()> {
+        use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+        let hash = BuildHasherDefault::<DefaultHasher>::default().hash_one(key);
+        &self.op_locks[(hash % OP_LOCK_STRIPES as u64) as usize]
+    }
+
+    fn keys(&self) -> std::sync::MutexGuard<'_, HashMap<Bytes, KeyState>> {
+        self.keys.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The clock notification versions are merged into.
+    pub(crate) fn set_clock(&self, clock: Clock) {
+        *self.clock.lock().unwrap_or_else(|e| e.into_inner()) = Some(clock);
+    }
+
+    /// Adds an observer of `key`; `true` in the second place when the key still needs its
+    /// KEYNOTIFY.
+    pub(crate) fn add(&self, key: &Bytes) -> (Arc<ObserverQueue>, bool) {
+        let queue = Arc::new(ObserverQueue::new(self.capacity));
+        let mut keys = self.keys();
+        let state = keys.entry(key.clone()).or_insert_with(|| KeyState {
+            observers: Vec::new(),
+            registered: false,
+            stop_owed: false,
+            degraded: false,
+            last_version: None,
+            last_event: None,
+        });
+        state.observers.push(Arc::clone(&queue));
+        (queue, !state.registered)
+    }
+
+    /// Records that a KEYNOTIFY for `key` is about to be sent: from now on a STOP is owed.
+    pub(crate) fn stop_owed(&self, key: &Bytes) {
+        if let Some(state) = self.keys().get_mut(key) {
+            state.stop_owed = true;
+        }
+    }
+
+    /// Records that KEYNOTIFY was accepted, with the key's state read right after it.
+    /// Observers that were told the key was degraded are told it is restored.
+    pub(crate) fn registered(&self, key: &Bytes, current: Option<(Bytes, Option<Hlc>)>) {
+        if let Some(state) = self.keys().get_mut(key) {
+            state.registered = true;
+            if std::mem::take(&mut state.degraded) {
+                for q in &state.observers {
+                    q.push(ObserverEvent::Restored);
+                }
+            }
+            if state.last_event.is_none() {
+                match current {
+                    Some((value, version)) => {
+                        state.last_event = Some(KeyEvent::Set(value));
+                        state.last_version = version;
+                    }
+                    None => state.last_event = Some(KeyEvent::Delete),
+                }
+            }
+        }
+    }
+
+    /// Removes one observer; `true` when it was the key's last.
+    pub(crate) fn remove(&self, key: &Bytes, queue: &Arc<ObserverQueue>) -> bool {
+        let mut keys = self.keys();
+        let Some(state) = keys.get_mut(key) else {
+            return false;
+        };
+        state.observers.retain(|q| !Arc::ptr_eq(q, queue));
+        state.observers.is_empty()
+    }
+
+    /// Forgets a key with no observers left; `true` if it was registered with the service
+    /// (so a STOP is owed).
+    pub(crate) fn forget_if_unobserved(&self, key: &Bytes) -> bool {
+        let mut keys = self.keys();
+        match keys.get(key) {
+            Some(state) if state.observers.is_empty() => keys
+                .remove(key)
+                .is_some_and(|s| s.registered || s.stop_owed),
+            _ => false,
+        }
+    }
+
+    /// Observed keys (for resynchronisation), marked as needing KEYNOTIFY again.
+    pub(crate) fn unregister_all(&self) -> Vec<Bytes> {
+        let mut keys = self.keys();
+        keys.iter_mut()
+            .filter(|(_, s)| !s.observers.is_empty())
+            .map(|(k, s)| {
+                s.registered = false;
+                k.clone()
+            })
+            .collect()
+    }
+
+    /// Tells the observers of `key` that it could not be re-registered after a reconnection
+    /// (once, until it is restored): changes are not seen meanwhile.
+    pub(crate) fn degraded(&self, key: &Bytes, reason: &str) {
+        if let Some(state) = self.keys().get_mut(key)
+            && !std::mem::replace(&mut state.degraded, true)
+        {
+            for q in &state.observers {
+                q.push(ObserverEvent::Degraded {
+                    reason: reason.to_owned(),
+                });
+            }
+        }
+    }
+
+    /// Observed keys not registered on the current connection (to retry).
+    pub(crate) fn unregistered(&self) -> Vec<Bytes> {
+        self.keys()
+            .iter()
+            .filter(|(_, s)| !s.observers.is_empty() && !s.registered)
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
+    /// Whether any key is observed.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.keys().is_empty()
+    }
+
+    /// Ends every observer's stream (the client closed).
+    pub(crate) fn close_all(&self) {
+        for state in self.keys().values() {
+            for q in &state.observers {
+                q.close();
+            }
+        }
+    }
+
+    /// Delivers a change to the key's observers unless it is not newer than the last one.
+    fn deliver(&self, key: &Bytes, event: KeyEvent, version: Option<Hlc>, resync: bool) {
+        let mut keys = self.keys();
+        let Some(state) = keys.get_mut(key) else {
+            return;
+        };
+        if let (Some(v), Some(last)) = (&version, &state.last_version)
+            && v.cmp_time(last).is_le()
+        {
+            debug!(version = %v, last = %last, "dropped a duplicate or late notification");
+            return;
+        }
+        if version.is_some() {
+            state.last_version.clone_from(&version);
+        }
+        state.last_event = Some(event.clone());
+        let n = KeyNotification {
+            key: key.clone(),
+            event,
+            version,
+            resync,
+            dropped_before: 0,
+        };
+        for q in &state.observers {
+            q.push(ObserverEvent::Change(n.clone()));
+        }
+    }
+
+    /// After a reconnection: compares the key's current state (from a GET) with the last
+    /// known one, and delivers a resync notification when they differ.
+    pub(crate) fn resync(&self, key: &Bytes, current: Option<(Bytes, Option<Hlc>)>) {
+        let changed = {
+            let keys = self.keys();
+            let Some(state) = keys.get(key) else {
+                return;
+            };
+            match (&current, &state.last_event) {
+                (Some((value, version)), Some(KeyEvent::Set(last))) => {
+                    value != last || (version.is_some() && *version != state.last_version)
+                }
+                (Some(_), _) => true,
+                (None, Some(KeyEvent::Delete)) => false,
+                (None, _) => true,
+            }
+        };
+        if changed {
+            match current {
+                Some((value, version)) => self.deliver(key, KeyEvent::Set(value), version, true),
+                None => self.deliver(key, KeyEvent::Delete, None, true),
+            }
+        }
+    }
+
+    /// Routes one received notification (called by the event loop).
+    pub(crate) fn dispatch(&self, client_id: &str, publish: Publish) {
+        let topic = match std::str::from_utf8(&publish.topic) {
+            Ok(t) => t,
+            Err(_) => return warn!("skipped a notification whose topic is not UTF-8"),
+        };
+        let n = match Notification::decode(topic, &publish.payload) {
+            Ok(n) => n,
+            Err(e) => return warn!(%topic, error = %e, "skipped a malformed notification"),
+        };
+        if n.client_id != client_id {
+            return warn!(%topic, "skipped a notification addressed to another client");
+        }
+        let version = publish
+            .properties
+            .as_ref()
+            .and_then(|p| p.user_properties.iter().find(|(k, _)| k == crate::envelope::property::TIMESTAMP))
+            .map(|(_, v)| Hlc::parse(v));
+        let version = match version {
+            Some(Ok(v)) => Some(v),
+            Some(Err(e)) => {
+                return warn!(%topic, error = %e, "skipped a notification with a malformed __ts");
+            }
+            None => None,
+        };
+        // A version the clock refuses (far in the future, an exhausted counter) is forged
+        // or broken: delivering it would make it the ordering baseline and hide every
+        // genuine change after it.
+        if let Some(v) = &version
+            && let Some(clock) = self
+                .clock
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_ref()
+            && let Err(e) = clock.receive(v)
+        {
+            return warn!(%topic, error = %e, "skipped a notification whose __ts the clock refuses");
+        }
+        self.deliver(&n.key, n.event, version, false);
+    }
+}
+

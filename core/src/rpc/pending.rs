@@ -1,0 +1,153 @@
+//! The requests waiting for their response, by correlation id: completed by the event
+//! loop, failed together when their MQTT session is lost, removed by their caller when it
+//! stops waiting.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use rumqttc::v5::mqttbytes::v5::Publish;
+use tokio::sync::oneshot;
+
+use super::CorrelationId;
+use crate::error::Error;
+
+/// What a waiting request receives.
+pub(crate) type Outcome = Result<Publish, Error>;
+
+struct Slot {
+    tx: oneshot::Sender<Outcome>,
+    session: u64,
+}
+
+/// Hashes a correlation id by its first eight bytes: they are random already, so no
+/// mixing is needed (and SipHash's cost is spared on every request and response).
+#[derive(Default)]
+pub(crate) struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8).take(1) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.0 ^= u64::from_le_bytes(word);
+        }
+    }
+
+    fn write_usize(&mut self, _len: usize) {
+        // The array's length prefix carries no information.
+    }
+}
+
+type IdMap<V> = HashMap<CorrelationId, V, std::hash::BuildHasherDefault<IdHasher>>;
+
+/// Requests waiting for their response, by correlation id.
+#[derive(Default)]
+pub(crate) struct PendingMap {
+    slots: Mutex<IdMap<Slot>>,
+}
+
+impl PendingMap {
+    fn lock(&self) -> std::sync::MutexGuard<'_, IdMap<Slot>> {
+        self.slots.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Registers a request sent in MQTT session `session`.
+    pub(crate) fn insert(&self, id: CorrelationId, session: u64) -> oneshot::Receiver<Outcome> {
+        let (tx, rx) = oneshot::channel();
+        self.lock().insert(id, Slot { tx, session });
+        rx
+    }
+
+    /// Hands a response to its request. `false` when nobody waits for it (unknown, late or
+    /// duplicate correlation data): the caller drops it.
+    pub(crate) fn complete(&self, correlation: &[u8], publish: Publish) -> bool {
+        let Ok(id) = CorrelationId::try_from(correlation) else {
+            return false;
+        };
+        let slot = self.lock().remove(&id);
+        match slot {
+            Some(slot) => slot.tx.send(Ok(publish)).is_ok(),
+            None => false,
+        }
+    }
+
+    /// Forgets a request (timed out or cancelled).
+    pub(crate) fn remove(&self, id: &CorrelationId) {
+        self.lock().remove(id);
+    }
+
+    /// Fails every request sent in a session older than `session` (that session is gone, and
+    /// with it the requests and responses it held).
+    pub(crate) fn fail_sessions_before(&self, session: u64, error: &Error) -> usize {
+        let failed: Vec<Slot> = self
+            .lock()
+            .extract_if(|_, slot| slot.session < session)
+            .map(|(_, slot)| slot)
+            .collect();
+        let n = failed.len();
+        for slot in failed {
+            let _ = slot.tx.send(Err(error.clone()));
+        }
+        n
+    }
+
+    /// Fails every request.
+    pub(crate) fn fail_all(&self, error: &Error) -> usize {
+        self.fail_sessions_before(u64::MAX, error)
+    }
+
+    /// Requests waiting.
+    pub(crate) fn len(&self) -> usize {
+        self.lock().len()
+    }
+}
+
+/// Removes a request from the map if its caller stops waiting (timeout or drop of the
+/// future), so abandoned requests leave nothing behind.
+pub(crate) struct PendingGuard<'a> {
+    pub(crate) map: &'a PendingMap,
+    pub(crate) id: CorrelationId,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        self.map.remove(&self.id);
+    }
+}
+
+
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorKind;
+    use crate::rpc::wire::tests::response;
+
+    #[test]
+    fn pending_map_fails_old_sessions_only() {
+        let map = PendingMap::default();
+        let mut old = map.insert([1; 16], 1);
+        let mut new = map.insert([2; 16], 2);
+        let err = Error::new(ErrorKind::ConnectionLost, "gone");
+        assert_eq!(map.fail_sessions_before(2, &err), 1);
+        assert_eq!(
+            old.try_recv().unwrap().unwrap_err().kind(),
+            ErrorKind::ConnectionLost
+        );
+        assert!(new.try_recv().is_err());
+        assert!(
+            !map.complete(&[1; 16], response(&[], b"")),
+            "late response is dropped"
+        );
+        assert!(map.complete(&[2; 16], response(&[], b"")));
+        assert!(
+            !map.complete(&[2; 16], response(&[], b"")),
+            "duplicate is dropped"
+        );
+        assert_eq!(map.len(), 0);
+    }
+}
