@@ -75,6 +75,38 @@ enum mqstate_status
    */
   MQSTATE_STATUS_CLOSED = 9,
   /**
+   * `not_held`: the lock (or leadership) is not held.
+   */
+  MQSTATE_STATUS_NOT_HELD = 10,
+  /**
+   * `cancelled`: the call was cancelled by its caller.
+   */
+  MQSTATE_STATUS_CANCELLED = 11,
+  /**
+   * `unsupported`: the operation is not supported here.
+   */
+  MQSTATE_STATUS_UNSUPPORTED = 12,
+  /**
+   * `callback`: a user callback failed.
+   */
+  MQSTATE_STATUS_CALLBACK = 13,
+  /**
+   * `connect_refused`: the connection was refused; retry later.
+   */
+  MQSTATE_STATUS_CONNECT_REFUSED = 14,
+  /**
+   * `connect_timeout`: the connection attempt timed out; retry later.
+   */
+  MQSTATE_STATUS_CONNECT_TIMEOUT = 15,
+  /**
+   * `connect_unauthorized`: the broker refused the credentials.
+   */
+  MQSTATE_STATUS_CONNECT_UNAUTHORIZED = 16,
+  /**
+   * `tls`: the TLS handshake failed.
+   */
+  MQSTATE_STATUS_TLS = 17,
+  /**
    * Store error `timestamp_skew`.
    */
   MQSTATE_STATUS_TIMESTAMP_SKEW = 100,

@@ -1,9 +1,11 @@
 //! The status every C function returns, its fixed numbering, the thread-local last error
 //! message, and the panic boundary that wraps every `extern "C"` body.
 //!
-//! The numbers are part of the ABI: they are allocated once and never renumbered. Core kinds
-//! that are not store errors take 1–9, the thirteen store error kinds take 100–112 in
-//! [`StoreErrorKind::ALL`] order, and conditions that only the C layer knows take 200 and up.
+//! The numbers are part of the ABI and come from the core's one error table
+//! (`mqstate::ERROR_TABLE`): kinds that are not store errors take 1–99, the thirteen store
+//! error kinds take 100–112 in [`StoreErrorKind::ALL`] order, and conditions that only the C
+//! layer knows take 200 and up. The enum must be literal for cbindgen; a test ties every
+//! variant to its row of the core table.
 
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -43,6 +45,22 @@ pub enum mqstate_status {
     ConnectFailed = 8,
     /// `closed` (reserved for the client API).
     Closed = 9,
+    /// `not_held`: the lock (or leadership) is not held.
+    NotHeld = 10,
+    /// `cancelled`: the call was cancelled by its caller.
+    Cancelled = 11,
+    /// `unsupported`: the operation is not supported here.
+    Unsupported = 12,
+    /// `callback`: a user callback failed.
+    Callback = 13,
+    /// `connect_refused`: the connection was refused; retry later.
+    ConnectRefused = 14,
+    /// `connect_timeout`: the connection attempt timed out; retry later.
+    ConnectTimeout = 15,
+    /// `connect_unauthorized`: the broker refused the credentials.
+    ConnectUnauthorized = 16,
+    /// `tls`: the TLS handshake failed.
+    Tls = 17,
     /// Store error `timestamp_skew`.
     TimestampSkew = 100,
     /// Store error `fencing_token_required`.
@@ -79,7 +97,7 @@ pub enum mqstate_status {
 }
 
 /// Every status, in numeric order (for tables and tests).
-pub(crate) const ALL_STATUSES: [mqstate_status; 26] = {
+pub(crate) const ALL_STATUSES: [mqstate_status; 34] = {
     use mqstate_status::*;
     [
         Ok,
@@ -92,6 +110,14 @@ pub(crate) const ALL_STATUSES: [mqstate_status; 26] = {
         ConnectionLost,
         ConnectFailed,
         Closed,
+        NotHeld,
+        Cancelled,
+        Unsupported,
+        Callback,
+        ConnectRefused,
+        ConnectTimeout,
+        ConnectUnauthorized,
+        Tls,
         TimestampSkew,
         FencingTokenRequired,
         FencingTokenSkew,
@@ -133,22 +159,14 @@ impl mqstate_status {
         }
     }
 
-    /// The status of a core error kind.
+    /// The status of a core error kind: the variant whose number is the kind's number in
+    /// the core's table.
     pub(crate) fn of_kind(kind: ErrorKind) -> mqstate_status {
-        use mqstate_status as S;
-        match kind {
-            ErrorKind::InvalidArgument => S::InvalidArgument,
-            ErrorKind::Malformed => S::Malformed,
-            ErrorKind::ClockDrift => S::ClockDrift,
-            ErrorKind::ClockOverflow => S::ClockOverflow,
-            ErrorKind::Store(store) => mqstate_status::of_store(store),
-            ErrorKind::Rpc(_) => S::RpcError,
-            ErrorKind::Timeout => S::Timeout,
-            ErrorKind::ConnectionLost => S::ConnectionLost,
-            ErrorKind::Connect => S::ConnectFailed,
-            ErrorKind::Closed => S::Closed,
-            _ => S::Internal,
-        }
+        let number = kind.number();
+        ALL_STATUSES
+            .into_iter()
+            .find(|s| *s as u32 == number)
+            .unwrap_or(mqstate_status::Internal)
     }
 
     /// The stable name: the core's `ErrorKind::code()` for core kinds, `ok` for success,
@@ -166,6 +184,14 @@ impl mqstate_status {
             S::ConnectionLost => "connection_lost\0",
             S::ConnectFailed => "connect_failed\0",
             S::Closed => "closed\0",
+            S::NotHeld => "not_held\0",
+            S::Cancelled => "cancelled\0",
+            S::Unsupported => "unsupported\0",
+            S::Callback => "callback\0",
+            S::ConnectRefused => "connect_refused\0",
+            S::ConnectTimeout => "connect_timeout\0",
+            S::ConnectUnauthorized => "connect_unauthorized\0",
+            S::Tls => "tls\0",
             S::TimestampSkew => "timestamp_skew\0",
             S::FencingTokenRequired => "fencing_token_required\0",
             S::FencingTokenSkew => "fencing_token_skew\0",
@@ -316,7 +342,29 @@ mod tests {
             assert_eq!(name_of(status as u32), kind.code(), "{kind:?}");
             seen.insert(status as u32);
         }
-        assert_eq!(seen.len(), ErrorKind::all().count() + 1);
+        assert_eq!(seen.len(), ErrorKind::all().count());
+    }
+
+    #[test]
+    fn every_status_below_200_is_a_row_of_the_core_table() {
+        for status in ALL_STATUSES {
+            let n = status as u32;
+            if n == 0 || n >= 200 {
+                continue;
+            }
+            let row = mqstate::ERROR_TABLE
+                .iter()
+                .find(|r| r.number == n)
+                .unwrap_or_else(|| panic!("status {n} has no row in the core table"));
+            assert_eq!(name_of(n), row.code);
+        }
+        assert_eq!(
+            ALL_STATUSES
+                .iter()
+                .filter(|s| (1..200).contains(&(**s as u32)))
+                .count(),
+            mqstate::ERROR_TABLE.len()
+        );
     }
 
     #[test]
@@ -329,7 +377,7 @@ mod tests {
     #[test]
     fn numbers_are_fixed() {
         let numbers: Vec<u32> = ALL_STATUSES.iter().map(|s| *s as u32).collect();
-        let mut want: Vec<u32> = (0..=9).chain(100..=112).collect();
+        let mut want: Vec<u32> = (0..=17).chain(100..=112).collect();
         want.extend([200, 254, 255]);
         assert_eq!(numbers, want);
         assert_eq!(name_of(9999), "unknown_status");

@@ -80,9 +80,7 @@ fn build(
 /// (`rpc_error` included).
 #[napi(js_name = "errorCodes")]
 pub fn error_codes() -> Vec<&'static str> {
-    let mut codes: Vec<&'static str> = ErrorKind::all().map(ErrorKind::code).collect();
-    codes.push(ErrorKind::Rpc(0).code());
-    codes
+    ErrorKind::all().map(ErrorKind::code).collect()
 }
 
 /// Every store error kind a JS caller can see in `err.storeKind` and in a decoded

@@ -57,10 +57,7 @@ fn fallback(py: Python<'_>, err: &Error, cause: PyErr) -> PyErr {
 /// The Python test suite checks that each has its own exception class.
 #[pyfunction]
 fn error_codes(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
-    let codes: Vec<&'static str> = ErrorKind::all()
-        .map(ErrorKind::code)
-        .chain([ErrorKind::Rpc(0).code()])
-        .collect();
+    let codes: Vec<&'static str> = ErrorKind::all().map(ErrorKind::code).collect();
     PyList::new(py, codes)
 }
 

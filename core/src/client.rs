@@ -388,7 +388,12 @@ impl Client {
         };
         self.shared.observers.stop_owed(key);
         self.request(notify, None, false, timeout).await?;
-        let current = self.get_with(key, GetOptions { timeout: Some(timeout) });
+        let current = self.get_with(
+            key,
+            GetOptions {
+                timeout: Some(timeout),
+            },
+        );
         Ok(current.await?.map(|v| (v.value, v.version)))
     }
 

@@ -36,6 +36,8 @@ pub mod hlc;
 pub mod topics;
 
 #[cfg(feature = "client")]
+pub mod bridge;
+#[cfg(feature = "client")]
 mod client;
 #[cfg(feature = "client")]
 mod connection;
@@ -68,5 +70,5 @@ pub use observe::{KeyNotification, Observer, ObserverEvent};
 #[cfg(feature = "client")]
 pub use settings::{
     ConnectionSettings, MQTT_MAX_PACKET_SIZE, SETTINGS, SettingInfo, SettingType, TlsSettings,
-    setting_info,
+    parse_bool, parse_count, parse_duration, setting_info,
 };

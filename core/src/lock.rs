@@ -267,7 +267,7 @@ impl Lock {
     }
 
     /// Options for a SET fenced with the current token; fails with
-    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) when not held.
+    /// [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld) when not held.
     pub fn set_options(&self) -> Result<SetOptions, Error> {
         Ok(SetOptions {
             fencing_token: Some(self.require_token()?),
@@ -276,7 +276,7 @@ impl Lock {
     }
 
     /// Options for a DEL or VDEL fenced with the current token; fails with
-    /// [`ErrorKind::InvalidArgument`](crate::ErrorKind::InvalidArgument) when not held.
+    /// [`ErrorKind::NotHeld`](crate::ErrorKind::NotHeld) when not held.
     pub fn del_options(&self) -> Result<DelOptions, Error> {
         Ok(DelOptions {
             fencing_token: Some(self.require_token()?),
@@ -286,10 +286,10 @@ impl Lock {
 
     fn require_token(&self) -> Result<Hlc, Error> {
         self.fencing_token().ok_or_else(|| {
-            Error::invalid_argument(format!(
-                "the lock {} is not held",
-                self.inner.key.escape_ascii()
-            ))
+            Error::new(
+                crate::ErrorKind::NotHeld,
+                format!("the lock {} is not held", self.inner.key.escape_ascii()),
+            )
         })
     }
 

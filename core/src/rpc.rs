@@ -39,7 +39,6 @@ pub(crate) fn new_correlation_id() -> CorrelationId {
     id
 }
 
-
 impl Client {
     /// One request/response exchange: wait for the connection, stamp, send, wait, read.
     pub(crate) async fn request(

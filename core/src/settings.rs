@@ -172,9 +172,7 @@ impl ConnectionSettings {
             let (name, value) = pair
                 .split_once('=')
                 .ok_or_else(|| bad("query item without '='"))?;
-            settings
-                .set(name, value)
-                .map_err(|e| bad(e.message()))?;
+            settings.set(name, value).map_err(|e| bad(e.message()))?;
         }
         Ok(settings)
     }

@@ -194,7 +194,7 @@ async fn arguments_are_checked_before_sending() {
     let err = Client::connect(ConnectionSettings::new("127.0.0.1", port))
         .await
         .unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::Connect, "{err}");
+    assert_eq!(err.kind(), ErrorKind::ConnectRefused, "{err:?}");
     client.shutdown().await;
 }
 

@@ -180,7 +180,7 @@ async fn unreadable_credentials_and_tls_settings_are_clear_errors() {
     let mut settings = env.settings("creds");
     settings.password_file = Some("/nonexistent/mqstate-password".into());
     let err = Client::connect(settings).await.unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::Connect);
+    assert!(err.kind().is_connect(), "{err:?}");
     assert!(
         err.message().contains("/nonexistent/mqstate-password"),
         "{err}"

@@ -255,11 +255,8 @@ async fn options_sessions_and_argument_checks() {
     assert_eq!(plain.holder_id(), client.client_id());
 
     let not_held = s1.set_options().unwrap_err();
-    assert_eq!(not_held.kind(), ErrorKind::InvalidArgument);
-    assert_eq!(
-        s1.del_options().unwrap_err().kind(),
-        ErrorKind::InvalidArgument
-    );
+    assert_eq!(not_held.kind(), ErrorKind::NotHeld);
+    assert_eq!(s1.del_options().unwrap_err().kind(), ErrorKind::NotHeld);
     let zero = s1.try_acquire(Duration::ZERO).await.unwrap_err();
     assert_eq!(zero.kind(), ErrorKind::InvalidArgument);
     assert!(Lock::new(&client, "").is_err());

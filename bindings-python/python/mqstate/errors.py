@@ -17,7 +17,15 @@ never from the message text::
     ├── MqstateTimeoutError(TimeoutError)   timeout
     ├── ConnectionLostError(ConnectionError) connection_lost
     ├── ConnectError(ConnectionError)       connect_failed
-    └── ClosedError                         closed
+    │   ├── ConnectRefusedError             connect_refused (retry later)
+    │   ├── ConnectTimeoutError(TimeoutError) connect_timeout (retry later)
+    │   ├── ConnectUnauthorizedError(PermissionError) connect_unauthorized (fix credentials)
+    │   └── TlsError                        tls (fix the TLS settings)
+    ├── ClosedError                         closed
+    ├── NotHeldError                        not_held
+    ├── CallCancelledError                  cancelled
+    ├── UnsupportedError                    unsupported
+    └── CallbackError                       callback
 
 A code this version does not know (a newer core) raises a plain :class:`MqstateError`
 whose ``code`` is that code.
@@ -52,7 +60,15 @@ __all__ = [
     "MqstateTimeoutError",
     "ConnectionLostError",
     "ConnectError",
+    "ConnectRefusedError",
+    "ConnectTimeoutError",
+    "ConnectUnauthorizedError",
+    "TlsError",
     "ClosedError",
+    "NotHeldError",
+    "CallCancelledError",
+    "UnsupportedError",
+    "CallbackError",
     "error_class",
 ]
 
@@ -226,10 +242,58 @@ class ConnectError(MqstateError, ConnectionError):
     code = "connect_failed"
 
 
+class ConnectRefusedError(ConnectError):
+    """The connection was refused (nobody listening, broker unavailable); retry later."""
+
+    code = "connect_refused"
+
+
+class ConnectTimeoutError(ConnectError, TimeoutError):
+    """The connection attempt timed out; retry later."""
+
+    code = "connect_timeout"
+
+
+class ConnectUnauthorizedError(ConnectError, PermissionError):
+    """The broker refused the credentials; fix them before retrying."""
+
+    code = "connect_unauthorized"
+
+
+class TlsError(ConnectError):
+    """The TLS handshake failed; fix the TLS settings."""
+
+    code = "tls"
+
+
 class ClosedError(MqstateError):
     """The client or object was closed."""
 
     code = "closed"
+
+
+class NotHeldError(MqstateError):
+    """The lock (or leadership) is not held."""
+
+    code = "not_held"
+
+
+class CallCancelledError(MqstateError):
+    """The call was cancelled by its caller."""
+
+    code = "cancelled"
+
+
+class UnsupportedError(MqstateError):
+    """The operation is not supported here."""
+
+    code = "unsupported"
+
+
+class CallbackError(MqstateError):
+    """A user callback failed."""
+
+    code = "callback"
 
 
 _BY_CODE: Dict[str, Type[MqstateError]] = {
@@ -256,7 +320,15 @@ _BY_CODE: Dict[str, Type[MqstateError]] = {
         MqstateTimeoutError,
         ConnectionLostError,
         ConnectError,
+        ConnectRefusedError,
+        ConnectTimeoutError,
+        ConnectUnauthorizedError,
+        TlsError,
         ClosedError,
+        NotHeldError,
+        CallCancelledError,
+        UnsupportedError,
+        CallbackError,
     )
 }
 

@@ -167,9 +167,8 @@ impl Shared {
             }
         }
         let mut link = self.link.subscribe();
-        let wait = link.wait_for(|l| {
-            l.closed || l.acked.contains(filter) || l.refused.contains_key(filter)
-        });
+        let wait = link
+            .wait_for(|l| l.closed || l.acked.contains(filter) || l.refused.contains_key(filter));
         match tokio::time::timeout(timeout, wait).await {
             Ok(Ok(l)) if l.closed => Err(Error::new(ErrorKind::Closed, "the client is closed")),
             Ok(Ok(l)) => match l.refused.get(filter) {

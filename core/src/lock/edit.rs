@@ -8,6 +8,7 @@
 //! have been applied and repeating a read-modify-write could apply it twice; that error is
 //! returned as is.
 
+use std::future::Future;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -68,6 +69,27 @@ impl Lock {
     where
         F: FnMut(Option<&Versioned>) -> Edit,
     {
+        self.edit_with(protected_key, lease, timeout, |previous| {
+            std::future::ready(Ok(decide(previous.as_ref())))
+        })
+        .await
+    }
+
+    /// [`Lock::edit`] with an asynchronous, fallible `decide` (what bindings use: a Python
+    /// coroutine, a JavaScript async function, a C callback that may fail). An error from
+    /// `decide` ends the edit at once (the lock is released, nothing is written) and is
+    /// returned unchanged, so a binding's own error object comes back to its caller.
+    pub async fn edit_with<F, Fut>(
+        &self,
+        protected_key: impl AsRef<[u8]>,
+        lease: Duration,
+        timeout: Duration,
+        mut decide: F,
+    ) -> Result<EditOutcome, Error>
+    where
+        F: FnMut(Option<Versioned>) -> Fut,
+        Fut: Future<Output = Result<Edit, Error>>,
+    {
         let key = protected_key.as_ref();
         let deadline = Instant::now() + timeout;
         let mut attempts = 0;
@@ -98,7 +120,7 @@ impl Lock {
     }
 
     /// Read, decide, write once with `token`.
-    async fn edit_once<F>(
+    async fn edit_once<F, Fut>(
         &self,
         key: &[u8],
         token: Hlc,
@@ -106,10 +128,11 @@ impl Lock {
         decide: &mut F,
     ) -> Result<Attempt, Error>
     where
-        F: FnMut(Option<&Versioned>) -> Edit,
+        F: FnMut(Option<Versioned>) -> Fut,
+        Fut: Future<Output = Result<Edit, Error>>,
     {
         let previous = self.client().get(key).await?;
-        let edit = decide(previous.as_ref());
+        let edit = decide(previous.clone()).await?;
         if !self.is_held() {
             return Ok(Attempt::Retry("the lease ran out before the write"));
         }

@@ -55,6 +55,11 @@ impl Registry {
         }
     }
 
+    /// The number of events buffered per observer.
+    pub(crate) fn capacity(&self) -> usize {
+        self.capacity
+    }
+
     /// The lock that serialises registration work on `key`.
     pub(crate) fn op_lock(&self, key: &[u8]) -> &tokio::sync::Mutex<()> {
         use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
@@ -257,7 +262,11 @@ impl Registry {
         let version = publish
             .properties
             .as_ref()
-            .and_then(|p| p.user_properties.iter().find(|(k, _)| k == crate::envelope::property::TIMESTAMP))
+            .and_then(|p| {
+                p.user_properties
+                    .iter()
+                    .find(|(k, _)| k == crate::envelope::property::TIMESTAMP)
+            })
             .map(|(_, v)| Hlc::parse(v));
         let version = match version {
             Some(Ok(v)) => Some(v),
@@ -282,4 +291,3 @@ impl Registry {
         self.deliver(&n.key, n.event, version, false);
     }
 }
-

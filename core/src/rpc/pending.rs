@@ -119,8 +119,6 @@ impl Drop for PendingGuard<'_> {
     }
 }
 
-
-
 #[cfg(test)]
 mod tests {
     use super::*;

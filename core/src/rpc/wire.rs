@@ -38,7 +38,10 @@ impl Envelope<'_> {
         }
         user.push((property::SOURCE_ID.to_owned(), self.client_id.to_owned()));
         user.push((property::TIMESTAMP.to_owned(), self.timestamp.to_text()));
-        user.push((property::PROTOCOL_VERSION.to_owned(), PROTOCOL_VERSION.to_owned()));
+        user.push((
+            property::PROTOCOL_VERSION.to_owned(),
+            PROTOCOL_VERSION.to_owned(),
+        ));
         user.push((property::PARTITION.to_owned(), self.client_id.to_owned()));
         user.push((property::HIGH_PRIORITY.to_owned(), String::new()));
         PublishProperties {
@@ -108,15 +111,17 @@ pub(crate) fn read_reply(publish: &Publish, verb: Verb) -> Result<Reply, Error> 
     {
         return Err(Error::malformed(format!("response content type {ct:?}")));
     }
-    let status =
-        property(props, property::STATUS).ok_or_else(|| Error::malformed("response without __stat"))?;
+    let status = property(props, property::STATUS)
+        .ok_or_else(|| Error::malformed("response without __stat"))?;
     let status: u16 = status
         .parse()
         .map_err(|_| Error::malformed(format!("response status {status:?} is not a number")))?;
     if status != 200 && status != 204 {
         return Err(rpc_error(status, props));
     }
-    let version = property(props, property::TIMESTAMP).map(Hlc::parse).transpose()?;
+    let version = property(props, property::TIMESTAMP)
+        .map(Hlc::parse)
+        .transpose()?;
     let response = Response::decode_for(verb, &publish.payload)?;
     Ok(Reply { response, version })
 }
@@ -134,7 +139,6 @@ fn rpc_error(status: u16, props: &PublishProperties) -> Error {
         request_protocol_version: text(property::REQUEST_PROTOCOL_VERSION),
     })
 }
-
 
 #[cfg(test)]
 pub(crate) mod tests {
@@ -195,5 +199,4 @@ pub(crate) mod tests {
             ErrorKind::Malformed
         );
     }
-
 }

@@ -225,7 +225,12 @@ mod tests {
                 SettingType::Duration => "1.5s",
             };
             let mut s = ConnectionSettings::default();
-            assert_eq!(s.set(row.name, sample).is_ok(), !row.client_side, "{}", row.name);
+            assert_eq!(
+                s.set(row.name, sample).is_ok(),
+                !row.client_side,
+                "{}",
+                row.name
+            );
         }
         let err = ConnectionSettings::default().set("hots", "x").unwrap_err();
         assert!(err.message().contains("known: host"), "{err}");
@@ -233,8 +238,14 @@ mod tests {
 
     #[test]
     fn values_parse_one_way_everywhere() {
-        assert_eq!(parse_duration("t", "250ms").unwrap(), Duration::from_millis(250));
-        assert_eq!(parse_duration("t", "1.5").unwrap(), Duration::from_millis(1500));
+        assert_eq!(
+            parse_duration("t", "250ms").unwrap(),
+            Duration::from_millis(250)
+        );
+        assert_eq!(
+            parse_duration("t", "1.5").unwrap(),
+            Duration::from_millis(1500)
+        );
         assert_eq!(parse_duration("t", "2m").unwrap(), Duration::from_secs(120));
         for bad in ["", "-1", "soon", "nan", "1e400"] {
             assert!(parse_duration("t", bad).is_err(), "{bad}");

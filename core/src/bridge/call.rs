@@ -1,0 +1,289 @@
+//! [`Call`]: the one pending-call type every binding-facing method returns.
+//!
+//! A call starts at once, on the runtime of the store it belongs to, whether or not anyone
+//! waits for it. Its result can then be taken exactly one way:
+//!
+//! - **awaited**: `Call<T>` is a `Future`, usable from any executor (napi's, asyncio's bridge,
+//!   Kotlin's coroutines through uniffi);
+//! - **waited for** from a plain thread: [`Call::wait`] / [`Call::wait_slice`] (refused
+//!   with [`ErrorKind::Unsupported`] on a runtime thread, where it could deadlock);
+//! - **delivered** to a callback: [`Call::on_complete`] (run on the runtime thread that
+//!   completes the call, or at once on the caller's thread if it is already complete).
+//!
+//! Any thread can cancel it ([`Call::cancel`], or a [`Canceller`] kept apart): the call then
+//! ends with [`ErrorKind::Cancelled`] at once, and its task drops the core future (which
+//! withdraws the request from the correlation engine) and ends. Dropping a `Call` does not
+//! cancel it: the work finishes and its result is discarded.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+use tokio::runtime::Handle;
+use tokio::sync::Notify;
+
+use super::runtime::{InFlight, on_runtime_thread};
+use crate::error::{Error, ErrorKind};
+
+type Callback<T> = Box<dyn FnOnce(Result<T, Error>) + Send>;
+
+enum State<T> {
+    Pending {
+        waker: Option<Waker>,
+        callback: Option<Callback<T>>,
+    },
+    Done(Result<T, Error>),
+    Taken,
+}
+
+struct Slot<T> {
+    state: Mutex<State<T>>,
+    done: Condvar,
+    cancel: Notify,
+}
+
+impl<T> Slot<T> {
+    fn lock(&self) -> MutexGuard<'_, State<T>> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Completes the call once; later completions are ignored.
+    fn complete(&self, result: Result<T, Error>) {
+        let mut state = self.lock();
+        let State::Pending { waker, callback } = &mut *state else {
+            return;
+        };
+        if let Some(callback) = callback.take() {
+            *state = State::Taken;
+            drop(state);
+            callback(result);
+            return;
+        }
+        let waker = waker.take();
+        *state = State::Done(result);
+        drop(state);
+        self.done.notify_all();
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+}
+
+/// Cancels a call from anywhere; cheap to clone, `Send + Sync`.
+#[derive(Clone)]
+pub struct Canceller(Arc<dyn Fn() + Send + Sync>);
+
+impl Canceller {
+    /// Cancels the call (no effect once it has completed).
+    pub fn cancel(&self) {
+        (self.0)()
+    }
+}
+
+impl std::fmt::Debug for Canceller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Canceller")
+    }
+}
+
+/// A call in flight (see the module documentation).
+pub struct Call<T> {
+    slot: Arc<Slot<T>>,
+}
+
+impl<T> std::fmt::Debug for Call<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Call")
+            .field("done", &!matches!(*self.slot.lock(), State::Pending { .. }))
+            .finish()
+    }
+}
+
+/// Completes the slot with an error if the task is dropped before it completed it (its
+/// runtime shut down), so that nobody waits forever.
+struct CompleteOnDrop<T>(Option<Arc<Slot<T>>>);
+
+impl<T> Drop for CompleteOnDrop<T> {
+    fn drop(&mut self) {
+        if let Some(slot) = self.0.take() {
+            slot.complete(Err(Error::new(
+                ErrorKind::Closed,
+                "the runtime running the call shut down",
+            )));
+        }
+    }
+}
+
+impl<T: Send + 'static> Call<T> {
+    fn new() -> Call<T> {
+        Call {
+            slot: Arc::new(Slot {
+                state: Mutex::new(State::Pending {
+                    waker: None,
+                    callback: None,
+                }),
+                done: Condvar::new(),
+                cancel: Notify::new(),
+            }),
+        }
+    }
+
+    /// Starts `work` on `runtime` as a call.
+    pub fn spawn<F>(runtime: &Handle, work: F) -> Call<T>
+    where
+        F: Future<Output = Result<T, Error>> + Send + 'static,
+    {
+        let call = Call::new();
+        let slot = Arc::clone(&call.slot);
+        let in_flight = InFlight::start();
+        runtime.spawn(async move {
+            let _in_flight = in_flight;
+            let mut guard = CompleteOnDrop(Some(Arc::clone(&slot)));
+            let result = tokio::select! {
+                biased;
+                () = slot.cancel.notified() => Err(Error::cancelled()),
+                result = work => result,
+            };
+            guard.0 = None;
+            slot.complete(result);
+        });
+        call
+    }
+
+    /// A call that is already complete (an argument refused before anything started).
+    pub fn ready(result: Result<T, Error>) -> Call<T> {
+        let call = Call::new();
+        call.slot.complete(result);
+        call
+    }
+
+    /// Cancels the call: it ends with [`ErrorKind::Cancelled`] at once (unless it already
+    /// completed) and its work is dropped.
+    pub fn cancel(&self) {
+        self.canceller().cancel();
+    }
+
+    /// A handle that cancels this call from any thread.
+    pub fn canceller(&self) -> Canceller {
+        let slot = Arc::clone(&self.slot);
+        Canceller(Arc::new(move || {
+            slot.complete(Err(Error::cancelled()));
+            slot.cancel.notify_one();
+        }))
+    }
+
+    /// Whether the call has completed (its result may have been taken already).
+    pub fn is_done(&self) -> bool {
+        !matches!(*self.slot.lock(), State::Pending { .. })
+    }
+
+    fn refuse_on_runtime() -> Result<(), Error> {
+        if on_runtime_thread() {
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                "a blocking wait on a runtime thread could deadlock: await the call instead",
+            ));
+        }
+        Ok(())
+    }
+
+    fn take(state: &mut State<T>) -> Option<Result<T, Error>> {
+        match std::mem::replace(state, State::Taken) {
+            State::Done(result) => Some(result),
+            State::Taken => Some(Err(Error::new(
+                ErrorKind::Unsupported,
+                "the call's result was already taken",
+            ))),
+            pending => {
+                *state = pending;
+                None
+            }
+        }
+    }
+
+    /// Waits up to `slice` for the result; `None` when it is not there yet (the call goes
+    /// on). Lets a host check for its own interrupts (Python's Ctrl-C) between slices.
+    pub fn wait_slice(&self, slice: Duration) -> Option<Result<T, Error>> {
+        if let Err(e) = Self::refuse_on_runtime() {
+            return Some(Err(e));
+        }
+        let deadline = Instant::now() + slice;
+        let mut state = self.slot.lock();
+        loop {
+            if let Some(result) = Self::take(&mut state) {
+                return Some(result);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return None;
+            }
+            state = self
+                .slot
+                .done
+                .wait_timeout(state, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
+    /// Blocks until the result is there. With a `timeout` that passes first, the call is
+    /// cancelled and the wait fails with [`ErrorKind::Timeout`].
+    pub fn wait(self, timeout: Option<Duration>) -> Result<T, Error> {
+        Self::refuse_on_runtime()?;
+        let Some(timeout) = timeout else {
+            let mut state = self.slot.lock();
+            loop {
+                if let Some(result) = Self::take(&mut state) {
+                    return result;
+                }
+                state = self
+                    .slot
+                    .done
+                    .wait(state)
+                    .unwrap_or_else(|e| e.into_inner());
+            }
+        };
+        match self.wait_slice(timeout) {
+            Some(result) => result,
+            None => {
+                self.cancel();
+                Err(Error::new(
+                    ErrorKind::Timeout,
+                    format!("the call did not complete within {timeout:?}"),
+                )
+                .with_may_have_applied())
+            }
+        }
+    }
+
+    /// Delivers the result to `callback` instead: on the runtime thread that completes the
+    /// call, or at once on this thread if it has already completed.
+    pub fn on_complete(self, callback: impl FnOnce(Result<T, Error>) + Send + 'static) {
+        let mut state = self.slot.lock();
+        match &mut *state {
+            State::Pending { callback: slot, .. } => *slot = Some(Box::new(callback)),
+            _ => {
+                let result = Self::take(&mut state).expect("not pending");
+                drop(state);
+                callback(result);
+            }
+        }
+    }
+}
+
+impl<T: Send + 'static> Future for Call<T> {
+    type Output = Result<T, Error>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut state = self.slot.lock();
+        if let Some(result) = Self::take(&mut state) {
+            return Poll::Ready(result);
+        }
+        if let State::Pending { waker, .. } = &mut *state {
+            *waker = Some(cx.waker().clone());
+        }
+        Poll::Pending
+    }
+}

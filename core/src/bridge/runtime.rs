@@ -1,0 +1,87 @@
+//! The runtime the library owns, for callers that have none (C, blocking Python, Kotlin),
+//! and the count of calls in flight, so that an interpreter or a process can wait for them
+//! to finish before it exits.
+//!
+//! The runtime is created lazily, on the first call that needs it (nothing runs before a
+//! first `connect`, which keeps `fork()` after loading the library safe), with two worker
+//! threads named `mqstate-worker`. It lives for the rest of the process.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use tokio::runtime::{Builder, Handle, Runtime};
+
+static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+static IDLE: (Mutex<()>, Condvar) = (Mutex::new(()), Condvar::new());
+
+/// The library's own runtime, created on first use.
+///
+/// # Panics
+/// If the operating system refuses to start its threads (then nothing could run anyway).
+pub fn shared_runtime() -> &'static Runtime {
+    RUNTIME.get_or_init(|| {
+        Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("mqstate-worker")
+            .enable_all()
+            .build()
+            .expect("the mqstate runtime's threads could not be started")
+    })
+}
+
+/// A handle of the library's own runtime.
+pub fn shared_handle() -> Handle {
+    shared_runtime().handle().clone()
+}
+
+/// Whether the calling thread is inside a tokio runtime (where blocking on a call could
+/// deadlock the very thread that must complete it).
+pub fn on_runtime_thread() -> bool {
+    Handle::try_current().is_ok()
+}
+
+/// Calls (and subscription deliveries) in flight now.
+pub fn in_flight() -> usize {
+    IN_FLIGHT.load(Ordering::SeqCst)
+}
+
+/// Blocks until no call is in flight or `timeout` passes; `true` when idle. Meant for exit
+/// hooks (Python's `atexit`, a C `atexit`) so that no library thread calls into a host that
+/// is finalizing.
+pub fn wait_idle(timeout: Duration) -> bool {
+    let deadline = Instant::now() + timeout;
+    let mut guard = IDLE.0.lock().unwrap_or_else(|e| e.into_inner());
+    while in_flight() > 0 {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        guard = IDLE
+            .1
+            .wait_timeout(guard, left.min(Duration::from_millis(50)))
+            .unwrap_or_else(|e| e.into_inner())
+            .0;
+    }
+    true
+}
+
+/// Counts one unit of in-flight work for as long as it lives.
+pub(crate) struct InFlight(());
+
+impl InFlight {
+    pub(crate) fn start() -> InFlight {
+        IN_FLIGHT.fetch_add(1, Ordering::SeqCst);
+        InFlight(())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if IN_FLIGHT.fetch_sub(1, Ordering::SeqCst) == 1 {
+            let _guard = IDLE.0.lock().unwrap_or_else(|e| e.into_inner());
+            IDLE.1.notify_all();
+        }
+    }
+}

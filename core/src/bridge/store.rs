@@ -1,0 +1,210 @@
+//! [`Store`]: the cloneable store handle of the binding layer, and [`Settings`], the
+//! connection and client settings set by name.
+
+use bytes::Bytes;
+use tokio::runtime::Handle;
+
+use super::lock::{ElectionHandle, LockHandle};
+use super::runtime::shared_handle;
+use super::{Call, Event, Subscription};
+use crate::error::Error;
+use crate::lock::LockOptions;
+use crate::settings::{parse_count, parse_duration, setting_info};
+use crate::{
+    Client, ClientOptions, ConnectionSettings, DelOptions, GetOptions, LinkInfo, ObserveOptions,
+    SetOptions, SetOutcome, VdelOutcome, Versioned,
+};
+
+/// Everything needed to connect: the connection settings and the client options, each
+/// settable by its name in [`SETTINGS`](crate::SETTINGS).
+#[derive(Clone, Debug, Default)]
+pub struct Settings {
+    /// How to reach the broker.
+    pub connection: ConnectionSettings,
+    /// Client behaviour (request timeout, observer capacity, response topic).
+    pub client: ClientOptions,
+}
+
+impl Settings {
+    /// Defaults (`localhost:1883`).
+    pub fn new() -> Settings {
+        Settings::default()
+    }
+
+    /// From a `mqtt://` / `mqtts://` URL (query items are setting names).
+    pub fn from_url(url: &str) -> Result<Settings, Error> {
+        Ok(Settings {
+            connection: ConnectionSettings::from_url(url)?,
+            client: ClientOptions::default(),
+        })
+    }
+
+    /// From the Azure IoT Operations environment variables.
+    pub fn from_env() -> Result<Settings, Error> {
+        Ok(Settings {
+            connection: ConnectionSettings::from_env()?,
+            client: ClientOptions::default(),
+        })
+    }
+
+    /// Sets the setting `name` from its text `value` (the same names, parsing and messages
+    /// in every language).
+    pub fn set(&mut self, name: &str, value: &str) -> Result<(), Error> {
+        let info = setting_info(name)?;
+        if !info.client_side {
+            return self.connection.set(name, value);
+        }
+        match name {
+            "request_timeout" => {
+                let t = parse_duration(name, value)?;
+                if t.is_zero() {
+                    return Err(Error::invalid_argument("request_timeout must be positive"));
+                }
+                self.client.request_timeout = t;
+            }
+            "observer_capacity" => {
+                let n: usize = parse_count(name, value)?;
+                if n == 0 {
+                    return Err(Error::invalid_argument(
+                        "observer_capacity must be positive",
+                    ));
+                }
+                self.client.observer_capacity = n;
+            }
+            "response_topic" => {
+                crate::topics::check_response_topic(value)?;
+                self.client.response_topic = Some(value.to_owned());
+            }
+            _ => unreachable!("every client row of SETTINGS is handled"),
+        }
+        Ok(())
+    }
+}
+
+/// A connection to the state store for bindings: cloneable, `Send + Sync + 'static`, every
+/// method one call into the core returning a [`Call`].
+#[derive(Clone, Debug)]
+pub struct Store {
+    client: Client,
+}
+
+impl Store {
+    /// Connects on the library's own runtime (for callers that have none).
+    pub fn connect(settings: Settings) -> Call<Store> {
+        Store::connect_on(settings, &shared_handle())
+    }
+
+    /// Connects on `runtime`, which will run every task of this store.
+    pub fn connect_on(settings: Settings, runtime: &Handle) -> Call<Store> {
+        Call::spawn(runtime, async move {
+            let client = Client::connect_with(settings.connection, settings.client).await?;
+            Ok(Store { client })
+        })
+    }
+
+    /// Wraps a connected Rust client.
+    pub fn from_client(client: Client) -> Store {
+        Store { client }
+    }
+
+    /// The Rust client underneath.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    fn call<T, F>(&self, work: F) -> Call<T>
+    where
+        T: Send + 'static,
+        F: std::future::Future<Output = Result<T, Error>> + Send + 'static,
+    {
+        Call::spawn(self.client.runtime(), work)
+    }
+
+    /// SET.
+    pub fn set(
+        &self,
+        key: impl Into<Bytes>,
+        value: impl Into<Bytes>,
+        options: SetOptions,
+    ) -> Call<SetOutcome> {
+        let (client, key, value) = (self.client.clone(), key.into(), value.into());
+        self.call(async move { client.set(key, value, options).await })
+    }
+
+    /// GET: the value and its version, or `None`.
+    pub fn get(&self, key: impl Into<Bytes>, options: GetOptions) -> Call<Option<Versioned>> {
+        let (client, key) = (self.client.clone(), key.into());
+        self.call(async move { client.get_with(key, options).await })
+    }
+
+    /// DEL: the number of keys deleted (0 or 1).
+    pub fn del(&self, key: impl Into<Bytes>, options: DelOptions) -> Call<u64> {
+        let (client, key) = (self.client.clone(), key.into());
+        self.call(async move { client.del(key, options).await })
+    }
+
+    /// VDEL: delete only if the key holds `value`.
+    pub fn vdel(
+        &self,
+        key: impl Into<Bytes>,
+        value: impl Into<Bytes>,
+        options: DelOptions,
+    ) -> Call<VdelOutcome> {
+        let (client, key, value) = (self.client.clone(), key.into(), value.into());
+        self.call(async move { client.vdel(key, value, options).await })
+    }
+
+    /// Observes a key: a subscription of [`Event::Change`] (and connection events). It is
+    /// registered (SUBACK, KEYNOTIFY, GET) when the call completes.
+    pub fn observe(&self, key: impl Into<Bytes>, options: ObserveOptions) -> Call<Subscription> {
+        let (client, key) = (self.client.clone(), key.into());
+        let capacity = self.client.shared.observers.capacity();
+        self.call(async move {
+            let mut observer = client.observe_with(key, options).await?;
+            Ok(Subscription::start(
+                client.runtime(),
+                capacity,
+                |queue| async move {
+                    while let Some(event) = observer.recv_event().await {
+                        queue.push(Event::from(event));
+                    }
+                },
+            ))
+        })
+    }
+
+    /// A leased lock on `key`.
+    pub fn lock(&self, key: impl AsRef<[u8]>, options: LockOptions) -> Result<LockHandle, Error> {
+        LockHandle::new(self.clone(), key.as_ref(), options)
+    }
+
+    /// Candidate `candidate` in the election `name`.
+    pub fn election(
+        &self,
+        name: impl AsRef<[u8]>,
+        candidate: impl Into<String>,
+        options: LockOptions,
+    ) -> Result<ElectionHandle, Error> {
+        ElectionHandle::new(self.clone(), name.as_ref(), candidate.into(), options)
+    }
+
+    /// A snapshot of the connection's history.
+    pub fn link_info(&self) -> LinkInfo {
+        self.client.link_info()
+    }
+
+    /// The MQTT client id.
+    pub fn client_id(&self) -> &str {
+        self.client.client_id()
+    }
+
+    /// Closes the connection for every clone (idempotent); completes when the connection
+    /// task has ended.
+    pub fn close(&self) -> Call<()> {
+        let client = self.client.clone();
+        self.call(async move {
+            client.shutdown().await;
+            Ok(())
+        })
+    }
+}
