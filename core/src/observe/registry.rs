@@ -291,3 +291,149 @@ impl Registry {
         self.deliver(&n.key, n.event, version, false);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rumqttc::v5::mqttbytes::QoS;
+    use rumqttc::v5::mqttbytes::v5::PublishProperties;
+
+    fn hlc(ms: u64, counter: u64) -> Hlc {
+        Hlc::new(ms, counter, "n").unwrap()
+    }
+
+    fn now_ms() -> u64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64
+    }
+
+    fn notification(key: &[u8], value: &str, version: &Hlc) -> Publish {
+        let props = PublishProperties {
+            user_properties: vec![("__ts".into(), version.to_text())],
+            ..PublishProperties::default()
+        };
+        Publish::new(
+            crate::topics::notification_topic("me", key),
+            QoS::AtLeastOnce,
+            KeyEvent::Set(Bytes::from(value.to_owned())).encode(),
+            Some(props),
+        )
+    }
+
+    fn changes(q: &ObserverQueue) -> Vec<(String, u64)> {
+        std::iter::from_fn(|| q.try_next())
+            .filter_map(|(e, dropped)| match e {
+                ObserverEvent::Change(n) => match n.event {
+                    KeyEvent::Set(v) => Some((String::from_utf8(v.to_vec()).unwrap(), dropped)),
+                    KeyEvent::Delete => Some(("<deleted>".into(), dropped)),
+                },
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn registry(capacity: usize) -> (Registry, Bytes, Arc<ObserverQueue>) {
+        let r = Registry::new(capacity);
+        r.set_clock(Clock::new("test").unwrap());
+        let key = Bytes::from_static(b"k");
+        let (q, needs) = r.add(&key);
+        assert!(needs, "the first observer registers");
+        r.registered(&key, None);
+        (r, key, q)
+    }
+
+    #[test]
+    fn delivers_in_version_order_and_drops_duplicates_and_late_ones() {
+        let (r, key, q) = registry(16);
+        let t = now_ms();
+        r.dispatch("me", notification(&key, "a", &hlc(t, 1)));
+        r.dispatch("me", notification(&key, "a", &hlc(t, 1)));
+        r.dispatch("me", notification(&key, "old", &hlc(t - 5, 0)));
+        r.dispatch("me", notification(&key, "b", &hlc(t, 2)));
+        r.dispatch("other", notification(&key, "not mine", &hlc(t, 3)));
+        assert_eq!(changes(&q), [("a".into(), 0), ("b".into(), 0)]);
+        let (_, again) = r.add(&key);
+        assert!(!again, "a second observer does not register again");
+    }
+
+    #[test]
+    fn a_version_the_clock_refuses_is_dropped_and_is_no_baseline() {
+        let (r, key, q) = registry(16);
+        r.dispatch(
+            "me",
+            notification(&key, "forged", &hlc(now_ms() + 86_400_000, 0)),
+        );
+        r.dispatch("me", notification(&key, "genuine", &hlc(now_ms(), 0)));
+        assert_eq!(changes(&q), [("genuine".into(), 0)]);
+    }
+
+    #[test]
+    fn overflow_drops_the_oldest_and_counts() {
+        let (r, key, q) = registry(2);
+        let t = now_ms();
+        for i in 1..=5 {
+            r.dispatch("me", notification(&key, &format!("v{i}"), &hlc(t, i)));
+        }
+        assert_eq!(changes(&q), [("v4".into(), 3), ("v5".into(), 0)]);
+    }
+
+    #[test]
+    fn resync_delivers_only_a_changed_state() {
+        let (r, key, q) = registry(16);
+        let t = now_ms();
+        r.dispatch("me", notification(&key, "a", &hlc(t, 1)));
+        let _ = changes(&q);
+        // Unchanged: nothing.
+        r.resync(&key, Some((Bytes::from_static(b"a"), Some(hlc(t, 1)))));
+        assert!(changes(&q).is_empty());
+        // Changed while away: one resync notification; then a deletion.
+        r.resync(&key, Some((Bytes::from_static(b"b"), Some(hlc(t, 5)))));
+        r.resync(&key, None);
+        r.resync(&key, None);
+        assert_eq!(
+            changes(&q),
+            [("b".into(), 0), ("<deleted>".into(), 0)],
+            "a repeated deletion is no change"
+        );
+    }
+
+    #[test]
+    fn degraded_and_restored_are_told_once_each() {
+        let (r, key, q) = registry(16);
+        assert_eq!(r.unregister_all(), vec![key.clone()]);
+        r.degraded(&key, "boom");
+        r.degraded(&key, "boom again");
+        assert_eq!(r.unregistered(), vec![key.clone()]);
+        r.registered(&key, None);
+        let events: Vec<ObserverEvent> =
+            std::iter::from_fn(|| q.try_next().map(|(e, _)| e)).collect();
+        assert_eq!(
+            events,
+            [
+                ObserverEvent::Degraded {
+                    reason: "boom".into()
+                },
+                ObserverEvent::Restored
+            ]
+        );
+        assert!(r.unregistered().is_empty());
+    }
+
+    #[test]
+    fn a_stop_is_owed_once_keynotify_was_sent() {
+        let r = Registry::new(4);
+        let key = Bytes::from_static(b"k");
+        let (q, _) = r.add(&key);
+        r.stop_owed(&key);
+        assert!(r.remove(&key, &q), "the last observer");
+        assert!(
+            r.forget_if_unobserved(&key),
+            "STOP owed although never registered"
+        );
+        let (q, _) = r.add(&key);
+        assert!(r.remove(&key, &q));
+        assert!(!r.forget_if_unobserved(&key), "nothing was sent: no STOP");
+    }
+}
