@@ -289,9 +289,11 @@ async fn sinks_get_every_event_in_order_on_one_thread_then_their_release() {
         .observe("sink-key", ObserveOptions::default())
         .await
         .unwrap();
+    /// Values delivered, each with the thread that delivered it.
+    type Seen = Vec<(Vec<u8>, thread::ThreadId)>;
     struct Sink {
-        seen: Vec<(Vec<u8>, thread::ThreadId)>,
-        done: mpsc::Sender<(Vec<(Vec<u8>, thread::ThreadId)>, thread::ThreadId)>,
+        seen: Seen,
+        done: mpsc::Sender<(Seen, thread::ThreadId)>,
     }
     impl mqstate::bridge::EventSink for Sink {
         fn deliver(&mut self, event: Event) {

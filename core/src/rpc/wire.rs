@@ -99,12 +99,12 @@ pub(crate) fn read_reply(publish: &Publish, verb: Verb) -> Result<Reply, Error> 
         .properties
         .as_ref()
         .ok_or_else(|| Error::malformed("response without properties"))?;
-    if let Some(version) = property(props, property::PROTOCOL_VERSION) {
-        if !is_supported_protocol(version) {
-            return Err(Error::malformed(format!(
-                "response protocol version {version:?} is not 1.x"
-            )));
-        }
+    if let Some(version) = property(props, property::PROTOCOL_VERSION)
+        && !is_supported_protocol(version)
+    {
+        return Err(Error::malformed(format!(
+            "response protocol version {version:?} is not 1.x"
+        )));
     }
     if let Some(ct) = &props.content_type
         && ct != CONTENT_TYPE
