@@ -2,6 +2,7 @@
 //! broker — a requester that correlates by a counter and a responder that echoes at once —
 //! so the broker's own round-trip limit is measured in the same run as the mqstate client.
 
+use mqstate::envelope::{CONTENT_TYPE, PROTOCOL_VERSION, property};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -156,13 +157,13 @@ impl RawPair {
         if self.full_envelope {
             let ts = "001795323972000:00000:mqstate-0123456789ABCDEF".to_owned();
             props.user_properties = vec![
-                ("__srcId".into(), "raw-requester".into()),
-                ("__ts".into(), ts),
-                ("__protVer".into(), "1.0".into()),
-                ("$partition".into(), "raw-requester".into()),
-                ("$high_priority".into(), String::new()),
+                (property::SOURCE_ID.into(), "raw-requester".into()),
+                (property::TIMESTAMP.into(), ts),
+                (property::PROTOCOL_VERSION.into(), PROTOCOL_VERSION.into()),
+                (property::PARTITION.into(), "raw-requester".into()),
+                (property::HIGH_PRIORITY.into(), String::new()),
             ];
-            props.content_type = Some("application/octet-stream".into());
+            props.content_type = Some(CONTENT_TYPE.into());
             props.message_expiry_interval = Some(10);
         }
         let sent = self
@@ -219,8 +220,8 @@ impl StoreEcho {
                         let reply = PublishProperties {
                             correlation_data: props.correlation_data,
                             user_properties: vec![
-                                ("__stat".into(), "200".into()),
-                                ("__protVer".into(), "1.0".into()),
+                                (property::STATUS.into(), "200".into()),
+                                (property::PROTOCOL_VERSION.into(), PROTOCOL_VERSION.into()),
                             ],
                             ..PublishProperties::default()
                         };
