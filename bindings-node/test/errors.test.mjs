@@ -14,7 +14,8 @@ const STORE_KINDS = [
 ]
 const CODES = [
   'invalid_argument', 'malformed', 'clock_drift', 'clock_overflow', 'timeout', 'connection_lost',
-  'connect_failed', 'closed', 'rpc_error', 'unknown_store_error',
+  'connect_failed', 'connect_refused', 'connect_timeout', 'connect_unauthorized', 'tls', 'closed',
+  'rpc_error', 'unknown_store_error', 'not_held', 'cancelled', 'unsupported', 'callback',
   ...STORE_KINDS.filter((k) => k !== 'unknown')
 ]
 
