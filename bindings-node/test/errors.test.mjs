@@ -10,13 +10,13 @@ const { Hlc, Clock } = hlc
 const STORE_KINDS = [
   'timestamp_skew', 'fencing_token_required', 'fencing_token_skew', 'fencing_token_lower_version',
   'quota_exceeded', 'syntax_error', 'not_authorized', 'unknown_command', 'wrong_number_of_arguments',
-  'timestamp_missing', 'timestamp_malformed', 'key_length_zero', 'unknown'
+  'timestamp_missing', 'timestamp_malformed', 'key_length_zero', 'unknown_store_error'
 ]
 const CODES = [
   'invalid_argument', 'malformed', 'clock_drift', 'clock_overflow', 'timeout', 'connection_lost',
   'connect_failed', 'connect_refused', 'connect_timeout', 'connect_unauthorized', 'tls', 'closed',
-  'rpc_error', 'unknown_store_error', 'not_held', 'cancelled', 'unsupported', 'callback',
-  ...STORE_KINDS.filter((k) => k !== 'unknown')
+  'rpc_error', 'not_held', 'cancelled', 'unsupported', 'callback',
+  ...STORE_KINDS
 ]
 
 test('errorCodes() and storeErrorKinds() list the core kinds', () => {

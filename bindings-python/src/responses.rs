@@ -48,7 +48,7 @@ impl PyResponse {
     }
 
     /// The store error's kind (kind "error"): a vector name such as "syntax_error", or
-    /// "unknown" for a text this version does not know; None otherwise.
+    /// "unknown_store_error" for a text this version does not know; None otherwise.
     #[getter]
     fn error_kind(&self) -> Option<&'static str> {
         match &self.inner {

@@ -121,12 +121,13 @@ class ClockOverflowError(ClockError):
 class StoreError(MqstateError):
     """The state store answered ``-ERR <text>``.
 
-    ``kind`` is the error's vector name (``"syntax_error"``, …, ``"unknown"``) and ``text``
+    ``kind`` is the store error's name, the same as its code (``"syntax_error"``, …,
+    ``"unknown_store_error"``) and ``text``
     the service's exact text, which is also ``str(error)``.
     """
 
     code = "store_error"
-    kind: str = "unknown"
+    kind: str = "unknown_store_error"
 
     def __init__(self, text: str = "", kind: Optional[str] = None) -> None:
         super().__init__(text)
@@ -211,7 +212,7 @@ class UnknownStoreError(StoreError):
     """A store error text this version of mqstate does not know (kept in ``text``)."""
 
     code = "unknown_store_error"
-    kind = "unknown"
+    kind = "unknown_store_error"
 
 
 class RpcError(MqstateError):

@@ -100,7 +100,10 @@ impl StoreErrorKind {
         TEXTS.iter().find(|(k, _)| *k == self).map(|(_, t)| *t)
     }
 
-    /// The stable snake_case name of this kind (as in the shared conformance vectors).
+    /// The stable snake_case name of this kind: the same as its error code
+    /// ([`ErrorKind::code`](crate::ErrorKind::code)), so every kind has one name only. (The
+    /// shared conformance vectors spell [`StoreErrorKind::Unknown`] `unknown`;
+    /// [`StoreErrorKind::from_name`] accepts that spelling too.)
     pub fn as_str(self) -> &'static str {
         match self {
             StoreErrorKind::TimestampSkew => "timestamp_skew",
@@ -115,12 +118,16 @@ impl StoreErrorKind {
             StoreErrorKind::TimestampMissing => "timestamp_missing",
             StoreErrorKind::TimestampMalformed => "timestamp_malformed",
             StoreErrorKind::KeyLengthZero => "key_length_zero",
-            StoreErrorKind::Unknown => "unknown",
+            StoreErrorKind::Unknown => "unknown_store_error",
         }
     }
 
-    /// The kind named `name` by [`StoreErrorKind::as_str`].
+    /// The kind named `name` by [`StoreErrorKind::as_str`] (or `unknown`, the conformance
+    /// vectors' spelling of [`StoreErrorKind::Unknown`]).
     pub fn from_name(name: &str) -> Option<StoreErrorKind> {
+        if name == "unknown" {
+            return Some(StoreErrorKind::Unknown);
+        }
         StoreErrorKind::ALL.into_iter().find(|k| k.as_str() == name)
     }
 }
