@@ -410,3 +410,27 @@ fn settings_by_name_validate_once_for_every_language() {
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::ConnectRefused, "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mapped_calls_convert_and_forward_cancellation() {
+    let env = Env::embedded().await;
+    let holder = store(&env, "map-holder").await;
+    let waiter = store(&env, "map-waiter").await;
+    let set = holder
+        .set("map-k", "v", SetOptions::default())
+        .map(|o| o.applied)
+        .await
+        .unwrap();
+    assert!(set);
+    let held = holder.lock("map-lock", LockOptions::default()).unwrap();
+    held.try_acquire(LEASE * 5).await.unwrap().unwrap();
+    let wanted = waiter.lock("map-lock", LockOptions::default()).unwrap();
+    let mapped = wanted.acquire(LEASE, None).map(|t| t.to_text());
+    mapped.cancel();
+    assert_eq!(mapped.await.unwrap_err().kind(), ErrorKind::Cancelled);
+    assert!(held.release().await.unwrap());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!wanted.is_held(), "the inner acquire was cancelled too");
+    holder.close().await.unwrap();
+    waiter.close().await.unwrap();
+}

@@ -91,6 +91,8 @@ impl std::fmt::Debug for Canceller {
 /// A call in flight (see the module documentation).
 pub struct Call<T> {
     slot: Arc<Slot<T>>,
+    /// For a mapped call: the canceller of the call it maps.
+    forward: Arc<Mutex<Option<Canceller>>>,
 }
 
 impl<T> std::fmt::Debug for Call<T> {
@@ -127,6 +129,7 @@ impl<T: Send + 'static> Call<T> {
                 done: Condvar::new(),
                 cancel: Notify::new(),
             }),
+            forward: Arc::new(Mutex::new(None)),
         }
     }
 
@@ -168,9 +171,14 @@ impl<T: Send + 'static> Call<T> {
     /// A handle that cancels this call from any thread.
     pub fn canceller(&self) -> Canceller {
         let slot = Arc::clone(&self.slot);
+        let forward = Arc::clone(&self.forward);
         Canceller(Arc::new(move || {
             slot.complete(Err(Error::cancelled()));
             slot.cancel.notify_one();
+            let inner = forward.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            if let Some(inner) = inner {
+                inner.cancel();
+            }
         }))
     }
 
@@ -256,6 +264,19 @@ impl<T: Send + 'static> Call<T> {
                 .with_may_have_applied())
             }
         }
+    }
+
+    /// A call completing with `f` of this call's success; cancelling it cancels this one.
+    /// Lets a binding erase result types (one pending-call class per language).
+    pub fn map<U: Send + 'static>(self, f: impl FnOnce(T) -> U + Send + 'static) -> Call<U> {
+        let out = Call::new();
+        let slot = Arc::clone(&out.slot);
+        let inner = self.canceller();
+        // Cancelling the outer call cancels the inner one; its completion then completes
+        // the outer call (with `cancelled`, unless it had already finished).
+        *out.forward.lock().unwrap_or_else(|e| e.into_inner()) = Some(inner);
+        self.on_complete(move |result| slot.complete(result.map(f)));
+        out
     }
 
     /// Delivers the result to `callback` instead: on the runtime thread that completes the
