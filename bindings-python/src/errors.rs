@@ -16,9 +16,21 @@ use pyo3::types::PyList;
 /// `mqstate.errors._from_core`, imported on the first error.
 static FACTORY: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
-/// The Python exception for a core error.
+/// An exception raised by a user's Python callback, carried through the core unchanged.
+pub(crate) struct RaisedByCallback(pub(crate) PyErr);
+
+/// The Python exception for a core error: for an error a user's callback raised, that very
+/// exception object.
 pub(crate) fn to_py(err: Error) -> PyErr {
-    Python::attach(|py| build(py, &err).unwrap_or_else(|e| fallback(py, &err, e)))
+    Python::attach(|py| {
+        if let Some(raised) = err
+            .callback_payload()
+            .and_then(|p| p.downcast_ref::<RaisedByCallback>())
+        {
+            return raised.0.clone_ref(py);
+        }
+        build(py, &err).unwrap_or_else(|e| fallback(py, &err, e))
+    })
 }
 
 /// The Python exception for a store error (as the service decoder reports it).

@@ -18,6 +18,7 @@
 use pyo3::prelude::*;
 
 mod args;
+mod client;
 mod errors;
 mod hlc;
 mod notifications;
@@ -35,5 +36,6 @@ fn _mqstate(m: &Bound<'_, PyModule>) -> PyResult<()> {
     notifications::register(m)?;
     hlc::register(m)?;
     topics::register(m)?;
+    client::register(m)?;
     Ok(())
 }

@@ -1,7 +1,16 @@
 """mqstate: a client for the MQTT5 state store of Azure IoT Operations.
 
-This package exposes the protocol layer of the shared Rust core, for applications that own
-their MQTT connection (paho-mqtt, gmqtt …) and need to speak the state store's protocol:
+The clients, over the shared Rust core (one connection, correlation engine, observation,
+locks and elections for every language):
+
+- :class:`AsyncClient` (asyncio) and :class:`Client` (blocking, thread-safe): ``set``,
+  ``get``, ``delete``, ``vdel``, ``observe``, ``lock``, ``election``;
+- locks and elections (:mod:`mqstate.locks`), subscriptions of changes
+  (:class:`AsyncSubscription`, :class:`Subscription`), and the values they return
+  (:class:`Value`, :class:`SetResult`, :class:`Change` …).
+
+And the protocol layer, for applications that own their MQTT connection (paho-mqtt, gmqtt
+…) and only need to speak the state store's protocol:
 
 - :mod:`mqstate.codec`: request, response and notification payloads;
 - :mod:`mqstate.hlc`: the hybrid logical clock (:class:`Hlc`, :class:`Clock`);
@@ -13,8 +22,23 @@ The names below are re-exported here for convenience.
 
 from __future__ import annotations
 
-from . import codec, errors, hlc, topics
+from . import codec, errors, hlc, locks, topics
+from ._events import (
+    DELETE,
+    KEEP,
+    Change,
+    ConnectionEvent,
+    EditResult,
+    Event,
+    HolderChange,
+    LockStatus,
+    SetResult,
+    Value,
+)
 from ._mqstate import __version__
+from ._subscriptions import AsyncSubscription, Subscription
+from .client import AsyncClient, Client
+from .locks import AsyncElection, AsyncLock, Election, Lock
 from .codec import (
     Notification,
     Request,
@@ -80,6 +104,26 @@ from .topics import (
 
 __all__ = [
     "__version__",
+    # the client
+    "AsyncClient",
+    "Client",
+    "AsyncLock",
+    "Lock",
+    "AsyncElection",
+    "Election",
+    "AsyncSubscription",
+    "Subscription",
+    "Value",
+    "SetResult",
+    "Change",
+    "ConnectionEvent",
+    "HolderChange",
+    "LockStatus",
+    "EditResult",
+    "Event",
+    "DELETE",
+    "KEEP",
+    "locks",
     "codec",
     "errors",
     "hlc",

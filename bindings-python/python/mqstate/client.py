@@ -1,0 +1,344 @@
+"""The state store clients: :class:`AsyncClient` (asyncio) and :class:`Client` (blocking,
+thread-safe), with the same methods and names. Both are thin layers over the shared Rust
+core (its connection, correlation engine, observation, locks and elections).
+
+Settings are keyword arguments named as in every mqstate language (``host``, ``port``,
+``client_id``, ``keep_alive``, ``clean_start``, ``session_expiry``, ``use_tls``,
+``ca_file``, ``cert_file``, ``key_file``, ``username``, ``password``, ``password_file``,
+``sat_file``, ``connect_timeout``, ``request_timeout``, ``observer_capacity`` …), on top of
+an optional ``mqtt://`` / ``mqtts://`` URL or the Azure IoT Operations environment
+(``from_env()``). Durations are seconds or ``datetime.timedelta``.
+"""
+
+from __future__ import annotations
+
+import atexit
+from types import TracebackType
+from typing import Any, Optional, Type, Union
+
+from . import _mqstate
+from ._calls import BytesLike, Seconds, seconds, wait, wait_async
+from ._events import SetResult, Value, _value
+from ._settings import pairs
+from ._subscriptions import AsyncSubscription, Subscription
+from .errors import ClosedError
+from .hlc import Hlc
+from .locks import AsyncElection, AsyncLock, Election, Lock
+
+__all__ = ["AsyncClient", "Client"]
+
+#: At interpreter exit, library threads stop calling into Python before it finalizes.
+atexit.register(_mqstate._shutdown, 2.0)
+
+Token = Union[Hlc, str, None]
+
+
+def _token(token: Token) -> Optional[str]:
+    return None if token is None else str(token)
+
+
+class _Settings:
+    """What both clients share: the settings (checked at construction) and the argument
+    conversion of every call."""
+
+    def __init__(self, url: Optional[str], from_env: bool, settings: dict[str, Any]) -> None:
+        self._url = url
+        self._from_env = from_env
+        self._pairs = pairs(settings)
+        _mqstate.check_settings(url, from_env, self._pairs)
+        self._store: Optional[_mqstate.Store] = None
+
+    def _native(self) -> _mqstate.Store:
+        if self._store is None:
+            raise ClosedError("the client is not connected (or was closed)")
+        return self._store
+
+    def _connect(self) -> _mqstate.PendingCall:
+        return _mqstate.connect(self._url, self._from_env, self._pairs)
+
+    @property
+    def client_id(self) -> str:
+        """The MQTT client id."""
+        return self._native().client_id
+
+    @property
+    def connected(self) -> bool:
+        """Whether the client is connected to the broker now."""
+        return self._store is not None and self._store.link_info()[0]
+
+    def _set(
+        self,
+        key: BytesLike,
+        value: BytesLike,
+        condition: Optional[str],
+        expiry: Optional[Seconds],
+        fencing_token: Token,
+        persist: bool,
+        timeout: Optional[Seconds],
+    ) -> _mqstate.PendingCall:
+        return self._native().set(
+            key, value, condition, seconds(expiry), _token(fencing_token), persist, seconds(timeout)
+        )
+
+    def _lock(
+        self,
+        key: BytesLike,
+        holder: Optional[str],
+        session_id: Optional[str],
+        auto_renew: Optional[Seconds],
+    ) -> _mqstate.Lock:
+        return self._native().lock(key, holder, session_id, seconds(auto_renew))
+
+    def _election(
+        self,
+        name: BytesLike,
+        candidate: str,
+        session_id: Optional[str],
+        renew_every: Optional[Seconds],
+    ) -> _mqstate.Election:
+        return self._native().election(name, candidate, session_id, seconds(renew_every))
+
+
+class AsyncClient(_Settings):
+    """A state store client for asyncio.
+
+    ::
+
+        async with mqstate.AsyncClient("mqtt://localhost:1883") as client:
+            await client.set("greeting", "hello")
+            value = await client.get("greeting")
+
+    The constructor checks the settings; :meth:`connect` (or ``async with``) connects.
+    """
+
+    def __init__(self, url: Optional[str] = None, **settings: Any) -> None:
+        super().__init__(url, False, settings)
+
+    @classmethod
+    def from_env(cls, **settings: Any) -> "AsyncClient":
+        """A client configured from the Azure IoT Operations environment variables
+        (``AIO_BROKER_HOSTNAME`` …), with keyword settings on top; not yet connected."""
+        client = cls.__new__(cls)
+        _Settings.__init__(client, None, True, settings)
+        return client
+
+    async def connect(self) -> "AsyncClient":
+        """Connects (a no-op when connected); raises a ConnectError subclass on failure."""
+        if self._store is None:
+            self._store = await wait_async(self._connect())
+        return self
+
+    async def __aenter__(self) -> "AsyncClient":
+        return await self.connect()
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Closes the connection; pending calls fail with ClosedError. Idempotent."""
+        store, self._store = self._store, None
+        if store is not None:
+            await wait_async(store.close())
+
+    async def set(
+        self,
+        key: BytesLike,
+        value: BytesLike,
+        *,
+        condition: Optional[str] = None,
+        expiry: Optional[Seconds] = None,
+        fencing_token: Token = None,
+        persist: bool = False,
+        timeout: Optional[Seconds] = None,
+    ) -> SetResult:
+        """Sets ``key`` to ``value``. ``condition``: None, ``"nx"`` (only if missing) or
+        ``"nex"`` (only if missing or equal); ``expiry``: the key expires after it;
+        ``fencing_token``: write fenced by a lock's token; ``persist``: ask the service to
+        persist it."""
+        pending = self._set(key, value, condition, expiry, fencing_token, persist, timeout)
+        applied, version = await wait_async(pending)
+        return SetResult(applied, version)
+
+    async def get(self, key: BytesLike, *, timeout: Optional[Seconds] = None) -> Optional[Value]:
+        """The key's value and version, or None when it does not exist."""
+        return _value(await wait_async(self._native().get(key, seconds(timeout))))
+
+    async def delete(
+        self,
+        key: BytesLike,
+        *,
+        fencing_token: Token = None,
+        timeout: Optional[Seconds] = None,
+    ) -> int:
+        """Deletes the key; the number of keys deleted (0 or 1)."""
+        pending = self._native().delete(key, _token(fencing_token), seconds(timeout))
+        result: int = await wait_async(pending)
+        return result
+
+    async def vdel(
+        self,
+        key: BytesLike,
+        value: BytesLike,
+        *,
+        fencing_token: Token = None,
+        timeout: Optional[Seconds] = None,
+    ) -> str:
+        """Deletes the key only if it holds ``value``: ``"deleted"``, ``"not_found"`` or
+        ``"value_mismatch"``."""
+        pending = self._native().vdel(key, value, _token(fencing_token), seconds(timeout))
+        result: str = await wait_async(pending)
+        return result
+
+    def observe(self, key: BytesLike, *, timeout: Optional[Seconds] = None) -> AsyncSubscription:
+        """The key's changes: ``async with client.observe(key) as changes:`` then
+        ``async for change in changes``. Registered when entered or awaited."""
+        return AsyncSubscription(start=self._native().observe(key, seconds(timeout)))
+
+    def lock(
+        self,
+        key: BytesLike,
+        *,
+        lease: Seconds = 10.0,
+        holder: Optional[str] = None,
+        session_id: Optional[str] = None,
+        auto_renew: Optional[Seconds] = None,
+    ) -> AsyncLock:
+        """A leased lock on ``key`` (``async with lock:`` acquires for ``lease`` and
+        releases)."""
+        return AsyncLock(self._lock(key, holder, session_id, auto_renew), lease)
+
+    def election(
+        self,
+        name: BytesLike,
+        candidate: str,
+        *,
+        term: Seconds = 10.0,
+        session_id: Optional[str] = None,
+        renew_every: Optional[Seconds] = None,
+    ) -> AsyncElection:
+        """Candidate ``candidate`` in the election ``name``."""
+        return AsyncElection(self._election(name, candidate, session_id, renew_every), term)
+
+
+class Client(_Settings):
+    """A blocking state store client; thread-safe (the GIL is released while waiting, and
+    Ctrl-C interrupts a wait).
+
+    ::
+
+        with mqstate.Client("mqtt://localhost:1883") as client:
+            client.set("greeting", "hello")
+            print(client.get("greeting").text)
+
+    The constructor connects; raises a ConnectError subclass on failure.
+    """
+
+    def __init__(self, url: Optional[str] = None, **settings: Any) -> None:
+        super().__init__(url, False, settings)
+        self._store = wait(self._connect())
+
+    @classmethod
+    def from_env(cls, **settings: Any) -> "Client":
+        """A client connected with the Azure IoT Operations environment variables
+        (``AIO_BROKER_HOSTNAME`` …), with keyword settings on top."""
+        client = cls.__new__(cls)
+        _Settings.__init__(client, None, True, settings)
+        client._store = wait(client._connect())
+        return client
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Closes the connection; pending calls fail with ClosedError. Idempotent."""
+        store, self._store = self._store, None
+        if store is not None:
+            wait(store.close())
+
+    def set(
+        self,
+        key: BytesLike,
+        value: BytesLike,
+        *,
+        condition: Optional[str] = None,
+        expiry: Optional[Seconds] = None,
+        fencing_token: Token = None,
+        persist: bool = False,
+        timeout: Optional[Seconds] = None,
+    ) -> SetResult:
+        """Sets ``key`` to ``value`` (see :meth:`AsyncClient.set`)."""
+        applied, version = wait(
+            self._set(key, value, condition, expiry, fencing_token, persist, timeout)
+        )
+        return SetResult(applied, version)
+
+    def get(self, key: BytesLike, *, timeout: Optional[Seconds] = None) -> Optional[Value]:
+        """The key's value and version, or None when it does not exist."""
+        return _value(wait(self._native().get(key, seconds(timeout))))
+
+    def delete(
+        self,
+        key: BytesLike,
+        *,
+        fencing_token: Token = None,
+        timeout: Optional[Seconds] = None,
+    ) -> int:
+        """Deletes the key; the number of keys deleted (0 or 1)."""
+        result: int = wait(self._native().delete(key, _token(fencing_token), seconds(timeout)))
+        return result
+
+    def vdel(
+        self,
+        key: BytesLike,
+        value: BytesLike,
+        *,
+        fencing_token: Token = None,
+        timeout: Optional[Seconds] = None,
+    ) -> str:
+        """Deletes the key only if it holds ``value``: ``"deleted"``, ``"not_found"`` or
+        ``"value_mismatch"``."""
+        pending = self._native().vdel(key, value, _token(fencing_token), seconds(timeout))
+        result: str = wait(pending)
+        return result
+
+    def observe(self, key: BytesLike, *, timeout: Optional[Seconds] = None) -> Subscription:
+        """The key's changes, registered when this returns: ``with client.observe(key) as
+        changes: for change in changes: …``."""
+        return Subscription(wait(self._native().observe(key, seconds(timeout))))
+
+    def lock(
+        self,
+        key: BytesLike,
+        *,
+        lease: Seconds = 10.0,
+        holder: Optional[str] = None,
+        session_id: Optional[str] = None,
+        auto_renew: Optional[Seconds] = None,
+    ) -> Lock:
+        """A leased lock on ``key`` (``with lock:`` acquires for ``lease`` and releases)."""
+        return Lock(self._lock(key, holder, session_id, auto_renew), lease)
+
+    def election(
+        self,
+        name: BytesLike,
+        candidate: str,
+        *,
+        term: Seconds = 10.0,
+        session_id: Optional[str] = None,
+        renew_every: Optional[Seconds] = None,
+    ) -> Election:
+        """Candidate ``candidate`` in the election ``name``."""
+        return Election(self._election(name, candidate, session_id, renew_every), term)

@@ -1,0 +1,26 @@
+//! The client half of the native module: `connect` → `Store`, and the objects it hands out
+//! (`PendingCall`, `Subscription`, `Lock`, `Election`), each method a thin conversion over
+//! the core's binding layer (`mqstate::bridge`). The Python classes users see
+//! (`mqstate.AsyncClient`, `mqstate.Client` …, in `python/mqstate/client.py`) wrap these.
+
+mod convert;
+mod gate;
+mod locks;
+mod pending;
+mod store;
+
+use pyo3::prelude::*;
+
+/// Adds the client classes and functions to the native module.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<pending::PendingCall>()?;
+    m.add_class::<store::NativeStore>()?;
+    m.add_class::<store::NativeSubscription>()?;
+    m.add_class::<locks::NativeLock>()?;
+    m.add_class::<locks::NativeElection>()?;
+    m.add_function(wrap_pyfunction!(store::connect, m)?)?;
+    m.add_function(wrap_pyfunction!(store::check_settings, m)?)?;
+    m.add_function(wrap_pyfunction!(store::setting_names, m)?)?;
+    m.add_function(wrap_pyfunction!(gate::_shutdown, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,299 @@
+//! `Store` and `Subscription` as the Python package's clients use them: each method converts
+//! its arguments, makes one call into the core's binding layer, and returns a
+//! [`PendingCall`] (or a plain value).
+
+use bytes::Bytes;
+use mqstate::bridge::{Settings, Store, Subscription};
+use mqstate::codec::SetCondition;
+use mqstate::lock::LockOptions;
+use mqstate::{DelOptions, Error, GetOptions, Hlc, ObserveOptions, SetOptions, VdelOutcome};
+use pyo3::IntoPyObjectExt;
+use pyo3::prelude::*;
+
+use super::convert::{self, opt_seconds};
+use super::locks::{NativeElection, NativeLock};
+use super::pending::{PendingCall, failed, pending};
+use crate::args::ByteArg;
+use crate::errors::to_py;
+
+fn bytes(arg: &ByteArg) -> Bytes {
+    Bytes::copy_from_slice(arg.as_ref())
+}
+
+fn token(text: Option<&str>) -> Result<Option<Hlc>, Error> {
+    text.map(Hlc::parse).transpose()
+}
+
+/// Builds settings from a URL or the environment, then `(name, value)` pairs in order.
+fn settings(
+    url: Option<&str>,
+    from_env: bool,
+    pairs: Vec<(String, String)>,
+) -> Result<Settings, Error> {
+    let mut s = match (url, from_env) {
+        (Some(url), _) => Settings::from_url(url)?,
+        (None, true) => Settings::from_env()?,
+        (None, false) => Settings::new(),
+    };
+    for (name, value) in pairs {
+        s.set(&name, &value)?;
+    }
+    Ok(s)
+}
+
+/// Validates settings without connecting (so constructors fail early).
+#[pyfunction]
+#[pyo3(signature = (url, from_env, pairs))]
+pub(crate) fn check_settings(
+    url: Option<&str>,
+    from_env: bool,
+    pairs: Vec<(String, String)>,
+) -> PyResult<()> {
+    settings(url, from_env, pairs).map(|_| ()).map_err(to_py)
+}
+
+/// Every setting name, for keyword-argument checks and docs: `[(name, description)]`.
+#[pyfunction]
+pub(crate) fn setting_names() -> Vec<(&'static str, &'static str)> {
+    mqstate::SETTINGS
+        .iter()
+        .map(|s| (s.name, s.description))
+        .collect()
+}
+
+/// Connects on the library's runtime; the pending call gives a `Store`.
+#[pyfunction]
+#[pyo3(signature = (url, from_env, pairs))]
+pub(crate) fn connect(
+    url: Option<&str>,
+    from_env: bool,
+    pairs: Vec<(String, String)>,
+) -> PendingCall {
+    match settings(url, from_env, pairs) {
+        Ok(s) => pending(Store::connect(s), |py, store| {
+            NativeStore { store }.into_py_any(py)
+        }),
+        Err(e) => failed(e),
+    }
+}
+
+/// A connection to the state store.
+#[pyclass(frozen, module = "mqstate._mqstate", name = "Store")]
+pub(crate) struct NativeStore {
+    store: Store,
+}
+
+#[pymethods]
+impl NativeStore {
+    /// The MQTT client id.
+    #[getter]
+    fn client_id(&self) -> &str {
+        self.store.client_id()
+    }
+
+    /// `(connected, connections, sessions, broker_max_packet_size)`.
+    fn link_info(&self) -> (bool, u64, u64, u32) {
+        let l = self.store.link_info();
+        (
+            l.connected,
+            l.connections,
+            l.sessions,
+            l.broker_max_packet_size,
+        )
+    }
+
+    #[pyo3(signature = (key, value, condition, expiry, fencing_token, persist, timeout))]
+    #[allow(clippy::too_many_arguments)]
+    fn set(
+        &self,
+        key: ByteArg,
+        value: ByteArg,
+        condition: Option<&str>,
+        expiry: Option<f64>,
+        fencing_token: Option<&str>,
+        persist: bool,
+        timeout: Option<f64>,
+    ) -> PyResult<PendingCall> {
+        let condition = match condition {
+            None => SetCondition::Always,
+            Some("nx") => SetCondition::NotExists,
+            Some("nex") => SetCondition::NotExistsOrEqual,
+            Some(other) => {
+                return Ok(failed(Error::invalid_argument(format!(
+                    "condition must be None, 'nx' or 'nex', not {other:?}"
+                ))));
+            }
+        };
+        let options = SetOptions {
+            condition,
+            expiry: opt_seconds("expiry", expiry)?,
+            fencing_token: token(fencing_token).map_err(to_py)?,
+            persist,
+            timeout: opt_seconds("timeout", timeout)?,
+        };
+        Ok(pending(
+            self.store.set(bytes(&key), bytes(&value), options),
+            |py, o| (o.applied, convert::version(py, o.version)?).into_py_any(py),
+        ))
+    }
+
+    #[pyo3(signature = (key, timeout))]
+    fn get(&self, key: ByteArg, timeout: Option<f64>) -> PyResult<PendingCall> {
+        let options = GetOptions {
+            timeout: opt_seconds("timeout", timeout)?,
+        };
+        Ok(pending(
+            self.store.get(bytes(&key), options),
+            convert::versioned,
+        ))
+    }
+
+    #[pyo3(signature = (key, fencing_token, timeout))]
+    fn delete(
+        &self,
+        key: ByteArg,
+        fencing_token: Option<&str>,
+        timeout: Option<f64>,
+    ) -> PyResult<PendingCall> {
+        let options = DelOptions {
+            fencing_token: token(fencing_token).map_err(to_py)?,
+            timeout: opt_seconds("timeout", timeout)?,
+        };
+        Ok(pending(self.store.del(bytes(&key), options), |py, n| {
+            n.into_py_any(py)
+        }))
+    }
+
+    #[pyo3(signature = (key, value, fencing_token, timeout))]
+    fn vdel(
+        &self,
+        key: ByteArg,
+        value: ByteArg,
+        fencing_token: Option<&str>,
+        timeout: Option<f64>,
+    ) -> PyResult<PendingCall> {
+        let options = DelOptions {
+            fencing_token: token(fencing_token).map_err(to_py)?,
+            timeout: opt_seconds("timeout", timeout)?,
+        };
+        Ok(pending(
+            self.store.vdel(bytes(&key), bytes(&value), options),
+            |py, o| {
+                match o {
+                    VdelOutcome::Deleted => "deleted",
+                    VdelOutcome::NotFound => "not_found",
+                    VdelOutcome::ValueMismatch => "value_mismatch",
+                }
+                .into_py_any(py)
+            },
+        ))
+    }
+
+    #[pyo3(signature = (key, timeout))]
+    fn observe(&self, key: ByteArg, timeout: Option<f64>) -> PyResult<PendingCall> {
+        let options = ObserveOptions {
+            timeout: opt_seconds("timeout", timeout)?,
+        };
+        Ok(pending(
+            self.store.observe(bytes(&key), options),
+            |py, sub| NativeSubscription { sub }.into_py_any(py),
+        ))
+    }
+
+    #[pyo3(signature = (key, holder, session_id, auto_renew))]
+    fn lock(
+        &self,
+        key: ByteArg,
+        holder: Option<String>,
+        session_id: Option<String>,
+        auto_renew: Option<f64>,
+    ) -> PyResult<NativeLock> {
+        let options = LockOptions {
+            holder,
+            session_id,
+            auto_renew: opt_seconds("auto_renew", auto_renew)?,
+        };
+        let lock = self.store.lock(key.as_ref(), options).map_err(to_py)?;
+        Ok(NativeLock::new(lock))
+    }
+
+    #[pyo3(signature = (name, candidate, session_id, renew_every))]
+    fn election(
+        &self,
+        name: ByteArg,
+        candidate: String,
+        session_id: Option<String>,
+        renew_every: Option<f64>,
+    ) -> PyResult<NativeElection> {
+        let options = LockOptions {
+            holder: None,
+            session_id,
+            auto_renew: opt_seconds("renew_every", renew_every)?,
+        };
+        let election = self
+            .store
+            .election(name.as_ref(), candidate, options)
+            .map_err(to_py)?;
+        Ok(NativeElection::new(election))
+    }
+
+    /// Closes the connection (every clone); idempotent.
+    fn close(&self) -> PendingCall {
+        pending(self.store.close(), |py, ()| Ok(py.None()))
+    }
+}
+
+/// A subscription: events as tuples (see `mqstate/_events.py`).
+#[pyclass(frozen, module = "mqstate._mqstate", name = "Subscription")]
+pub(crate) struct NativeSubscription {
+    pub(crate) sub: Subscription,
+}
+
+#[pymethods]
+impl NativeSubscription {
+    /// Waits up to `seconds` (GIL released): `("event", tuple)`, `("closed", None)` or
+    /// `("timeout", None)`.
+    fn next_slice(&self, py: Python<'_>, seconds: f64) -> PyResult<(&'static str, Py<PyAny>)> {
+        let slice = convert::seconds("seconds", seconds)?;
+        let sub = self.sub.clone();
+        let got = py.detach(move || sub.next_blocking(Some(slice)));
+        match got {
+            Ok(Some(e)) => Ok(("event", convert::event(py, e)?)),
+            Ok(None) => Ok(("closed", py.None())),
+            Err(e) if e.kind() == mqstate::ErrorKind::Timeout => Ok(("timeout", py.None())),
+            Err(e) => Err(to_py(e)),
+        }
+    }
+
+    /// The next event as a pending call (`None` once closed), for asyncio.
+    fn next_async(&self) -> PendingCall {
+        let sub = self.sub.clone();
+        let call =
+            mqstate::bridge::Call::spawn(&mqstate::bridge::runtime::shared_handle(), async move {
+                Ok(sub.next().await)
+            });
+        pending(call, |py, e| match e {
+            Some(e) => convert::event(py, e),
+            None => Ok(py.None()),
+        })
+    }
+
+    /// The next event if one is buffered, else `None`.
+    fn try_next(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        match self.sub.try_next() {
+            Some(e) => convert::event(py, e),
+            None => Ok(py.None()),
+        }
+    }
+
+    /// Ends the subscription now (STOP for a key).
+    fn close(&self) {
+        self.sub.close();
+    }
+
+    /// Whether it has ended.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.sub.is_closed()
+    }
+}
