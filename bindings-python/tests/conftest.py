@@ -38,3 +38,49 @@ def cases(items: Iterable[Any], what: str, label: str = "name") -> List[Any]:
     assert params, f"{what} has no cases"
     return params
 
+
+
+# ---- live infrastructure for the client tests ---------------------------------------
+
+import uuid  # noqa: E402
+from typing import Iterator  # noqa: E402
+
+from live import LiveStore, Tap  # noqa: E402
+
+
+@pytest.fixture(scope="session", params=["embedded", "mosquitto"])
+def live(request: pytest.FixtureRequest) -> Iterator[LiveStore]:
+    """A running store: mqstate serve with its embedded broker, and behind mosquitto."""
+    store = LiveStore(request.param)
+    yield store
+    store.close()
+
+
+@pytest.fixture(scope="session")
+def embedded() -> Iterator[LiveStore]:
+    """A running store with its embedded broker only."""
+    store = LiveStore("embedded")
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def fresh_mosquitto() -> Iterator[LiveStore]:
+    """A store of its own behind mosquitto, for tests that restart things."""
+    store = LiveStore("mosquitto")
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def tap(live: LiveStore) -> Iterator[Tap]:
+    """What clients publish on the request topic."""
+    t = Tap(live.port)
+    yield t
+    t.close()
+
+
+@pytest.fixture
+def ns() -> str:
+    """A key prefix unique to the test."""
+    return f"py/{uuid.uuid4().hex}/"

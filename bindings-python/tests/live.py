@@ -1,0 +1,156 @@
+"""Live infrastructure for the client tests: ``mqstate serve`` (the CLI binary built by the
+test script) with its embedded broker, or behind Debian's mosquitto; and a wire tap
+(``mosquitto_sub`` on the request topic) to see what the client really sends."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import List, Optional
+
+ROOT = Path(__file__).resolve().parents[2]
+REQUEST_TOPIC = "statestore/v1/FA9AE35F-2F64-47CD-9BFF-08E2B32A0FE8/command/invoke"
+
+
+def mqstate_bin() -> str:
+    """The ``mqstate`` CLI: ``$MQSTATE_BIN``, else the shared target directory's debug build."""
+    override = os.environ.get("MQSTATE_BIN")
+    if override:
+        return override
+    target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
+    path = target / "debug" / "mqstate"
+    if not path.exists():
+        raise RuntimeError(f"{path} is missing: build it with `cargo build -p mqstate-cli`")
+    return str(path)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_port(port: int, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.02)
+    raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {timeout} s")
+
+
+class LiveStore:
+    """A running state store: ``kind`` is ``"embedded"`` or ``"mosquitto"``; ``url`` is
+    where clients connect. ``restart_store()`` restarts the service (and, embedded, its
+    broker); ``restart_broker()`` restarts mosquitto."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.port = free_port()
+        self.url = f"mqtt://127.0.0.1:{self.port}"
+        self._dir = tempfile.mkdtemp(prefix="mqstate-py-")
+        self._broker: Optional[subprocess.Popen[bytes]] = None
+        self._store: Optional[subprocess.Popen[bytes]] = None
+        if kind == "mosquitto":
+            self._start_broker()
+        self._start_store()
+
+    def _start_broker(self) -> None:
+        conf = Path(self._dir) / "mosquitto.conf"
+        lines = [
+            f"listener {self.port} 127.0.0.1",
+            "allow_anonymous true",
+            "set_tcp_nodelay true",
+            "persistence false",
+            "log_dest topic",
+            "log_type all",
+        ]
+        if os.geteuid() == 0:
+            lines.append("user root")
+        conf.write_text("\n".join(lines) + "\n")
+        binary = shutil.which("mosquitto") or "/usr/sbin/mosquitto"
+        self._broker = subprocess.Popen(
+            [binary, "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        wait_port(self.port)
+
+    def _start_store(self) -> None:
+        args = [mqstate_bin(), "serve"]
+        if self.kind == "mosquitto":
+            args += ["--broker", self.url]
+        else:
+            args += ["--listen", f"127.0.0.1:{self.port}"]
+        log = open(Path(self._dir) / "serve.log", "ab")
+        self._store = subprocess.Popen(args, stdout=log, stderr=log)
+        if self.kind == "embedded":
+            wait_port(self.port)
+        else:
+            time.sleep(0.3)  # the service subscribes to the request topic
+
+    def _stop(self, proc: Optional[subprocess.Popen[bytes]]) -> None:
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+    def stop_store(self) -> None:
+        self._stop(self._store)
+
+    def start_store(self) -> None:
+        self._start_store()
+
+    def restart_store(self) -> None:
+        self.stop_store()
+        self._start_store()
+
+    def restart_broker(self) -> None:
+        assert self.kind == "mosquitto"
+        self._stop(self._broker)
+        self._start_broker()
+        self.restart_store()
+
+    def close(self) -> None:
+        self._stop(self._store)
+        self._stop(self._broker)
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+
+class Tap:
+    """``mosquitto_sub`` on the request topic: every request payload, in order."""
+
+    def __init__(self, port: int) -> None:
+        self._out = tempfile.NamedTemporaryFile(prefix="mqstate-tap-", delete=False)
+        self._proc = subprocess.Popen(
+            ["mosquitto_sub", "-V", "mqttv5", "-p", str(port), "-h", "127.0.0.1",
+             "-t", REQUEST_TOPIC, "-F", "%x"],
+            stdout=self._out, stderr=subprocess.DEVNULL,
+        )
+        time.sleep(0.3)  # subscribed
+
+    def payloads(self) -> List[bytes]:
+        with open(self._out.name, "rb") as f:
+            return [bytes.fromhex(line.strip().decode()) for line in f if line.strip()]
+
+    def wait_for(self, *parts: bytes, timeout: float = 5.0) -> bool:
+        """Whether a request containing every one of ``parts`` was seen within ``timeout``."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if any(all(p in payload for p in parts) for payload in self.payloads()):
+                return True
+            time.sleep(0.05)
+        return False
+
+    def close(self) -> None:
+        self._proc.terminate()
+        self._proc.wait()
+        os.unlink(self._out.name)
