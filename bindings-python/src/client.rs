@@ -22,5 +22,6 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(store::check_settings, m)?)?;
     m.add_function(wrap_pyfunction!(store::setting_names, m)?)?;
     m.add_function(wrap_pyfunction!(gate::_shutdown, m)?)?;
+    m.add_function(wrap_pyfunction!(gate::_after_fork, m)?)?;
     Ok(())
 }

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 import threading
-from typing import List
+from typing import List, Literal, Optional
 
 import pytest
 
@@ -17,7 +17,7 @@ SET_KV = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n"
 
 @pytest.mark.parametrize("key", [b"k", bytearray(b"k"), memoryview(b"k"), "k", memoryview(b"xkx")[1:2]])
 def test_bytes_like_arguments(key: object) -> None:
-    assert codec.encode_set(key, key.replace("k", "v") if isinstance(key, str) else b"v") == SET_KV  # type: ignore[arg-type, union-attr]
+    assert codec.encode_set(key, key.replace("k", "v") if isinstance(key, str) else b"v") == SET_KV  # type: ignore[arg-type]
 
 
 def test_str_is_utf8() -> None:
@@ -53,7 +53,7 @@ def test_set_options_are_validated() -> None:
     with pytest.raises(OverflowError):
         codec.encode_set(b"k", b"v", px_ms=-1)
     with pytest.raises(TypeError):
-        codec.encode_set(b"k", b"v", "NX")  # type: ignore[misc]  # keyword-only
+        codec.encode_set(b"k", b"v", "NX")  # type: ignore[call-arg]  # keyword-only
     assert codec.encode_set(b"k", b"", px_ms=2**64 - 1).endswith(b"$20\r\n18446744073709551615\r\n")
 
 
@@ -168,7 +168,7 @@ def test_round_trips_over_generated_inputs() -> None:
     for _ in range(300):
         key = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 40)))
         value = bytes(rng.randrange(256) for _ in range(rng.randrange(0, 80)))
-        condition = rng.choice([None, "NX", "NEX"])
+        condition: Optional[Literal["NX", "NEX"]] = rng.choice([None, "NX", "NEX"])
         px = rng.choice([None, 1, rng.randrange(1, 2**63)])
         req = codec.decode_request(codec.encode_set(key, value, condition=condition, px_ms=px))
         assert (req.key, req.value, req.condition, req.px_ms) == (key, value, condition, px)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Tuple
+
 import pytest
 
 import mqstate
@@ -59,7 +61,7 @@ def test_every_store_kind_has_its_subclass() -> None:
         (errors.ClosedError, ()),
     ],
 )
-def test_builtin_bases(cls: type, bases: tuple) -> None:
+def test_builtin_bases(cls: type, bases: Tuple[type, ...]) -> None:
     assert issubclass(cls, errors.MqstateError)
     assert issubclass(cls, Exception)
     for base in bases:

@@ -88,10 +88,10 @@ def test_response(case: Dict[str, Any]) -> None:
     expect = case["expect"]
     kind = expect["kind"]
     if kind == "malformed":
-        with pytest.raises(errors.MalformedError) as info:
+        with pytest.raises(errors.MalformedError) as malformed:
             codec.decode_response(payload, case["verb"])
-        assert info.value.code == "malformed"
-        assert str(info.value)
+        assert malformed.value.code == "malformed"
+        assert str(malformed.value)
         return
 
     response = codec.decode_response(payload, case["verb"])
@@ -116,7 +116,7 @@ def test_response(case: Dict[str, Any]) -> None:
         assert str(error) == expect["error_text"]
     else:
         assert response.error_kind is None and response.error_text is None
-        assert response.raise_for_error() is None
+        response.raise_for_error()  # returns without raising
 
     # Without a verb the same form decodes; re-encoding (the service's form) round-trips,
     # and the service-side encoder builds the same bytes from the fields.
@@ -191,7 +191,7 @@ def test_response_topic_allowed(case: Dict[str, Any]) -> None:
     topic = case["topic"]
     assert topics.is_response_topic_allowed(topic) is case["allowed"]
     if case["allowed"]:
-        assert topics.check_response_topic(topic) is None
+        topics.check_response_topic(topic)  # returns without raising
     else:
         with pytest.raises(errors.InvalidArgumentError) as info:
             topics.check_response_topic(topic)
@@ -242,9 +242,9 @@ def check_clock(expect: str, step: Callable[[], hlc.Hlc]) -> None:
         assert info.value.code == "clock_drift"
         assert isinstance(info.value, errors.ClockError)
     elif expect == "error:overflow":
-        with pytest.raises(errors.ClockOverflowError) as info:
+        with pytest.raises(errors.ClockOverflowError) as overflow:
             step()
-        assert info.value.code == "clock_overflow"
+        assert overflow.value.code == "clock_overflow"
     else:
         assert not expect.startswith("error:"), expect
         want = hlc.Hlc.parse(expect)

@@ -20,6 +20,7 @@ __all__ = [
     "check_settings",
     "setting_names",
     "_shutdown",
+    "_after_fork",
     "error_codes",
     "store_error_kinds",
     "Request",
@@ -209,6 +210,7 @@ def connect(url: Optional[str], from_env: bool, pairs: List[Tuple[str, str]]) ->
 def check_settings(url: Optional[str], from_env: bool, pairs: List[Tuple[str, str]]) -> None: ...
 def setting_names() -> List[Tuple[str, str]]: ...
 def _shutdown(timeout: float) -> bool: ...
+def _after_fork() -> None: ...
 
 @final
 class Store:

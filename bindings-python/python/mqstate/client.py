@@ -13,6 +13,7 @@ an optional ``mqtt://`` / ``mqtts://`` URL or the Azure IoT Operations environme
 from __future__ import annotations
 
 import atexit
+import os
 from types import TracebackType
 from typing import Any, Optional, Type, Union
 
@@ -29,6 +30,10 @@ __all__ = ["AsyncClient", "Client"]
 
 #: At interpreter exit, library threads stop calling into Python before it finalizes.
 atexit.register(_mqstate._shutdown, 2.0)
+#: A forked child gets a runtime of its own (clients connected before the fork refuse calls
+#: with UnsupportedError there instead of hanging).
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_mqstate._after_fork)
 
 Token = Union[Hlc, str, None]
 

@@ -58,3 +58,10 @@ pub(crate) fn _shutdown(py: Python<'_>, timeout: f64) -> bool {
         mqstate::bridge::runtime::wait_idle(left) && INSIDE.load(Ordering::SeqCst) == 0
     })
 }
+
+/// `_after_fork()`: the at-fork hook of a child process (see
+/// `mqstate::bridge::runtime::after_fork_in_child`).
+#[pyfunction]
+pub(crate) fn _after_fork() {
+    mqstate::bridge::runtime::after_fork_in_child();
+}

@@ -46,7 +46,7 @@ fn status_subscription(store: &Store, lock: &Lock) -> Subscription {
 fn holder_subscription(store: &Store, lock: Arc<Lock>) -> Call<Subscription> {
     let runtime = store.client().runtime().clone();
     let capacity = store.client().shared.observers.capacity();
-    Call::spawn(&runtime.clone(), async move {
+    store.call(async move {
         let mut watch = lock.watch_holder().await?;
         Ok(Subscription::start(
             &runtime,
@@ -77,7 +77,7 @@ impl LockHandle {
         &self,
         work: impl FnOnce(Arc<Lock>) -> BoxFuture<Result<T, Error>>,
     ) -> Call<T> {
-        Call::spawn(self.store.client().runtime(), work(Arc::clone(&self.lock)))
+        self.store.call(work(Arc::clone(&self.lock)))
     }
 
     /// The lock key.
@@ -191,10 +191,7 @@ impl ElectionHandle {
         &self,
         work: impl FnOnce(Arc<Election>) -> BoxFuture<Result<T, Error>>,
     ) -> Call<T> {
-        Call::spawn(
-            self.store.client().runtime(),
-            work(Arc::clone(&self.election)),
-        )
+        self.store.call(work(Arc::clone(&self.election)))
     }
 
     /// The candidate id.

@@ -5,30 +5,60 @@
 //! The runtime is created lazily, on the first call that needs it (nothing runs before a
 //! first `connect`, which keeps `fork()` after loading the library safe), with two worker
 //! threads named `mqstate-worker`. It lives for the rest of the process.
+//!
+//! **fork()**: a child process inherits no threads, so the parent's runtime is dead there.
+//! A binding calls [`after_fork_in_child`] from its at-fork hook (Python's
+//! `os.register_at_fork`, C's `pthread_atfork`): the child then gets a runtime of its own on
+//! first use, and stores connected before the fork refuse every call with `unsupported`
+//! instead of hanging ([`generation`]).
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex, OnceLock};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use tokio::runtime::{Builder, Handle, Runtime};
 
-static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+static RUNTIME: Mutex<Option<&'static Runtime>> = Mutex::new(None);
+static GENERATION: AtomicU64 = AtomicU64::new(0);
 static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
 static IDLE: (Mutex<()>, Condvar) = (Mutex::new(()), Condvar::new());
 
-/// The library's own runtime, created on first use.
+/// The library's own runtime, created on first use (in this process).
 ///
 /// # Panics
 /// If the operating system refuses to start its threads (then nothing could run anyway).
 pub fn shared_runtime() -> &'static Runtime {
-    RUNTIME.get_or_init(|| {
-        Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("mqstate-worker")
-            .enable_all()
-            .build()
-            .expect("the mqstate runtime's threads could not be started")
-    })
+    let mut slot = RUNTIME.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(runtime) = *slot {
+        return runtime;
+    }
+    let runtime = Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("mqstate-worker")
+        .enable_all()
+        .build()
+        .expect("the mqstate runtime's threads could not be started");
+    // Lives for the rest of the process (or until a fork leaves it behind).
+    let runtime: &'static Runtime = Box::leak(Box::new(runtime));
+    *slot = Some(runtime);
+    runtime
+}
+
+/// The process generation: it changes in a child after [`after_fork_in_child`].
+pub fn generation() -> u64 {
+    GENERATION.load(Ordering::SeqCst)
+}
+
+/// To be called in a child process right after `fork()`: forgets the parent's runtime (its
+/// threads do not exist here; it is leaked, never shut down) and starts a new generation.
+pub fn after_fork_in_child() {
+    GENERATION.fetch_add(1, Ordering::SeqCst);
+    IN_FLIGHT.store(0, Ordering::SeqCst);
+    // A parent thread may have held the lock at the fork (it would never be released
+    // here): `try_lock` does not wait for it, and the slot is then left as it is.
+    if let Ok(mut slot) = RUNTIME.try_lock() {
+        *slot = None;
+    }
 }
 
 /// A handle of the library's own runtime.

@@ -5,9 +5,9 @@ use bytes::Bytes;
 use tokio::runtime::Handle;
 
 use super::lock::{ElectionHandle, LockHandle};
-use super::runtime::shared_handle;
+use super::runtime::{self, shared_handle};
 use super::{Call, Event, Subscription};
-use crate::error::Error;
+use crate::error::{Error, ErrorKind};
 use crate::lock::LockOptions;
 use crate::settings::{parse_count, parse_duration, setting_info};
 use crate::{
@@ -86,6 +86,8 @@ impl Settings {
 #[derive(Clone, Debug)]
 pub struct Store {
     client: Client,
+    /// The process generation it was connected in (see [`runtime::generation`]).
+    generation: u64,
 }
 
 impl Store {
@@ -98,13 +100,16 @@ impl Store {
     pub fn connect_on(settings: Settings, runtime: &Handle) -> Call<Store> {
         Call::spawn(runtime, async move {
             let client = Client::connect_with(settings.connection, settings.client).await?;
-            Ok(Store { client })
+            Ok(Store::from_client(client))
         })
     }
 
     /// Wraps a connected Rust client.
     pub fn from_client(client: Client) -> Store {
-        Store { client }
+        Store {
+            client,
+            generation: runtime::generation(),
+        }
     }
 
     /// The Rust client underneath.
@@ -112,12 +117,27 @@ impl Store {
         &self.client
     }
 
-    fn call<T, F>(&self, work: F) -> Call<T>
+    /// Refuses a store connected before a `fork()` (its runtime's threads are in the parent).
+    pub(crate) fn usable(&self) -> Result<(), Error> {
+        if self.generation != runtime::generation() {
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                "this client was connected before fork(): connect again in the child",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Starts `work` as a call on this store's runtime (refused after a fork).
+    pub(crate) fn call<T, F>(&self, work: F) -> Call<T>
     where
         T: Send + 'static,
         F: std::future::Future<Output = Result<T, Error>> + Send + 'static,
     {
-        Call::spawn(self.client.runtime(), work)
+        match self.usable() {
+            Ok(()) => Call::spawn(self.client.runtime(), work),
+            Err(e) => Call::ready(Err(e)),
+        }
     }
 
     /// SET.
