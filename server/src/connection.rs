@@ -42,8 +42,9 @@ use crate::outbox::{Message, Sink};
 use crate::service::{Command, Service};
 
 /// The largest packet the adapter accepts or sends (rumqttc caps incoming at 10 KiB
-/// unless told otherwise).
-pub(crate) const MAX_PACKET_SIZE: u32 = 256 * 1024 * 1024;
+/// unless told otherwise): MQTT 5's maximum, 268,435,455 bytes (the largest Remaining
+/// Length plus the fixed header is not a valid Maximum Packet Size; 256 MiB is one above it).
+pub(crate) const MAX_PACKET_SIZE: u32 = 268_435_455;
 
 /// mosquitto publishes its log here with `log_dest topic`.
 pub(crate) const SYS_LOG_FILTER: &str = "$SYS/broker/log/#";

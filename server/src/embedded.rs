@@ -24,6 +24,9 @@ use tokio::task::JoinHandle;
 
 use crate::service::Command;
 
+/// The Maximum Packet Size the embedded broker announces in its CONNACK: MQTT 5's maximum.
+pub(crate) const MAX_PACKET_SIZE: u32 = 268_435_455;
+
 /// A running embedded broker.
 pub(crate) struct EmbeddedBroker {
     addr: SocketAddr,
@@ -95,6 +98,9 @@ impl EmbeddedBroker {
             .with_bind_address(listen)
             .with_storage(storage)
             .with_sys_topics_enabled(false)
+            // The crate's default (268,435,456) is one above MQTT 5's limit: strict clients
+            // such as paho-mqtt reject such a CONNACK and reconnect forever.
+            .with_max_packet_size(MAX_PACKET_SIZE as usize)
             .with_event_handler(Arc::new(Events { commands }));
         let mut broker = MqttBroker::with_config(config)
             .await

@@ -143,7 +143,18 @@ impl Service {
     fn answer(&mut self, publish: &Publish, meta: &RequestMeta) {
         let client_id = meta.client_id().unwrap_or_default();
         let now = now_ms();
-        let reply = self.store.handle(
+        let journal = &mut self.journal;
+        let mut writer = |ops: &[JournalOp]| match journal {
+            Some(journal) => match journal.append(ops) {
+                Ok(()) => true,
+                Err(e) => {
+                    tracing::error!(error = %e, "could not append to the persistence log");
+                    false
+                }
+            },
+            None => true,
+        };
+        let reply = self.store.handle_persisting(
             now,
             Invocation {
                 client_id,
@@ -152,6 +163,7 @@ impl Service {
                 fencing_token: meta.fencing_token.as_deref(),
                 persist: meta.persist,
             },
+            &mut writer,
         );
         if tracing::enabled!(tracing::Level::DEBUG) {
             tracing::debug!(
@@ -162,13 +174,18 @@ impl Service {
                 "request"
             );
         }
-        if !self.append(&reply.journal) {
+        // A failed write of this request's own change left the store untouched; the only
+        // notifications then are DELETEs of keys that expired before it.
+        if reply.journal_failed {
             let failure = Failure {
                 status: 500,
                 message: "the store could not write its persistence log".to_owned(),
                 property: None,
             };
             self.fail(meta, &failure);
+            for notice in reply.notifications {
+                self.notify(notice);
+            }
             return;
         }
         let (Some(topic), Some(correlation)) = (&meta.response_topic, &meta.correlation) else {

@@ -52,7 +52,7 @@ impl Store {
         &mut self,
         now_ms: u64,
         set: Set<'_>,
-        effects: &mut Effects,
+        effects: &mut Effects<'_>,
     ) -> Result<Answer, StoreError> {
         let existing = self.entries.get(&set.key);
         check_fence(existing, set.token)?;
@@ -76,19 +76,23 @@ impl Store {
         let fencing_token = kept_token(existing.and_then(|e| e.fencing_token.as_ref()), set.token);
         let was_persisted = existing.is_some_and(|e| e.persisted);
         let version = self.clock.issue(now_ms, previous)?;
-        if set.persist {
-            effects.journal.push(JournalOp::Put {
+        let journal = if set.persist {
+            vec![JournalOp::Put {
                 key: set.key.clone(),
                 value: set.value.clone(),
                 version: version.clone(),
                 expires_at_ms: set.expires_at_ms,
                 fencing_token: fencing_token.clone(),
-            });
+            }]
         } else if was_persisted {
-            effects.journal.push(JournalOp::Remove {
+            vec![JournalOp::Remove {
                 key: set.key.clone(),
-            });
-        }
+            }]
+        } else {
+            Vec::new()
+        };
+        // On disk first: nothing below runs if the journal refuses the write.
+        effects.write(journal)?;
         self.notify(
             &set.key,
             KeyEvent::Set(set.value.clone()),
@@ -124,7 +128,7 @@ impl Store {
         key: &[u8],
         expected: Option<&Bytes>,
         token: Option<&Hlc>,
-        effects: &mut Effects,
+        effects: &mut Effects<'_>,
     ) -> Result<Answer, StoreError> {
         let Some(entry) = self.entries.get(key) else {
             return Ok((Response::Count(0), Some(self.clock.current().clone())));
@@ -132,6 +136,12 @@ impl Store {
         check_fence(Some(entry), token)?;
         if expected.is_some_and(|value| *value != entry.value) {
             return Ok((Response::NotApplied, Some(entry.version.clone())));
+        }
+        if entry.persisted {
+            // On disk first: the key stays if the journal refuses the removal.
+            effects.write(vec![JournalOp::Remove {
+                key: Bytes::copy_from_slice(key),
+            }])?;
         }
         let Some((key, entry)) = self.remove(key) else {
             return Ok((Response::Count(0), Some(self.clock.current().clone())));
@@ -141,7 +151,9 @@ impl Store {
     }
 
     /// KEYNOTIFY (`+OK`) and KEYNOTIFY STOP (`+OK`, or `:0` if nothing was registered).
-    /// A client observes at most `max_keys` keys.
+    /// A client observes at most `max_keys` keys, and only keys whose notification topic
+    /// fits in an MQTT topic ([`KEY_TOO_LONG_TO_OBSERVE`](super::KEY_TOO_LONG_TO_OBSERVE)
+    /// otherwise: with a short client id, keys up to about 32,700 bytes).
     pub(super) fn key_notify(
         &mut self,
         client_id: &str,
@@ -158,6 +170,9 @@ impl Store {
                 },
                 None,
             ));
+        }
+        if super::notification_topic_len(client_id, key) > super::MAX_TOPIC_LEN {
+            return Err(StoreError::other(super::KEY_TOO_LONG_TO_OBSERVE));
         }
         self.watchers
             .add(client_id, key, self.config.max_keys)
