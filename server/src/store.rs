@@ -34,15 +34,17 @@
 
 mod clock;
 mod ops;
+mod table;
 mod watchers;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 use bytes::Bytes;
 use mqstate::Hlc;
 use mqstate::codec::{KeyEvent, Request, Response, StoreError, StoreErrorKind, Verb};
 
 use clock::{ServiceClock, parse_stamp};
+use table::{Entry, Removed, Table};
 use watchers::Watchers;
 
 /// How a [`Store`] behaves.
@@ -151,21 +153,10 @@ pub struct Expired {
 pub struct Store {
     config: StoreConfig,
     clock: ServiceClock,
-    entries: HashMap<Bytes, Entry>,
+    entries: Table,
     /// `(deadline, key)` of every key with a PX; kept in step with `Entry::expires_at_ms`.
     expiries: BTreeSet<(u64, Bytes)>,
     watchers: Watchers,
-}
-
-/// One stored key.
-#[derive(Debug)]
-struct Entry {
-    value: Bytes,
-    version: Hlc,
-    expires_at_ms: Option<u64>,
-    fencing_token: Option<Hlc>,
-    /// Set with `aio-persistence: true`: its changes go to the journal.
-    persisted: bool,
 }
 
 /// Writes journal ops before the store applies them; false if the write failed.
@@ -232,7 +223,7 @@ impl Store {
         Store {
             clock: ServiceClock::new(&config.node_id, now_ms),
             config,
-            entries: HashMap::new(),
+            entries: Table::default(),
             expiries: BTreeSet::new(),
             watchers: Watchers::default(),
         }
@@ -368,12 +359,12 @@ impl Store {
             let Some((_, key)) = self.expiries.pop_first() else {
                 break;
             };
-            if let Some(entry) = self.entries.remove(&key) {
-                if entry.persisted {
+            if let Some(removed) = self.entries.remove(&key) {
+                if removed.persisted {
                     // Gone whatever the journal says (see `handle_persisting`).
                     let _ = effects.write(vec![JournalOp::Remove { key: key.clone() }]);
                 }
-                self.deleted(now_ms, key, entry, effects);
+                self.deleted(now_ms, key, &removed.version, effects);
             }
         }
     }
@@ -418,28 +409,27 @@ impl Store {
         }
     }
 
-    /// Stores `entry` under `key`, keeping the expiry index in step; returns the old entry.
-    fn insert(&mut self, key: Bytes, entry: Entry) -> Option<Entry> {
-        if let Some(deadline) = entry.expires_at_ms {
-            self.expiries.insert((deadline, key.clone()));
+    /// Stores `entry` under `key`, keeping the expiry index in step.
+    fn insert(&mut self, key: Bytes, entry: Entry) {
+        let deadline = entry.expires_at_ms;
+        if let Some(Some(old)) = self.entries.insert(&key, entry)
+            && Some(old) != deadline
+        {
+            self.expiries.remove(&(old, key.clone()));
         }
-        let old = self.entries.insert(key.clone(), entry);
-        if let Some(deadline) = old.as_ref().and_then(|o| o.expires_at_ms) {
-            let new_deadline = self.entries.get(&key).and_then(|e| e.expires_at_ms);
-            if new_deadline != Some(deadline) {
-                self.expiries.remove(&(deadline, key));
-            }
+        if let Some(deadline) = deadline {
+            self.expiries.insert((deadline, key));
         }
-        old
     }
 
     /// Removes `key`, keeping the expiry index in step.
-    fn remove(&mut self, key: &[u8]) -> Option<(Bytes, Entry)> {
-        let (key, entry) = self.entries.remove_entry(key)?;
-        if let Some(deadline) = entry.expires_at_ms {
+    fn remove(&mut self, key: &[u8]) -> Option<(Bytes, Removed)> {
+        let removed = self.entries.remove(key)?;
+        let key = Bytes::copy_from_slice(key);
+        if let Some(deadline) = removed.expires_at_ms {
             self.expiries.remove(&(deadline, key.clone()));
         }
-        Some((key, entry))
+        Some((key, removed))
     }
 
     /// The effects of a key's deletion (by DEL, VDEL or expiry) once its journal removal
@@ -448,10 +438,16 @@ impl Store {
     ///
     /// The key is gone whatever happens: if the clock cannot tick (its counter is at the
     /// maximum), the deletion carries the clock's current value instead.
-    fn deleted(&mut self, now_ms: u64, key: Bytes, entry: Entry, effects: &mut Effects<'_>) -> Hlc {
+    fn deleted(
+        &mut self,
+        now_ms: u64,
+        key: Bytes,
+        previous: &Hlc,
+        effects: &mut Effects<'_>,
+    ) -> Hlc {
         let version = self
             .clock
-            .issue(now_ms, Some(&entry.version))
+            .issue(now_ms, Some(previous))
             .unwrap_or_else(|_| self.clock.current().clone());
         self.notify(&key, KeyEvent::Delete, &version, effects);
         version

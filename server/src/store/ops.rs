@@ -7,7 +7,8 @@ use bytes::Bytes;
 use mqstate::Hlc;
 use mqstate::codec::{KeyEvent, Response, SetCondition, StoreError, StoreErrorKind};
 
-use super::{Answer, Effects, Entry, JournalOp, Store};
+use super::table::{Entry, View};
+use super::{Answer, Effects, JournalOp, Store};
 
 /// A decoded SET with its stamps, ready to apply.
 pub(super) struct Set<'a> {
@@ -24,8 +25,8 @@ pub(super) struct Set<'a> {
 
 /// Spec §6 for a write (SET, DEL, VDEL) to a key holding `entry`: a fenced key needs a
 /// token that is not older than its own. A missing key has no token.
-fn check_fence(entry: Option<&Entry>, token: Option<&Hlc>) -> Result<(), StoreError> {
-    let Some(stored) = entry.and_then(|e| e.fencing_token.as_ref()) else {
+fn check_fence(entry: Option<&View<'_>>, token: Option<&Hlc>) -> Result<(), StoreError> {
+    let Some(stored) = entry.and_then(View::fencing_token) else {
         return Ok(());
     };
     let token = token.ok_or(StoreErrorKind::FencingTokenRequired)?;
@@ -55,15 +56,15 @@ impl Store {
         effects: &mut Effects<'_>,
     ) -> Result<Answer, StoreError> {
         let existing = self.entries.get(&set.key);
-        check_fence(existing, set.token)?;
-        if let Some(entry) = existing {
+        check_fence(existing.as_ref(), set.token)?;
+        if let Some(entry) = &existing {
             let blocked = match set.condition {
                 SetCondition::Always => false,
                 SetCondition::NotExists => true,
-                SetCondition::NotExistsOrEqual => entry.value != set.value,
+                SetCondition::NotExistsOrEqual => entry.value() != &set.value[..],
             };
             if blocked {
-                return Ok((Response::NotApplied, Some(entry.version.clone())));
+                return Ok((Response::NotApplied, Some(entry.version())));
             }
         } else if self
             .config
@@ -72,10 +73,10 @@ impl Store {
         {
             return Err(StoreErrorKind::QuotaExceeded.into());
         }
-        let previous = existing.map(|e| &e.version);
-        let fencing_token = kept_token(existing.and_then(|e| e.fencing_token.as_ref()), set.token);
-        let was_persisted = existing.is_some_and(|e| e.persisted);
-        let version = self.clock.issue(now_ms, previous)?;
+        let previous = existing.as_ref().map(View::version);
+        let fencing_token = kept_token(existing.as_ref().and_then(View::fencing_token), set.token);
+        let was_persisted = existing.as_ref().is_some_and(View::persisted);
+        let version = self.clock.issue(now_ms, previous.as_ref())?;
         let journal = if set.persist {
             vec![JournalOp::Put {
                 key: set.key.clone(),
@@ -114,8 +115,8 @@ impl Store {
     pub(super) fn get(&self, key: &[u8]) -> Answer {
         match self.entries.get(key) {
             Some(entry) => (
-                Response::Value(entry.value.clone()),
-                Some(entry.version.clone()),
+                Response::Value(Bytes::copy_from_slice(entry.value())),
+                Some(entry.version()),
             ),
             None => (Response::NotFound, None),
         }
@@ -133,20 +134,20 @@ impl Store {
         let Some(entry) = self.entries.get(key) else {
             return Ok((Response::Count(0), Some(self.clock.current().clone())));
         };
-        check_fence(Some(entry), token)?;
-        if expected.is_some_and(|value| *value != entry.value) {
-            return Ok((Response::NotApplied, Some(entry.version.clone())));
+        check_fence(Some(&entry), token)?;
+        if expected.is_some_and(|value| &value[..] != entry.value()) {
+            return Ok((Response::NotApplied, Some(entry.version())));
         }
-        if entry.persisted {
+        if entry.persisted() {
             // On disk first: the key stays if the journal refuses the removal.
             effects.write(vec![JournalOp::Remove {
                 key: Bytes::copy_from_slice(key),
             }])?;
         }
-        let Some((key, entry)) = self.remove(key) else {
+        let Some((key, removed)) = self.remove(key) else {
             return Ok((Response::Count(0), Some(self.clock.current().clone())));
         };
-        let version = self.deleted(now_ms, key, entry, effects);
+        let version = self.deleted(now_ms, key, &removed.version, effects);
         Ok((Response::Count(1), Some(version)))
     }
 
