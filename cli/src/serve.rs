@@ -45,6 +45,9 @@ pub struct ServeArgs {
     /// How many notifications may wait for one slow client before the oldest are dropped.
     #[arg(long, default_value_t = 1024)]
     notify_queue_limit: usize,
+    /// Let debug logs (-v) show values; by default they show keys (escaped) and lengths.
+    #[arg(long)]
+    log_values: bool,
 }
 
 impl ServeArgs {
@@ -67,6 +70,7 @@ impl ServeArgs {
             max_keys: self.max_keys,
             node_id: self.node_id,
             notify_queue_limit: self.notify_queue_limit,
+            log_values: self.log_values,
             ..ServerConfig::default()
         })
     }

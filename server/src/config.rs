@@ -29,6 +29,8 @@ pub struct ServerConfig {
     pub response_queue_limit: usize,
     /// Capacity of the MQTT client's request channel (outgoing publishes not yet written).
     pub mqtt_channel_capacity: usize,
+    /// Let debug logs show values (they show keys, escaped, and lengths otherwise).
+    pub log_values: bool,
 }
 
 impl Default for ServerConfig {
@@ -43,6 +45,7 @@ impl Default for ServerConfig {
             notify_queue_limit: 1024,
             response_queue_limit: 65_536,
             mqtt_channel_capacity: 256,
+            log_values: false,
         }
     }
 }

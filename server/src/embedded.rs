@@ -8,21 +8,40 @@
 //! broker also vouches for each publisher's client id (user property `x-mqtt-client-id`,
 //! which it overwrites), and can drop a client's connection: used for requests with a
 //! forbidden response topic.
+//!
+//! # Notifications without a subscription
+//!
+//! The real service delivers a KEYNOTIFY notification to the registering client's session
+//! whether or not it subscribed to its notification topic, and the official Go and .NET
+//! SDKs depend on that (one never subscribes, the other subscribes to the wrong topic).
+//! The embedded broker does the same: when a client publishes a KEYNOTIFY request, the
+//! [`BrokerEventHandler::on_client_publish`] hook — which runs before the request is routed
+//! to the store — adds a subscription to that key's exact notification topic to the client's
+//! session, unless one of the client's own subscriptions already matches it (no duplicate
+//! deliveries). `KEYNOTIFY … STOP` removes it; the session's end removes it too. An external
+//! broker offers no such hook: there, a client must subscribe itself (the server warns at
+//! the first KEYNOTIFY it serves).
 
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 
+use mqstate::codec::Request;
 use mqtt5::broker::MqttBroker;
 use mqtt5::broker::config::{StorageBackend, StorageConfig};
-use mqtt5::broker::router::MessageRouter;
+use mqtt5::broker::events::{
+    ClientPublishEvent, ClientSubscribeEvent, ClientUnsubscribeEvent, PublishAction,
+    SubAckReasonCode,
+};
+use mqtt5::broker::router::{MessageRouter, SubscriptionRequest};
 use mqtt5::broker::server::BrokerShutdownHandle;
 use mqtt5::broker::{BrokerConfig, BrokerEventHandler, ClientConnectEvent, ClientDisconnectEvent};
 use tokio::sync::mpsc::UnboundedSender as Sender;
 use tokio::task::JoinHandle;
 
-use crate::service::Command;
+use crate::service::{BrokerControl, Command};
 
 /// The Maximum Packet Size the embedded broker announces in its CONNACK: MQTT 5's maximum.
 pub(crate) const MAX_PACKET_SIZE: u32 = 268_435_455;
@@ -42,9 +61,8 @@ pub(crate) struct Disconnector {
     runtime: tokio::runtime::Handle,
 }
 
-impl Disconnector {
-    /// Closes the connection of `client_id` (callable from any thread).
-    pub(crate) fn disconnect(&self, client_id: &str) {
+impl BrokerControl for Disconnector {
+    fn disconnect(&self, client_id: &str) {
         let router = Arc::clone(&self.router);
         let client_id = client_id.to_owned();
         self.runtime.spawn(async move {
@@ -53,12 +71,126 @@ impl Disconnector {
     }
 }
 
-/// Forwards the broker's connection events to the log and the store.
+/// Forwards the broker's connection events to the log and the store, and routes
+/// notifications to clients that did not subscribe to them.
 struct Events {
     commands: Sender<Command>,
+    /// Set once the broker exists (the handler is created before it).
+    router: OnceLock<Arc<MessageRouter>>,
+    /// Each client's granted subscription filters.
+    filters: Mutex<HashMap<String, Vec<String>>>,
+    /// The notification topics subscribed on each client's behalf.
+    added: Mutex<HashMap<String, HashSet<String>>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poison| poison.into_inner())
+}
+
+/// Whether the MQTT topic filter `filter` matches `topic` (`+`, `#`; a `$share/group/`
+/// filter counts as not matching: the client may not be the member served).
+pub(crate) fn filter_matches(filter: &str, topic: &str) -> bool {
+    if filter.starts_with("$share/") {
+        return false;
+    }
+    let mut levels = topic.split('/');
+    for part in filter.split('/') {
+        match (part, levels.next()) {
+            ("#", _) => return true,
+            ("+", Some(_)) => {}
+            (part, Some(level)) if part == level => {}
+            _ => return false,
+        }
+    }
+    levels.next().is_none()
+}
+
+impl Events {
+    /// Subscribes `client_id` to the notification topic of `key` on its behalf (or drops
+    /// that subscription with `stop`), when none of its own subscriptions covers it.
+    async fn route_notifications(&self, client_id: &str, key: &[u8], stop: bool) {
+        let Some(router) = self.router.get() else {
+            return;
+        };
+        if crate::store::notification_topic_len(client_id, key) > crate::store::MAX_TOPIC_LEN {
+            return;
+        }
+        let topic = mqstate::topics::notification_topic(client_id, key);
+        if stop {
+            let removed = lock(&self.added)
+                .get_mut(client_id)
+                .is_some_and(|topics| topics.remove(&topic));
+            if removed {
+                router.unsubscribe(client_id, &topic, None).await;
+            }
+            return;
+        }
+        let covered = lock(&self.filters)
+            .get(client_id)
+            .is_some_and(|filters| filters.iter().any(|f| filter_matches(f, &topic)));
+        if covered {
+            return;
+        }
+        let new = lock(&self.added)
+            .entry(client_id.to_owned())
+            .or_default()
+            .insert(topic.clone());
+        if new {
+            let request = SubscriptionRequest::new(client_id, topic, mqtt5::QoS::AtLeastOnce);
+            if let Err(e) = router.subscribe(request).await {
+                tracing::warn!(client_id, error = %e, "could not route notifications to a client");
+            }
+        }
+    }
 }
 
 impl BrokerEventHandler for Events {
+    fn on_client_subscribe<'a>(
+        &'a self,
+        event: ClientSubscribeEvent,
+    ) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
+        let granted = event.subscriptions.iter().filter(|s| {
+            matches!(
+                s.result,
+                SubAckReasonCode::GrantedQoS0
+                    | SubAckReasonCode::GrantedQoS1
+                    | SubAckReasonCode::GrantedQoS2
+            )
+        });
+        let mut filters = lock(&self.filters);
+        let list = filters.entry(event.client_id.to_string()).or_default();
+        for s in granted {
+            if !list.iter().any(|f| **f == *s.topic_filter) {
+                list.push(s.topic_filter.to_string());
+            }
+        }
+        Box::pin(async {})
+    }
+
+    fn on_client_unsubscribe<'a>(
+        &'a self,
+        event: ClientUnsubscribeEvent,
+    ) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
+        if let Some(list) = lock(&self.filters).get_mut(&*event.client_id) {
+            list.retain(|f| !event.topic_filters.iter().any(|gone| **gone == **f));
+        }
+        Box::pin(async {})
+    }
+
+    fn on_client_publish<'a>(
+        &'a self,
+        event: ClientPublishEvent,
+    ) -> Pin<Box<dyn Future<Output = PublishAction> + Send + 'a>> {
+        Box::pin(async move {
+            if &*event.topic == mqstate::topics::REQUEST_TOPIC
+                && let Ok(Request::KeyNotify { key, stop }) = Request::decode(&event.payload)
+            {
+                self.route_notifications(&event.client_id, &key, stop).await;
+            }
+            PublishAction::Continue
+        })
+    }
+
     fn on_client_connect<'a>(
         &'a self,
         event: ClientConnectEvent,
@@ -81,6 +213,8 @@ impl BrokerEventHandler for Events {
         let _ = self
             .commands
             .send(Command::Disconnected(event.client_id.to_string()));
+        lock(&self.filters).remove(&*event.client_id);
+        lock(&self.added).remove(&*event.client_id);
         Box::pin(async {})
     }
 }
@@ -91,6 +225,12 @@ impl EmbeddedBroker {
         listen: SocketAddr,
         commands: Sender<Command>,
     ) -> std::io::Result<EmbeddedBroker> {
+        let events = Arc::new(Events {
+            commands,
+            router: OnceLock::new(),
+            filters: Mutex::new(HashMap::new()),
+            added: Mutex::new(HashMap::new()),
+        });
         let storage = StorageConfig::default()
             .with_backend(StorageBackend::Memory)
             .with_persistence(false);
@@ -101,10 +241,11 @@ impl EmbeddedBroker {
             // The crate's default (268,435,456) is one above MQTT 5's limit: strict clients
             // such as paho-mqtt reject such a CONNACK and reconnect forever.
             .with_max_packet_size(MAX_PACKET_SIZE as usize)
-            .with_event_handler(Arc::new(Events { commands }));
+            .with_event_handler(Arc::clone(&events) as Arc<dyn BrokerEventHandler>);
         let mut broker = MqttBroker::with_config(config)
             .await
             .map_err(|e| std::io::Error::other(format!("embedded broker on {listen}: {e}")))?;
+        let _ = events.router.set(broker.router());
         let addr = broker
             .local_addr()
             .ok_or_else(|| std::io::Error::other("embedded broker has no listener"))?;
@@ -153,5 +294,23 @@ impl EmbeddedBroker {
     pub(crate) async fn shutdown(self) {
         self.shutdown.shutdown();
         let _ = self.task.await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::filter_matches;
+
+    #[test]
+    fn topic_filters_match_like_mqtt() {
+        assert!(filter_matches("a/b", "a/b"));
+        assert!(filter_matches("a/+", "a/b"));
+        assert!(filter_matches("a/#", "a/b/c"));
+        assert!(filter_matches("#", "a"));
+        assert!(filter_matches("a/#", "a"));
+        assert!(!filter_matches("a/+", "a/b/c"));
+        assert!(!filter_matches("a/b/c", "a/b"));
+        assert!(!filter_matches("a/c", "a/b"));
+        assert!(!filter_matches("$share/g/a/b", "a/b"));
     }
 }

@@ -19,7 +19,7 @@ use crate::connection::{self, ClientSink};
 use crate::embedded::EmbeddedBroker;
 use crate::journal::Journal;
 use crate::outbox::{Counters, Outbox};
-use crate::service::{Command, Service, now_ms};
+use crate::service::{BrokerControl, Command, Service, now_ms};
 use crate::store::{Store, StoreConfig};
 
 /// How long [`Server::start`] waits for the broker to grant the request subscription.
@@ -128,11 +128,15 @@ impl Server {
             store,
             journal,
             outbox,
-            sink: ClientSink(client.clone()),
+            sink: Box::new(ClientSink(client.clone())),
             counters: Arc::clone(&counters),
-            disconnector: embedded.as_ref().map(EmbeddedBroker::disconnector),
+            disconnector: embedded
+                .as_ref()
+                .map(|broker| Box::new(broker.disconnector()) as Box<dyn BrokerControl>),
             trust_broker_id: embedded.is_some(),
             own_client_id: client_id.clone(),
+            log_values: config.log_values,
+            warned_unrouted: false,
         };
         let connection = tokio::spawn(connection::run(Loop {
             eventloop,

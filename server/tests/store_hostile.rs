@@ -193,3 +193,31 @@ fn a_persisted_delete_whose_journal_write_fails_is_not_applied() {
     assert_eq!(reply.response, Response::Count(1));
     assert!(s.is_empty());
 }
+
+/// A GET merges its stamp without issuing it; a PX expiry seconds later must not reuse that
+/// stale value as the DELETE's version.
+#[test]
+fn the_delete_on_px_expiry_carries_a_fresh_version() {
+    let mut s = store();
+    let px = Request::Set {
+        key: &b"k"[..],
+        value: &b"v"[..],
+        condition: SetCondition::Always,
+        expiry_ms: std::num::NonZeroU64::new(5_000),
+    }
+    .encode();
+    run(&mut s, "me", &px, &ts("me"), false);
+    let watch = Request::KeyNotify {
+        key: &b"k"[..],
+        stop: false,
+    }
+    .encode();
+    run(&mut s, "me", &watch, &ts("me"), false);
+    let get = Request::Get { key: &b"k"[..] }.encode();
+    run(&mut s, "me", &get, &ts("me"), false);
+    let later = NOW + 5_000;
+    let expired = s.expire(later);
+    assert_eq!(expired.notifications.len(), 1);
+    let version = &expired.notifications[0].version;
+    assert_eq!(version.wall_ms(), later, "stale DELETE version {version}");
+}

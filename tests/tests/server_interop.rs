@@ -89,3 +89,23 @@ async fn mqttjs_runs_a_round_on_the_embedded_broker() {
     .await;
     server.shutdown().await;
 }
+
+/// paho-mqtt without a subscription to its notification topic (as the Go SDK behaves)
+/// still gets its notification from the embedded broker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paho_mqtt_without_a_notification_subscription_is_notified() {
+    mqstate_tests::init_tracing();
+    let server = Server::start(ServerConfig::ephemeral()).await.unwrap();
+    let port = server.addr().port();
+    run(
+        paho(port, "paho-unsubscribed", &["--no-notify-subscription"]),
+        "paho-mqtt (no notification subscription)",
+    )
+    .await;
+    run(
+        mqttjs(port, "mqttjs-unsubscribed", &["--no-notify-subscription"]),
+        "mqtt.js (no notification subscription)",
+    )
+    .await;
+    server.shutdown().await;
+}

@@ -82,8 +82,11 @@ impl ServiceClock {
 
     /// A new version: the merged request stamp if it is still unissued, else a tick. It is
     /// strictly newer than `previous` (the key's last version) and than every earlier one.
+    ///
+    /// A merged stamp left unissued by an earlier request (a GET, say) is stale once time
+    /// has moved on: a change made later (a PX expiry) gets a tick at `now_ms` instead.
     pub(crate) fn issue(&mut self, now_ms: u64, previous: Option<&Hlc>) -> Result<Hlc, StoreError> {
-        if !self.fresh {
+        if !self.fresh || self.current.wall_ms() < now_ms {
             self.current = self.tick(now_ms)?;
         }
         // Unreachable while every version comes from this clock (restores raise it); kept

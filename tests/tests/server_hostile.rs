@@ -1,0 +1,151 @@
+//! The server against clients that are not well-behaved or not ours (issue 9): clients that
+//! never subscribe to their notification topic, clients that claim another client's id,
+//! keys too long to observe. Driven by raw rumqttc requests.
+
+use bytes::Bytes;
+use mqstate::envelope::property;
+use mqstate::topics;
+use mqstate_tests::raw::{RawClient, RequestOptions, resp};
+use mqstate_tests::{BrokerKind, StateStoreFixture};
+
+async fn fixture(kind: BrokerKind) -> StateStoreFixture {
+    mqstate_tests::init_tracing();
+    match kind {
+        BrokerKind::Mosquitto => StateStoreFixture::mosquitto().await,
+        BrokerKind::Embedded => StateStoreFixture::embedded().await,
+    }
+    .expect("fixture")
+}
+
+async fn request(c: &mut RawClient, args: &[&[u8]]) -> Bytes {
+    let answer = c
+        .request(resp(args), RequestOptions::default())
+        .await
+        .expect("answered");
+    assert_eq!(answer.status(), Some("200"));
+    answer.payload().clone()
+}
+
+/// As the official Go SDK does: a client that subscribes to its response topic only still
+/// receives its notifications from the embedded broker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notifications_reach_a_client_that_never_subscribed_to_them() {
+    let f = fixture(BrokerKind::Embedded).await;
+    let mut observer = RawClient::connect_with(f.host(), f.port(), "go-sdk-like", false)
+        .await
+        .unwrap();
+    let mut writer = RawClient::connect(f.host(), f.port(), "writer")
+        .await
+        .unwrap();
+    assert_eq!(
+        &request(&mut observer, &[b"KEYNOTIFY", b"k"]).await[..],
+        b"+OK\r\n"
+    );
+    request(&mut writer, &[b"SET", b"k", b"v1"]).await;
+    let n = observer.next_message().await.expect("a notification");
+    assert_eq!(
+        std::str::from_utf8(&n.topic).unwrap(),
+        topics::notification_topic("go-sdk-like", b"k")
+    );
+    assert_eq!(
+        &n.payload[..],
+        b"*4\r\n$6\r\nNOTIFY\r\n$3\r\nSET\r\n$5\r\nVALUE\r\n$2\r\nv1\r\n"
+    );
+    // After STOP, nothing more arrives.
+    assert_eq!(
+        &request(&mut observer, &[b"KEYNOTIFY", b"k", b"STOP"]).await[..],
+        b"+OK\r\n"
+    );
+    request(&mut writer, &[b"SET", b"k", b"v2"]).await;
+    request(&mut observer, &[b"GET", b"barrier"]).await;
+    assert!(observer.drain_received().is_empty());
+    f.shutdown().await;
+}
+
+/// A client that does subscribe gets each notification once, not once per route.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscribed_client_gets_each_notification_once() {
+    let f = fixture(BrokerKind::Embedded).await;
+    let mut observer = RawClient::connect(f.host(), f.port(), "subscribed")
+        .await
+        .unwrap();
+    request(&mut observer, &[b"KEYNOTIFY", b"k"]).await;
+    request(&mut observer, &[b"SET", b"k", b"v"]).await;
+    request(&mut observer, &[b"GET", b"barrier"]).await;
+    let received = observer.drain_received();
+    assert_eq!(received.len(), 1, "{received:?}");
+    f.shutdown().await;
+}
+
+/// On the embedded broker the connection's client id is known: a `__srcId` naming another
+/// client is refused, so nobody registers, stops or spends quota under another's id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_src_id_that_is_not_the_connection_id_is_refused() {
+    let f = fixture(BrokerKind::Embedded).await;
+    let mut victim = RawClient::connect(f.host(), f.port(), "victim")
+        .await
+        .unwrap();
+    let mut mallory = RawClient::connect(f.host(), f.port(), "mallory")
+        .await
+        .unwrap();
+    request(&mut victim, &[b"KEYNOTIFY", b"k"]).await;
+    let spoofed = RequestOptions {
+        src_id: false,
+        extra: vec![(property::SOURCE_ID.to_owned(), "victim".to_owned())],
+        ..RequestOptions::default()
+    };
+    let answer = mallory
+        .request(resp(&[b"KEYNOTIFY", b"k", b"STOP"]), spoofed)
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), Some("400"));
+    assert_eq!(
+        answer.user_property(property::PROPERTY_NAME),
+        Some(property::SOURCE_ID)
+    );
+    // The victim's registration is intact.
+    request(&mut mallory, &[b"SET", b"k", b"v"]).await;
+    let n = victim.next_message().await.expect("still notified");
+    assert_eq!(
+        std::str::from_utf8(&n.topic).unwrap(),
+        topics::notification_topic("victim", b"k")
+    );
+    f.shutdown().await;
+}
+
+async fn a_key_too_long_to_observe(kind: BrokerKind) {
+    let f = fixture(kind).await;
+    let mut watcher = RawClient::connect(f.host(), f.port(), "w").await.unwrap();
+    let mut other = RawClient::connect(f.host(), f.port(), "other")
+        .await
+        .unwrap();
+    let long = vec![b'x'; 40_000];
+    let refused = request(&mut watcher, &[b"KEYNOTIFY", &long]).await;
+    assert!(
+        refused.starts_with(b"-ERR") && String::from_utf8_lossy(&refused).contains("too long"),
+        "{refused:?}"
+    );
+    // Setting it (twice) leaves the store's broker connection alone: everyone is answered.
+    for _ in 0..2 {
+        assert_eq!(
+            &request(&mut watcher, &[b"SET", &long, b"v"]).await[..],
+            b"+OK\r\n"
+        );
+        assert_eq!(
+            &request(&mut other, &[b"GET", b"nothing"]).await[..],
+            b"$-1\r\n"
+        );
+    }
+    assert!(watcher.drain_received().is_empty());
+    f.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_too_long_to_observe_is_refused_on_mosquitto() {
+    a_key_too_long_to_observe(BrokerKind::Mosquitto).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_too_long_to_observe_is_refused_on_embedded() {
+    a_key_too_long_to_observe(BrokerKind::Embedded).await;
+}
