@@ -32,4 +32,5 @@ pub mod service;
 pub mod store;
 
 pub use config::{BrokerTarget, ServerConfig};
+pub use connection::MOSQUITTO_SYS_LOG_LINES;
 pub use server::{Server, ServerHandle, Stats};

@@ -4,7 +4,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::time::Duration;
 
 use rumqttc::v5::AsyncClient;
@@ -60,6 +60,8 @@ pub struct ServerHandle {
     stop: watch::Sender<bool>,
     counters: Arc<Counters>,
     client_id: String,
+    disconnects: Arc<AtomicU8>,
+    probe: Option<JoinHandle<()>>,
 }
 
 impl Server {
@@ -110,11 +112,25 @@ impl Server {
             .clone()
             .unwrap_or_else(|| format!("mqstate-server-{}", uuid::Uuid::new_v4().simple()));
         let options = connection::options(&client_id, &host, addr.port(), config.broker.as_ref())?;
+        let probe_options = connection::options(
+            &format!("{client_id}-probe"),
+            &host,
+            addr.port(),
+            config.broker.as_ref(),
+        )?;
         let (client, eventloop) = connection::client(options, config.mqtt_channel_capacity);
         let watch_sys_log = config.broker.as_ref().is_some_and(|t| t.watch_sys_log);
         let (ready_tx, mut ready) = watch::channel(false);
         let (stop, stop_rx) = watch::channel(false);
         let counters = Arc::new(Counters::default());
+        let sys_log_seen = Arc::new(AtomicBool::new(false));
+        let disconnects = Arc::new(AtomicU8::new(if embedded.is_some() {
+            connection::DISCONNECTS_SEEN
+        } else if watch_sys_log {
+            connection::DISCONNECTS_UNKNOWN
+        } else {
+            connection::DISCONNECTS_UNSEEN
+        }));
         let outbox = Arc::new(Outbox::new(
             config.notify_queue_limit,
             config.response_queue_limit,
@@ -146,6 +162,7 @@ impl Server {
             filters: connection::filters(watch_sys_log),
             ready: ready_tx,
             shutdown: stop_rx,
+            sys_log_seen: Arc::clone(&sys_log_seen),
         }));
 
         let mut handle = ServerHandle {
@@ -157,6 +174,8 @@ impl Server {
             stop,
             counters,
             client_id,
+            disconnects: Arc::clone(&disconnects),
+            probe: None,
         };
         let subscribed = tokio::time::timeout(READY_TIMEOUT, ready.wait_for(|ready| *ready)).await;
         if !matches!(subscribed, Ok(Ok(_))) {
@@ -165,6 +184,20 @@ impl Server {
                 std::io::ErrorKind::TimedOut,
                 format!("could not subscribe to the request topic on the broker at {addr}"),
             ));
+        }
+        if handle.embedded.is_none() {
+            if watch_sys_log {
+                handle.probe = Some(tokio::spawn(connection::probe_sys_log(
+                    probe_options,
+                    sys_log_seen,
+                    disconnects,
+                )));
+            } else {
+                tracing::warn!(
+                    "not watching $SYS/broker/log/#: client disconnects are not seen, and \
+                     KEYNOTIFY registrations outlive their clients"
+                );
+            }
         }
         tracing::info!(%addr, client_id = %handle.client_id, embedded = handle.embedded.is_some(), "state store ready");
         Ok(handle)
@@ -207,6 +240,18 @@ impl ServerHandle {
         &self.client_id
     }
 
+    /// Whether the server learns of client disconnects (to drop their KEYNOTIFY
+    /// registrations): always with the embedded broker; with an external broker, once a
+    /// start-up probe found its `$SYS/broker/log` (mosquitto's `log_dest topic`). `None`
+    /// while the probe runs (a few seconds after start).
+    pub fn sees_disconnects(&self) -> Option<bool> {
+        match self.disconnects.load(Ordering::Relaxed) {
+            connection::DISCONNECTS_SEEN => Some(true),
+            connection::DISCONNECTS_UNSEEN => Some(false),
+            _ => None,
+        }
+    }
+
     /// The server's counters.
     pub fn stats(&self) -> Stats {
         let c = &self.counters;
@@ -229,6 +274,9 @@ impl ServerHandle {
 
     async fn stop_all(&mut self) {
         self.stop.send_replace(true);
+        if let Some(probe) = self.probe.take() {
+            probe.abort();
+        }
         if let Some(connection) = self.connection.take() {
             let _ = connection.await;
         }
@@ -245,6 +293,9 @@ impl ServerHandle {
 impl Drop for ServerHandle {
     fn drop(&mut self) {
         self.stop.send_replace(true);
+        if let Some(probe) = self.probe.take() {
+            probe.abort();
+        }
         if let Some(publisher) = self.publisher.take() {
             publisher.abort();
         }

@@ -149,3 +149,39 @@ async fn a_key_too_long_to_observe_is_refused_on_mosquitto() {
 async fn a_key_too_long_to_observe_is_refused_on_embedded() {
     a_key_too_long_to_observe(BrokerKind::Embedded).await;
 }
+
+/// Waits (a few seconds at most) for the start-up probe's answer.
+async fn sees_disconnects(server: &mqstate_server::ServerHandle) -> Option<bool> {
+    for _ in 0..500 {
+        if let Some(seen) = server.sees_disconnects() {
+            return Some(seen);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    None
+}
+
+async fn attached_to(broker: &mqstate_tests::Mosquitto) -> mqstate_server::ServerHandle {
+    let config = mqstate_server::ServerConfig {
+        broker: Some(mqstate_server::BrokerTarget::parse(&broker.url()).unwrap()),
+        ..mqstate_server::ServerConfig::ephemeral()
+    };
+    mqstate_server::Server::start(config).await.unwrap()
+}
+
+/// Behind a mosquitto without `log_dest topic` the server cannot see disconnects: it finds
+/// out at start-up (and warns with the lines to add); with the log it sees them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broker_without_a_sys_log_is_detected_at_start() {
+    mqstate_tests::init_tracing();
+    let plain = mqstate_tests::Mosquitto::start_without_sys_log().unwrap();
+    let server = attached_to(&plain).await;
+    assert_eq!(sees_disconnects(&server).await, Some(false));
+    server.shutdown().await;
+
+    let logging = mqstate_tests::Mosquitto::start().unwrap();
+    let server = attached_to(&logging).await;
+    assert_eq!(sees_disconnects(&server).await, Some(true));
+    server.shutdown().await;
+    assert!(mqstate_server::MOSQUITTO_SYS_LOG_LINES.contains("log_dest topic"));
+}
