@@ -31,6 +31,10 @@ pub struct ServerConfig {
     pub mqtt_channel_capacity: usize,
     /// Let debug logs show values (they show keys, escaped, and lengths otherwise).
     pub log_values: bool,
+    /// Embedded broker: how many bytes of messages may wait for one client that does not
+    /// read (beyond a short delivery lane) before its oldest messages are dropped. Bounds
+    /// what one stalled subscriber can make the process hold.
+    pub client_queue_bytes: usize,
 }
 
 impl Default for ServerConfig {
@@ -46,6 +50,7 @@ impl Default for ServerConfig {
             response_queue_limit: 65_536,
             mqtt_channel_capacity: 256,
             log_values: false,
+            client_queue_bytes: 16 * 1024 * 1024,
         }
     }
 }

@@ -46,6 +46,11 @@ use crate::service::{BrokerControl, Command};
 /// The Maximum Packet Size the embedded broker announces in its CONNACK: MQTT 5's maximum.
 pub(crate) const MAX_PACKET_SIZE: u32 = 268_435_455;
 
+/// Messages in each client's delivery lane (the broker's default, 10,000, is counted in
+/// messages only: 10,000 × 64 KB held for one subscriber that never reads). Beyond the lane
+/// messages wait in the client's queue, which is bounded in bytes and drops its oldest.
+const DELIVERY_LANE: usize = 64;
+
 /// A running embedded broker.
 pub(crate) struct EmbeddedBroker {
     addr: SocketAddr,
@@ -224,6 +229,7 @@ impl EmbeddedBroker {
     pub(crate) async fn start(
         listen: SocketAddr,
         commands: Sender<Command>,
+        client_queue_bytes: usize,
     ) -> std::io::Result<EmbeddedBroker> {
         let events = Arc::new(Events {
             commands,
@@ -233,7 +239,8 @@ impl EmbeddedBroker {
         });
         let storage = StorageConfig::default()
             .with_backend(StorageBackend::Memory)
-            .with_persistence(false);
+            .with_persistence(false)
+            .with_max_queued_bytes_per_client(client_queue_bytes.max(1));
         let config = BrokerConfig::default()
             .with_bind_address(listen)
             .with_storage(storage)
@@ -241,6 +248,7 @@ impl EmbeddedBroker {
             // The crate's default (268,435,456) is one above MQTT 5's limit: strict clients
             // such as paho-mqtt reject such a CONNACK and reconnect forever.
             .with_max_packet_size(MAX_PACKET_SIZE as usize)
+            .with_client_channel_capacity(DELIVERY_LANE)
             .with_event_handler(Arc::clone(&events) as Arc<dyn BrokerEventHandler>);
         let mut broker = MqttBroker::with_config(config)
             .await

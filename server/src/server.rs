@@ -89,7 +89,12 @@ impl Server {
         let (commands, commands_rx) = tokio::sync::mpsc::unbounded_channel();
         let (embedded, host, addr) = match &config.broker {
             None => {
-                let broker = EmbeddedBroker::start(config.listen, commands.clone()).await?;
+                let broker = EmbeddedBroker::start(
+                    config.listen,
+                    commands.clone(),
+                    config.client_queue_bytes,
+                )
+                .await?;
                 let addr = broker.addr();
                 let ip = match addr.ip() {
                     IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),

@@ -185,3 +185,75 @@ async fn a_broker_without_a_sys_log_is_detected_at_start() {
     server.shutdown().await;
     assert!(mqstate_server::MOSQUITTO_SYS_LOG_LINES.contains("log_dest topic"));
 }
+
+/// The resident memory of this process, in bytes (Linux).
+fn rss_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    let kb: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    kb * 1024
+}
+
+/// Connects a bare MQTT 5 client that subscribes to `#` and then never reads again.
+fn stalled_subscriber(port: u16) -> std::net::TcpStream {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let id = b"staller";
+    let mut connect = vec![0x10, 0];
+    connect.extend_from_slice(&[0, 4, b'M', b'Q', b'T', b'T', 5, 0x02, 0, 60, 0]);
+    connect.extend_from_slice(&[0, id.len() as u8]);
+    connect.extend_from_slice(id);
+    connect[1] = (connect.len() - 2) as u8;
+    s.write_all(&connect).unwrap();
+    let subscribe = [0x82, 7, 0, 1, 0, 0, 1, b'#', 0x01];
+    s.write_all(&subscribe).unwrap();
+    // CONNACK and SUBACK are small: read them, then stop reading for good.
+    let mut buf = [0u8; 64];
+    let mut got = 0;
+    s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    while got < 2 {
+        let n = s.read(&mut buf).unwrap();
+        assert!(n > 0, "connection closed");
+        got += buf[..n]
+            .iter()
+            .filter(|b| **b == 0x20 || **b == 0x90)
+            .count();
+    }
+    s
+}
+
+/// A subscriber to `#` that never reads must not make the server hold everything it is
+/// sent: the embedded broker's per-client backlog is bounded in bytes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_subscriber_does_not_pin_server_memory() {
+    mqstate_tests::init_tracing();
+    let config = mqstate_server::ServerConfig {
+        client_queue_bytes: 4 * 1024 * 1024,
+        ..mqstate_server::ServerConfig::ephemeral()
+    };
+    let f = StateStoreFixture::start(BrokerKind::Embedded, config)
+        .await
+        .unwrap();
+    let _staller = stalled_subscriber(f.port());
+    let mut writer = RawClient::connect(f.host(), f.port(), "flooder")
+        .await
+        .unwrap();
+    let value = vec![b'v'; 64 * 1024];
+    // Warm up allocations, then measure.
+    for _ in 0..50 {
+        request(&mut writer, &[b"SET", b"big", &value]).await;
+    }
+    let before = rss_bytes();
+    for _ in 0..2_000 {
+        request(&mut writer, &[b"SET", b"big", &value]).await;
+    }
+    let grown = rss_bytes().saturating_sub(before);
+    // 2,000 × 64 KB = 128 MB went to the stalled subscriber.
+    assert!(
+        grown < 64 * 1024 * 1024,
+        "resident memory grew by {} MB",
+        grown / (1024 * 1024)
+    );
+    f.shutdown().await;
+}
