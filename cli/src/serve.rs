@@ -14,6 +14,10 @@ pub struct ServeArgs {
     #[arg(long, default_value = "127.0.0.1:1883", env = "MQSTATE_LISTEN")]
     listen: SocketAddr,
     /// Attach to an existing broker instead: mqtt://host:port or mqtts://host:port.
+    /// Client disconnects are then seen only through mosquitto's log on $SYS/broker/log
+    /// (mosquitto.conf: `log_dest topic` and `log_type notice`; checked at start-up), and
+    /// notifications reach only clients subscribed to their notification topic
+    /// (docs/server.md).
     #[arg(long, env = "MQSTATE_BROKER")]
     broker: Option<String>,
     /// User name for --broker.
@@ -48,6 +52,10 @@ pub struct ServeArgs {
     /// Let debug logs (-v) show values; by default they show keys (escaped) and lengths.
     #[arg(long)]
     log_values: bool,
+    /// Embedded broker: MiB of messages that may wait for one client that does not read
+    /// before its oldest are dropped.
+    #[arg(long, default_value_t = 16)]
+    client_queue_mib: usize,
 }
 
 impl ServeArgs {
@@ -71,6 +79,7 @@ impl ServeArgs {
             node_id: self.node_id,
             notify_queue_limit: self.notify_queue_limit,
             log_values: self.log_values,
+            client_queue_bytes: self.client_queue_mib.saturating_mul(1024 * 1024),
             ..ServerConfig::default()
         })
     }
