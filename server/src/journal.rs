@@ -31,15 +31,20 @@
 //! directory fsynced), dropping entries whose expiry has passed by the system clock. If that
 //! copy cannot be written (a full disk), the log is opened in place instead: a torn tail is
 //! cut off (which needs no room) and appends continue after it, so a store on a full disk
-//! still starts and serves everything it had. The log is compacted the same way while
-//! running once it holds more than twice (plus 1 MiB) the bytes of its live records; a
-//! compaction that fails is logged and retried later, never failing the write that
-//! triggered it.
+//! still starts and serves everything it had. While running, the log is compacted once it
+//! holds more than twice (plus 1 MiB) the bytes of its live records: off the request path,
+//! a background thread copies the live records one at a time (the file is never read
+//! whole) while appends go on; the next append after it is done copies the few records
+//! written meanwhile, renames the copy over the log and moves on. A compaction that fails
+//! is logged and retried later, never failing a write.
 
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, BufWriter, Write};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -104,6 +109,26 @@ pub struct Journal {
     live_bytes: u64,
     recovery: Recovery,
     backup: Option<PathBuf>,
+    /// A compaction copying live records in the background.
+    running: Option<Running>,
+    /// Test hook: the next compaction waits for this before finishing its copy.
+    gate: Option<mpsc::Receiver<()>>,
+}
+
+/// A background compaction: live records as of `snapshot_len` being copied to the
+/// temporary file.
+#[derive(Debug)]
+struct Running {
+    snapshot_len: u64,
+    handle: JoinHandle<io::Result<Copied>>,
+}
+
+/// What a background copy produced: the temporary file's length and where each copied
+/// record went (`key`, old offset, new offset).
+#[derive(Debug)]
+struct Copied {
+    len: u64,
+    moved: Vec<(Bytes, u64, u64)>,
 }
 
 impl Journal {
@@ -176,6 +201,8 @@ impl Journal {
             live_bytes,
             recovery,
             backup,
+            running: None,
+            gate: None,
         };
         Ok((journal, ops))
     }
@@ -221,26 +248,146 @@ impl Journal {
             };
             self.live_bytes -= old.map_or(0, |s| s.len);
         }
-        if self.len > 2 * (HEADER_LEN as u64 + self.live_bytes) + COMPACT_SLACK
-            && let Err(e) = self.compact()
+        self.poll_compaction();
+        if self.running.is_none()
+            && self.len > 2 * (HEADER_LEN as u64 + self.live_bytes) + COMPACT_SLACK
         {
-            // The batch is on disk: a failed compaction only postpones the next one.
-            tracing::warn!(error = %e, "could not compact the persistence log; will retry");
+            self.start_compaction();
         }
         Ok(())
     }
 
-    /// Rewrites the log with only its live records (dropping expired ones).
-    pub fn compact(&mut self) -> io::Result<()> {
-        let data = fs::read(self.path())?;
+    /// Starts copying the live records (not the expired ones) to a new log on a background
+    /// thread, record by record (never the whole file in memory); appends go on meanwhile,
+    /// and [`Journal::append`] swaps the new log in once the copy is done.
+    fn start_compaction(&mut self) {
         let now = system_now_ms();
         self.live
             .retain(|_, span| span.expires_at_ms.is_none_or(|d| d > now));
-        let (file, len) = rewrite(&self.dir, &data, &mut self.live)?;
-        self.file = file;
-        self.len = len;
         self.live_bytes = self.live.values().map(|s| s.len).sum();
+        let mut spans: Vec<(Bytes, u64, u64)> = self
+            .live
+            .iter()
+            .map(|(k, s)| (k.clone(), s.offset, s.len))
+            .collect();
+        spans.sort_by_key(|&(_, offset, _)| offset);
+        let dir = self.dir.clone();
+        let gate = self.gate.take();
+        let spawned = std::thread::Builder::new()
+            .name("mqstate-compact".to_owned())
+            .spawn(move || copy_live(&dir, &spans, gate));
+        match spawned {
+            Ok(handle) => {
+                self.running = Some(Running {
+                    snapshot_len: self.len,
+                    handle,
+                });
+            }
+            Err(e) => tracing::warn!(error = %e, "could not start a compaction; will retry"),
+        }
+    }
+
+    /// Swaps in a finished background compaction (if one is done).
+    fn poll_compaction(&mut self) {
+        if self
+            .running
+            .as_ref()
+            .is_some_and(|running| running.handle.is_finished())
+        {
+            self.finish_compaction();
+        }
+    }
+
+    /// Waits for the running compaction (if any) and swaps its log in.
+    fn finish_compaction(&mut self) {
+        let Some(running) = self.running.take() else {
+            return;
+        };
+        let copied = running
+            .handle
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("the compaction thread panicked")));
+        let result = copied.and_then(|copied| self.swap_in(running.snapshot_len, &copied));
+        if let Err(e) = result {
+            let _ = fs::remove_file(self.dir.join(TMP_NAME));
+            // The old log is untouched: a failed compaction only postpones the next one.
+            tracing::warn!(error = %e, "could not compact the persistence log; will retry");
+        }
+    }
+
+    /// Appends what was written since `snapshot_len` to the compacted copy, makes it the
+    /// log, and moves every live span to its place in it.
+    fn swap_in(&mut self, snapshot_len: u64, copied: &Copied) -> io::Result<()> {
+        let moved: HashMap<&Bytes, (u64, u64)> = copied
+            .moved
+            .iter()
+            .map(|(key, old, new)| (key, (*old, *new)))
+            .collect();
+        let mut offsets = Vec::with_capacity(self.live.len());
+        for (key, span) in &self.live {
+            let offset = if span.offset >= snapshot_len {
+                span.offset - snapshot_len + copied.len
+            } else {
+                match moved.get(key) {
+                    Some(&(old, new)) if old == span.offset => new,
+                    _ => return Err(io::Error::other("a live record was not copied")),
+                }
+            };
+            offsets.push((key.clone(), offset));
+        }
+        let tmp = self.dir.join(TMP_NAME);
+        let mut new_file = OpenOptions::new().append(true).open(&tmp)?;
+        let source = File::open(self.path())?;
+        copy_range(&source, snapshot_len, self.len, &mut new_file)?;
+        new_file.sync_all()?;
+        fs::rename(&tmp, self.path())?;
+        if let Err(e) = File::open(&self.dir).and_then(|d| d.sync_all()) {
+            tracing::warn!(error = %e, "could not fsync the persistence log's directory");
+        }
+        self.file = new_file;
+        self.len = copied.len + (self.len - snapshot_len);
+        for (key, offset) in offsets {
+            if let Some(span) = self.live.get_mut(&key) {
+                span.offset = offset;
+            }
+        }
         Ok(())
+    }
+
+    /// Rewrites the log with only its live records (dropping expired ones), waiting for it.
+    pub fn compact(&mut self) -> io::Result<()> {
+        self.finish_compaction();
+        self.start_compaction();
+        let Some(running) = self.running.take() else {
+            return Err(io::Error::other("could not start the compaction"));
+        };
+        let copied = running
+            .handle
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("the compaction thread panicked")))?;
+        self.swap_in(running.snapshot_len, &copied)
+            .inspect_err(|_| {
+                let _ = fs::remove_file(self.dir.join(TMP_NAME));
+            })
+    }
+
+    /// Whether a compaction is copying in the background.
+    pub fn compaction_running(&self) -> bool {
+        self.running.is_some()
+    }
+
+    /// Waits for a background compaction (if any) and swaps its result in.
+    pub fn wait_for_compaction(&mut self) {
+        self.finish_compaction();
+    }
+
+    /// Test hook: the next compaction copies, then waits until the returned sender is
+    /// dropped before it reports done.
+    #[doc(hidden)]
+    pub fn hold_next_compaction(&mut self) -> mpsc::Sender<()> {
+        let (tx, rx) = mpsc::channel();
+        self.gate = Some(rx);
+        tx
     }
 
     /// The log file's path.
@@ -315,6 +462,59 @@ fn rewrite(dir: &Path, data: &[u8], live: &mut HashMap<Bytes, Span>) -> io::Resu
     }
     let file = OpenOptions::new().append(true).open(&path)?;
     Ok((file, out.len() as u64))
+}
+
+/// The compaction's temporary file.
+const TMP_NAME: &str = "state.journal.tmp";
+
+/// Copies the records at `spans` (`key`, offset, length; in file order) from the log in
+/// `dir` to a new log in the temporary file, one record at a time, and fsyncs it.
+fn copy_live(
+    dir: &Path,
+    spans: &[(Bytes, u64, u64)],
+    gate: Option<mpsc::Receiver<()>>,
+) -> io::Result<Copied> {
+    let tmp = dir.join(TMP_NAME);
+    let result = (|| {
+        let source = File::open(dir.join(FILE_NAME))?;
+        let mut out = BufWriter::new(File::create(&tmp)?);
+        out.write_all(MAGIC)?;
+        out.write_all(&FORMAT_VERSION.to_le_bytes())?;
+        let mut at = HEADER_LEN as u64;
+        let mut record = Vec::new();
+        let mut moved = Vec::with_capacity(spans.len());
+        for (key, offset, len) in spans {
+            record.resize(*len as usize, 0);
+            source.read_exact_at(&mut record, *offset)?;
+            out.write_all(&record)?;
+            moved.push((key.clone(), *offset, at));
+            at += len;
+        }
+        let file = out.into_inner().map_err(io::IntoInnerError::into_error)?;
+        file.sync_all()?;
+        if let Some(gate) = gate {
+            // Returns once the test drops its sender.
+            let _ = gate.recv();
+        }
+        Ok(Copied { len: at, moved })
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Appends bytes `from..to` of `source` to `out`, a megabyte at a time.
+fn copy_range(source: &File, from: u64, to: u64, out: &mut File) -> io::Result<()> {
+    let mut buf = vec![0; (to - from).min(1 << 20) as usize];
+    let mut at = from;
+    while at < to {
+        let n = (to - at).min(buf.len() as u64) as usize;
+        source.read_exact_at(&mut buf[..n], at)?;
+        out.write_all(&buf[..n])?;
+        at += n as u64;
+    }
+    Ok(())
 }
 
 /// Opens the log for appending as it is, cutting it back to `valid_end` (the end of its last
