@@ -30,7 +30,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use mqstate::codec::Request;
 use mqtt5::broker::MqttBroker;
-use mqtt5::broker::config::{StorageBackend, StorageConfig};
+use mqtt5::broker::config::{StorageBackend, StorageConfig, TlsConfig};
 use mqtt5::broker::events::{
     ClientPublishEvent, ClientSubscribeEvent, ClientUnsubscribeEvent, PublishAction,
     SubAckReasonCode,
@@ -41,6 +41,8 @@ use mqtt5::broker::{BrokerConfig, BrokerEventHandler, ClientConnectEvent, Client
 use tokio::sync::mpsc::UnboundedSender as Sender;
 use tokio::task::JoinHandle;
 
+use crate::access::Gate;
+use crate::config::TlsFiles;
 use crate::service::{BrokerControl, Command};
 
 /// The Maximum Packet Size the embedded broker announces in its CONNACK: MQTT 5's maximum.
@@ -53,7 +55,10 @@ const DELIVERY_LANE: usize = 64;
 
 /// A running embedded broker.
 pub(crate) struct EmbeddedBroker {
+    /// Where clients connect (the TLS listener with TLS).
     addr: SocketAddr,
+    /// Where the server's own connection goes: the plain listener (on loopback with TLS).
+    internal: SocketAddr,
     router: Arc<MessageRouter>,
     shutdown: BrokerShutdownHandle,
     task: JoinHandle<()>,
@@ -230,6 +235,8 @@ impl EmbeddedBroker {
         listen: SocketAddr,
         commands: Sender<Command>,
         client_queue_bytes: usize,
+        gate: Gate,
+        tls: Option<&TlsFiles>,
     ) -> std::io::Result<EmbeddedBroker> {
         let events = Arc::new(Events {
             commands,
@@ -241,8 +248,14 @@ impl EmbeddedBroker {
             .with_backend(StorageBackend::Memory)
             .with_persistence(false)
             .with_max_queued_bytes_per_client(client_queue_bytes.max(1));
-        let config = BrokerConfig::default()
-            .with_bind_address(listen)
+        // With TLS, clients get the TLS listener on `listen`; the plain one, for the
+        // server's own connection, moves to a free loopback port.
+        let plain = match tls {
+            Some(_) => SocketAddr::from(([127, 0, 0, 1], 0)),
+            None => listen,
+        };
+        let mut config = BrokerConfig::default()
+            .with_bind_address(plain)
             .with_storage(storage)
             .with_sys_topics_enabled(false)
             // The crate's default (268,435,456) is one above MQTT 5's limit: strict clients
@@ -250,13 +263,27 @@ impl EmbeddedBroker {
             .with_max_packet_size(MAX_PACKET_SIZE as usize)
             .with_client_channel_capacity(DELIVERY_LANE)
             .with_event_handler(Arc::clone(&events) as Arc<dyn BrokerEventHandler>);
+        if let Some(files) = tls {
+            let mut tls_config =
+                TlsConfig::new(files.cert.clone(), files.key.clone()).with_bind_address(listen);
+            tls_config.ca_file = files.client_ca.clone();
+            tls_config.require_client_cert = files.client_ca.is_some();
+            config = config.with_tls(tls_config);
+        }
         let mut broker = MqttBroker::with_config(config)
             .await
-            .map_err(|e| std::io::Error::other(format!("embedded broker on {listen}: {e}")))?;
+            .map_err(|e| std::io::Error::other(format!("embedded broker on {listen}: {e}")))?
+            .with_auth_provider(Arc::new(gate));
         let _ = events.router.set(broker.router());
-        let addr = broker
+        let internal = broker
             .local_addr()
             .ok_or_else(|| std::io::Error::other("embedded broker has no listener"))?;
+        let addr = match tls {
+            Some(_) => broker
+                .tls_local_addr()
+                .ok_or_else(|| std::io::Error::other("embedded broker has no TLS listener"))?,
+            None => internal,
+        };
         let router = broker.router();
         let shutdown = broker.shutdown_handle();
         let mut ready = broker.ready_receiver();
@@ -274,15 +301,21 @@ impl EmbeddedBroker {
         tracing::info!(%addr, "embedded MQTT5 broker listening");
         Ok(EmbeddedBroker {
             addr,
+            internal,
             router,
             shutdown,
             task,
         })
     }
 
-    /// The bound address.
+    /// The bound address clients connect to.
     pub(crate) fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The plain listener the server's own connection uses.
+    pub(crate) fn internal_addr(&self) -> SocketAddr {
+        self.internal
     }
 
     /// A handle that disconnects clients.

@@ -21,6 +21,7 @@
 //! # }
 //! ```
 
+mod access;
 pub mod config;
 mod connection;
 mod embedded;
@@ -31,6 +32,7 @@ mod server;
 pub mod service;
 pub mod store;
 
-pub use config::{BrokerTarget, ServerConfig};
+pub use access::SAT_METHOD;
+pub use config::{BrokerTarget, ServerConfig, TlsFiles};
 pub use connection::MOSQUITTO_SYS_LOG_LINES;
 pub use server::{Server, ServerHandle, Stats};

@@ -13,6 +13,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::access::{Gate, GateConfig};
 use crate::config::ServerConfig;
 use crate::connection::Loop;
 use crate::connection::{self, ClientSink};
@@ -87,36 +88,54 @@ impl Server {
         };
 
         let (commands, commands_rx) = tokio::sync::mpsc::unbounded_channel();
-        let (embedded, host, addr) = match &config.broker {
+        let client_id = config
+            .client_id
+            .clone()
+            .unwrap_or_else(|| format!("mqstate-server-{}", uuid::Uuid::new_v4().simple()));
+        // The server's own credentials on the embedded broker (see `access`).
+        let secret = uuid::Uuid::new_v4().simple().to_string();
+        // `addr` is what clients use; `own` is where the server's connection goes.
+        let (embedded, host, addr, own) = match &config.broker {
             None => {
+                let gate = Gate::new(&GateConfig {
+                    sat_token_file: config.sat_token_file.as_deref(),
+                    password_file: config.password_file.as_deref(),
+                    acl: config.acl,
+                    acl_allow: &config.acl_allow,
+                    server_user: &client_id,
+                    server_secret: &secret,
+                })?;
                 let broker = EmbeddedBroker::start(
                     config.listen,
                     commands.clone(),
                     config.client_queue_bytes,
+                    gate,
+                    config.tls.as_ref(),
                 )
                 .await?;
                 let addr = broker.addr();
-                let ip = match addr.ip() {
+                let own = broker.internal_addr();
+                let ip = match own.ip() {
                     IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
                     IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
                     ip => ip,
                 };
-                (Some(broker), ip.to_string(), addr)
+                (Some(broker), ip.to_string(), addr, own)
             }
             Some(target) => {
                 let addr = tokio::net::lookup_host((target.host.as_str(), target.port))
                     .await?
                     .next()
                     .ok_or_else(|| std::io::Error::other("broker host did not resolve"))?;
-                (None, target.host.clone(), addr)
+                (None, target.host.clone(), addr, addr)
             }
         };
 
-        let client_id = config
-            .client_id
-            .clone()
-            .unwrap_or_else(|| format!("mqstate-server-{}", uuid::Uuid::new_v4().simple()));
-        let options = connection::options(&client_id, &host, addr.port(), config.broker.as_ref())?;
+        let mut options =
+            connection::options(&client_id, &host, own.port(), config.broker.as_ref())?;
+        if embedded.is_some() {
+            options.set_credentials(client_id.clone(), secret);
+        }
         let probe_options = connection::options(
             &format!("{client_id}-probe"),
             &host,
