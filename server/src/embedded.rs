@@ -41,8 +41,12 @@ use mqtt5::broker::{BrokerConfig, BrokerEventHandler, ClientConnectEvent, Client
 use tokio::sync::mpsc::UnboundedSender as Sender;
 use tokio::task::JoinHandle;
 
+use mqtt5::packet::publish::PublishPacket;
+use tokio::sync::mpsc::error::TrySendError;
+
 use crate::access::Gate;
 use crate::config::TlsFiles;
+use crate::outbox::{Message, Sink};
 use crate::service::{BrokerControl, Command};
 
 /// The Maximum Packet Size the embedded broker announces in its CONNACK: MQTT 5's maximum.
@@ -79,6 +83,63 @@ impl BrokerControl for Disconnector {
             router.disconnect_client(&client_id).await;
         });
     }
+}
+
+/// Publishes the server's responses and notifications straight into the broker's router,
+/// in order, through a bounded channel (its [`Sink::try_send`] gives a message back when
+/// the channel is full, so the outbox queues it). Messages routed this way are not stamped
+/// with `x-mqtt-client-id`, which SDKs would surface to their users as message metadata.
+#[derive(Clone)]
+pub(crate) struct RouterSink {
+    tx: tokio::sync::mpsc::Sender<Message>,
+}
+
+impl Sink for RouterSink {
+    fn try_send(&self, message: Message) -> Result<(), Message> {
+        self.tx.try_send(message).map_err(|e| match e {
+            TrySendError::Full(message) | TrySendError::Closed(message) => message,
+        })
+    }
+}
+
+impl RouterSink {
+    /// Hands `message` over, waiting for room.
+    pub(crate) async fn send(&self, message: Message) -> Result<(), String> {
+        self.tx
+            .send(message)
+            .await
+            .map_err(|_| "the embedded broker's router is gone".to_owned())
+    }
+}
+
+/// The broker's form of one of the server's messages (QoS 1, not retained).
+fn to_packet(message: Message) -> PublishPacket {
+    let Message {
+        topic,
+        payload,
+        properties,
+    } = message;
+    let mut packet = PublishPacket::new(topic, payload, mqtt5::QoS::AtLeastOnce);
+    let p = &mut packet.properties;
+    if let Some(correlation) = properties.correlation_data {
+        p.set_correlation_data(correlation);
+    }
+    if let Some(content_type) = properties.content_type {
+        p.set_content_type(content_type);
+    }
+    if let Some(topic) = properties.response_topic {
+        p.set_response_topic(topic);
+    }
+    if let Some(expiry) = properties.message_expiry_interval {
+        p.set_message_expiry_interval(expiry);
+    }
+    if let Some(format) = properties.payload_format_indicator {
+        p.set_payload_format_indicator(format == 1);
+    }
+    for (name, value) in properties.user_properties {
+        p.add_user_property(name, value);
+    }
+    packet
 }
 
 /// Forwards the broker's connection events to the log and the store, and routes
@@ -316,6 +377,22 @@ impl EmbeddedBroker {
     /// The plain listener the server's own connection uses.
     pub(crate) fn internal_addr(&self) -> SocketAddr {
         self.internal
+    }
+
+    /// A sink that routes the server's messages (published as `own_id`) in order; at most
+    /// `capacity` wait in its channel.
+    pub(crate) fn router_sink(&self, own_id: &str, capacity: usize) -> RouterSink {
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<Message>(capacity.max(1));
+        let router = Arc::clone(&self.router);
+        let own_id = own_id.to_owned();
+        tokio::spawn(async move {
+            while let Some(message) = rx.recv().await {
+                router
+                    .route_message(&to_packet(message), Some(&own_id))
+                    .await;
+            }
+        });
+        RouterSink { tx }
     }
 
     /// A handle that disconnects clients.

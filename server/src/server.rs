@@ -17,9 +17,9 @@ use crate::access::{Gate, GateConfig};
 use crate::config::ServerConfig;
 use crate::connection::Loop;
 use crate::connection::{self, ClientSink};
-use crate::embedded::EmbeddedBroker;
+use crate::embedded::{EmbeddedBroker, RouterSink};
 use crate::journal::Journal;
-use crate::outbox::{Counters, Outbox};
+use crate::outbox::{Counters, Outbox, Sink};
 use crate::service::{BrokerControl, Command, Service, now_ms};
 use crate::store::{Store, StoreConfig};
 
@@ -159,16 +159,28 @@ impl Server {
             config.notify_queue_limit,
             config.response_queue_limit,
         ));
+        // With the embedded broker, replies go straight into its router: no TCP hop, and no
+        // `x-mqtt-client-id` stamped on them (the broker adds it to what clients publish).
+        let (publisher, sink): (Publisher, Box<dyn Sink + Send>) = match &embedded {
+            Some(broker) => {
+                let router = broker.router_sink(&client_id, config.mqtt_channel_capacity);
+                (Publisher::Router(router.clone()), Box::new(router))
+            }
+            None => (
+                Publisher::Mqtt(client.clone()),
+                Box::new(ClientSink(client.clone())),
+            ),
+        };
         let publisher = tokio::spawn(publish_loop(
             Arc::clone(&outbox),
-            client.clone(),
+            publisher,
             Arc::clone(&counters),
         ));
         let service = Service {
             store,
             journal,
             outbox,
-            sink: Box::new(ClientSink(client.clone())),
+            sink,
             counters: Arc::clone(&counters),
             disconnector: embedded
                 .as_ref()
@@ -228,21 +240,33 @@ impl Server {
     }
 }
 
-/// Hands queued messages to the MQTT client, waiting for room.
-async fn publish_loop(outbox: Arc<Outbox>, client: AsyncClient, counters: Arc<Counters>) {
+/// Where the publisher task hands queued messages.
+enum Publisher {
+    /// The MQTT client (an external broker).
+    Mqtt(AsyncClient),
+    /// The embedded broker's router.
+    Router(RouterSink),
+}
+
+/// Hands queued messages on, waiting for room.
+async fn publish_loop(outbox: Arc<Outbox>, publisher: Publisher, counters: Arc<Counters>) {
     while let Some(message) = outbox.next(&counters).await {
-        let result = client
-            .publish_with_properties(
-                message.topic,
-                QoS::AtLeastOnce,
-                false,
-                message.payload,
-                message.properties,
-            )
-            .await;
+        let result = match &publisher {
+            Publisher::Mqtt(client) => client
+                .publish_with_properties(
+                    message.topic,
+                    QoS::AtLeastOnce,
+                    false,
+                    message.payload,
+                    message.properties,
+                )
+                .await
+                .map_err(|e| e.to_string()),
+            Publisher::Router(router) => router.send(message).await,
+        };
         outbox.done();
         if let Err(e) = result {
-            tracing::error!(error = %e, "could not hand a message to the MQTT client");
+            tracing::error!(error = %e, "could not hand a message to the broker");
         }
     }
 }

@@ -257,3 +257,32 @@ async fn a_stalled_subscriber_does_not_pin_server_memory() {
     );
     f.shutdown().await;
 }
+
+/// The embedded broker stamps `x-mqtt-client-id` on what clients publish; the store's own
+/// responses and notifications must reach clients without it (SDKs show it as metadata).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn responses_and_notifications_carry_no_broker_client_id() {
+    let f = fixture(BrokerKind::Embedded).await;
+    let mut c = RawClient::connect(f.host(), f.port(), "metadata")
+        .await
+        .unwrap();
+    request(&mut c, &[b"KEYNOTIFY", b"k"]).await;
+    let answer = c
+        .request(resp(&[b"SET", b"k", b"v"]), RequestOptions::default())
+        .await
+        .unwrap();
+    let notification = c.next_message().await.unwrap();
+    for publish in [&answer.publish, &notification] {
+        let names: Vec<&str> = publish
+            .properties
+            .iter()
+            .flat_map(|p| p.user_properties.iter().map(|(n, _)| n.as_str()))
+            .collect();
+        assert!(
+            !names.contains(&mqstate_server::envelope::BROKER_CLIENT_ID_PROPERTY),
+            "{names:?}"
+        );
+    }
+    assert_eq!(answer.status(), Some("200"));
+    f.shutdown().await;
+}
