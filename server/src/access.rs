@@ -158,7 +158,9 @@ impl Gate {
         let own_namespace = format!("clients/{client_id}/");
         let own_notifications = mqstate::topics::notification_filter(client_id);
         let own_notifications = own_notifications.trim_end_matches('+');
-        let allowed = (filter.starts_with(&own_namespace) && !client_id.is_empty())
+        // A client id with a wildcard would make its "own" namespace match everyone's.
+        let plain_id = !client_id.is_empty() && !client_id.contains(['+', '#']);
+        let allowed = (plain_id && filter.starts_with(&own_namespace))
             || filter.starts_with(own_notifications)
             || self
                 .allow
@@ -262,6 +264,7 @@ mod tests {
         assert!(!g.may_subscribe("a", None, "clients/#"));
         assert!(!g.may_subscribe("a", None, &mqstate::topics::response_topic("ab")));
         assert!(g.may_subscribe("a", None, "public/x"));
+        assert!(!g.may_subscribe("+", None, &mqstate::topics::response_topic("+")));
         let open = gate(false);
         assert!(open.may_subscribe("a", None, "#"));
     }

@@ -152,6 +152,9 @@ struct Events {
     filters: Mutex<HashMap<String, Vec<String>>>,
     /// The notification topics subscribed on each client's behalf.
     added: Mutex<HashMap<String, HashSet<String>>>,
+    /// At most this many per client (the store's key quota, which also bounds how many keys
+    /// a client observes): a client cannot grow them beyond what the store would register.
+    max_added: Option<usize>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -202,10 +205,14 @@ impl Events {
         if covered {
             return;
         }
-        let new = lock(&self.added)
-            .entry(client_id.to_owned())
-            .or_default()
-            .insert(topic.clone());
+        let new = {
+            let mut added = lock(&self.added);
+            let topics = added.entry(client_id.to_owned()).or_default();
+            if self.max_added.is_some_and(|max| topics.len() >= max) {
+                return;
+            }
+            topics.insert(topic.clone())
+        };
         if new {
             let request = SubscriptionRequest::new(client_id, topic, mqtt5::QoS::AtLeastOnce);
             if let Err(e) = router.subscribe(request).await {
@@ -298,12 +305,14 @@ impl EmbeddedBroker {
         client_queue_bytes: usize,
         gate: Gate,
         tls: Option<&TlsFiles>,
+        max_keys: Option<usize>,
     ) -> std::io::Result<EmbeddedBroker> {
         let events = Arc::new(Events {
             commands,
             router: OnceLock::new(),
             filters: Mutex::new(HashMap::new()),
             added: Mutex::new(HashMap::new()),
+            max_added: max_keys,
         });
         let storage = StorageConfig::default()
             .with_backend(StorageBackend::Memory)

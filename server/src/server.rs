@@ -111,6 +111,7 @@ impl Server {
                     config.client_queue_bytes,
                     gate,
                     config.tls.as_ref(),
+                    config.max_keys,
                 )
                 .await?;
                 let addr = broker.addr();
