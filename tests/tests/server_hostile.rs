@@ -286,3 +286,37 @@ async fn responses_and_notifications_carry_no_broker_client_id() {
     assert_eq!(answer.status(), Some("200"));
     f.shutdown().await;
 }
+
+/// One request with a `__ts` just inside the drift and a counter near 2^64 must not stop
+/// the store for everyone else.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clock_exhausting_timestamp_is_refused_and_others_are_served() {
+    let f = fixture(BrokerKind::Embedded).await;
+    let mut evil = RawClient::connect(f.host(), f.port(), "evil")
+        .await
+        .unwrap();
+    let mut good = RawClient::connect(f.host(), f.port(), "good")
+        .await
+        .unwrap();
+    let hostile = RequestOptions {
+        timestamp: Some(format!(
+            "{}:{}:evil",
+            mqstate_tests::raw::now_ms() + 59_000,
+            u64::MAX - 1
+        )),
+        ..RequestOptions::default()
+    };
+    let refused = evil
+        .request(resp(&[b"SET", b"k", b"v"]), hostile)
+        .await
+        .unwrap();
+    assert_eq!(&refused.payload()[..], b"-ERR malformed timestamp\r\n");
+    for i in 0..20u32 {
+        let key = format!("k{i}");
+        assert_eq!(
+            &request(&mut good, &[b"SET", key.as_bytes(), b"v"]).await[..],
+            b"+OK\r\n"
+        );
+    }
+    f.shutdown().await;
+}
