@@ -7,7 +7,12 @@
 //! [`Command::Disconnected`] for the store, which drops the client's registrations. The
 //! broker also vouches for each publisher's client id (user property `x-mqtt-client-id`,
 //! which it overwrites), and can drop a client's connection: used for requests with a
-//! forbidden response topic.
+//! forbidden response topic. The store's responses and notifications are handed straight
+//! to the broker's router ([`RouterSink`]), so they do not carry that property.
+//!
+//! Authentication and `--acl` are [`crate::access`]'s; TLS is the crate's own listener.
+//! Each client's backlog is bounded in bytes (a short delivery lane, then a queue that
+//! drops its oldest), so a subscriber that never reads cannot pin the server's memory.
 //!
 //! # Notifications without a subscription
 //!

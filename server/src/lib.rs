@@ -9,7 +9,14 @@
 //!   [`envelope`]: the request/response properties and the rules for bad requests;
 //!   [`outbox`]: the bounded queues in front of the broker.
 //! - [`Server`] / [`ServerConfig`] / [`ServerHandle`]: start it with an embedded MQTT5
-//!   broker (the default) or attached to an existing one such as mosquitto.
+//!   broker (the default; with optional TLS, K8S-SAT and password authentication and an
+//!   `--acl` mode) or attached to an existing one such as mosquitto. What the emulator does
+//!   beyond the spec, and its limits: `docs/server.md`.
+//!
+//! Module dependencies point one way: `server` wires `connection` (the MQTT client) and
+//! `embedded` (the broker) to `service`, which knows neither of them (it talks to the
+//! broker through [`outbox::Sink`] and a small control trait); `service` uses `envelope`,
+//! `journal`, `outbox` and `store`; `store` depends on nothing in the crate.
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
