@@ -185,6 +185,12 @@ pub(crate) fn filter_matches(filter: &str, topic: &str) -> bool {
 }
 
 impl Events {
+    /// Forgets what is known of a client's subscriptions (its session ended).
+    fn forget(&self, client_id: &str) {
+        lock(&self.filters).remove(client_id);
+        lock(&self.added).remove(client_id);
+    }
+
     /// Subscribes `client_id` to the notification topic of `key` on its behalf (or drops
     /// that subscription with `stop`), when none of its own subscriptions covers it.
     async fn route_notifications(&self, client_id: &str, key: &[u8], stop: bool) {
@@ -296,8 +302,9 @@ impl BrokerEventHandler for Events {
         let _ = self
             .commands
             .send(Command::Disconnected(event.client_id.to_string()));
-        lock(&self.filters).remove(&*event.client_id);
-        lock(&self.added).remove(&*event.client_id);
+        // Sessions are not kept (persistence is off): every subscription, own or added,
+        // ends with the connection.
+        self.forget(&event.client_id);
         Box::pin(async {})
     }
 }
