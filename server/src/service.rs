@@ -4,9 +4,10 @@
 //! notifications to the [`Outbox`].
 //!
 //! Serving inline in the poll loop saves a hop per request; nothing here awaits (replies
-//! are handed over with `try_publish`, or queued), so the loop never stalls on the
-//! broker. The journal's fsync does block it, by design: the response to a persisted SET
-//! is sent only once the record is on disk.
+//! are handed to a [`Sink`] without waiting, or queued), so the loop never stalls on the
+//! broker. The journal's fsync does block it, by design: a persisted change is applied, and
+//! answered, only once its record is on disk (and answered `__stat 500`, unapplied, if the
+//! write fails).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -49,7 +50,8 @@ pub(crate) struct Service {
     pub(crate) store: Store,
     pub(crate) journal: Option<Journal>,
     pub(crate) outbox: Arc<Outbox>,
-    /// Where replies go when nothing is queued (the MQTT client).
+    /// Where replies go when nothing is queued: the MQTT client, or the embedded broker's
+    /// router.
     pub(crate) sink: Box<dyn Sink + Send>,
     pub(crate) counters: Arc<Counters>,
     /// Set with the embedded broker: drops clients that use a forbidden response topic.
