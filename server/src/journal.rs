@@ -381,6 +381,23 @@ impl Journal {
         self.finish_compaction();
     }
 
+    /// A journal in `dir` whose every write fails with "no space left on device" (it
+    /// appends to `/dev/full`): for tests of what the service does on a full disk.
+    #[cfg(test)]
+    pub(crate) fn on_a_full_disk(dir: &Path) -> io::Result<Journal> {
+        Ok(Journal {
+            dir: dir.to_path_buf(),
+            file: OpenOptions::new().append(true).open("/dev/full")?,
+            len: HEADER_LEN as u64,
+            live: HashMap::new(),
+            live_bytes: 0,
+            recovery: Recovery::Clean,
+            backup: None,
+            running: None,
+            gate: None,
+        })
+    }
+
     /// Test hook: the next compaction copies, then waits until the returned sender is
     /// dropped before it reports done.
     #[doc(hidden)]

@@ -316,8 +316,113 @@ pub(crate) fn describe(payload: &bytes::Bytes, log_values: bool) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{describe, is_keynotify};
+    use std::sync::{Arc, Mutex};
+
+    use bytes::Bytes;
     use mqstate::codec::{Request, SetCondition};
+    use mqstate::envelope::property;
+    use rumqttc::v5::mqttbytes::QoS;
+    use rumqttc::v5::mqttbytes::v5::{Publish, PublishProperties};
+
+    use super::{Service, describe, is_keynotify};
+    use crate::journal::Journal;
+    use crate::outbox::{Counters, Message, Outbox, Sink};
+    use crate::store::{Store, StoreConfig};
+
+    /// Collects what the service sends.
+    #[derive(Clone, Default)]
+    struct Collect(Arc<Mutex<Vec<Message>>>);
+
+    impl Sink for Collect {
+        fn try_send(&self, message: Message) -> Result<(), Message> {
+            self.0.lock().unwrap().push(message);
+            Ok(())
+        }
+    }
+
+    fn request(payload: Bytes, persist: bool) -> Publish {
+        let mut user_properties = vec![
+            (property::SOURCE_ID.to_owned(), "c".to_owned()),
+            (
+                property::TIMESTAMP.to_owned(),
+                format!("{}:0:c", super::now_ms()),
+            ),
+        ];
+        if persist {
+            user_properties.push((property::PERSISTENCE.to_owned(), "true".to_owned()));
+        }
+        let properties = PublishProperties {
+            response_topic: Some("clients/c/response".to_owned()),
+            correlation_data: Some(Bytes::from_static(b"0123456789abcdef")),
+            user_properties,
+            ..PublishProperties::default()
+        };
+        Publish::new(
+            mqstate::topics::REQUEST_TOPIC,
+            QoS::AtLeastOnce,
+            payload,
+            Some(properties),
+        )
+    }
+
+    fn status(message: &Message) -> Option<&str> {
+        message
+            .properties
+            .user_properties
+            .iter()
+            .find(|(n, _)| n == property::STATUS)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// A persisted SET on a full disk is answered 500 and is not applied in memory; a SET
+    /// without persistence still works.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_full_disk_fails_a_persisted_set_without_applying_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let sent = Collect::default();
+        let mut service = Service {
+            store: Store::new(StoreConfig::default(), super::now_ms()),
+            journal: Some(Journal::on_a_full_disk(dir.path()).unwrap()),
+            outbox: Arc::new(Outbox::new(16, 16)),
+            sink: Box::new(sent.clone()),
+            counters: Arc::new(Counters::default()),
+            disconnector: None,
+            trust_broker_id: false,
+            own_client_id: "server".to_owned(),
+            log_values: false,
+            warned_unrouted: false,
+        };
+        let set = |key: &'static [u8]| {
+            Request::Set {
+                key,
+                value: &b"v"[..],
+                condition: SetCondition::Always,
+                expiry_ms: None,
+            }
+            .encode()
+        };
+        service.request(&request(set(b"persisted"), true));
+        service.request(&request(
+            Request::Get {
+                key: &b"persisted"[..],
+            }
+            .encode(),
+            false,
+        ));
+        service.request(&request(set(b"volatile"), false));
+        let sent = sent.0.lock().unwrap();
+        assert_eq!(sent.len(), 3);
+        assert_eq!(status(&sent[0]), Some("500"));
+        assert_eq!(
+            &sent[1].payload[..],
+            b"$-1\r\n",
+            "the failed SET was applied"
+        );
+        assert_eq!(status(&sent[2]), Some("200"));
+        assert_eq!(&sent[2].payload[..], b"+OK\r\n");
+        assert_eq!(service.store.len(), 1);
+    }
 
     #[test]
     fn the_debug_log_shows_keys_and_lengths_never_values() {
