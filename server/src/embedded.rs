@@ -271,7 +271,11 @@ impl BrokerEventHandler for Events {
         event: ClientPublishEvent,
     ) -> Pin<Box<dyn Future<Output = PublishAction> + Send + 'a>> {
         Box::pin(async move {
+            // A cheap look at the verb first: this runs for every publish.
             if &*event.topic == mqstate::topics::REQUEST_TOPIC
+                && event.payload[..event.payload.len().min(32)]
+                    .windows(9)
+                    .any(|w| w == b"KEYNOTIFY")
                 && let Ok(Request::KeyNotify { key, stop }) = Request::decode(&event.payload)
             {
                 self.route_notifications(&event.client_id, &key, stop).await;
