@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
-use mqstate_server::{BrokerTarget, Server, ServerConfig};
+use mqstate_server::{BrokerTarget, Server, ServerConfig, TlsFiles};
 
 /// Options of `mqstate serve`.
 #[derive(Debug, Args)]
@@ -14,6 +14,10 @@ pub struct ServeArgs {
     #[arg(long, default_value = "127.0.0.1:1883", env = "MQSTATE_LISTEN")]
     listen: SocketAddr,
     /// Attach to an existing broker instead: mqtt://host:port or mqtts://host:port.
+    /// Client disconnects are then seen only through mosquitto's log on $SYS/broker/log
+    /// (mosquitto.conf: `log_dest topic` and `log_type notice`; checked at start-up), and
+    /// notifications reach only clients subscribed to their notification topic
+    /// (docs/server.md).
     #[arg(long, env = "MQSTATE_BROKER")]
     broker: Option<String>,
     /// User name for --broker.
@@ -45,10 +49,52 @@ pub struct ServeArgs {
     /// How many notifications may wait for one slow client before the oldest are dropped.
     #[arg(long, default_value_t = 1024)]
     notify_queue_limit: usize,
+    /// Let debug logs (-v) show values; by default they show keys (escaped) and lengths.
+    #[arg(long)]
+    log_values: bool,
+    /// Embedded broker: MiB of messages that may wait for one client that does not read
+    /// before its oldest are dropped.
+    #[arg(long, default_value_t = 16)]
+    client_queue_mib: usize,
+    /// TLS, authentication and authorization of the embedded broker (boxed: they are
+    /// large and rarely given).
+    #[command(flatten)]
+    access: Box<AccessArgs>,
+}
+
+/// Who may connect to the embedded broker and what they may do (`docs/server.md`).
+#[derive(Debug, Args)]
+struct AccessArgs {
+    /// Embedded broker: listen with TLS, this PEM certificate chain (needs --tls-key).
+    #[arg(long, requires = "tls_key", conflicts_with = "broker")]
+    tls_cert: Option<PathBuf>,
+    /// Embedded broker: the TLS private key (PEM).
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Embedded broker: require client certificates signed by these CAs (mutual TLS).
+    #[arg(long, requires = "tls_cert")]
+    tls_client_ca: Option<PathBuf>,
+    /// Embedded broker: accept K8S-SAT authentication only with a token listed in this
+    /// file (one per line); by default any token is accepted.
+    #[arg(long, conflicts_with = "broker")]
+    sat_tokens: Option<PathBuf>,
+    /// Embedded broker: require a user name and password listed in this file
+    /// (`user:password` lines); by default any credentials, or none, are accepted.
+    #[arg(long, conflicts_with = "broker")]
+    password_file: Option<PathBuf>,
+    /// Embedded broker: clients may publish only to the request topic and subscribe only
+    /// to their own response and notification topics (docs/server.md).
+    #[arg(long, conflicts_with = "broker")]
+    acl: bool,
+    /// With --acl: a topic filter every client may also publish and subscribe to
+    /// (repeatable).
+    #[arg(long, requires = "acl")]
+    acl_allow: Vec<String>,
 }
 
 impl ServeArgs {
     fn config(self) -> anyhow::Result<ServerConfig> {
+        let access = *self.access;
         let broker = match self.broker {
             Some(url) => {
                 let mut target = BrokerTarget::parse(&url).map_err(anyhow::Error::msg)?;
@@ -67,6 +113,20 @@ impl ServeArgs {
             max_keys: self.max_keys,
             node_id: self.node_id,
             notify_queue_limit: self.notify_queue_limit,
+            log_values: self.log_values,
+            client_queue_bytes: self.client_queue_mib.saturating_mul(1024 * 1024),
+            tls: match (access.tls_cert, access.tls_key) {
+                (Some(cert), Some(key)) => Some(TlsFiles {
+                    cert,
+                    key,
+                    client_ca: access.tls_client_ca,
+                }),
+                _ => None,
+            },
+            sat_token_file: access.sat_tokens,
+            password_file: access.password_file,
+            acl: access.acl,
+            acl_allow: access.acl_allow,
             ..ServerConfig::default()
         })
     }

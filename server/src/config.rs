@@ -29,6 +29,36 @@ pub struct ServerConfig {
     pub response_queue_limit: usize,
     /// Capacity of the MQTT client's request channel (outgoing publishes not yet written).
     pub mqtt_channel_capacity: usize,
+    /// Let debug logs show values (they show keys, escaped, and lengths otherwise).
+    pub log_values: bool,
+    /// Embedded broker: how many bytes of messages may wait for one client that does not
+    /// read (beyond a short delivery lane) before its oldest messages are dropped. Bounds
+    /// what one stalled subscriber can make the process hold.
+    pub client_queue_bytes: usize,
+    /// Embedded broker: accept `K8S-SAT` enhanced authentication only with a token listed
+    /// in this file (one per line); `None` accepts any token.
+    pub sat_token_file: Option<PathBuf>,
+    /// Embedded broker: require a user name and password listed in this file
+    /// (`user:password` lines); `None` accepts any credentials, or none.
+    pub password_file: Option<PathBuf>,
+    /// Embedded broker: clients may publish only to the request topic and subscribe only
+    /// to their own response and notification topics (plus [`acl_allow`](Self::acl_allow)).
+    pub acl: bool,
+    /// With [`acl`](Self::acl): topic filters every client may also publish and subscribe to.
+    pub acl_allow: Vec<String>,
+    /// Embedded broker: listen with TLS (on [`listen`](Self::listen)).
+    pub tls: Option<TlsFiles>,
+}
+
+/// The embedded broker's TLS files (PEM).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TlsFiles {
+    /// The server certificate chain.
+    pub cert: PathBuf,
+    /// Its private key.
+    pub key: PathBuf,
+    /// CA certificates for client certificates: set, clients must present one (mutual TLS).
+    pub client_ca: Option<PathBuf>,
 }
 
 impl Default for ServerConfig {
@@ -43,6 +73,13 @@ impl Default for ServerConfig {
             notify_queue_limit: 1024,
             response_queue_limit: 65_536,
             mqtt_channel_capacity: 256,
+            log_values: false,
+            client_queue_bytes: 16 * 1024 * 1024,
+            sat_token_file: None,
+            password_file: None,
+            acl: false,
+            acl_allow: Vec::new(),
+            tls: None,
         }
     }
 }

@@ -28,6 +28,8 @@
 //! - Requests with a forbidden response topic are dropped and logged, but the client
 //!   cannot be disconnected (MQTT gives one client no way to disconnect another).
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::time::Duration;
 
 use rumqttc::v5::mqttbytes::QoS;
@@ -42,11 +44,25 @@ use crate::outbox::{Message, Sink};
 use crate::service::{Command, Service};
 
 /// The largest packet the adapter accepts or sends (rumqttc caps incoming at 10 KiB
-/// unless told otherwise).
-pub(crate) const MAX_PACKET_SIZE: u32 = 256 * 1024 * 1024;
+/// unless told otherwise): MQTT 5's maximum, 268,435,455 bytes (the largest Remaining
+/// Length plus the fixed header is not a valid Maximum Packet Size; 256 MiB is one above it).
+pub(crate) const MAX_PACKET_SIZE: u32 = 268_435_455;
 
 /// mosquitto publishes its log here with `log_dest topic`.
 pub(crate) const SYS_LOG_FILTER: &str = "$SYS/broker/log/#";
+
+/// What the server adds to mosquitto's configuration so it can see client disconnects.
+pub const MOSQUITTO_SYS_LOG_LINES: &str = "log_dest topic\nlog_type notice";
+
+/// Whether client disconnects are visible: not known yet.
+pub(crate) const DISCONNECTS_UNKNOWN: u8 = 0;
+/// Whether client disconnects are visible: yes (embedded broker, or `$SYS` log seen).
+pub(crate) const DISCONNECTS_SEEN: u8 = 1;
+/// Whether client disconnects are visible: no.
+pub(crate) const DISCONNECTS_UNSEEN: u8 = 2;
+
+/// How long the start-up probe waits for the broker's log to mention its connection.
+const PROBE_WAIT: Duration = Duration::from_secs(3);
 
 const BACKOFF_MIN: Duration = Duration::from_millis(50);
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
@@ -135,6 +151,8 @@ pub(crate) struct Loop {
     /// Set once the request subscription is granted, cleared on connection loss.
     pub(crate) ready: watch::Sender<bool>,
     pub(crate) shutdown: watch::Receiver<bool>,
+    /// Set when anything arrives on `$SYS/broker/log/#`.
+    pub(crate) sys_log_seen: Arc<AtomicBool>,
 }
 
 /// Runs the poll loop until `shutdown` flips: serves requests inline, fires expiries on
@@ -149,6 +167,7 @@ pub(crate) async fn run(parts: Loop) {
         filters,
         ready,
         mut shutdown,
+        sys_log_seen,
     } = parts;
     let mut backoff = BACKOFF_MIN;
     let request_topic = mqstate::topics::REQUEST_TOPIC.as_bytes();
@@ -171,6 +190,7 @@ pub(crate) async fn run(parts: Loop) {
                 if publish.topic == request_topic {
                     service.request(&publish);
                 } else if publish.topic.starts_with(b"$SYS/broker/log/") {
+                    sys_log_seen.store(true, Ordering::Relaxed);
                     let text = String::from_utf8_lossy(&publish.payload);
                     if let Some(client_id) = parse_sys_log(&text) {
                         service.disconnected(client_id);
@@ -244,6 +264,59 @@ async fn sleep_or_never(delay: Option<Duration>) {
     match delay {
         Some(delay) => tokio::time::sleep(delay).await,
         None => std::future::pending().await,
+    }
+}
+
+/// Finds out, once the server is subscribed, whether the external broker publishes client
+/// disconnects on `$SYS/broker/log/#`: connects and disconnects a short-lived client with
+/// `options` (which the broker logs, with `log_dest topic`), and waits for any log line.
+/// Records the answer in `visible` and, if none came, warns with the lines to add to
+/// mosquitto's configuration.
+pub(crate) async fn probe_sys_log(
+    options: MqttOptions,
+    seen: Arc<AtomicBool>,
+    visible: Arc<AtomicU8>,
+) {
+    let (client, mut eventloop) = client(options, 4);
+    let connected = tokio::time::timeout(PROBE_WAIT, async {
+        loop {
+            match eventloop.poll().await {
+                Ok(Event::Incoming(Packet::ConnAck(_))) => return true,
+                Ok(_) => {}
+                Err(_) => return false,
+            }
+        }
+    })
+    .await
+    .unwrap_or(false);
+    if connected && client.try_disconnect().is_ok() {
+        let _ = tokio::time::timeout(Duration::from_millis(500), async {
+            while let Ok(event) = eventloop.poll().await {
+                if matches!(event, Event::Outgoing(rumqttc::Outgoing::Disconnect)) {
+                    break;
+                }
+            }
+        })
+        .await;
+    }
+    drop(eventloop);
+    let deadline = tokio::time::Instant::now() + PROBE_WAIT;
+    while !seen.load(Ordering::Relaxed) && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    if seen.load(Ordering::Relaxed) {
+        visible.store(DISCONNECTS_SEEN, Ordering::Relaxed);
+        tracing::info!(
+            "the broker publishes its log on $SYS/broker/log: client disconnects are seen"
+        );
+    } else {
+        visible.store(DISCONNECTS_UNSEEN, Ordering::Relaxed);
+        tracing::warn!(
+            "nothing arrives on $SYS/broker/log/#: client disconnects are not seen, so \
+             KEYNOTIFY registrations outlive their clients and a client reconnecting with \
+             the same id gets stale notifications. With mosquitto, add these lines to \
+             mosquitto.conf and let the server's user read $SYS/broker/log/#:\n{MOSQUITTO_SYS_LOG_LINES}"
+        );
     }
 }
 

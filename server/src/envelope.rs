@@ -10,20 +10,20 @@
 //! 3. no correlation data → drop (the client could not match an answer);
 //! 4. QoS 0 → answer `__stat` 400 with a `__stMsg` naming the problem;
 //! 5. `__protVer` with a major version other than 1 → answer `__stat` 505;
-//! 6. no client id (no `__srcId` and nothing from the broker) → answer `__stat` 400.
+//! 6. no client id (no `__srcId` and nothing from the broker) → answer `__stat` 400;
+//! 7. with the embedded broker, a `__srcId` other than the client id the broker knows for
+//!    the connection → answer `__stat` 400 (`__propName: __srcId`): a client may not
+//!    register, stop or spend quota under another client's id.
 
 use bytes::Bytes;
+use mqstate::envelope::{is_supported_protocol, property};
 use rumqttc::v5::mqttbytes::QoS;
 use rumqttc::v5::mqttbytes::v5::{Publish, PublishProperties};
 
+pub use mqstate::envelope::{CONTENT_TYPE, PROTOCOL_VERSION, SUPPORTED_MAJOR_VERSIONS};
+
 /// The user property the embedded broker adds with the publisher's client id.
 pub const BROKER_CLIENT_ID_PROPERTY: &str = "x-mqtt-client-id";
-
-/// The content type of every response.
-pub const CONTENT_TYPE: &str = "application/octet-stream";
-
-/// The RPC protocol version this service speaks.
-pub const PROTOCOL_VERSION: &str = "1.0";
 
 /// What was read from one request's envelope.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -63,12 +63,12 @@ impl RequestMeta {
         meta.correlation = props.correlation_data.clone();
         for (name, value) in &props.user_properties {
             let slot = match name.as_str() {
-                "__srcId" => &mut meta.src_id,
-                "__ts" => &mut meta.timestamp,
-                "__ft" => &mut meta.fencing_token,
-                "__protVer" => &mut meta.protocol_version,
+                property::SOURCE_ID => &mut meta.src_id,
+                property::TIMESTAMP => &mut meta.timestamp,
+                property::FENCING_TOKEN => &mut meta.fencing_token,
+                property::PROTOCOL_VERSION => &mut meta.protocol_version,
                 BROKER_CLIENT_ID_PROPERTY if trust_broker_id => &mut meta.broker_client_id,
-                "aio-persistence" => {
+                property::PERSISTENCE => {
                     meta.persist |= value.eq_ignore_ascii_case("true");
                     continue;
                 }
@@ -107,21 +107,36 @@ impl RequestMeta {
                 property: None,
             });
         }
-        if let Some(version) = &self.protocol_version {
-            let major = version.split('.').next().unwrap_or_default();
-            if major != "1" {
-                return Verdict::Fail(Failure {
-                    status: 505,
-                    message: format!("unsupported protocol version {version:?}"),
-                    property: Some(("__protVer", version.clone())),
-                });
-            }
+        if let Some(version) = &self.protocol_version
+            && !is_supported_protocol(version)
+        {
+            return Verdict::Fail(Failure {
+                status: 505,
+                message: format!("unsupported protocol version {version:?}"),
+                property: Some((property::PROTOCOL_VERSION, version.clone())),
+            });
         }
         if self.client_id().is_none() {
             return Verdict::Fail(Failure {
                 status: 400,
-                message: "the request has no __srcId user property".to_owned(),
-                property: Some(("__srcId", String::new())),
+                message: format!("the request has no {} user property", property::SOURCE_ID),
+                property: Some((property::SOURCE_ID, String::new())),
+            });
+        }
+        if let (Some(claimed), Some(known)) = (
+            self.src_id.as_deref().filter(|id| !id.is_empty()),
+            self.broker_client_id.as_deref(),
+        ) && claimed != known
+        {
+            // The broker knows who sent it: a client may not act (register, stop, count
+            // against the quota) under another client's id.
+            return Verdict::Fail(Failure {
+                status: 400,
+                message: format!(
+                    "{} {claimed:?} is not the client id this connection uses",
+                    property::SOURCE_ID
+                ),
+                property: Some((property::SOURCE_ID, claimed.to_owned())),
             });
         }
         Verdict::Answer
@@ -155,32 +170,44 @@ pub struct Failure {
 /// The properties of a `__stat` 200 response.
 pub fn ok_properties(correlation: Bytes, version: Option<String>) -> PublishProperties {
     let mut user_properties = Vec::with_capacity(3);
-    user_properties.push(("__stat".to_owned(), "200".to_owned()));
+    user_properties.push((property::STATUS.to_owned(), "200".to_owned()));
     if let Some(version) = version {
-        user_properties.push(("__ts".to_owned(), version));
+        user_properties.push((property::TIMESTAMP.to_owned(), version));
     }
-    user_properties.push(("__protVer".to_owned(), PROTOCOL_VERSION.to_owned()));
+    user_properties.push((
+        property::PROTOCOL_VERSION.to_owned(),
+        PROTOCOL_VERSION.to_owned(),
+    ));
     response_properties(correlation, user_properties)
 }
 
 /// The properties of an RPC error response.
 pub fn failure_properties(correlation: Bytes, failure: &Failure) -> PublishProperties {
     let mut user_properties = vec![
-        ("__stat".to_owned(), failure.status.to_string()),
-        ("__stMsg".to_owned(), failure.message.clone()),
-        ("__apErr".to_owned(), "false".to_owned()),
+        (property::STATUS.to_owned(), failure.status.to_string()),
+        (property::STATUS_MESSAGE.to_owned(), failure.message.clone()),
+        (property::APPLICATION_ERROR.to_owned(), "false".to_owned()),
     ];
     if let Some((name, value)) = &failure.property {
-        user_properties.push(("__propName".to_owned(), (*name).to_owned()));
-        user_properties.push(("__propVal".to_owned(), value.clone()));
+        user_properties.push((property::PROPERTY_NAME.to_owned(), (*name).to_owned()));
+        user_properties.push((property::PROPERTY_VALUE.to_owned(), value.clone()));
     }
     if failure.status == 505 {
-        user_properties.push(("__supProtMajVer".to_owned(), "1".to_owned()));
+        user_properties.push((
+            property::SUPPORTED_MAJOR_VERSIONS.to_owned(),
+            SUPPORTED_MAJOR_VERSIONS.to_owned(),
+        ));
         if let Some((_, requested)) = &failure.property {
-            user_properties.push(("__requestProtVer".to_owned(), requested.clone()));
+            user_properties.push((
+                property::REQUEST_PROTOCOL_VERSION.to_owned(),
+                requested.clone(),
+            ));
         }
     }
-    user_properties.push(("__protVer".to_owned(), PROTOCOL_VERSION.to_owned()));
+    user_properties.push((
+        property::PROTOCOL_VERSION.to_owned(),
+        PROTOCOL_VERSION.to_owned(),
+    ));
     response_properties(correlation, user_properties)
 }
 
@@ -199,7 +226,7 @@ fn response_properties(
 /// The properties of a notification: the key's new version in `__ts`.
 pub fn notification_properties(version: String) -> PublishProperties {
     PublishProperties {
-        user_properties: vec![("__ts".to_owned(), version)],
+        user_properties: vec![(property::TIMESTAMP.to_owned(), version)],
         ..PublishProperties::default()
     }
 }
@@ -217,10 +244,10 @@ mod tests {
             response_topic: Some("clients/c/resp".into()),
             correlation_data: Some(Bytes::from_static(b"0123456789abcdef")),
             user_properties: vec![
-                ("__srcId".into(), "c".into()),
-                ("__ts".into(), "1:0:c".into()),
-                ("aio-persistence".into(), "true".into()),
-                (BROKER_CLIENT_ID_PROPERTY.into(), "real".into()),
+                (property::SOURCE_ID.into(), "c".into()),
+                (property::TIMESTAMP.into(), "1:0:c".into()),
+                (property::PERSISTENCE.into(), "true".into()),
+                (BROKER_CLIENT_ID_PROPERTY.into(), "c".into()),
             ],
             ..PublishProperties::default()
         }
@@ -230,7 +257,7 @@ mod tests {
     fn reads_the_envelope() {
         let meta = RequestMeta::read(&publish(QoS::AtLeastOnce, full()), true);
         assert_eq!(meta.client_id(), Some("c"));
-        assert_eq!(meta.broker_client_id.as_deref(), Some("real"));
+        assert_eq!(meta.broker_client_id.as_deref(), Some("c"));
         assert_eq!(meta.timestamp.as_deref(), Some("1:0:c"));
         assert!(meta.persist);
         assert_eq!(meta.verdict(), Verdict::Answer);
@@ -241,9 +268,11 @@ mod tests {
     #[test]
     fn falls_back_to_the_broker_client_id() {
         let mut props = full();
-        props.user_properties.retain(|(n, _)| n != "__srcId");
+        props
+            .user_properties
+            .retain(|(n, _)| n != property::SOURCE_ID);
         let meta = RequestMeta::read(&publish(QoS::AtLeastOnce, props.clone()), true);
-        assert_eq!(meta.client_id(), Some("real"));
+        assert_eq!(meta.client_id(), Some("c"));
         let meta = RequestMeta::read(&publish(QoS::AtLeastOnce, props), false);
         assert!(matches!(meta.verdict(), Verdict::Fail(f) if f.status == 400));
     }
@@ -273,9 +302,26 @@ mod tests {
         let mut props = full();
         props
             .user_properties
-            .push(("__protVer".into(), "2.0".into()));
+            .push((property::PROTOCOL_VERSION.into(), "2.0".into()));
         let meta = RequestMeta::read(&publish(QoS::AtLeastOnce, props), true);
         assert!(matches!(meta.verdict(), Verdict::Fail(f) if f.status == 505));
+    }
+
+    #[test]
+    fn a_src_id_other_than_the_broker_known_id_is_refused() {
+        let mut props = full();
+        for (name, value) in &mut props.user_properties {
+            if name == BROKER_CLIENT_ID_PROPERTY {
+                *value = "someone-else".into();
+            }
+        }
+        let meta = RequestMeta::read(&publish(QoS::AtLeastOnce, props.clone()), true);
+        assert!(
+            matches!(meta.verdict(), Verdict::Fail(f) if f.status == 400 && f.property == Some((property::SOURCE_ID, "c".to_owned())))
+        );
+        // Without a trusted broker id there is nothing to compare with.
+        let meta = RequestMeta::read(&publish(QoS::AtLeastOnce, props), false);
+        assert_eq!(meta.verdict(), Verdict::Answer);
     }
 
     #[test]
@@ -286,9 +332,12 @@ mod tests {
         assert_eq!(
             props.user_properties,
             vec![
-                ("__stat".to_owned(), "200".to_owned()),
-                ("__ts".to_owned(), "v".to_owned()),
-                ("__protVer".to_owned(), "1.0".to_owned())
+                (property::STATUS.to_owned(), "200".to_owned()),
+                (property::TIMESTAMP.to_owned(), "v".to_owned()),
+                (
+                    property::PROTOCOL_VERSION.to_owned(),
+                    PROTOCOL_VERSION.to_owned()
+                )
             ]
         );
     }

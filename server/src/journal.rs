@@ -11,19 +11,40 @@
 //! expiry  = 0:u8 | 1:u8 deadline_ms:u64le
 //! ```
 //!
-//! [`Journal::append`] writes a batch with one `write` and one fsync. Replay stops at the
-//! first record that is incomplete or fails its checksum: at the end of the file that is a
-//! torn write and is ignored; before the end the file is corrupt, so the original is kept
-//! beside the log as `state.journal.corrupt` and only the good prefix is replayed. Opening
-//! always compacts (live records go to a temporary file, fsynced, renamed over the log,
-//! directory fsynced), dropping entries whose expiry has passed by the system clock. The
-//! log is compacted the same way while running once it holds more than twice (plus
-//! 1 MiB) the bytes of its live records, so it never grows without bound.
+//! [`Journal::append`] writes a batch with one `write` and one fsync.
+//!
+//! # Damage
+//!
+//! Only the **last** record may be torn (a crash during its write): a record that is
+//! incomplete, fails its checksum or does not decode, with no intact record after it, is
+//! ignored. Anything else is corruption, and no intact record is given up for it: replay
+//! skips the damaged bytes (trusting the damaged record's length if an intact record
+//! follows it there, else scanning for the next offset where an intact, checksummed record
+//! starts), keeps every intact record after them, and logs each damaged region at error
+//! level. The original file is first copied beside the log as `state.journal.corrupt`, or
+//! `state.journal.corrupt.1`, `.2` … — an earlier copy is never overwritten. A key whose
+//! last change was in a damaged record keeps its previous intact value.
+//!
+//! # Compaction and a full disk
+//!
+//! Opening compacts (live records go to a temporary file, fsynced, renamed over the log,
+//! directory fsynced), dropping entries whose expiry has passed by the system clock. If that
+//! copy cannot be written (a full disk), the log is opened in place instead: a torn tail is
+//! cut off (which needs no room) and appends continue after it, so a store on a full disk
+//! still starts and serves everything it had. While running, the log is compacted once it
+//! holds more than twice (plus 1 MiB) the bytes of its live records: off the request path,
+//! a background thread copies the live records one at a time (the file is never read
+//! whole) while appends go on; the next append after it is done copies the few records
+//! written meanwhile, renames the copy over the log and moves on. A compaction that fails
+//! is logged and retried later, never failing a write.
 
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, BufWriter, Write};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -55,13 +76,16 @@ pub enum Recovery {
         /// How many bytes were ignored.
         bytes: u64,
     },
-    /// A record before the end was damaged; replay stopped there and the `bytes` from
-    /// `offset` on were dropped (the original file is kept as `state.journal.corrupt`).
+    /// Records before the end were damaged: `regions` stretches of `bytes` in total (the
+    /// first at `offset`) were skipped, every intact record around them replayed, and the
+    /// original file copied beside the log (see [`Journal::backup`]).
     Corrupt {
-        /// Where the damaged record starts.
+        /// Where the first damaged record starts.
         offset: u64,
-        /// How many bytes were dropped.
+        /// How many bytes were skipped in all (a torn tail after them included).
         bytes: u64,
+        /// How many separate damaged stretches there were.
+        regions: u64,
     },
 }
 
@@ -84,11 +108,33 @@ pub struct Journal {
     live: HashMap<Bytes, Span>,
     live_bytes: u64,
     recovery: Recovery,
+    backup: Option<PathBuf>,
+    /// A compaction copying live records in the background.
+    running: Option<Running>,
+    /// Test hook: the next compaction waits for this before finishing its copy.
+    gate: Option<mpsc::Receiver<()>>,
+}
+
+/// A background compaction: live records as of `snapshot_len` being copied to the
+/// temporary file.
+#[derive(Debug)]
+struct Running {
+    snapshot_len: u64,
+    handle: JoinHandle<io::Result<Copied>>,
+}
+
+/// What a background copy produced: the temporary file's length and where each copied
+/// record went (`key`, old offset, new offset).
+#[derive(Debug)]
+struct Copied {
+    len: u64,
+    moved: Vec<(Bytes, u64, u64)>,
 }
 
 impl Journal {
-    /// Opens (creating) the log in `dir`, replays and compacts it; returns the live entries
-    /// (all [`JournalOp::Put`], sorted by key).
+    /// Opens (creating) the log in `dir`, replays and compacts it (in place if there is no
+    /// room for a compacted copy); returns the live entries (all [`JournalOp::Put`], sorted
+    /// by key).
     pub fn open(dir: &Path) -> io::Result<(Journal, Vec<JournalOp>)> {
         fs::create_dir_all(dir)?;
         let path = dir.join(FILE_NAME);
@@ -97,20 +143,37 @@ impl Journal {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
             Err(e) => return Err(e),
         };
-        let (mut entries, recovery) = replay(&data)?;
+        let replayed = replay(&data)?;
+        let mut entries = replayed.entries;
+        let recovery = replayed.recovery;
+        let mut backup = None;
         match recovery {
             Recovery::Clean => {}
-            Recovery::TornTail { offset, bytes } => eprintln!(
-                "mqstate-server: {}: ignoring a torn last record ({bytes} bytes at {offset})",
-                path.display()
+            Recovery::TornTail { offset, bytes } => tracing::warn!(
+                path = %path.display(),
+                offset,
+                bytes,
+                "persistence log: ignoring a torn last record"
             ),
-            Recovery::Corrupt { offset, bytes } => {
-                fs::write(dir.join(format!("{FILE_NAME}.corrupt")), &data)?;
-                eprintln!(
-                    "mqstate-server: {}: corrupt record at {offset}; dropped {bytes} bytes \
-                     (original kept as {FILE_NAME}.corrupt)",
-                    path.display()
-                );
+            Recovery::Corrupt { .. } => {
+                match keep_copy(dir, &data) {
+                    Ok(copy) => backup = Some(copy),
+                    Err(e) => tracing::error!(
+                        path = %path.display(),
+                        error = %e,
+                        "persistence log is damaged and no copy of it could be kept"
+                    ),
+                }
+                for (offset, bytes) in &replayed.damaged {
+                    tracing::error!(
+                        path = %path.display(),
+                        offset,
+                        bytes,
+                        backup = ?backup,
+                        "persistence log: skipped a damaged record; the change it held is lost, \
+                         every intact record after it was kept"
+                    );
+                }
             }
         }
         let now = system_now_ms();
@@ -119,7 +182,14 @@ impl Journal {
             .iter()
             .map(|(k, (span, _))| (k.clone(), *span))
             .collect();
-        let (file, len) = rewrite(dir, &data, &mut live)?;
+        let (file, len) = match rewrite(dir, &data, &mut live) {
+            Ok(done) => done,
+            // Appending after damaged bytes is safe too: replay skips them.
+            Err(e) => {
+                tracing::warn!(error = %e, "could not compact the persistence log (disk full?): opening it in place");
+                open_in_place(&path, replayed.valid_end)?
+            }
+        };
         let mut ops: Vec<JournalOp> = entries.into_values().map(|(_, op)| op).collect();
         ops.sort_by(|a, b| op_key(a).cmp(op_key(b)));
         let live_bytes = live.values().map(|s| s.len).sum();
@@ -130,6 +200,9 @@ impl Journal {
             live,
             live_bytes,
             recovery,
+            backup,
+            running: None,
+            gate: None,
         };
         Ok((journal, ops))
     }
@@ -175,23 +248,163 @@ impl Journal {
             };
             self.live_bytes -= old.map_or(0, |s| s.len);
         }
-        if self.len > 2 * (HEADER_LEN as u64 + self.live_bytes) + COMPACT_SLACK {
-            self.compact()?;
+        self.poll_compaction();
+        if self.running.is_none()
+            && self.len > 2 * (HEADER_LEN as u64 + self.live_bytes) + COMPACT_SLACK
+        {
+            self.start_compaction();
         }
         Ok(())
     }
 
-    /// Rewrites the log with only its live records (dropping expired ones).
-    pub fn compact(&mut self) -> io::Result<()> {
-        let data = fs::read(self.path())?;
+    /// Starts copying the live records (not the expired ones) to a new log on a background
+    /// thread, record by record (never the whole file in memory); appends go on meanwhile,
+    /// and [`Journal::append`] swaps the new log in once the copy is done.
+    fn start_compaction(&mut self) {
         let now = system_now_ms();
         self.live
             .retain(|_, span| span.expires_at_ms.is_none_or(|d| d > now));
-        let (file, len) = rewrite(&self.dir, &data, &mut self.live)?;
-        self.file = file;
-        self.len = len;
         self.live_bytes = self.live.values().map(|s| s.len).sum();
+        let mut spans: Vec<(Bytes, u64, u64)> = self
+            .live
+            .iter()
+            .map(|(k, s)| (k.clone(), s.offset, s.len))
+            .collect();
+        spans.sort_by_key(|&(_, offset, _)| offset);
+        let dir = self.dir.clone();
+        let gate = self.gate.take();
+        let spawned = std::thread::Builder::new()
+            .name("mqstate-compact".to_owned())
+            .spawn(move || copy_live(&dir, &spans, gate));
+        match spawned {
+            Ok(handle) => {
+                self.running = Some(Running {
+                    snapshot_len: self.len,
+                    handle,
+                });
+            }
+            Err(e) => tracing::warn!(error = %e, "could not start a compaction; will retry"),
+        }
+    }
+
+    /// Swaps in a finished background compaction (if one is done).
+    fn poll_compaction(&mut self) {
+        if self
+            .running
+            .as_ref()
+            .is_some_and(|running| running.handle.is_finished())
+        {
+            self.finish_compaction();
+        }
+    }
+
+    /// Waits for the running compaction (if any) and swaps its log in.
+    fn finish_compaction(&mut self) {
+        let Some(running) = self.running.take() else {
+            return;
+        };
+        let copied = running
+            .handle
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("the compaction thread panicked")));
+        let result = copied.and_then(|copied| self.swap_in(running.snapshot_len, &copied));
+        if let Err(e) = result {
+            let _ = fs::remove_file(self.dir.join(TMP_NAME));
+            // The old log is untouched: a failed compaction only postpones the next one.
+            tracing::warn!(error = %e, "could not compact the persistence log; will retry");
+        }
+    }
+
+    /// Appends what was written since `snapshot_len` to the compacted copy, makes it the
+    /// log, and moves every live span to its place in it.
+    fn swap_in(&mut self, snapshot_len: u64, copied: &Copied) -> io::Result<()> {
+        let moved: HashMap<&Bytes, (u64, u64)> = copied
+            .moved
+            .iter()
+            .map(|(key, old, new)| (key, (*old, *new)))
+            .collect();
+        let mut offsets = Vec::with_capacity(self.live.len());
+        for (key, span) in &self.live {
+            let offset = if span.offset >= snapshot_len {
+                span.offset - snapshot_len + copied.len
+            } else {
+                match moved.get(key) {
+                    Some(&(old, new)) if old == span.offset => new,
+                    _ => return Err(io::Error::other("a live record was not copied")),
+                }
+            };
+            offsets.push((key.clone(), offset));
+        }
+        let tmp = self.dir.join(TMP_NAME);
+        let mut new_file = OpenOptions::new().append(true).open(&tmp)?;
+        let source = File::open(self.path())?;
+        copy_range(&source, snapshot_len, self.len, &mut new_file)?;
+        new_file.sync_all()?;
+        fs::rename(&tmp, self.path())?;
+        if let Err(e) = File::open(&self.dir).and_then(|d| d.sync_all()) {
+            tracing::warn!(error = %e, "could not fsync the persistence log's directory");
+        }
+        self.file = new_file;
+        self.len = copied.len + (self.len - snapshot_len);
+        for (key, offset) in offsets {
+            if let Some(span) = self.live.get_mut(&key) {
+                span.offset = offset;
+            }
+        }
         Ok(())
+    }
+
+    /// Rewrites the log with only its live records (dropping expired ones), waiting for it.
+    pub fn compact(&mut self) -> io::Result<()> {
+        self.finish_compaction();
+        self.start_compaction();
+        let Some(running) = self.running.take() else {
+            return Err(io::Error::other("could not start the compaction"));
+        };
+        let copied = running
+            .handle
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("the compaction thread panicked")))?;
+        self.swap_in(running.snapshot_len, &copied)
+            .inspect_err(|_| {
+                let _ = fs::remove_file(self.dir.join(TMP_NAME));
+            })
+    }
+
+    /// Whether a compaction is copying in the background.
+    pub fn compaction_running(&self) -> bool {
+        self.running.is_some()
+    }
+
+    /// Waits for a background compaction (if any) and swaps its result in.
+    pub fn wait_for_compaction(&mut self) {
+        self.finish_compaction();
+    }
+
+    /// A journal in `dir` whose every write fails with "no space left on device" (it
+    /// appends to `/dev/full`): for tests of what the service does on a full disk.
+    #[cfg(test)]
+    pub(crate) fn on_a_full_disk(dir: &Path) -> io::Result<Journal> {
+        Ok(Journal {
+            dir: dir.to_path_buf(),
+            file: OpenOptions::new().append(true).open("/dev/full")?,
+            len: HEADER_LEN as u64,
+            live: HashMap::new(),
+            live_bytes: 0,
+            recovery: Recovery::Clean,
+            backup: None,
+            running: None,
+            gate: None,
+        })
+    }
+
+    /// Test hook: the next compaction copies, then waits until the returned sender is
+    /// dropped before it reports done.
+    #[doc(hidden)]
+    pub fn hold_next_compaction(&mut self) -> mpsc::Sender<()> {
+        let (tx, rx) = mpsc::channel();
+        self.gate = Some(rx);
+        tx
     }
 
     /// The log file's path.
@@ -207,6 +420,11 @@ impl Journal {
     /// What [`Journal::open`] found when replaying.
     pub fn recovery(&self) -> Recovery {
         self.recovery
+    }
+
+    /// Where [`Journal::open`] kept a copy of a damaged log, if it did.
+    pub fn backup(&self) -> Option<&Path> {
+        self.backup.as_deref()
     }
 }
 
@@ -224,43 +442,173 @@ fn system_now_ms() -> u64 {
 
 /// Writes a new log holding the header and the `live` records copied from `data` (in file
 /// order), atomically replaces the old one, and updates the offsets in `live`. Returns the
-/// new file, open for appending, and its length.
+/// new file, open for appending, and its length. On an error the old log is untouched,
+/// `live` unchanged, and the temporary file removed.
 fn rewrite(dir: &Path, data: &[u8], live: &mut HashMap<Bytes, Span>) -> io::Result<(File, u64)> {
-    let mut spans: Vec<&mut Span> = live.values_mut().collect();
-    spans.sort_by_key(|s| s.offset);
-    let mut out =
-        Vec::with_capacity(HEADER_LEN + spans.iter().map(|s| s.len as usize).sum::<usize>());
+    let mut spans: Vec<(&Bytes, u64, u64)> =
+        live.iter().map(|(k, s)| (k, s.offset, s.len)).collect();
+    spans.sort_by_key(|&(_, offset, _)| offset);
+    let mut out = Vec::with_capacity(
+        HEADER_LEN + spans.iter().map(|&(_, _, len)| len as usize).sum::<usize>(),
+    );
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-    for span in spans {
-        let start = span.offset as usize;
-        out.extend_from_slice(&data[start..start + span.len as usize]);
-        span.offset = (out.len() as u64) - span.len;
+    let mut moved = Vec::with_capacity(spans.len());
+    for (key, offset, len) in spans {
+        let start = offset as usize;
+        out.extend_from_slice(&data[start..start + len as usize]);
+        moved.push((key.clone(), (out.len() as u64) - len));
     }
     let path = dir.join(FILE_NAME);
     let tmp = dir.join(format!("{FILE_NAME}.tmp"));
-    {
+    let written = (|| {
         let mut file = File::create(&tmp)?;
         file.write_all(&out)?;
         file.sync_all()?;
+        fs::rename(&tmp, &path)
+    })();
+    if let Err(e) = written {
+        let _ = fs::remove_file(&tmp);
+        return Err(e);
     }
-    fs::rename(&tmp, &path)?;
     File::open(dir)?.sync_all()?;
+    for (key, offset) in moved {
+        if let Some(span) = live.get_mut(&key) {
+            span.offset = offset;
+        }
+    }
     let file = OpenOptions::new().append(true).open(&path)?;
     Ok((file, out.len() as u64))
 }
 
-/// The last put of every key not removed after it, with where its record sits.
-type Replayed = HashMap<Bytes, (Span, JournalOp)>;
+/// The compaction's temporary file.
+const TMP_NAME: &str = "state.journal.tmp";
 
-/// Replays a whole log, and says how the replay ended. A foreign or newer-format file is
-/// an error.
-fn replay(data: &[u8]) -> io::Result<(Replayed, Recovery)> {
-    let mut entries = HashMap::new();
+/// Copies the records at `spans` (`key`, offset, length; in file order) from the log in
+/// `dir` to a new log in the temporary file, one record at a time, and fsyncs it.
+fn copy_live(
+    dir: &Path,
+    spans: &[(Bytes, u64, u64)],
+    gate: Option<mpsc::Receiver<()>>,
+) -> io::Result<Copied> {
+    let tmp = dir.join(TMP_NAME);
+    let result = (|| {
+        let source = File::open(dir.join(FILE_NAME))?;
+        let mut out = BufWriter::new(File::create(&tmp)?);
+        out.write_all(MAGIC)?;
+        out.write_all(&FORMAT_VERSION.to_le_bytes())?;
+        let mut at = HEADER_LEN as u64;
+        let mut record = Vec::new();
+        let mut moved = Vec::with_capacity(spans.len());
+        for (key, offset, len) in spans {
+            record.resize(*len as usize, 0);
+            source.read_exact_at(&mut record, *offset)?;
+            out.write_all(&record)?;
+            moved.push((key.clone(), *offset, at));
+            at += len;
+        }
+        let file = out.into_inner().map_err(io::IntoInnerError::into_error)?;
+        file.sync_all()?;
+        if let Some(gate) = gate {
+            // Returns once the test drops its sender.
+            let _ = gate.recv();
+        }
+        Ok(Copied { len: at, moved })
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Appends bytes `from..to` of `source` to `out`, a megabyte at a time.
+fn copy_range(source: &File, from: u64, to: u64, out: &mut File) -> io::Result<()> {
+    let mut buf = vec![0; (to - from).min(1 << 20) as usize];
+    let mut at = from;
+    while at < to {
+        let n = (to - at).min(buf.len() as u64) as usize;
+        source.read_exact_at(&mut buf[..n], at)?;
+        out.write_all(&buf[..n])?;
+        at += n as u64;
+    }
+    Ok(())
+}
+
+/// Opens the log for appending as it is, cutting it back to `valid_end` (the end of its last
+/// intact record, past a torn tail) when it is longer: this needs no free space. A missing
+/// or empty log gets its header.
+fn open_in_place(path: &Path, valid_end: u64) -> io::Result<(File, u64)> {
+    let mut file = OpenOptions::new().create(true).append(true).open(path)?;
+    let len = file.metadata()?.len();
+    if len > valid_end {
+        file.set_len(valid_end)?;
+        file.sync_all()?;
+    }
+    if valid_end < HEADER_LEN as u64 {
+        file.set_len(0)?;
+        let mut header = Vec::with_capacity(HEADER_LEN);
+        header.extend_from_slice(MAGIC);
+        header.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        file.write_all(&header)?;
+        file.sync_all()?;
+        return Ok((file, HEADER_LEN as u64));
+    }
+    Ok((file, valid_end))
+}
+
+/// Copies a damaged log beside it under the first free name of `state.journal.corrupt`,
+/// `state.journal.corrupt.1`, … (never replacing an earlier copy); returns that name.
+fn keep_copy(dir: &Path, data: &[u8]) -> io::Result<PathBuf> {
+    for n in 0u32.. {
+        let name = if n == 0 {
+            format!("{FILE_NAME}.corrupt")
+        } else {
+            format!("{FILE_NAME}.corrupt.{n}")
+        };
+        let path = dir.join(name);
+        let mut file = match OpenOptions::new().write(true).create_new(true).open(&path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        };
+        let written = file.write_all(data).and_then(|()| file.sync_all());
+        if let Err(e) = written {
+            let _ = fs::remove_file(&path);
+            return Err(e);
+        }
+        return Ok(path);
+    }
+    Err(io::Error::other(
+        "no free name for a copy of the damaged log",
+    ))
+}
+
+/// The last put of every key not removed after it, with where its record sits.
+type Entries = HashMap<Bytes, (Span, JournalOp)>;
+
+/// What a replay found.
+struct Replayed {
+    entries: Entries,
+    recovery: Recovery,
+    /// `(offset, bytes)` of every damaged stretch that was skipped (not the torn tail).
+    damaged: Vec<(u64, u64)>,
+    /// Where the last intact record ends (the header's end if there is none).
+    valid_end: u64,
+}
+
+/// Replays a whole log, skipping damaged records (see the module docs). A foreign or
+/// newer-format file is an error.
+fn replay(data: &[u8]) -> io::Result<Replayed> {
+    let mut replayed = Replayed {
+        entries: HashMap::new(),
+        recovery: Recovery::Clean,
+        damaged: Vec::new(),
+        valid_end: 0,
+    };
     if data.len() < HEADER_LEN {
         // Empty, or a header torn while the file was first created.
         if MAGIC.starts_with(&data[..data.len().min(MAGIC.len())]) {
-            return Ok((entries, Recovery::Clean));
+            return Ok(replayed);
         }
         return Err(invalid("not an mqstate journal"));
     }
@@ -274,20 +622,21 @@ fn replay(data: &[u8]) -> io::Result<(Replayed, Recovery)> {
         )));
     }
     let mut at = HEADER_LEN;
+    replayed.valid_end = HEADER_LEN as u64;
+    let mut torn = None;
     while at < data.len() {
         let Some((op, next)) = read_record(data, at) else {
-            let bytes = (data.len() - at) as u64;
-            let offset = at as u64;
-            let torn = match record_end(data, at) {
-                None => true,
-                Some(end) => end == data.len(),
-            };
-            let recovery = if torn {
-                Recovery::TornTail { offset, bytes }
-            } else {
-                Recovery::Corrupt { offset, bytes }
-            };
-            return Ok((entries, recovery));
+            match next_intact(data, at) {
+                Some(next) => {
+                    replayed.damaged.push((at as u64, (next - at) as u64));
+                    at = next;
+                    continue;
+                }
+                None => {
+                    torn = Some((at as u64, (data.len() - at) as u64));
+                    break;
+                }
+            }
         };
         let key = op_key(&op).clone();
         match op {
@@ -297,15 +646,39 @@ fn replay(data: &[u8]) -> io::Result<(Replayed, Recovery)> {
                     len: (next - at) as u64,
                     expires_at_ms,
                 };
-                entries.insert(key, (span, op));
+                replayed.entries.insert(key, (span, op));
             }
             JournalOp::Remove { .. } => {
-                entries.remove(&key);
+                replayed.entries.remove(&key);
             }
         }
         at = next;
+        replayed.valid_end = at as u64;
     }
-    Ok((entries, Recovery::Clean))
+    replayed.recovery = match (replayed.damaged.first(), torn) {
+        (None, None) => Recovery::Clean,
+        (None, Some((offset, bytes))) => Recovery::TornTail { offset, bytes },
+        (Some(&(offset, _)), torn) => Recovery::Corrupt {
+            offset,
+            bytes: replayed.damaged.iter().map(|&(_, b)| b).sum::<u64>()
+                + torn.map_or(0, |(_, b)| b),
+            regions: replayed.damaged.len() as u64,
+        },
+    };
+    Ok(replayed)
+}
+
+/// Where the next intact record after the damaged one at `at` starts, if any: where the
+/// damaged record's own length says it ends if an intact record starts there, else the
+/// first later offset where one does.
+fn next_intact(data: &[u8], at: usize) -> Option<usize> {
+    if let Some(end) = record_end(data, at)
+        && end < data.len()
+        && read_record(data, end).is_some()
+    {
+        return Some(end);
+    }
+    (at + 1..data.len()).find(|&candidate| read_record(data, candidate).is_some())
 }
 
 fn invalid(message: &str) -> io::Error {

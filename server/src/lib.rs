@@ -9,7 +9,14 @@
 //!   [`envelope`]: the request/response properties and the rules for bad requests;
 //!   [`outbox`]: the bounded queues in front of the broker.
 //! - [`Server`] / [`ServerConfig`] / [`ServerHandle`]: start it with an embedded MQTT5
-//!   broker (the default) or attached to an existing one such as mosquitto.
+//!   broker (the default; with optional TLS, K8S-SAT and password authentication and an
+//!   `--acl` mode) or attached to an existing one such as mosquitto. What the emulator does
+//!   beyond the spec, and its limits: `docs/server.md`.
+//!
+//! Module dependencies point one way: `server` wires `connection` (the MQTT client) and
+//! `embedded` (the broker) to `service`, which knows neither of them (it talks to the
+//! broker through [`outbox::Sink`] and a small control trait); `service` uses `envelope`,
+//! `journal`, `outbox` and `store`; `store` depends on nothing in the crate.
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
@@ -21,6 +28,7 @@
 //! # }
 //! ```
 
+mod access;
 pub mod config;
 mod connection;
 mod embedded;
@@ -31,5 +39,7 @@ mod server;
 pub mod service;
 pub mod store;
 
-pub use config::{BrokerTarget, ServerConfig};
+pub use access::SAT_METHOD;
+pub use config::{BrokerTarget, ServerConfig, TlsFiles};
+pub use connection::MOSQUITTO_SYS_LOG_LINES;
 pub use server::{Server, ServerHandle, Stats};

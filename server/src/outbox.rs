@@ -111,7 +111,12 @@ impl Outbox {
     }
 
     /// Sends a response, directly when nothing is queued, else through the queue.
-    pub fn send_response(&self, sink: &impl Sink, message: Message, counters: &Counters) {
+    pub fn send_response(
+        &self,
+        sink: &(impl Sink + ?Sized),
+        message: Message,
+        counters: &Counters,
+    ) {
         let mut state = self.lock();
         let message = if state.idle() {
             match sink.try_send(message) {
@@ -138,7 +143,7 @@ impl Outbox {
     /// that client's bounded queue (dropping its oldest notification when full).
     pub fn send_notification(
         &self,
-        sink: &impl Sink,
+        sink: &(impl Sink + ?Sized),
         client_id: &str,
         message: Message,
         counters: &Counters,

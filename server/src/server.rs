@@ -4,7 +4,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::time::Duration;
 
 use rumqttc::v5::AsyncClient;
@@ -13,13 +13,14 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+use crate::access::{Gate, GateConfig};
 use crate::config::ServerConfig;
 use crate::connection::Loop;
 use crate::connection::{self, ClientSink};
-use crate::embedded::EmbeddedBroker;
+use crate::embedded::{EmbeddedBroker, RouterSink};
 use crate::journal::Journal;
-use crate::outbox::{Counters, Outbox};
-use crate::service::{Command, Service, now_ms};
+use crate::outbox::{Counters, Outbox, Sink};
+use crate::service::{BrokerControl, Command, Service, now_ms};
 use crate::store::{Store, StoreConfig};
 
 /// How long [`Server::start`] waits for the broker to grant the request subscription.
@@ -60,6 +61,8 @@ pub struct ServerHandle {
     stop: watch::Sender<bool>,
     counters: Arc<Counters>,
     client_id: String,
+    disconnects: Arc<AtomicU8>,
+    probe: Option<JoinHandle<()>>,
 }
 
 impl Server {
@@ -85,54 +88,108 @@ impl Server {
         };
 
         let (commands, commands_rx) = tokio::sync::mpsc::unbounded_channel();
-        let (embedded, host, addr) = match &config.broker {
+        let client_id = config
+            .client_id
+            .clone()
+            .unwrap_or_else(|| format!("mqstate-server-{}", uuid::Uuid::new_v4().simple()));
+        // The server's own credentials on the embedded broker (see `access`).
+        let secret = uuid::Uuid::new_v4().simple().to_string();
+        // `addr` is what clients use; `own` is where the server's connection goes.
+        let (embedded, host, addr, own) = match &config.broker {
             None => {
-                let broker = EmbeddedBroker::start(config.listen, commands.clone()).await?;
+                let gate = Gate::new(&GateConfig {
+                    sat_token_file: config.sat_token_file.as_deref(),
+                    password_file: config.password_file.as_deref(),
+                    acl: config.acl,
+                    acl_allow: &config.acl_allow,
+                    server_user: &client_id,
+                    server_secret: &secret,
+                })?;
+                let broker = EmbeddedBroker::start(
+                    config.listen,
+                    commands.clone(),
+                    config.client_queue_bytes,
+                    gate,
+                    config.tls.as_ref(),
+                    config.max_keys,
+                )
+                .await?;
                 let addr = broker.addr();
-                let ip = match addr.ip() {
+                let own = broker.internal_addr();
+                let ip = match own.ip() {
                     IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
                     IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
                     ip => ip,
                 };
-                (Some(broker), ip.to_string(), addr)
+                (Some(broker), ip.to_string(), addr, own)
             }
             Some(target) => {
                 let addr = tokio::net::lookup_host((target.host.as_str(), target.port))
                     .await?
                     .next()
                     .ok_or_else(|| std::io::Error::other("broker host did not resolve"))?;
-                (None, target.host.clone(), addr)
+                (None, target.host.clone(), addr, addr)
             }
         };
 
-        let client_id = config
-            .client_id
-            .clone()
-            .unwrap_or_else(|| format!("mqstate-server-{}", uuid::Uuid::new_v4().simple()));
-        let options = connection::options(&client_id, &host, addr.port(), config.broker.as_ref())?;
+        let mut options =
+            connection::options(&client_id, &host, own.port(), config.broker.as_ref())?;
+        if embedded.is_some() {
+            options.set_credentials(client_id.clone(), secret);
+        }
+        let probe_options = connection::options(
+            &format!("{client_id}-probe"),
+            &host,
+            addr.port(),
+            config.broker.as_ref(),
+        )?;
         let (client, eventloop) = connection::client(options, config.mqtt_channel_capacity);
         let watch_sys_log = config.broker.as_ref().is_some_and(|t| t.watch_sys_log);
         let (ready_tx, mut ready) = watch::channel(false);
         let (stop, stop_rx) = watch::channel(false);
         let counters = Arc::new(Counters::default());
+        let sys_log_seen = Arc::new(AtomicBool::new(false));
+        let disconnects = Arc::new(AtomicU8::new(if embedded.is_some() {
+            connection::DISCONNECTS_SEEN
+        } else if watch_sys_log {
+            connection::DISCONNECTS_UNKNOWN
+        } else {
+            connection::DISCONNECTS_UNSEEN
+        }));
         let outbox = Arc::new(Outbox::new(
             config.notify_queue_limit,
             config.response_queue_limit,
         ));
+        // With the embedded broker, replies go straight into its router: no TCP hop, and no
+        // `x-mqtt-client-id` stamped on them (the broker adds it to what clients publish).
+        let (publisher, sink): (Publisher, Box<dyn Sink + Send>) = match &embedded {
+            Some(broker) => {
+                let router = broker.router_sink(&client_id, config.mqtt_channel_capacity);
+                (Publisher::Router(router.clone()), Box::new(router))
+            }
+            None => (
+                Publisher::Mqtt(client.clone()),
+                Box::new(ClientSink(client.clone())),
+            ),
+        };
         let publisher = tokio::spawn(publish_loop(
             Arc::clone(&outbox),
-            client.clone(),
+            publisher,
             Arc::clone(&counters),
         ));
         let service = Service {
             store,
             journal,
             outbox,
-            sink: ClientSink(client.clone()),
+            sink,
             counters: Arc::clone(&counters),
-            disconnector: embedded.as_ref().map(EmbeddedBroker::disconnector),
+            disconnector: embedded
+                .as_ref()
+                .map(|broker| Box::new(broker.disconnector()) as Box<dyn BrokerControl>),
             trust_broker_id: embedded.is_some(),
             own_client_id: client_id.clone(),
+            log_values: config.log_values,
+            warned_unrouted: false,
         };
         let connection = tokio::spawn(connection::run(Loop {
             eventloop,
@@ -142,6 +199,7 @@ impl Server {
             filters: connection::filters(watch_sys_log),
             ready: ready_tx,
             shutdown: stop_rx,
+            sys_log_seen: Arc::clone(&sys_log_seen),
         }));
 
         let mut handle = ServerHandle {
@@ -153,6 +211,8 @@ impl Server {
             stop,
             counters,
             client_id,
+            disconnects: Arc::clone(&disconnects),
+            probe: None,
         };
         let subscribed = tokio::time::timeout(READY_TIMEOUT, ready.wait_for(|ready| *ready)).await;
         if !matches!(subscribed, Ok(Ok(_))) {
@@ -162,26 +222,52 @@ impl Server {
                 format!("could not subscribe to the request topic on the broker at {addr}"),
             ));
         }
+        if handle.embedded.is_none() {
+            if watch_sys_log {
+                handle.probe = Some(tokio::spawn(connection::probe_sys_log(
+                    probe_options,
+                    sys_log_seen,
+                    disconnects,
+                )));
+            } else {
+                tracing::warn!(
+                    "not watching $SYS/broker/log/#: client disconnects are not seen, and \
+                     KEYNOTIFY registrations outlive their clients"
+                );
+            }
+        }
         tracing::info!(%addr, client_id = %handle.client_id, embedded = handle.embedded.is_some(), "state store ready");
         Ok(handle)
     }
 }
 
-/// Hands queued messages to the MQTT client, waiting for room.
-async fn publish_loop(outbox: Arc<Outbox>, client: AsyncClient, counters: Arc<Counters>) {
+/// Where the publisher task hands queued messages.
+enum Publisher {
+    /// The MQTT client (an external broker).
+    Mqtt(AsyncClient),
+    /// The embedded broker's router.
+    Router(RouterSink),
+}
+
+/// Hands queued messages on, waiting for room.
+async fn publish_loop(outbox: Arc<Outbox>, publisher: Publisher, counters: Arc<Counters>) {
     while let Some(message) = outbox.next(&counters).await {
-        let result = client
-            .publish_with_properties(
-                message.topic,
-                QoS::AtLeastOnce,
-                false,
-                message.payload,
-                message.properties,
-            )
-            .await;
+        let result = match &publisher {
+            Publisher::Mqtt(client) => client
+                .publish_with_properties(
+                    message.topic,
+                    QoS::AtLeastOnce,
+                    false,
+                    message.payload,
+                    message.properties,
+                )
+                .await
+                .map_err(|e| e.to_string()),
+            Publisher::Router(router) => router.send(message).await,
+        };
         outbox.done();
         if let Err(e) = result {
-            tracing::error!(error = %e, "could not hand a message to the MQTT client");
+            tracing::error!(error = %e, "could not hand a message to the broker");
         }
     }
 }
@@ -201,6 +287,18 @@ impl ServerHandle {
     /// The MQTT client id the server uses.
     pub fn client_id(&self) -> &str {
         &self.client_id
+    }
+
+    /// Whether the server learns of client disconnects (to drop their KEYNOTIFY
+    /// registrations): always with the embedded broker; with an external broker, once a
+    /// start-up probe found its `$SYS/broker/log` (mosquitto's `log_dest topic`). `None`
+    /// while the probe runs (a few seconds after start).
+    pub fn sees_disconnects(&self) -> Option<bool> {
+        match self.disconnects.load(Ordering::Relaxed) {
+            connection::DISCONNECTS_SEEN => Some(true),
+            connection::DISCONNECTS_UNSEEN => Some(false),
+            _ => None,
+        }
     }
 
     /// The server's counters.
@@ -225,6 +323,9 @@ impl ServerHandle {
 
     async fn stop_all(&mut self) {
         self.stop.send_replace(true);
+        if let Some(probe) = self.probe.take() {
+            probe.abort();
+        }
         if let Some(connection) = self.connection.take() {
             let _ = connection.await;
         }
@@ -241,6 +342,9 @@ impl ServerHandle {
 impl Drop for ServerHandle {
     fn drop(&mut self) {
         self.stop.send_replace(true);
+        if let Some(probe) = self.probe.take() {
+            probe.abort();
+        }
         if let Some(publisher) = self.publisher.take() {
             publisher.abort();
         }

@@ -4,9 +4,10 @@
 //! notifications to the [`Outbox`].
 //!
 //! Serving inline in the poll loop saves a hop per request; nothing here awaits (replies
-//! are handed over with `try_publish`, or queued), so the loop never stalls on the
-//! broker. The journal's fsync does block it, by design: the response to a persisted SET
-//! is sent only once the record is on disk.
+//! are handed to a [`Sink`] without waiting, or queued), so the loop never stalls on the
+//! broker. The journal's fsync does block it, by design: a persisted change is applied, and
+//! answered, only once its record is on disk (and answered `__stat 500`, unapplied, if the
+//! write fails).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -15,11 +16,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use rumqttc::v5::mqttbytes::v5::Publish;
 
-use crate::connection::ClientSink;
-use crate::embedded::Disconnector;
 use crate::envelope::{self, Failure, RequestMeta, Verdict};
 use crate::journal::Journal;
-use crate::outbox::{Counters, Message, Outbox};
+use crate::outbox::{Counters, Message, Outbox, Sink};
 use crate::store::{Invocation, JournalOp, Notice, Store};
 
 /// What the store is told besides what arrives on the connection.
@@ -38,19 +37,34 @@ pub(crate) fn now_ms() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
+/// What the service may ask of a broker it runs in (the embedded one). Defined here, and
+/// implemented by the broker module, so that dependencies point one way: `server` wires
+/// `connection` and `embedded` to `service`, which knows neither.
+pub(crate) trait BrokerControl: Send {
+    /// Closes the connection of `client_id` (callable from any thread, returns at once).
+    fn disconnect(&self, client_id: &str);
+}
+
 /// The store, its journal, and where its output goes.
 pub(crate) struct Service {
     pub(crate) store: Store,
     pub(crate) journal: Option<Journal>,
     pub(crate) outbox: Arc<Outbox>,
-    pub(crate) sink: ClientSink,
+    /// Where replies go when nothing is queued: the MQTT client, or the embedded broker's
+    /// router.
+    pub(crate) sink: Box<dyn Sink + Send>,
     pub(crate) counters: Arc<Counters>,
     /// Set with the embedded broker: drops clients that use a forbidden response topic.
-    pub(crate) disconnector: Option<Disconnector>,
+    pub(crate) disconnector: Option<Box<dyn BrokerControl>>,
     /// Set with the embedded broker: `x-mqtt-client-id` is the broker's word.
     pub(crate) trust_broker_id: bool,
     /// The adapter's own MQTT client id (its disconnects are not a client's).
     pub(crate) own_client_id: String,
+    /// Debug logs may show values (`--log-values`); by default they show keys and lengths.
+    pub(crate) log_values: bool,
+    /// Whether the warning that an external broker cannot deliver notifications to
+    /// clients without a subscription was given (once, at the first KEYNOTIFY).
+    pub(crate) warned_unrouted: bool,
 }
 
 impl Service {
@@ -143,7 +157,18 @@ impl Service {
     fn answer(&mut self, publish: &Publish, meta: &RequestMeta) {
         let client_id = meta.client_id().unwrap_or_default();
         let now = now_ms();
-        let reply = self.store.handle(
+        let journal = &mut self.journal;
+        let mut writer = |ops: &[JournalOp]| match journal {
+            Some(journal) => match journal.append(ops) {
+                Ok(()) => true,
+                Err(e) => {
+                    tracing::error!(error = %e, "could not append to the persistence log");
+                    false
+                }
+            },
+            None => true,
+        };
+        let reply = self.store.handle_persisting(
             now,
             Invocation {
                 client_id,
@@ -152,23 +177,38 @@ impl Service {
                 fencing_token: meta.fencing_token.as_deref(),
                 persist: meta.persist,
             },
+            &mut writer,
         );
         if tracing::enabled!(tracing::Level::DEBUG) {
             tracing::debug!(
                 client_id,
-                request = %String::from_utf8_lossy(&publish.payload[..publish.payload.len().min(80)]).escape_debug(),
+                request = %describe(&publish.payload, self.log_values),
                 response = reply.response.kind_name(),
                 version = ?reply.version.as_ref().map(ToString::to_string),
                 "request"
             );
         }
-        if !self.append(&reply.journal) {
+        if !self.trust_broker_id && !self.warned_unrouted && is_keynotify(&publish.payload) {
+            self.warned_unrouted = true;
+            tracing::warn!(
+                client_id,
+                "KEYNOTIFY through an external broker: notifications reach only clients \
+                 subscribed to their notification topic (the embedded broker delivers them \
+                 without a subscription, as the real service does)"
+            );
+        }
+        // A failed write of this request's own change left the store untouched; the only
+        // notifications then are DELETEs of keys that expired before it.
+        if reply.journal_failed {
             let failure = Failure {
                 status: 500,
                 message: "the store could not write its persistence log".to_owned(),
                 property: None,
             };
             self.fail(meta, &failure);
+            for notice in reply.notifications {
+                self.notify(notice);
+            }
             return;
         }
         let (Some(topic), Some(correlation)) = (&meta.response_topic, &meta.correlation) else {
@@ -183,7 +223,7 @@ impl Service {
             ),
         };
         self.outbox
-            .send_response(&self.sink, message, &self.counters);
+            .send_response(&*self.sink, message, &self.counters);
         for notice in reply.notifications {
             self.notify(notice);
         }
@@ -199,7 +239,7 @@ impl Service {
             properties: envelope::failure_properties(correlation.clone(), failure),
         };
         self.outbox
-            .send_response(&self.sink, message, &self.counters);
+            .send_response(&*self.sink, message, &self.counters);
     }
 
     fn notify(&self, notice: Notice) {
@@ -209,7 +249,7 @@ impl Service {
             properties: envelope::notification_properties(notice.version.to_text()),
         };
         self.outbox
-            .send_notification(&self.sink, &notice.client_id, message, &self.counters);
+            .send_notification(&*self.sink, &notice.client_id, message, &self.counters);
     }
 
     /// Appends to the journal, if there is one; false if that failed (logged).
@@ -227,5 +267,195 @@ impl Service {
                 false
             }
         }
+    }
+}
+
+/// Whether a request payload is a KEYNOTIFY (a cheap look at its first argument).
+fn is_keynotify(payload: &[u8]) -> bool {
+    payload.get(4..17) == Some(b"$9\r\nKEYNOTIFY".as_slice())
+}
+
+/// How a request shows in the debug log: the verb, the key (escaped, at most 64 bytes), and
+/// the length of every other argument; values themselves only with `log_values`.
+pub(crate) fn describe(payload: &bytes::Bytes, log_values: bool) -> String {
+    use mqstate::codec::Request;
+    fn text(bytes: &[u8], limit: usize) -> String {
+        let shown = String::from_utf8_lossy(&bytes[..bytes.len().min(limit)])
+            .escape_debug()
+            .to_string();
+        if bytes.len() > limit {
+            format!("{shown}…({} bytes)", bytes.len())
+        } else {
+            shown
+        }
+    }
+    let value = |v: &[u8]| {
+        if log_values {
+            format!("value={:?}", text(v, 80))
+        } else {
+            format!("value_len={}", v.len())
+        }
+    };
+    match Request::decode(payload) {
+        Ok(Request::Set { key, value: v, .. }) => {
+            format!("SET key={:?} {}", text(&key, 64), value(&v))
+        }
+        Ok(Request::Get { key }) => format!("GET key={:?}", text(&key, 64)),
+        Ok(Request::Del { key }) => format!("DEL key={:?}", text(&key, 64)),
+        Ok(Request::VDel { key, value: v }) => {
+            format!("VDEL key={:?} {}", text(&key, 64), value(&v))
+        }
+        Ok(Request::KeyNotify { key, stop }) => format!(
+            "KEYNOTIFY key={:?}{}",
+            text(&key, 64),
+            if stop { " STOP" } else { "" }
+        ),
+        Err(_) => format!("undecodable payload_len={}", payload.len()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use bytes::Bytes;
+    use mqstate::codec::{Request, SetCondition};
+    use mqstate::envelope::property;
+    use rumqttc::v5::mqttbytes::QoS;
+    use rumqttc::v5::mqttbytes::v5::{Publish, PublishProperties};
+
+    use super::{Service, describe, is_keynotify};
+    use crate::journal::Journal;
+    use crate::outbox::{Counters, Message, Outbox, Sink};
+    use crate::store::{Store, StoreConfig};
+
+    /// Collects what the service sends.
+    #[derive(Clone, Default)]
+    struct Collect(Arc<Mutex<Vec<Message>>>);
+
+    impl Sink for Collect {
+        fn try_send(&self, message: Message) -> Result<(), Message> {
+            self.0.lock().unwrap().push(message);
+            Ok(())
+        }
+    }
+
+    fn request(payload: Bytes, persist: bool) -> Publish {
+        let mut user_properties = vec![
+            (property::SOURCE_ID.to_owned(), "c".to_owned()),
+            (
+                property::TIMESTAMP.to_owned(),
+                format!("{}:0:c", super::now_ms()),
+            ),
+        ];
+        if persist {
+            user_properties.push((property::PERSISTENCE.to_owned(), "true".to_owned()));
+        }
+        let properties = PublishProperties {
+            response_topic: Some("clients/c/response".to_owned()),
+            correlation_data: Some(Bytes::from_static(b"0123456789abcdef")),
+            user_properties,
+            ..PublishProperties::default()
+        };
+        Publish::new(
+            mqstate::topics::REQUEST_TOPIC,
+            QoS::AtLeastOnce,
+            payload,
+            Some(properties),
+        )
+    }
+
+    fn status(message: &Message) -> Option<&str> {
+        message
+            .properties
+            .user_properties
+            .iter()
+            .find(|(n, _)| n == property::STATUS)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// A persisted SET on a full disk is answered 500 and is not applied in memory; a SET
+    /// without persistence still works.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_full_disk_fails_a_persisted_set_without_applying_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let sent = Collect::default();
+        let mut service = Service {
+            store: Store::new(StoreConfig::default(), super::now_ms()),
+            journal: Some(Journal::on_a_full_disk(dir.path()).unwrap()),
+            outbox: Arc::new(Outbox::new(16, 16)),
+            sink: Box::new(sent.clone()),
+            counters: Arc::new(Counters::default()),
+            disconnector: None,
+            trust_broker_id: false,
+            own_client_id: "server".to_owned(),
+            log_values: false,
+            warned_unrouted: false,
+        };
+        let set = |key: &'static [u8]| {
+            Request::Set {
+                key,
+                value: &b"v"[..],
+                condition: SetCondition::Always,
+                expiry_ms: None,
+            }
+            .encode()
+        };
+        service.request(&request(set(b"persisted"), true));
+        service.request(&request(
+            Request::Get {
+                key: &b"persisted"[..],
+            }
+            .encode(),
+            false,
+        ));
+        service.request(&request(set(b"volatile"), false));
+        let sent = sent.0.lock().unwrap();
+        assert_eq!(sent.len(), 3);
+        assert_eq!(status(&sent[0]), Some("500"));
+        assert_eq!(
+            &sent[1].payload[..],
+            b"$-1\r\n",
+            "the failed SET was applied"
+        );
+        assert_eq!(status(&sent[2]), Some("200"));
+        assert_eq!(&sent[2].payload[..], b"+OK\r\n");
+        assert_eq!(service.store.len(), 1);
+    }
+
+    #[test]
+    fn the_debug_log_shows_keys_and_lengths_never_values() {
+        let set = Request::Set {
+            key: &b"user\n1"[..],
+            value: &b"s3cret-token"[..],
+            condition: SetCondition::Always,
+            expiry_ms: None,
+        }
+        .encode();
+        let line = describe(&set, false);
+        assert!(!line.contains("s3cret"), "{line}");
+        assert!(
+            line.contains("user\\\\n1") && line.contains("value_len=12"),
+            "{line}"
+        );
+        assert!(describe(&set, true).contains("s3cret-token"));
+        let vdel = Request::VDel {
+            key: &b"k"[..],
+            value: &b"s3cret"[..],
+        }
+        .encode();
+        assert!(!describe(&vdel, false).contains("s3cret"));
+    }
+
+    #[test]
+    fn keynotify_is_recognised() {
+        let k = Request::KeyNotify {
+            key: &b"k"[..],
+            stop: true,
+        }
+        .encode();
+        assert!(is_keynotify(&k));
+        assert!(!is_keynotify(&Request::Get { key: &b"k"[..] }.encode()));
     }
 }

@@ -19,8 +19,14 @@
 //! the timestamp skew error) on every verb; `__ft` on SET, DEL and VDEL only (malformed, or
 //! the fencing-token skew error); then the fencing rule of the key, the NX/NEX condition,
 //! and the quota for a new key. A `__ts` whose counter cannot be advanced (`u64::MAX`) is
-//! answered `malformed timestamp`. The key quota also bounds how many keys one client may
-//! observe, so no client input grows memory beyond it.
+//! answered `malformed timestamp`, and so is one whose counter is above half the range: the
+//! service clock is shared, and one client's stamp must not leave it unable to tick. The
+//! key quota also bounds how many keys one client may observe, so no client input grows
+//! memory beyond it; a KEYNOTIFY whose notification topic would exceed MQTT's 65,535 bytes is
+//! refused. Keys and values are copied out of the request packet before they are stored.
+//!
+//! With [`Store::handle_persisting`], a change to a persisted key is written to the journal
+//! before it is applied, and not applied at all if that write fails.
 //!
 //! Every due PX expiry fires at the start of [`Store::handle`], so an expired key is absent
 //! even if the adapter has not called [`Store::expire`] yet, and its DELETE notification
@@ -28,15 +34,17 @@
 
 mod clock;
 mod ops;
+mod table;
 mod watchers;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 use bytes::Bytes;
 use mqstate::Hlc;
 use mqstate::codec::{KeyEvent, Request, Response, StoreError, StoreErrorKind, Verb};
 
 use clock::{ServiceClock, parse_stamp};
+use table::{Entry, Removed, Table};
 use watchers::Watchers;
 
 /// How a [`Store`] behaves.
@@ -84,8 +92,12 @@ pub struct Reply {
     pub version: Option<Hlc>,
     /// To publish, each to its client's notification topic.
     pub notifications: Vec<Notice>,
-    /// What to append to the persistence log (may be empty).
+    /// What to append to the persistence log (may be empty). Empty with
+    /// [`Store::handle_persisting`], which has written it already.
     pub journal: Vec<JournalOp>,
+    /// [`Store::handle_persisting`] only: the journal refused the write, so the request was
+    /// not applied (answer it with an RPC error, not with `response`).
+    pub journal_failed: bool,
 }
 
 /// One notification to publish.
@@ -141,28 +153,65 @@ pub struct Expired {
 pub struct Store {
     config: StoreConfig,
     clock: ServiceClock,
-    entries: HashMap<Bytes, Entry>,
+    entries: Table,
     /// `(deadline, key)` of every key with a PX; kept in step with `Entry::expires_at_ms`.
     expiries: BTreeSet<(u64, Bytes)>,
     watchers: Watchers,
 }
 
-/// One stored key.
-#[derive(Debug)]
-struct Entry {
-    value: Bytes,
-    version: Hlc,
-    expires_at_ms: Option<u64>,
-    fencing_token: Option<Hlc>,
-    /// Set with `aio-persistence: true`: its changes go to the journal.
-    persisted: bool,
-}
+/// Writes journal ops before the store applies them; false if the write failed.
+pub type JournalWriter<'w> = dyn FnMut(&[JournalOp]) -> bool + 'w;
 
 /// Notifications and journal ops collected while handling one request.
-#[derive(Debug, Default)]
-struct Effects {
+#[derive(Default)]
+struct Effects<'w> {
     notifications: Vec<Notice>,
     journal: Vec<JournalOp>,
+    /// With [`Store::handle_persisting`]: where journal ops go before a change is applied.
+    writer: Option<&'w mut JournalWriter<'w>>,
+    journal_failed: bool,
+}
+
+impl Effects<'_> {
+    /// Makes a change durable before it is applied: hands `ops` to the writer (an error if
+    /// it refuses them, and the caller must then change nothing), or collects them for the
+    /// reply when there is no writer.
+    fn write(&mut self, ops: Vec<JournalOp>) -> Result<(), StoreError> {
+        if ops.is_empty() {
+            return Ok(());
+        }
+        match &mut self.writer {
+            Some(writer) => {
+                if writer(&ops) {
+                    Ok(())
+                } else {
+                    self.journal_failed = true;
+                    Err(StoreError::other(
+                        "the store could not write its persistence log",
+                    ))
+                }
+            }
+            None => {
+                self.journal.extend(ops);
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The longest topic MQTT can carry (a two-byte length).
+pub const MAX_TOPIC_LEN: usize = 65_535;
+
+/// The store error for a KEYNOTIFY whose notification topic would exceed [`MAX_TOPIC_LEN`].
+pub const KEY_TOO_LONG_TO_OBSERVE: &str =
+    "the key is too long to be observed: its notification topic would exceed 65535 bytes";
+
+/// The length of `client_id`'s notification topic for `key` (spec §7).
+pub fn notification_topic_len(client_id: &str, key: &[u8]) -> usize {
+    mqstate::topics::notification_topic("", b"").len()
+        + 2usize
+            .saturating_mul(client_id.len())
+            .saturating_add(2usize.saturating_mul(key.len()))
 }
 
 /// A successful answer: the payload and its `__ts`.
@@ -174,7 +223,7 @@ impl Store {
         Store {
             clock: ServiceClock::new(&config.node_id, now_ms),
             config,
-            entries: HashMap::new(),
+            entries: Table::default(),
             expiries: BTreeSet::new(),
             watchers: Watchers::default(),
         }
@@ -185,10 +234,39 @@ impl Store {
         self.clock.current()
     }
 
-    /// Handles one request at `now_ms`.
+    /// Handles one request at `now_ms`; the journal ops it produces are in the reply, for
+    /// the caller to write (the change is already applied in memory).
     pub fn handle(&mut self, now_ms: u64, invocation: Invocation<'_>) -> Reply {
-        let mut effects = Effects::default();
+        self.handle_with(now_ms, invocation, Effects::default())
+    }
+
+    /// Handles one request at `now_ms`, writing each persisted change with `writer` before
+    /// applying it. If the writer fails, nothing is applied, nobody is notified, and the
+    /// reply says [`journal_failed`](Reply::journal_failed): memory never holds what the
+    /// disk does not. (Journal removals of expired keys are written the same way, but an
+    /// expired key is gone whatever the writer says: it would be dropped at the next start.)
+    pub fn handle_persisting(
+        &mut self,
+        now_ms: u64,
+        invocation: Invocation<'_>,
+        writer: &mut JournalWriter<'_>,
+    ) -> Reply {
+        let effects = Effects {
+            writer: Some(writer),
+            ..Effects::default()
+        };
+        self.handle_with(now_ms, invocation, effects)
+    }
+
+    fn handle_with(
+        &mut self,
+        now_ms: u64,
+        invocation: Invocation<'_>,
+        mut effects: Effects<'_>,
+    ) -> Reply {
         self.expire_into(now_ms, &mut effects);
+        // Expiry removals never fail the request.
+        effects.journal_failed = false;
         let (response, version) = match self.dispatch(now_ms, &invocation, &mut effects) {
             Ok(answer) => answer,
             Err(error) => (Response::Error(error), None),
@@ -198,6 +276,7 @@ impl Store {
             version,
             notifications: effects.notifications,
             journal: effects.journal,
+            journal_failed: effects.journal_failed,
         }
     }
 
@@ -206,7 +285,7 @@ impl Store {
         &mut self,
         now_ms: u64,
         invocation: &Invocation<'_>,
-        effects: &mut Effects,
+        effects: &mut Effects<'_>,
     ) -> Result<Answer, StoreError> {
         let request = Request::decode(invocation.payload)?;
         let drift = self.config.max_drift_ms;
@@ -242,9 +321,11 @@ impl Store {
                 expiry_ms,
             } => {
                 let expires_at_ms = expiry_ms.map(|ms| now_ms.saturating_add(ms.get()));
+                // Copies: the decoded key and value point into the request packet, which
+                // they would otherwise keep alive as long as the key lives.
                 let set = ops::Set {
-                    key,
-                    value,
+                    key: Bytes::copy_from_slice(&key),
+                    value: Bytes::copy_from_slice(&value),
                     condition,
                     expires_at_ms,
                     token,
@@ -255,7 +336,9 @@ impl Store {
             Request::Get { key } => Ok(self.get(&key)),
             Request::Del { key } => self.del(now_ms, &key, None, token, effects),
             Request::VDel { key, value } => self.del(now_ms, &key, Some(&value), token, effects),
-            Request::KeyNotify { key, stop } => self.key_notify(invocation.client_id, &key, stop),
+            Request::KeyNotify { key, stop } => {
+                self.key_notify(invocation.client_id, &Bytes::copy_from_slice(&key), stop)
+            }
         }
     }
 
@@ -269,15 +352,19 @@ impl Store {
         }
     }
 
-    fn expire_into(&mut self, now_ms: u64, effects: &mut Effects) {
+    fn expire_into(&mut self, now_ms: u64, effects: &mut Effects<'_>) {
         while let Some((deadline, _)) = self.expiries.first()
             && *deadline <= now_ms
         {
             let Some((_, key)) = self.expiries.pop_first() else {
                 break;
             };
-            if let Some(entry) = self.entries.remove(&key) {
-                self.deleted(now_ms, key, entry, effects);
+            if let Some(removed) = self.entries.remove(&key) {
+                if removed.persisted {
+                    // Gone whatever the journal says (see `handle_persisting`).
+                    let _ = effects.write(vec![JournalOp::Remove { key: key.clone() }]);
+                }
+                self.deleted(now_ms, key, &removed.version, effects);
             }
         }
     }
@@ -322,49 +409,52 @@ impl Store {
         }
     }
 
-    /// Stores `entry` under `key`, keeping the expiry index in step; returns the old entry.
-    fn insert(&mut self, key: Bytes, entry: Entry) -> Option<Entry> {
-        if let Some(deadline) = entry.expires_at_ms {
-            self.expiries.insert((deadline, key.clone()));
+    /// Stores `entry` under `key`, keeping the expiry index in step.
+    fn insert(&mut self, key: Bytes, entry: Entry) {
+        let deadline = entry.expires_at_ms;
+        if let Some(Some(old)) = self.entries.insert(&key, entry)
+            && Some(old) != deadline
+        {
+            self.expiries.remove(&(old, key.clone()));
         }
-        let old = self.entries.insert(key.clone(), entry);
-        if let Some(deadline) = old.as_ref().and_then(|o| o.expires_at_ms) {
-            let new_deadline = self.entries.get(&key).and_then(|e| e.expires_at_ms);
-            if new_deadline != Some(deadline) {
-                self.expiries.remove(&(deadline, key));
-            }
+        if let Some(deadline) = deadline {
+            self.expiries.insert((deadline, key));
         }
-        old
     }
 
     /// Removes `key`, keeping the expiry index in step.
-    fn remove(&mut self, key: &[u8]) -> Option<(Bytes, Entry)> {
-        let (key, entry) = self.entries.remove_entry(key)?;
-        if let Some(deadline) = entry.expires_at_ms {
+    fn remove(&mut self, key: &[u8]) -> Option<(Bytes, Removed)> {
+        let removed = self.entries.remove(key)?;
+        let key = Bytes::copy_from_slice(key);
+        if let Some(deadline) = removed.expires_at_ms {
             self.expiries.remove(&(deadline, key.clone()));
         }
-        Some((key, entry))
+        Some((key, removed))
     }
 
-    /// The effects of a key's deletion (by DEL, VDEL or expiry): a new version, DELETE to
-    /// every observer, a journal removal if it was persisted. Returns the new version.
+    /// The effects of a key's deletion (by DEL, VDEL or expiry) once its journal removal
+    /// (if it was persisted) is written: a new version and DELETE to every observer.
+    /// Returns the new version.
     ///
     /// The key is gone whatever happens: if the clock cannot tick (its counter is at the
     /// maximum), the deletion carries the clock's current value instead.
-    fn deleted(&mut self, now_ms: u64, key: Bytes, entry: Entry, effects: &mut Effects) -> Hlc {
-        if entry.persisted {
-            effects.journal.push(JournalOp::Remove { key: key.clone() });
-        }
+    fn deleted(
+        &mut self,
+        now_ms: u64,
+        key: Bytes,
+        previous: &Hlc,
+        effects: &mut Effects<'_>,
+    ) -> Hlc {
         let version = self
             .clock
-            .issue(now_ms, Some(&entry.version))
+            .issue(now_ms, Some(previous))
             .unwrap_or_else(|_| self.clock.current().clone());
         self.notify(&key, KeyEvent::Delete, &version, effects);
         version
     }
 
     /// Queues `event` for every observer of `key`.
-    fn notify(&self, key: &Bytes, event: KeyEvent, version: &Hlc, effects: &mut Effects) {
+    fn notify(&self, key: &Bytes, event: KeyEvent, version: &Hlc, effects: &mut Effects<'_>) {
         for client in self.watchers.observers(key) {
             effects.notifications.push(Notice {
                 client_id: client.to_string(),

@@ -127,32 +127,145 @@ fn torn_record_with_a_bad_checksum_at_the_end_is_torn_too() {
     );
 }
 
-#[test]
-fn corrupt_middle_record_stops_replay_and_keeps_the_original() {
+/// Writes `a`, `b`, `c` (one record each) and returns the directory, the file's bytes and
+/// where `b`'s record starts.
+fn three_records() -> (tempfile::TempDir, Vec<u8>, usize) {
     let dir = tempfile::tempdir().unwrap();
     let (mut journal, _) = Journal::open(dir.path()).unwrap();
     journal.append(&[put("a", "1", 1)]).unwrap();
-    let middle = journal.len_bytes();
+    let middle = journal.len_bytes() as usize;
     journal.append(&[put("b", "2", 2)]).unwrap();
     journal.append(&[put("c", "3", 3)]).unwrap();
     let path = journal.path();
     drop(journal);
-    let mut data = fs::read(&path).unwrap();
+    let data = fs::read(path).unwrap();
+    (dir, data, middle)
+}
+
+fn record_len(data: &[u8], at: usize) -> u64 {
+    8 + u64::from(u32::from_le_bytes(data[at..at + 4].try_into().unwrap()))
+}
+
+#[test]
+fn a_flipped_byte_in_a_middle_record_loses_only_that_record() {
+    let (dir, mut data, middle) = three_records();
+    let b_len = record_len(&data, middle);
     // Flip a byte inside the body of the middle record (past its 8-byte head).
-    data[middle as usize + 12] ^= 0x01;
-    fs::write(&path, &data).unwrap();
+    data[middle + 12] ^= 0x01;
+    fs::write(dir.path().join(FILE_NAME), &data).unwrap();
     let (journal, entries) = Journal::open(dir.path()).unwrap();
-    assert_eq!(entries, vec![put("a", "1", 1)]);
-    let bytes = data.len() as u64 - middle;
+    assert_eq!(entries, vec![put("a", "1", 1), put("c", "3", 3)]);
     assert_eq!(
         journal.recovery(),
         Recovery::Corrupt {
-            offset: middle,
-            bytes
+            offset: middle as u64,
+            bytes: b_len,
+            regions: 1
         }
     );
     let kept = fs::read(dir.path().join(format!("{FILE_NAME}.corrupt"))).unwrap();
     assert_eq!(kept, data);
+    assert_eq!(
+        journal.backup(),
+        Some(dir.path().join(format!("{FILE_NAME}.corrupt")).as_path())
+    );
+}
+
+#[test]
+fn a_damaged_length_field_mid_file_is_not_a_torn_tail() {
+    let (dir, mut data, middle) = three_records();
+    for damage in [0xFF_u8, 0x00] {
+        let mut damaged = data.clone();
+        damaged[middle + 3] = damage;
+        damaged[middle] = damage;
+        fs::write(dir.path().join(FILE_NAME), &damaged).unwrap();
+        let (journal, entries) = Journal::open(dir.path()).unwrap();
+        assert_eq!(
+            entries,
+            vec![put("a", "1", 1), put("c", "3", 3)],
+            "{damage}"
+        );
+        assert!(
+            matches!(journal.recovery(), Recovery::Corrupt { offset, regions: 1, .. } if offset == middle as u64),
+            "{:?}",
+            journal.recovery()
+        );
+    }
+    // The last record with a damaged length is still a torn tail.
+    let last = data.len() - record_len_from_end(&data, middle);
+    data[last + 3] = 0xFF;
+    fs::write(dir.path().join(FILE_NAME), &data).unwrap();
+    let (journal, entries) = Journal::open(dir.path()).unwrap();
+    assert_eq!(entries, vec![put("a", "1", 1), put("b", "2", 2)]);
+    assert!(matches!(journal.recovery(), Recovery::TornTail { .. }));
+}
+
+/// The length of the record after the one at `middle` (the last of three).
+fn record_len_from_end(data: &[u8], middle: usize) -> usize {
+    data.len() - (middle + record_len(data, middle) as usize)
+}
+
+#[test]
+fn a_second_corruption_never_overwrites_the_first_copy() {
+    let (dir, mut data, middle) = three_records();
+    data[middle + 12] ^= 0x01;
+    fs::write(dir.path().join(FILE_NAME), &data).unwrap();
+    drop(Journal::open(dir.path()).unwrap());
+    let first = fs::read(dir.path().join(format!("{FILE_NAME}.corrupt"))).unwrap();
+    // Damage the compacted log again.
+    let mut again = fs::read(dir.path().join(FILE_NAME)).unwrap();
+    let len = again.len();
+    again[len / 2] ^= 0x40;
+    // Make sure an intact record follows the damage: append one more.
+    fs::write(dir.path().join(FILE_NAME), &again).unwrap();
+    {
+        let (mut journal, _) = Journal::open(dir.path()).unwrap();
+        journal.append(&[put("d", "4", 4)]).unwrap();
+    }
+    let mut again = fs::read(dir.path().join(FILE_NAME)).unwrap();
+    again[HEADER + 12] ^= 0x01;
+    fs::write(dir.path().join(FILE_NAME), &again).unwrap();
+    let (journal, entries) = Journal::open(dir.path()).unwrap();
+    assert!(matches!(journal.recovery(), Recovery::Corrupt { .. }));
+    assert!(entries.contains(&put("d", "4", 4)));
+    assert_eq!(
+        fs::read(dir.path().join(format!("{FILE_NAME}.corrupt"))).unwrap(),
+        first,
+        "the first copy was overwritten"
+    );
+    let names: Vec<String> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(&format!("{FILE_NAME}.corrupt")))
+        .collect();
+    assert!(names.len() >= 2, "{names:?}");
+}
+
+const HEADER: usize = 8;
+
+/// A full disk at start: the compacted copy cannot be written (its temporary file is
+/// `/dev/full`), so the log is opened in place and still serves and takes writes.
+#[test]
+#[cfg(target_os = "linux")]
+fn a_full_disk_at_start_opens_the_log_in_place() {
+    let (dir, data, _) = three_records();
+    let tmp = dir.path().join(format!("{FILE_NAME}.tmp"));
+    std::os::unix::fs::symlink("/dev/full", &tmp).unwrap();
+    // A torn tail too, which is cut without needing room.
+    let mut torn = data.clone();
+    torn.extend_from_slice(&[9, 0, 0, 0, 1, 2]);
+    fs::write(dir.path().join(FILE_NAME), &torn).unwrap();
+    let (mut journal, entries) = Journal::open(dir.path()).unwrap();
+    assert_eq!(
+        entries,
+        vec![put("a", "1", 1), put("b", "2", 2), put("c", "3", 3)]
+    );
+    assert_eq!(fs::read(dir.path().join(FILE_NAME)).unwrap(), data);
+    journal.append(&[put("d", "4", 4)]).unwrap();
+    drop(journal);
+    fs::remove_file(&tmp).ok();
+    let (_, entries) = Journal::open(dir.path()).unwrap();
+    assert_eq!(entries.len(), 4);
 }
 
 #[test]
@@ -193,17 +306,63 @@ fn a_running_log_is_compacted() {
     let (mut journal, _) = Journal::open(dir.path()).unwrap();
     let big = "x".repeat(64 * 1024);
     let mut peak = 0;
-    for i in 0..100 {
+    for i in 0..300 {
         journal
             .append(&[put("k", &big, i), put("other", "v", i)])
             .unwrap();
         peak = peak.max(journal.len_bytes());
     }
-    // 100 × 64 KiB were written; the log never held more than about 2 × live + 1 MiB.
-    assert!(peak < 2 * 1024 * 1024 + 300 * 1024, "peak {peak}");
+    journal.wait_for_compaction();
+    // 300 × 64 KiB were written; compactions (in the background) kept the log small.
+    assert!(peak < 8 * 1024 * 1024, "peak {peak}");
     drop(journal);
     let (_, entries) = Journal::open(dir.path()).unwrap();
-    assert_eq!(entries, vec![put("k", &big, 99), put("other", "v", 99)]);
+    assert_eq!(entries, vec![put("k", &big, 299), put("other", "v", 299)]);
+}
+
+/// A compaction runs off the request path: appends return while it copies, and every write
+/// made meanwhile (puts, overwrites, removals) is in the compacted log.
+#[test]
+fn appends_go_on_while_a_compaction_copies() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut journal, _) = Journal::open(dir.path()).unwrap();
+    let big = "x".repeat(64 * 1024);
+    journal
+        .append(&[put("a", "1", 1), put("b", "2", 2)])
+        .unwrap();
+    let hold = journal.hold_next_compaction();
+    let mut i = 3;
+    while !journal.compaction_running() {
+        journal.append(&[put("churn", &big, i)]).unwrap();
+        i += 1;
+        assert!(i < 1000, "no compaction started");
+    }
+    let before = journal.len_bytes();
+    // The copy is held: these appends cannot be waiting for it.
+    journal
+        .append(&[put("a", "new", i), remove("b"), put("c", "3", i + 1)])
+        .unwrap();
+    assert!(journal.compaction_running());
+    drop(hold);
+    journal.wait_for_compaction();
+    assert!(!journal.compaction_running());
+    assert!(
+        journal.len_bytes() < before,
+        "{} ≥ {before}",
+        journal.len_bytes()
+    );
+    journal.append(&[put("d", "4", i + 2)]).unwrap();
+    drop(journal);
+    let (_, entries) = Journal::open(dir.path()).unwrap();
+    assert_eq!(
+        entries,
+        vec![
+            put("a", "new", i),
+            put("c", "3", i + 1),
+            put("churn", &big, i - 1),
+            put("d", "4", i + 2)
+        ]
+    );
 }
 
 #[test]

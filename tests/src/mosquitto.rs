@@ -32,6 +32,8 @@ pub struct Mosquitto {
     port: u16,
     persistence: bool,
     extra: String,
+    /// Publish the log on `$SYS/broker/log/#` (`log_dest topic`).
+    sys_log: bool,
     dir: TempDir,
 }
 
@@ -47,6 +49,12 @@ impl Mosquitto {
         Mosquitto::launch(false, extra)
     }
 
+    /// Starts mosquitto as a default install runs: without `log_dest topic`, so client
+    /// disconnects are not published on `$SYS/broker/log/#`.
+    pub fn start_without_sys_log() -> Result<Mosquitto> {
+        Mosquitto::launch_with(false, "", false)
+    }
+
     /// Starts mosquitto with `persistence true` in a temporary directory, so that
     /// [`Mosquitto::restart`] keeps sessions and queued messages.
     pub fn start_persistent() -> Result<Mosquitto> {
@@ -54,6 +62,10 @@ impl Mosquitto {
     }
 
     fn launch(persistence: bool, extra: &str) -> Result<Mosquitto> {
+        Mosquitto::launch_with(persistence, extra, true)
+    }
+
+    fn launch_with(persistence: bool, extra: &str, sys_log: bool) -> Result<Mosquitto> {
         let mut last = None;
         for _ in 0..20 {
             let mut broker = Mosquitto {
@@ -61,6 +73,7 @@ impl Mosquitto {
                 port: free_port()?,
                 persistence,
                 extra: extra.to_owned(),
+                sys_log,
                 dir: tempfile::Builder::new()
                     .prefix("mqstate-mosquitto")
                     .tempdir()?,
@@ -86,9 +99,10 @@ impl Mosquitto {
     fn write_config(&self) -> Result<()> {
         let mut conf = format!(
             "listener {} 127.0.0.1\nallow_anonymous true\nset_tcp_nodelay true\n\
-             log_dest stderr\nlog_dest topic\nlog_type error\nlog_type warning\n\
+             log_dest stderr\n{}log_type error\nlog_type warning\n\
              log_type notice\nlog_type information\nmax_queued_messages 1000\n",
-            self.port
+            self.port,
+            if self.sys_log { "log_dest topic\n" } else { "" }
         );
         if self.persistence {
             conf.push_str(&format!(

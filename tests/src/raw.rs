@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use bytes::Bytes;
+use mqstate::envelope::{self, property};
 use mqstate::topics;
 use rumqttc::NetworkOptions;
 use rumqttc::v5::mqttbytes::QoS;
@@ -102,12 +103,12 @@ impl RawResponse {
 
     /// `__stat`.
     pub fn status(&self) -> Option<&str> {
-        self.user_property("__stat")
+        self.user_property(property::STATUS)
     }
 
     /// `__ts`.
     pub fn version(&self) -> Option<&str> {
-        self.user_property("__ts")
+        self.user_property(property::TIMESTAMP)
     }
 
     /// The content type.
@@ -168,6 +169,17 @@ impl RawClient {
     /// Connects as `client_id`, subscribes to the default response topic and the
     /// notification filter of that id, and waits for both SUBACKs.
     pub async fn connect(host: &str, port: u16, client_id: &str) -> anyhow::Result<RawClient> {
+        RawClient::connect_with(host, port, client_id, true).await
+    }
+
+    /// Like [`RawClient::connect`]; without `notification_filter` it subscribes to its
+    /// response topic only (as the official Go SDK does).
+    pub async fn connect_with(
+        host: &str,
+        port: u16,
+        client_id: &str,
+        notification_filter: bool,
+    ) -> anyhow::Result<RawClient> {
         let mut options = MqttOptions::new(client_id, host, port);
         options
             .set_clean_start(true)
@@ -205,12 +217,17 @@ impl RawClient {
             }
         });
         wait_ack(&mut acked, "CONNACK").await?;
-        client
-            .subscribe_many([
-                Filter::new(topics::response_topic(client_id), QoS::AtLeastOnce),
-                Filter::new(topics::notification_filter(client_id), QoS::AtLeastOnce),
-            ])
-            .await?;
+        let mut filters = vec![Filter::new(
+            topics::response_topic(client_id),
+            QoS::AtLeastOnce,
+        )];
+        if notification_filter {
+            filters.push(Filter::new(
+                topics::notification_filter(client_id),
+                QoS::AtLeastOnce,
+            ));
+        }
+        client.subscribe_many(filters).await?;
         wait_ack(&mut acked, "SUBACK").await?;
         Ok(RawClient {
             client,
@@ -243,20 +260,23 @@ impl RawClient {
         let correlation = Bytes::copy_from_slice(uuid::Uuid::new_v4().as_bytes());
         let mut user_properties = Vec::new();
         if let Some(ft) = &options.fencing_token {
-            user_properties.push(("__ft".to_owned(), ft.clone()));
+            user_properties.push((property::FENCING_TOKEN.to_owned(), ft.clone()));
         }
         if options.persist {
-            user_properties.push(("aio-persistence".to_owned(), "true".to_owned()));
+            user_properties.push((property::PERSISTENCE.to_owned(), "true".to_owned()));
         }
         if options.src_id {
-            user_properties.push(("__srcId".to_owned(), self.id.clone()));
+            user_properties.push((property::SOURCE_ID.to_owned(), self.id.clone()));
         }
         let ts = options
             .timestamp
             .clone()
             .unwrap_or_else(|| format!("{:015}:00000:{}", now_ms(), self.id));
-        user_properties.push(("__ts".to_owned(), ts));
-        user_properties.push(("__protVer".to_owned(), "1.0".to_owned()));
+        user_properties.push((property::TIMESTAMP.to_owned(), ts));
+        user_properties.push((
+            property::PROTOCOL_VERSION.to_owned(),
+            envelope::PROTOCOL_VERSION.to_owned(),
+        ));
         user_properties.extend(options.extra.iter().cloned());
         let properties = PublishProperties {
             response_topic: match &options.response_topic {
@@ -264,7 +284,7 @@ impl RawClient {
                 None => Some(topics::response_topic(&self.id)),
             },
             correlation_data: (!options.no_correlation).then(|| correlation.clone()),
-            content_type: Some("application/octet-stream".to_owned()),
+            content_type: Some(envelope::CONTENT_TYPE.to_owned()),
             message_expiry_interval: Some(10),
             user_properties,
             ..PublishProperties::default()

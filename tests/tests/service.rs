@@ -6,6 +6,7 @@
 //! in order, so any answer to the first would arrive before the barrier's.
 
 use bytes::Bytes;
+use mqstate::envelope::{self, property};
 use mqstate::topics;
 use mqstate_tests::raw::{RawClient, RequestOptions, resp, user_property};
 use mqstate_tests::{BrokerKind, StateStoreFixture};
@@ -73,9 +74,12 @@ async fn answers_with_status_version_and_echoed_correlation(kind: BrokerKind) {
     assert_eq!(set.correlation(), Some(&correlation));
     assert_eq!(set.payload(), &Bytes::from_static(b"+OK\r\n"));
     assert_eq!(set.status(), Some("200"));
-    assert_eq!(set.user_property("__protVer"), Some("1.0"));
-    assert_eq!(set.content_type(), Some("application/octet-stream"));
-    let version = mqstate::Hlc::parse(set.version().expect("__ts on SET")).unwrap();
+    assert_eq!(
+        set.user_property(property::PROTOCOL_VERSION),
+        Some(envelope::PROTOCOL_VERSION)
+    );
+    assert_eq!(set.content_type(), Some(envelope::CONTENT_TYPE));
+    let version = mqstate::Hlc::parse(set.version().expect("a version on SET")).unwrap();
 
     let get = c
         .request(resp(&[b"GET", b"k"]), RequestOptions::default())
@@ -105,7 +109,12 @@ async fn qos0_request_gets_a_400(kind: BrokerKind) {
         .await
         .unwrap();
     assert_eq!(answer.status(), Some("400"));
-    assert!(answer.user_property("__stMsg").unwrap().contains("QoS 0"));
+    assert!(
+        answer
+            .user_property(property::STATUS_MESSAGE)
+            .unwrap()
+            .contains("QoS 0")
+    );
     // The store was not touched.
     let get = c
         .request(resp(&[b"GET", b"q"]), RequestOptions::default())
@@ -232,7 +241,7 @@ async fn notifications_reach_the_observer_with_version(kind: BrokerKind) {
         &n.payload[..],
         b"*4\r\n$6\r\nNOTIFY\r\n$3\r\nSET\r\n$5\r\nVALUE\r\n$5\r\nVALUE\r\n"
     );
-    assert_eq!(user_property(&n, "__ts"), set.version());
+    assert_eq!(user_property(&n, property::TIMESTAMP), set.version());
     assert_eq!(n.qos, QoS::AtLeastOnce);
 
     writer

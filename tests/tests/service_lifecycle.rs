@@ -5,6 +5,7 @@
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use mqstate::envelope::{self, property};
 use mqstate::topics;
 use mqstate_server::ServerConfig;
 use mqstate_tests::raw::{RawClient, RequestOptions, resp};
@@ -166,7 +167,10 @@ async fn without_src_id_mosquitto_requests_get_a_400() {
     };
     let answer = c.request(resp(&[b"GET", b"w"]), no_src).await.unwrap();
     assert_eq!(answer.status(), Some("400"));
-    assert_eq!(answer.user_property("__propName"), Some("__srcId"));
+    assert_eq!(
+        answer.user_property(property::PROPERTY_NAME),
+        Some(property::SOURCE_ID)
+    );
     f.shutdown().await;
 }
 
@@ -181,8 +185,14 @@ async fn an_unsupported_protocol_version_gets_a_505() {
         let correlation = send_with_version(&c, "2.0").await;
         let answer = c.response_for(&correlation).await.unwrap();
         assert_eq!(answer.status(), Some("505"), "{kind:?}");
-        assert_eq!(answer.user_property("__supProtMajVer"), Some("1"));
-        assert_eq!(answer.user_property("__requestProtVer"), Some("2.0"));
+        assert_eq!(
+            answer.user_property(property::SUPPORTED_MAJOR_VERSIONS),
+            Some(envelope::SUPPORTED_MAJOR_VERSIONS)
+        );
+        assert_eq!(
+            answer.user_property(property::REQUEST_PROTOCOL_VERSION),
+            Some("2.0")
+        );
         f.shutdown().await;
     }
 }
@@ -196,8 +206,8 @@ async fn send_with_version(c: &RawClient, version: &str) -> Bytes {
         response_topic: Some(topics::response_topic(c.id())),
         correlation_data: Some(correlation.clone()),
         user_properties: vec![
-            ("__srcId".to_owned(), c.id().to_owned()),
-            ("__protVer".to_owned(), version.to_owned()),
+            (property::SOURCE_ID.to_owned(), c.id().to_owned()),
+            (property::PROTOCOL_VERSION.to_owned(), version.to_owned()),
         ],
         ..PublishProperties::default()
     };

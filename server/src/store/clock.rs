@@ -25,6 +25,12 @@ pub(crate) struct ServiceClock {
 /// ahead of the time after accepting such a stamp (or after a restart with a slower clock).
 const NO_DRIFT_LIMIT: u64 = u64::MAX;
 
+/// The largest `__ts` counter the service merges. The clock is shared by every client: a
+/// stamp with a counter near `u64::MAX` (its wall clock just inside the drift) would leave
+/// no room to tick, and every later stamped request would fail until the wall clock passed
+/// it. Refusing counters above half the range keeps at least 2^63 ticks for everyone else.
+pub(crate) const MAX_STAMP_COUNTER: u64 = u64::MAX / 2;
+
 impl ServiceClock {
     /// A clock named `node_id` starting at `now_ms`. A node id the HLC format cannot carry
     /// (empty, or containing `:`) is repaired: empty becomes `StateStore`, `:` becomes `_`.
@@ -50,8 +56,12 @@ impl ServiceClock {
 
     /// Merges a request's `__ts` (already checked for drift) with the receive rule. A stamp
     /// carrying the service's own node id is merged as if it came from another node, so the
-    /// next version is newer than it all the same.
+    /// next version is newer than it all the same. A counter above [`MAX_STAMP_COUNTER`] is
+    /// refused (`malformed timestamp`) and leaves the clock alone.
     pub(crate) fn merge(&mut self, stamp: &Hlc, now_ms: u64) -> Result<(), StoreError> {
+        if stamp.counter() > MAX_STAMP_COUNTER {
+            return Err(StoreErrorKind::TimestampMalformed.into());
+        }
         let foreign;
         let stamp = if stamp.node_id() == self.current.node_id() {
             let other = format!("{}'", stamp.node_id());
@@ -72,8 +82,11 @@ impl ServiceClock {
 
     /// A new version: the merged request stamp if it is still unissued, else a tick. It is
     /// strictly newer than `previous` (the key's last version) and than every earlier one.
+    ///
+    /// A merged stamp left unissued by an earlier request (a GET, say) is stale once time
+    /// has moved on: a change made later (a PX expiry) gets a tick at `now_ms` instead.
     pub(crate) fn issue(&mut self, now_ms: u64, previous: Option<&Hlc>) -> Result<Hlc, StoreError> {
-        if !self.fresh {
+        if !self.fresh || self.current.wall_ms() < now_ms {
             self.current = self.tick(now_ms)?;
         }
         // Unreachable while every version comes from this clock (restores raise it); kept

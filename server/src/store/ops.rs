@@ -7,7 +7,8 @@ use bytes::Bytes;
 use mqstate::Hlc;
 use mqstate::codec::{KeyEvent, Response, SetCondition, StoreError, StoreErrorKind};
 
-use super::{Answer, Effects, Entry, JournalOp, Store};
+use super::table::{Entry, View};
+use super::{Answer, Effects, JournalOp, Store};
 
 /// A decoded SET with its stamps, ready to apply.
 pub(super) struct Set<'a> {
@@ -24,8 +25,8 @@ pub(super) struct Set<'a> {
 
 /// Spec §6 for a write (SET, DEL, VDEL) to a key holding `entry`: a fenced key needs a
 /// token that is not older than its own. A missing key has no token.
-fn check_fence(entry: Option<&Entry>, token: Option<&Hlc>) -> Result<(), StoreError> {
-    let Some(stored) = entry.and_then(|e| e.fencing_token.as_ref()) else {
+fn check_fence(entry: Option<&View<'_>>, token: Option<&Hlc>) -> Result<(), StoreError> {
+    let Some(stored) = entry.and_then(View::fencing_token) else {
         return Ok(());
     };
     let token = token.ok_or(StoreErrorKind::FencingTokenRequired)?;
@@ -52,18 +53,18 @@ impl Store {
         &mut self,
         now_ms: u64,
         set: Set<'_>,
-        effects: &mut Effects,
+        effects: &mut Effects<'_>,
     ) -> Result<Answer, StoreError> {
         let existing = self.entries.get(&set.key);
-        check_fence(existing, set.token)?;
-        if let Some(entry) = existing {
+        check_fence(existing.as_ref(), set.token)?;
+        if let Some(entry) = &existing {
             let blocked = match set.condition {
                 SetCondition::Always => false,
                 SetCondition::NotExists => true,
-                SetCondition::NotExistsOrEqual => entry.value != set.value,
+                SetCondition::NotExistsOrEqual => entry.value() != &set.value[..],
             };
             if blocked {
-                return Ok((Response::NotApplied, Some(entry.version.clone())));
+                return Ok((Response::NotApplied, Some(entry.version())));
             }
         } else if self
             .config
@@ -72,23 +73,27 @@ impl Store {
         {
             return Err(StoreErrorKind::QuotaExceeded.into());
         }
-        let previous = existing.map(|e| &e.version);
-        let fencing_token = kept_token(existing.and_then(|e| e.fencing_token.as_ref()), set.token);
-        let was_persisted = existing.is_some_and(|e| e.persisted);
-        let version = self.clock.issue(now_ms, previous)?;
-        if set.persist {
-            effects.journal.push(JournalOp::Put {
+        let previous = existing.as_ref().map(View::version);
+        let fencing_token = kept_token(existing.as_ref().and_then(View::fencing_token), set.token);
+        let was_persisted = existing.as_ref().is_some_and(View::persisted);
+        let version = self.clock.issue(now_ms, previous.as_ref())?;
+        let journal = if set.persist {
+            vec![JournalOp::Put {
                 key: set.key.clone(),
                 value: set.value.clone(),
                 version: version.clone(),
                 expires_at_ms: set.expires_at_ms,
                 fencing_token: fencing_token.clone(),
-            });
+            }]
         } else if was_persisted {
-            effects.journal.push(JournalOp::Remove {
+            vec![JournalOp::Remove {
                 key: set.key.clone(),
-            });
-        }
+            }]
+        } else {
+            Vec::new()
+        };
+        // On disk first: nothing below runs if the journal refuses the write.
+        effects.write(journal)?;
         self.notify(
             &set.key,
             KeyEvent::Set(set.value.clone()),
@@ -110,8 +115,8 @@ impl Store {
     pub(super) fn get(&self, key: &[u8]) -> Answer {
         match self.entries.get(key) {
             Some(entry) => (
-                Response::Value(entry.value.clone()),
-                Some(entry.version.clone()),
+                Response::Value(Bytes::copy_from_slice(entry.value())),
+                Some(entry.version()),
             ),
             None => (Response::NotFound, None),
         }
@@ -124,24 +129,32 @@ impl Store {
         key: &[u8],
         expected: Option<&Bytes>,
         token: Option<&Hlc>,
-        effects: &mut Effects,
+        effects: &mut Effects<'_>,
     ) -> Result<Answer, StoreError> {
         let Some(entry) = self.entries.get(key) else {
             return Ok((Response::Count(0), Some(self.clock.current().clone())));
         };
-        check_fence(Some(entry), token)?;
-        if expected.is_some_and(|value| *value != entry.value) {
-            return Ok((Response::NotApplied, Some(entry.version.clone())));
+        check_fence(Some(&entry), token)?;
+        if expected.is_some_and(|value| &value[..] != entry.value()) {
+            return Ok((Response::NotApplied, Some(entry.version())));
         }
-        let Some((key, entry)) = self.remove(key) else {
+        if entry.persisted() {
+            // On disk first: the key stays if the journal refuses the removal.
+            effects.write(vec![JournalOp::Remove {
+                key: Bytes::copy_from_slice(key),
+            }])?;
+        }
+        let Some((key, removed)) = self.remove(key) else {
             return Ok((Response::Count(0), Some(self.clock.current().clone())));
         };
-        let version = self.deleted(now_ms, key, entry, effects);
+        let version = self.deleted(now_ms, key, &removed.version, effects);
         Ok((Response::Count(1), Some(version)))
     }
 
     /// KEYNOTIFY (`+OK`) and KEYNOTIFY STOP (`+OK`, or `:0` if nothing was registered).
-    /// A client observes at most `max_keys` keys.
+    /// A client observes at most `max_keys` keys, and only keys whose notification topic
+    /// fits in an MQTT topic ([`KEY_TOO_LONG_TO_OBSERVE`](super::KEY_TOO_LONG_TO_OBSERVE)
+    /// otherwise: with a short client id, keys up to about 32,700 bytes).
     pub(super) fn key_notify(
         &mut self,
         client_id: &str,
@@ -158,6 +171,9 @@ impl Store {
                 },
                 None,
             ));
+        }
+        if super::notification_topic_len(client_id, key) > super::MAX_TOPIC_LEN {
+            return Err(StoreError::other(super::KEY_TOO_LONG_TO_OBSERVE));
         }
         self.watchers
             .add(client_id, key, self.config.max_keys)

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use clap::Parser;
+use mqstate::envelope::{self, property};
 use mqstate::topics;
 use mqstate_server::{BrokerTarget, Server, ServerConfig};
 use mqstate_tests::Mosquitto;
@@ -96,10 +97,13 @@ async fn start_echo(port: u16) -> tokio::task::JoinHandle<()> {
             };
             let response = PublishProperties {
                 correlation_data: Some(correlation),
-                content_type: Some("application/octet-stream".to_owned()),
+                content_type: Some(envelope::CONTENT_TYPE.to_owned()),
                 user_properties: vec![
-                    ("__stat".to_owned(), "200".to_owned()),
-                    ("__protVer".to_owned(), "1.0".to_owned()),
+                    (property::STATUS.to_owned(), "200".to_owned()),
+                    (
+                        property::PROTOCOL_VERSION.to_owned(),
+                        envelope::PROTOCOL_VERSION.to_owned(),
+                    ),
                 ],
                 ..PublishProperties::default()
             };
@@ -136,12 +140,18 @@ async fn measure(port: u16, depth: usize, seconds: f64, run: usize) -> Sample {
         let props = PublishProperties {
             response_topic: Some(response_topic.clone()),
             correlation_data: Some(Bytes::copy_from_slice(&n.to_be_bytes())),
-            content_type: Some("application/octet-stream".to_owned()),
+            content_type: Some(envelope::CONTENT_TYPE.to_owned()),
             message_expiry_interval: Some(10),
             user_properties: vec![
-                ("__srcId".to_owned(), id.clone()),
-                ("__ts".to_owned(), format!("{:015}:{n:05}:{id}", now_ms())),
-                ("__protVer".to_owned(), "1.0".to_owned()),
+                (property::SOURCE_ID.to_owned(), id.clone()),
+                (
+                    property::TIMESTAMP.to_owned(),
+                    format!("{:015}:{n:05}:{id}", now_ms()),
+                ),
+                (
+                    property::PROTOCOL_VERSION.to_owned(),
+                    envelope::PROTOCOL_VERSION.to_owned(),
+                ),
             ],
             ..PublishProperties::default()
         };

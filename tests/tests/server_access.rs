@@ -1,0 +1,290 @@
+//! Connecting to the embedded broker as Azure IoT Operations clients do (K8S-SAT enhanced
+//! authentication, user name and password, TLS and mutual TLS), and the opt-in `--acl` mode
+//! that confines each client to its own topics.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use mqstate::{Client, ConnectionSettings, SetOptions, TlsSettings};
+use mqstate_server::{Server, ServerConfig, ServerHandle, TlsFiles};
+use mqstate_tests::raw::{RawClient, RequestOptions, resp};
+
+async fn start(config: ServerConfig) -> ServerHandle {
+    mqstate_tests::init_tracing();
+    Server::start(config).await.expect("server starts")
+}
+
+fn settings(server: &ServerHandle, id: &str) -> ConnectionSettings {
+    let mut s = ConnectionSettings::new("127.0.0.1", server.addr().port());
+    s.client_id = Some(id.to_owned());
+    s.connect_timeout = Duration::from_secs(5);
+    s
+}
+
+/// Connects and runs a SET/GET; `Err` if the connection was refused.
+async fn round(settings: ConnectionSettings) -> Result<(), String> {
+    let client = tokio::time::timeout(Duration::from_secs(15), Client::connect(settings))
+        .await
+        .map_err(|_| "connect timed out".to_owned())?
+        .map_err(|e| e.to_string())?;
+    let set = client
+        .set("access", "ok", SetOptions::default())
+        .await
+        .map_err(|e| e.to_string())?;
+    assert!(set.applied);
+    let got = client.get("access").await.map_err(|e| e.to_string())?;
+    assert_eq!(&got.expect("stored").value[..], b"ok");
+    client.shutdown().await;
+    Ok(())
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> std::path::PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn k8s_sat_clients_connect_with_any_token_or_a_listed_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = write(dir.path(), "good.token", "good-token\n");
+    let bad = write(dir.path(), "bad.token", "bad-token\n");
+
+    let open = start(ServerConfig::ephemeral()).await;
+    let mut s = settings(&open, "sat-any");
+    s.sat_file = Some(bad.clone());
+    round(s).await.expect("any token is accepted by default");
+    open.shutdown().await;
+
+    let tokens = write(dir.path(), "tokens", "# accepted\ngood-token\n");
+    let strict = start(ServerConfig {
+        sat_token_file: Some(tokens),
+        ..ServerConfig::ephemeral()
+    })
+    .await;
+    let mut s = settings(&strict, "sat-good");
+    s.sat_file = Some(good);
+    round(s).await.expect("a listed token is accepted");
+    let mut s = settings(&strict, "sat-bad");
+    s.sat_file = Some(bad);
+    assert!(round(s).await.is_err(), "an unlisted token was accepted");
+    strict.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn user_names_and_passwords_are_accepted_or_checked_against_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let open = start(ServerConfig::ephemeral()).await;
+    let mut s = settings(&open, "user-any");
+    s.username = Some("someone".into());
+    s.password = Some("whatever".into());
+    round(s).await.expect("any credentials by default");
+    open.shutdown().await;
+
+    let passwords = write(dir.path(), "passwords", "alice:wonderland\n");
+    let strict = start(ServerConfig {
+        password_file: Some(passwords),
+        ..ServerConfig::ephemeral()
+    })
+    .await;
+    let mut s = settings(&strict, "alice-1");
+    s.username = Some("alice".into());
+    s.password = Some("wonderland".into());
+    round(s).await.expect("listed credentials");
+    let mut s = settings(&strict, "alice-2");
+    s.username = Some("alice".into());
+    s.password = Some("guess".into());
+    assert!(round(s).await.is_err(), "a wrong password was accepted");
+    assert!(
+        round(settings(&strict, "nobody")).await.is_err(),
+        "no credentials were accepted with a password file"
+    );
+    strict.shutdown().await;
+}
+
+fn openssl(dir: &Path, args: &[&str]) {
+    let out = Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("openssl runs (scripts/setup installs it)");
+    assert!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A throw-away CA that signs a server certificate for 127.0.0.1 and a client certificate.
+fn pki(dir: &Path) {
+    let key = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    let mut ca = vec![
+        "req",
+        "-x509",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=mqstate server test CA",
+    ];
+    ca.extend(key);
+    ca.extend(["-keyout", "ca.key", "-out", "ca.crt"]);
+    openssl(dir, &ca);
+    write(
+        dir,
+        "server.ext",
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\n",
+    );
+    write(dir, "client.ext", "extendedKeyUsage=clientAuth\n");
+    for name in ["server", "client"] {
+        let (k, csr, crt, ext) = (
+            format!("{name}.key"),
+            format!("{name}.csr"),
+            format!("{name}.crt"),
+            format!("{name}.ext"),
+        );
+        let subject = format!("/CN={name}");
+        let mut req = vec!["req", "-subj", &subject, "-keyout", &k, "-out", &csr];
+        req.extend(key);
+        openssl(dir, &req);
+        openssl(
+            dir,
+            &[
+                "x509",
+                "-req",
+                "-in",
+                &csr,
+                "-CA",
+                "ca.crt",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-days",
+                "1",
+                "-out",
+                &crt,
+                "-extfile",
+                &ext,
+            ],
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_embedded_broker_speaks_tls_and_mutual_tls() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    pki(d);
+    let tls = TlsFiles {
+        cert: d.join("server.crt"),
+        key: d.join("server.key"),
+        client_ca: None,
+    };
+    let server = start(ServerConfig {
+        tls: Some(tls.clone()),
+        ..ServerConfig::ephemeral()
+    })
+    .await;
+    let mut s = settings(&server, "tls-client");
+    s.tls = Some(TlsSettings {
+        ca_file: Some(d.join("ca.crt")),
+        ..TlsSettings::default()
+    });
+    round(s).await.expect("TLS round");
+    assert!(
+        round(settings(&server, "plain-client")).await.is_err(),
+        "plain MQTT was accepted on the TLS port"
+    );
+    server.shutdown().await;
+
+    let server = start(ServerConfig {
+        tls: Some(TlsFiles {
+            client_ca: Some(d.join("ca.crt")),
+            ..tls
+        }),
+        ..ServerConfig::ephemeral()
+    })
+    .await;
+    let mut s = settings(&server, "mtls-client");
+    s.tls = Some(TlsSettings {
+        ca_file: Some(d.join("ca.crt")),
+        cert_file: Some(d.join("client.crt")),
+        key_file: Some(d.join("client.key")),
+        key_password_file: None,
+    });
+    round(s).await.expect("mutual TLS round");
+    let mut s = settings(&server, "no-cert");
+    s.tls = Some(TlsSettings {
+        ca_file: Some(d.join("ca.crt")),
+        ..TlsSettings::default()
+    });
+    assert!(
+        round(s).await.is_err(),
+        "a client without a certificate got in"
+    );
+    server.shutdown().await;
+}
+
+/// With `--acl`, a client cannot read other clients' traffic with `#` nor forge their
+/// responses; the protocol itself works as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acl_mode_confines_clients_to_their_own_topics() {
+    let server = start(ServerConfig {
+        acl: true,
+        ..ServerConfig::ephemeral()
+    })
+    .await;
+    let port = server.addr().port();
+    let mut bob = RawClient::connect("127.0.0.1", port, "bob").await.unwrap();
+    let mut eve = RawClient::connect("127.0.0.1", port, "eve").await.unwrap();
+    eve.subscribe("#").await.unwrap();
+    // A forged response on bob's response topic.
+    eve.mqtt()
+        .publish(
+            mqstate::topics::response_topic("bob"),
+            rumqttc::v5::mqttbytes::QoS::AtLeastOnce,
+            false,
+            "+OK\r\n",
+        )
+        .await
+        .unwrap();
+    // eve's own requests still work (and order her subscription before bob's traffic).
+    let own = eve
+        .request(resp(&[b"GET", b"nothing"]), RequestOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(own.status(), Some("200"));
+    eve.drain_received();
+    bob.request(resp(&[b"KEYNOTIFY", b"secret"]), RequestOptions::default())
+        .await
+        .unwrap();
+    bob.request(
+        resp(&[b"SET", b"secret", b"s3cret"]),
+        RequestOptions::default(),
+    )
+    .await
+    .unwrap();
+    let notification = bob.next_message().await.expect("bob is notified");
+    assert!(notification.payload.ends_with(b"s3cret\r\n"));
+    bob.request(resp(&[b"GET", b"barrier"]), RequestOptions::default())
+        .await
+        .unwrap();
+    assert!(bob.drain_received().is_empty(), "bob got a forged response");
+    eve.request(resp(&[b"GET", b"barrier"]), RequestOptions::default())
+        .await
+        .unwrap();
+    let seen = eve.drain_received();
+    assert!(
+        seen.iter()
+            .all(|p| !p.payload.windows(6).any(|w| w == b"s3cret")),
+        "eve read bob's value: {seen:?}"
+    );
+    assert!(seen.is_empty(), "eve received others' traffic: {seen:?}");
+    server.shutdown().await;
+}
