@@ -181,6 +181,87 @@ typedef uint32_t mqstate_status;
 #endif // __cplusplus
 
 /**
+ * The outcome of `mqstate_client_vdel`.
+ */
+enum mqstate_vdel_outcome
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * The key held the value and was deleted.
+   */
+  MQSTATE_VDEL_OUTCOME_DELETED = 0,
+  /**
+   * There was no such key.
+   */
+  MQSTATE_VDEL_OUTCOME_NOT_FOUND = 1,
+  /**
+   * The key holds another value; nothing was deleted.
+   */
+  MQSTATE_VDEL_OUTCOME_VALUE_MISMATCH = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum mqstate_vdel_outcome mqstate_vdel_outcome;
+#else
+typedef uint32_t mqstate_vdel_outcome;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * What a subscription event is.
+ */
+enum mqstate_sub_event_type
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * An observed key was set (`mqstate_sub_event_value` is the new value).
+   */
+  MQSTATE_SUB_EVENT_TYPE_KEY_SET = 0,
+  /**
+   * An observed key was deleted (or expired).
+   */
+  MQSTATE_SUB_EVENT_TYPE_KEY_DELETED = 1,
+  /**
+   * A lock's holder (an election's leader) changed; `mqstate_sub_event_holder` is NULL
+   * when it became free.
+   */
+  MQSTATE_SUB_EVENT_TYPE_HOLDER = 2,
+  /**
+   * The lock (candidate) is held now; the token is `mqstate_sub_event_version`.
+   */
+  MQSTATE_SUB_EVENT_TYPE_HELD = 3,
+  /**
+   * The lock (candidate) is not held (never acquired, or released).
+   */
+  MQSTATE_SUB_EVENT_TYPE_NOT_HELD = 4,
+  /**
+   * The lock was lost; `mqstate_sub_event_reason` says why (`expired`, `taken_over`,
+   * `renewal_failed`).
+   */
+  MQSTATE_SUB_EVENT_TYPE_LOST = 5,
+  /**
+   * After a reconnection the subscription could not be restored yet: changes are being
+   * missed (`mqstate_sub_event_reason` says why).
+   */
+  MQSTATE_SUB_EVENT_TYPE_DEGRADED = 6,
+  /**
+   * Restored after `DEGRADED`.
+   */
+  MQSTATE_SUB_EVENT_TYPE_RESTORED = 7,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum mqstate_sub_event_type mqstate_sub_event_type;
+#else
+typedef uint32_t mqstate_sub_event_type;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
  * What happened to an observed key.
  */
 enum mqstate_event_kind
@@ -318,16 +399,49 @@ typedef uint32_t mqstate_response_kind;
 #endif // __cplusplus
 
 /**
+ * A cancellation token (opaque; thread-safe).
+ */
+typedef struct mqstate_cancel mqstate_cancel;
+
+/**
+ * A connection to the state store (opaque; thread-safe: any number of threads may call
+ * it at once). Close it with `mqstate_client_close`.
+ */
+typedef struct mqstate_client mqstate_client;
+
+/**
  * A process's shared clock (opaque, thread-safe): one node id, a time source, and a maximum
  * drift. Free with `mqstate_clock_free`.
  */
 typedef struct mqstate_clock mqstate_clock;
 
 /**
+ * What an edit callback decides: see `mqstate_edit_set`, `mqstate_edit_delete`; left
+ * untouched, nothing is written.
+ */
+typedef struct mqstate_edit mqstate_edit;
+
+/**
+ * A candidate in a leader election (opaque; thread-safe). Free it with
+ * `mqstate_election_free`.
+ */
+typedef struct mqstate_election mqstate_election;
+
+/**
+ * A captured error (opaque): status, message, and details. Free with `mqstate_error_free`.
+ */
+typedef struct mqstate_error mqstate_error;
+
+/**
  * A hybrid logical clock value `{wall_ms}:{counter}:{node_id}` (opaque, immutable). Every
  * function that produces one gives a new handle; free each with `mqstate_hlc_free`.
  */
 typedef struct mqstate_hlc mqstate_hlc;
+
+/**
+ * A leased lock (opaque; thread-safe). Free it with `mqstate_lock_free`.
+ */
+typedef struct mqstate_lock mqstate_lock;
 
 /**
  * A decoded notification (opaque). Free with `mqstate_notification_free`.
@@ -343,6 +457,116 @@ typedef struct mqstate_request mqstate_request;
  * A decoded response (opaque). Free with `mqstate_response_free`.
  */
 typedef struct mqstate_response mqstate_response;
+
+/**
+ * Settings for `mqstate_client_connect` (opaque).
+ */
+typedef struct mqstate_settings mqstate_settings;
+
+/**
+ * One event (opaque): read it with the `mqstate_sub_event_*` accessors; free pulled events
+ * with `mqstate_sub_event_free` (callback events belong to the library).
+ */
+typedef struct mqstate_sub_event mqstate_sub_event;
+
+/**
+ * A subscription (opaque; thread-safe). Free it with `mqstate_subscription_free`.
+ */
+typedef struct mqstate_subscription mqstate_subscription;
+
+/**
+ * A value read by `mqstate_client_get` (opaque): bytes, length and version text. Free it
+ * with `mqstate_value_free`.
+ */
+typedef struct mqstate_value mqstate_value;
+
+/**
+ * Options of `mqstate_lock_new` (zero-initialise; NULL pointers mean the defaults).
+ */
+typedef struct mqstate_lock_options {
+  /**
+   * The holder id written as the lock's value; NULL: the client id.
+   */
+  const char *holder;
+  /**
+   * A session id: the holder id becomes `holder:session`; NULL: none.
+   */
+  const char *session_id;
+  /**
+   * Renew automatically this often (ms) after each successful acquire; 0: never.
+   */
+  uint64_t auto_renew_ms;
+} mqstate_lock_options;
+
+/**
+ * The edit callback: `current` is the protected key's value (`current_len` bytes) or NULL
+ * when it does not exist; fill `decision` and return `MQSTATE_STATUS_OK`, or return any
+ * other status to fail the edit (it then ends with `MQSTATE_STATUS_CALLBACK`, nothing
+ * written, the lock released). Runs on a library thread; must not call blocking mqstate
+ * functions.
+ */
+typedef mqstate_status (*mqstate_edit_fn)(void *ctx,
+                                          const uint8_t *current,
+                                          size_t current_len,
+                                          struct mqstate_edit *decision);
+
+/**
+ * Options of `mqstate_client_set` (zero-initialise, then set what you need).
+ */
+typedef struct mqstate_set_options {
+  /**
+   * A `mqstate_set_condition`: `MQSTATE_SET_CONDITION_ALWAYS` (0), `_NX`, `_NEX`.
+   */
+  uint32_t condition;
+  /**
+   * Expire the key this many milliseconds after the SET (0: never).
+   */
+  uint64_t expiry_ms;
+  /**
+   * Write fenced with this token (HLC text), or NULL.
+   */
+  const char *fencing_token;
+  /**
+   * Ask the service to persist the value.
+   */
+  bool persist;
+  /**
+   * The request's timeout in milliseconds (0: the client's `request_timeout`).
+   */
+  uint32_t timeout_ms;
+  /**
+   * Cancels the call when triggered from another thread, or NULL.
+   */
+  const struct mqstate_cancel *cancel;
+} mqstate_set_options;
+
+/**
+ * Options of GET, DELETE, VDEL and observe (zero-initialise, then set what you need).
+ */
+typedef struct mqstate_call_options {
+  /**
+   * DELETE / VDEL fenced with this token (HLC text), or NULL.
+   */
+  const char *fencing_token;
+  /**
+   * The request's timeout in milliseconds (0: the client's `request_timeout`).
+   */
+  uint32_t timeout_ms;
+  /**
+   * Cancels the call when triggered from another thread, or NULL.
+   */
+  const struct mqstate_cancel *cancel;
+} mqstate_call_options;
+
+/**
+ * A C callback receiving events.
+ */
+typedef void (*mqstate_event_fn)(void *ctx, const struct mqstate_sub_event *event);
+
+/**
+ * A C callback releasing a context.
+ */
+typedef void (*mqstate_release_fn)(void *ctx);
 
 /**
  * A caller-supplied time source: returns milliseconds since the Unix epoch. It is called on
@@ -487,6 +711,630 @@ extern "C" {
  * string. Never NULL; not to be freed.
  */
 const char *mqstate_version(void);
+
+/**
+ * Creates a cancellation token in `*out` (free it with `mqstate_cancel_free`).
+ *
+ * # Safety
+ * `out` must be NULL or writable.
+ */
+mqstate_status mqstate_cancel_new(struct mqstate_cancel **out);
+
+/**
+ * Cancels every call waiting with this token, and every later one given it. Any thread;
+ * idempotent.
+ *
+ * # Safety
+ * `token` must be a live token.
+ */
+mqstate_status mqstate_cancel_trigger(const struct mqstate_cancel *token);
+
+/**
+ * Frees a token (NULL is ignored); calls still waiting with it are not cancelled.
+ *
+ * # Safety
+ * `token` must be NULL or a live token, freed once.
+ */
+void mqstate_cancel_free(struct mqstate_cancel *token);
+
+/**
+ * Captures the calling thread's last error (the one `mqstate_last_error_message` copies
+ * out) as an object; NULL when the last call succeeded.
+ */
+struct mqstate_error *mqstate_error_last(void);
+
+/**
+ * The error's status (a `mqstate_status` value).
+ *
+ * # Safety
+ * `error` must be NULL or a live error.
+ */
+uint32_t mqstate_error_status(const struct mqstate_error *error);
+
+/**
+ * The error's message (valid while the error lives); a store error's is the service's
+ * exact text.
+ *
+ * # Safety
+ * `error` must be NULL or a live error.
+ */
+const char *mqstate_error_message(const struct mqstate_error *error);
+
+/**
+ * Whether the request had been sent before the error (a timeout waiting for the answer, a
+ * connection lost in flight): the service may have applied it.
+ *
+ * # Safety
+ * `error` must be NULL or a live error.
+ */
+bool mqstate_error_may_have_applied(const struct mqstate_error *error);
+
+/**
+ * The RPC status (`__stat`) of an `MQSTATE_STATUS_RPC_ERROR`, else 0.
+ *
+ * # Safety
+ * `error` must be NULL or a live error.
+ */
+uint16_t mqstate_error_rpc_status(const struct mqstate_error *error);
+
+/**
+ * The status an edit callback returned, for an `MQSTATE_STATUS_CALLBACK` error; else 0.
+ *
+ * # Safety
+ * `error` must be NULL or a live error.
+ */
+uint32_t mqstate_error_callback_status(const struct mqstate_error *error);
+
+/**
+ * Frees an error (NULL is ignored).
+ *
+ * # Safety
+ * `error` must be NULL or a live error, freed once.
+ */
+void mqstate_error_free(struct mqstate_error *error);
+
+/**
+ * For an `atexit` handler: waits up to `timeout_ms` for calls and callbacks in flight to
+ * end; true when everything was idle in time.
+ */
+bool mqstate_shutdown(uint32_t timeout_ms);
+
+/**
+ * For a `pthread_atfork` child handler: the child gets a runtime of its own on first use;
+ * clients connected before the fork return `MQSTATE_STATUS_UNSUPPORTED` there (connect
+ * again). Without it, a child must not use mqstate at all if the parent had connected.
+ */
+void mqstate_atfork_child(void);
+
+/**
+ * A lock on `key` made from `client` (`options` may be NULL). The lock keeps working
+ * after the client handle is closed only in the sense that its calls fail with `CLOSED`.
+ *
+ * # Safety
+ * `client` must be a live client; `key` valid for `key_len`; `out` writable.
+ */
+mqstate_status mqstate_lock_new(const struct mqstate_client *client,
+                                const uint8_t *key,
+                                size_t key_len,
+                                const struct mqstate_lock_options *options,
+                                struct mqstate_lock **out);
+
+/**
+ * Tries once to take the lock for `lease_ms`: `*acquired` says whether it did and `*token`
+ * (may be NULL; free with `mqstate_string_free`) is the fencing token.
+ *
+ * # Safety
+ * `lock` must be a live lock; outs NULL or writable.
+ */
+mqstate_status mqstate_lock_try_acquire(const struct mqstate_lock *lock,
+                                        uint64_t lease_ms,
+                                        uint32_t timeout_ms,
+                                        bool *acquired,
+                                        char **token);
+
+/**
+ * Waits up to `timeout_ms` (0: without limit) for the lock; `MQSTATE_STATUS_TIMEOUT` when
+ * someone else kept it, `MQSTATE_STATUS_CANCELLED` when `cancel` (may be NULL) was
+ * triggered. `*token` (may be NULL) receives the fencing token.
+ *
+ * # Safety
+ * `lock` must be a live lock; `cancel` NULL or live; `token` NULL or writable.
+ */
+mqstate_status mqstate_lock_acquire(const struct mqstate_lock *lock,
+                                    uint64_t lease_ms,
+                                    uint32_t timeout_ms,
+                                    const struct mqstate_cancel *cancel,
+                                    char **token);
+
+/**
+ * Renews the held lease: `*renewed` false when the lock is not held any more; `*token`
+ * (may be NULL) the new fencing token.
+ *
+ * # Safety
+ * `lock` must be a live lock; outs NULL or writable.
+ */
+mqstate_status mqstate_lock_renew(const struct mqstate_lock *lock,
+                                  uint32_t timeout_ms,
+                                  bool *renewed,
+                                  char **token);
+
+/**
+ * Releases the lock (stops renewal; deletes the lock key if it holds our id); `*released`
+ * (may be NULL) is true when our hold was deleted.
+ *
+ * # Safety
+ * `lock` must be a live lock; `released` NULL or writable.
+ */
+mqstate_status mqstate_lock_release(const struct mqstate_lock *lock,
+                                    uint32_t timeout_ms,
+                                    bool *released);
+
+/**
+ * The current holder id in `*holder` (free with `mqstate_string_free`), NULL when free.
+ *
+ * # Safety
+ * `lock` must be a live lock; `holder` writable.
+ */
+mqstate_status mqstate_lock_holder(const struct mqstate_lock *lock,
+                                   uint32_t timeout_ms,
+                                   char **holder);
+
+/**
+ * The current fencing token in `*token` (free with `mqstate_string_free`) while the lock is
+ * held; `MQSTATE_STATUS_NOT_HELD` otherwise.
+ *
+ * # Safety
+ * `lock` must be a live lock; `token` writable.
+ */
+mqstate_status mqstate_lock_fencing_token(const struct mqstate_lock *lock, char **token);
+
+/**
+ * Whether the lock is held now (acquired, not lost or released, lease not run out).
+ *
+ * # Safety
+ * `lock` must be NULL or a live lock.
+ */
+bool mqstate_lock_is_held(const struct mqstate_lock *lock);
+
+/**
+ * Holder changes of this lock's key: the current holder first, then each change.
+ *
+ * # Safety
+ * `lock` must be a live lock; `out` writable.
+ */
+mqstate_status mqstate_lock_watch_holder(const struct mqstate_lock *lock,
+                                         uint32_t timeout_ms,
+                                         struct mqstate_subscription **out);
+
+/**
+ * This lock's own status: the current one first, then each change (`HELD`, `NOT_HELD`,
+ * `LOST` events).
+ *
+ * # Safety
+ * `lock` must be a live lock; `out` writable.
+ */
+mqstate_status mqstate_lock_watch_status(const struct mqstate_lock *lock,
+                                         struct mqstate_subscription **out);
+
+/**
+ * In an edit callback: write `value` (`len` bytes).
+ *
+ * # Safety
+ * `decision` must be the callback's; `value` valid for `len`.
+ */
+mqstate_status mqstate_edit_set(struct mqstate_edit *decision, const uint8_t *value, size_t len);
+
+/**
+ * In an edit callback: delete the key.
+ *
+ * # Safety
+ * `decision` must be the callback's.
+ */
+mqstate_status mqstate_edit_delete(struct mqstate_edit *decision);
+
+/**
+ * A fenced edit of `key`: acquires the lock for `lease_ms` (waiting), reads the key, calls
+ * `decide(ctx, current, len, decision)`, writes the decision fenced with the lock's token,
+ * releases the lock; retried if a newer holder wrote meanwhile, up to `timeout_ms`
+ * (0: 10 s). `decide` runs on a library thread, once per attempt.
+ *
+ * # Safety
+ * `lock` must be a live lock; `key` valid for `key_len`; `decide` valid; `ctx` usable from
+ * another thread until this returns; `cancel` NULL or live.
+ */
+mqstate_status mqstate_lock_edit(const struct mqstate_lock *lock,
+                                 const uint8_t *key,
+                                 size_t key_len,
+                                 uint64_t lease_ms,
+                                 uint32_t timeout_ms,
+                                 mqstate_edit_fn decide,
+                                 void *ctx,
+                                 const struct mqstate_cancel *cancel);
+
+/**
+ * Frees a lock (NULL is ignored): stops its renewal; the lease runs out on its own unless
+ * it was released.
+ *
+ * # Safety
+ * `lock` must be NULL or a live lock, freed once.
+ */
+void mqstate_lock_free(struct mqstate_lock *lock);
+
+/**
+ * Candidate `candidate` (NUL-terminated) in the election `name` (`name_len` bytes).
+ *
+ * # Safety
+ * `client` must be a live client; `name` valid; `candidate` NUL-terminated; `out` writable.
+ */
+mqstate_status mqstate_election_new(const struct mqstate_client *client,
+                                    const uint8_t *name,
+                                    size_t name_len,
+                                    const char *candidate,
+                                    struct mqstate_election **out);
+
+/**
+ * Waits up to `timeout_ms` (0: without limit) to become leader for `term_ms` (renewed
+ * automatically until resign); `*token` (may be NULL) receives the leader's fencing token.
+ *
+ * # Safety
+ * `election` must be live; `cancel` NULL or live; `token` NULL or writable.
+ */
+mqstate_status mqstate_election_campaign(const struct mqstate_election *election,
+                                         uint64_t term_ms,
+                                         uint32_t timeout_ms,
+                                         const struct mqstate_cancel *cancel,
+                                         char **token);
+
+/**
+ * Becomes leader for `term_ms` if nobody is; `*elected` says whether.
+ *
+ * # Safety
+ * `election` must be live; `elected` NULL or writable.
+ */
+mqstate_status mqstate_election_try_campaign(const struct mqstate_election *election,
+                                             uint64_t term_ms,
+                                             uint32_t timeout_ms,
+                                             bool *elected);
+
+/**
+ * Steps down; `*resigned` (may be NULL) is true when this candidate led.
+ *
+ * # Safety
+ * `election` must be live; `resigned` NULL or writable.
+ */
+mqstate_status mqstate_election_resign(const struct mqstate_election *election,
+                                       uint32_t timeout_ms,
+                                       bool *resigned);
+
+/**
+ * The current leader in `*leader` (free with `mqstate_string_free`), NULL when none.
+ *
+ * # Safety
+ * `election` must be live; `leader` writable.
+ */
+mqstate_status mqstate_election_leader(const struct mqstate_election *election,
+                                       uint32_t timeout_ms,
+                                       char **leader);
+
+/**
+ * Whether this candidate leads now (false at once when a renewal fails).
+ *
+ * # Safety
+ * `election` must be NULL or live.
+ */
+bool mqstate_election_is_leader(const struct mqstate_election *election);
+
+/**
+ * Leadership changes: the current leader first, then each change (`HOLDER` events).
+ *
+ * # Safety
+ * `election` must be live; `out` writable.
+ */
+mqstate_status mqstate_election_watch_leader(const struct mqstate_election *election,
+                                             uint32_t timeout_ms,
+                                             struct mqstate_subscription **out);
+
+/**
+ * Frees a candidate (NULL is ignored): stops renewal (resign first to hand over at once).
+ *
+ * # Safety
+ * `election` must be NULL or live, freed once.
+ */
+void mqstate_election_free(struct mqstate_election *election);
+
+/**
+ * Default settings (`localhost:1883`) in `*out`; free with `mqstate_settings_free`.
+ *
+ * # Safety
+ * `out` must be NULL or writable.
+ */
+mqstate_status mqstate_settings_new(struct mqstate_settings **out);
+
+/**
+ * Settings from a `mqtt://` / `mqtts://` URL (query items are setting names).
+ *
+ * # Safety
+ * `url` must be NULL or a NUL-terminated string; `out` NULL or writable.
+ */
+mqstate_status mqstate_settings_from_url(const char *url, struct mqstate_settings **out);
+
+/**
+ * Settings from the Azure IoT Operations environment (`AIO_BROKER_HOSTNAME`, `AIO_MQTT_*`,
+ * `AIO_TLS_*`, `AIO_SAT_FILE`).
+ *
+ * # Safety
+ * `out` must be NULL or writable.
+ */
+mqstate_status mqstate_settings_from_env(struct mqstate_settings **out);
+
+/**
+ * Sets the setting `name` (e.g. `"client_id"`, `"keep_alive"`, `"request_timeout"`,
+ * `"ca_file"`) to the text `value` (durations in seconds or with `ms`/`s`/`m`; booleans
+ * `true`/`false`). An unknown name or a bad value is `MQSTATE_STATUS_INVALID_ARGUMENT`,
+ * with a message naming the setting.
+ *
+ * # Safety
+ * `settings` must be a live handle; `name` and `value` NUL-terminated strings.
+ */
+mqstate_status mqstate_settings_set(struct mqstate_settings *settings,
+                                    const char *name,
+                                    const char *value);
+
+/**
+ * Frees settings (NULL is ignored).
+ *
+ * # Safety
+ * `settings` must be NULL or a live handle, freed once.
+ */
+void mqstate_settings_free(struct mqstate_settings *settings);
+
+/**
+ * Connects with `settings` (which stay the caller's), waiting up to `timeout_ms` (0: the
+ * settings' `connect_timeout`). On success `*out` is the client.
+ *
+ * Errors: `MQSTATE_STATUS_CONNECT_REFUSED` / `_CONNECT_TIMEOUT` (retry later),
+ * `_CONNECT_UNAUTHORIZED` / `_TLS` (fix the settings), `_CONNECT_FAILED`, `_INVALID_ARGUMENT`.
+ *
+ * # Safety
+ * `settings` must be a live handle; `out` NULL or writable.
+ */
+mqstate_status mqstate_client_connect(const struct mqstate_settings *settings,
+                                      uint32_t timeout_ms,
+                                      struct mqstate_client **out);
+
+/**
+ * Closes the connection and frees the client (NULL is ignored). Calls in flight on other
+ * threads end with `MQSTATE_STATUS_CLOSED` and this waits for them to return; locks,
+ * elections and subscriptions made from the client stay valid handles (their calls then
+ * fail with `MQSTATE_STATUS_CLOSED`) until freed. Never call it from a mqstate callback.
+ *
+ * # Safety
+ * `client` must be NULL or a live client, closed once; no call may start on it afterwards.
+ */
+void mqstate_client_close(struct mqstate_client *client);
+
+/**
+ * SET `key` (`key_len` bytes) to `value` (`value_len` bytes). `*applied` (may be NULL)
+ * is false when the NX/NEX condition failed; `*version` (may be NULL) receives the new
+ * version (free with `mqstate_string_free`; NULL when not applied). `options` may be NULL.
+ *
+ * # Safety
+ * Pointers must be NULL or valid for their lengths; `client` a live client.
+ */
+mqstate_status mqstate_client_set(const struct mqstate_client *client,
+                                  const uint8_t *key,
+                                  size_t key_len,
+                                  const uint8_t *value,
+                                  size_t value_len,
+                                  const struct mqstate_set_options *options,
+                                  bool *applied,
+                                  char **version);
+
+/**
+ * GET `key`: `*out` is the value (free with `mqstate_value_free`), or NULL when the key
+ * does not exist (that is `MQSTATE_STATUS_OK`). `options` may be NULL.
+ *
+ * # Safety
+ * Pointers must be NULL or valid; `client` a live client; `out` writable.
+ */
+mqstate_status mqstate_client_get(const struct mqstate_client *client,
+                                  const uint8_t *key,
+                                  size_t key_len,
+                                  const struct mqstate_call_options *options,
+                                  struct mqstate_value **out);
+
+/**
+ * DELETE `key`: `*deleted` (may be NULL) is the number of keys deleted (0 or 1).
+ *
+ * # Safety
+ * Pointers must be NULL or valid; `client` a live client.
+ */
+mqstate_status mqstate_client_delete(const struct mqstate_client *client,
+                                     const uint8_t *key,
+                                     size_t key_len,
+                                     const struct mqstate_call_options *options,
+                                     uint64_t *deleted);
+
+/**
+ * VDEL: delete `key` only if it holds `value`; `*outcome` (may be NULL) says what happened.
+ *
+ * # Safety
+ * Pointers must be NULL or valid; `client` a live client.
+ */
+mqstate_status mqstate_client_vdel(const struct mqstate_client *client,
+                                   const uint8_t *key,
+                                   size_t key_len,
+                                   const uint8_t *value,
+                                   size_t value_len,
+                                   const struct mqstate_call_options *options,
+                                   mqstate_vdel_outcome *outcome);
+
+/**
+ * Observes `key`: `*out` is a subscription of its changes, registered (SUBACK, KEYNOTIFY,
+ * GET) when this returns. Free it with `mqstate_subscription_free` (which sends STOP).
+ *
+ * # Safety
+ * Pointers must be NULL or valid; `client` a live client; `out` writable.
+ */
+mqstate_status mqstate_client_observe(const struct mqstate_client *client,
+                                      const uint8_t *key,
+                                      size_t key_len,
+                                      const struct mqstate_call_options *options,
+                                      struct mqstate_subscription **out);
+
+/**
+ * Waits up to `timeout_ms` (0: do not wait) for the next event: `MQSTATE_STATUS_OK` with
+ * `*event` set (free it with `mqstate_sub_event_free`), `MQSTATE_STATUS_TIMEOUT` when none
+ * came, `MQSTATE_STATUS_CLOSED` once the subscription has ended and is drained.
+ *
+ * # Safety
+ * `sub` must be a live subscription; `event` writable.
+ */
+mqstate_status mqstate_subscription_next(const struct mqstate_subscription *sub,
+                                         uint32_t timeout_ms,
+                                         struct mqstate_sub_event **event);
+
+/**
+ * Delivers every event to `on_event(ctx, event)` on the subscription's own library thread
+ * (see the module notes for order and lifetime), then calls `release(ctx)` (may be NULL)
+ * once after the last event, on that thread. `on_event` must not call blocking mqstate
+ * functions (they return `MQSTATE_STATUS_UNSUPPORTED` there). A second callback, or a
+ * callback after `mqstate_subscription_fd`, is refused.
+ *
+ * # Safety
+ * `sub` must be a live subscription; `on_event` a valid function; `ctx` whatever the
+ * callbacks accept, usable from another thread.
+ */
+mqstate_status mqstate_subscription_set_callback(const struct mqstate_subscription *sub,
+                                                 mqstate_event_fn on_event,
+                                                 mqstate_release_fn release,
+                                                 void *ctx);
+
+/**
+ * A file descriptor that is readable while events are queued (one byte per event); read
+ * the events with `mqstate_subscription_next(sub, 0, &event)`, which consumes the byte. The
+ * descriptor belongs to the subscription (do not close it); it stays valid until
+ * `mqstate_subscription_free`. Calling it again gives the same descriptor.
+ *
+ * # Safety
+ * `sub` must be a live subscription; `fd` writable.
+ */
+mqstate_status mqstate_subscription_fd(const struct mqstate_subscription *sub, int *fd);
+
+/**
+ * Ends the subscription and frees it (NULL is ignored): for a key, STOP is sent at once; a
+ * callback's `release` runs on its thread after the last event. Calls waiting in
+ * `mqstate_subscription_next` on other threads return `MQSTATE_STATUS_CLOSED` first.
+ *
+ * # Safety
+ * `sub` must be NULL or a live subscription, freed once.
+ */
+void mqstate_subscription_free(struct mqstate_subscription *sub);
+
+/**
+ * The event's type.
+ *
+ * # Safety
+ * `event` must be a live event.
+ */
+mqstate_sub_event_type mqstate_sub_event_type_of(const struct mqstate_sub_event *event);
+
+/**
+ * The key of a `KEY_SET`/`KEY_DELETED` event (`*len` bytes; valid while the event lives).
+ *
+ * # Safety
+ * `event` must be a live event; `len` NULL or writable.
+ */
+const uint8_t *mqstate_sub_event_key(const struct mqstate_sub_event *event, size_t *len);
+
+/**
+ * The new value of a `KEY_SET` event (`*len` bytes; valid while the event lives).
+ *
+ * # Safety
+ * `event` must be a live event; `len` NULL or writable.
+ */
+const uint8_t *mqstate_sub_event_value(const struct mqstate_sub_event *event, size_t *len);
+
+/**
+ * The version (HLC text) of a key change or holder change, or the token of `HELD`; NULL
+ * when there is none. Valid while the event lives.
+ *
+ * # Safety
+ * `event` must be a live event.
+ */
+const char *mqstate_sub_event_version(const struct mqstate_sub_event *event);
+
+/**
+ * The holder of a `HOLDER` event (NULL: free). Valid while the event lives.
+ *
+ * # Safety
+ * `event` must be a live event.
+ */
+const char *mqstate_sub_event_holder(const struct mqstate_sub_event *event);
+
+/**
+ * The reason of a `LOST` or `DEGRADED` event (NULL otherwise). Valid while the event lives.
+ *
+ * # Safety
+ * `event` must be a live event.
+ */
+const char *mqstate_sub_event_reason(const struct mqstate_sub_event *event);
+
+/**
+ * Whether a change was found by a resynchronisation after a reconnection.
+ *
+ * # Safety
+ * `event` must be a live event.
+ */
+bool mqstate_sub_event_resync(const struct mqstate_sub_event *event);
+
+/**
+ * Events discarded before this one because the reader was too slow (the oldest go first).
+ *
+ * # Safety
+ * `event` must be a live event.
+ */
+uint64_t mqstate_sub_event_dropped_before(const struct mqstate_sub_event *event);
+
+/**
+ * Frees an event from `mqstate_subscription_next` (NULL is ignored).
+ *
+ * # Safety
+ * `event` must be NULL or an event from `mqstate_subscription_next`, freed once.
+ */
+void mqstate_sub_event_free(struct mqstate_sub_event *event);
+
+/**
+ * Frees a string returned by mqstate (a version, a holder id …); NULL is ignored.
+ *
+ * # Safety
+ * `text` must be NULL or a string from mqstate not yet freed.
+ */
+void mqstate_string_free(char *text);
+
+/**
+ * The value's bytes (`*len` bytes; valid until the value is freed; not NUL-terminated).
+ *
+ * # Safety
+ * `value` must be a live value; `len` NULL or writable.
+ */
+const uint8_t *mqstate_value_data(const struct mqstate_value *value, size_t *len);
+
+/**
+ * The value's version as HLC text (valid until the value is freed), or NULL if none.
+ *
+ * # Safety
+ * `value` must be a live value.
+ */
+const char *mqstate_value_version(const struct mqstate_value *value);
+
+/**
+ * Frees a value (NULL is ignored).
+ *
+ * # Safety
+ * `value` must be NULL or a live value, freed once.
+ */
+void mqstate_value_free(struct mqstate_value *value);
 
 /**
  * A clock for `node_id` (NUL-terminated UTF-8, non-empty, no `:`) reading the system time,

@@ -166,14 +166,13 @@ pub(crate) unsafe fn write_text(
         return Err(Failure::invalid("buf is NULL but len is not 0"));
     }
     if len <= text.len() {
-        return Err(Failure {
-            status: mqstate_status::BufferTooSmall,
-            message: format!(
+        return Err(Failure::new(
+            mqstate_status::BufferTooSmall,
+            format!(
                 "the buffer holds {len} bytes; {} are needed (text and NUL)",
                 text.len() + 1
-            )
-            .into(),
-        });
+            ),
+        ));
     }
     // SAFETY: `buf` is non-null here (len > text.len() >= 0) with `len` writable bytes, and
     // text.len() + 1 <= len.

@@ -19,6 +19,7 @@
 
 #![allow(non_camel_case_types)]
 
+pub mod client;
 pub mod clock;
 pub mod ffi;
 pub mod hlc;
@@ -30,6 +31,20 @@ pub mod topics;
 
 use std::ffi::c_char;
 
+pub use client::cancel::mqstate_cancel;
+pub use client::error::mqstate_error;
+pub use client::lock::{
+    mqstate_edit, mqstate_edit_fn, mqstate_election, mqstate_lock, mqstate_lock_options,
+};
+pub use client::settings::mqstate_settings;
+pub use client::store::{
+    mqstate_call_options, mqstate_client, mqstate_set_options, mqstate_vdel_outcome,
+};
+pub use client::subscription::{
+    mqstate_event_fn, mqstate_release_fn, mqstate_sub_event, mqstate_sub_event_type,
+    mqstate_subscription,
+};
+pub use client::text::mqstate_value;
 pub use clock::{mqstate_clock, mqstate_now_fn};
 pub use ffi::mqstate_bytes;
 pub use hlc::mqstate_hlc;

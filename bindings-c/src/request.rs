@@ -30,7 +30,7 @@ pub enum mqstate_set_condition {
     Nex = 2,
 }
 
-fn condition_arg(condition: u32) -> Result<SetCondition, Failure> {
+pub(crate) fn condition_arg(condition: u32) -> Result<SetCondition, Failure> {
     match condition {
         c if c == mqstate_set_condition::Always as u32 => Ok(SetCondition::Always),
         c if c == mqstate_set_condition::Nx as u32 => Ok(SetCondition::NotExists),

@@ -212,19 +212,27 @@ impl mqstate_status {
     }
 }
 
-/// An error on its way out of an `extern "C"` function: the status and the message.
+/// An error on its way out of an `extern "C"` function: the status, the message, and the
+/// core error it came from (for `mqstate_error_last`).
 #[derive(Debug)]
 pub(crate) struct Failure {
     pub(crate) status: mqstate_status,
     pub(crate) message: Cow<'static, str>,
+    pub(crate) error: Option<Box<Error>>,
 }
 
 impl Failure {
     /// An `invalid_argument` failure.
     pub(crate) fn invalid(message: impl Into<Cow<'static, str>>) -> Failure {
+        Failure::new(mqstate_status::InvalidArgument, message)
+    }
+
+    /// A failure of `status`.
+    pub(crate) fn new(status: mqstate_status, message: impl Into<Cow<'static, str>>) -> Failure {
         Failure {
-            status: mqstate_status::InvalidArgument,
+            status,
             message: message.into(),
+            error: None,
         }
     }
 }
@@ -234,6 +242,7 @@ impl From<Error> for Failure {
         Failure {
             status: mqstate_status::of_kind(e.kind()),
             message: Cow::Owned(e.message().to_owned()),
+            error: Some(Box::new(e)),
         }
     }
 }
@@ -247,16 +256,32 @@ impl From<StoreError> for Failure {
 /// What a body inside the boundary returns.
 pub(crate) type FfiResult = Result<(), Failure>;
 
-thread_local! {
-    static LAST_ERROR: RefCell<String> = const { RefCell::new(String::new()) };
+/// The last error of a thread: what `mqstate_last_error_message` copies out and
+/// `mqstate_error_last` captures.
+#[derive(Default)]
+pub(crate) struct LastError {
+    pub(crate) status: u32,
+    pub(crate) message: String,
+    pub(crate) error: Option<Box<Error>>,
 }
 
-fn set_last_error(message: &str) {
+thread_local! {
+    static LAST_ERROR: RefCell<LastError> = RefCell::new(LastError::default());
+}
+
+fn set_last_error(status: mqstate_status, message: &str, error: Option<Box<Error>>) {
     LAST_ERROR.with(|last| {
         let mut last = last.borrow_mut();
-        last.clear();
-        last.push_str(message);
+        last.status = status as u32;
+        last.message.clear();
+        last.message.push_str(message);
+        last.error = error;
     });
+}
+
+/// Runs `f` with this thread's last error.
+pub(crate) fn with_last_error<R>(f: impl FnOnce(&LastError) -> R) -> R {
+    LAST_ERROR.with(|last| f(&last.borrow()))
 }
 
 /// Runs one `extern "C"` body: catches any panic (returning `MQSTATE_STATUS_PANIC`), records
@@ -264,11 +289,11 @@ fn set_last_error(message: &str) {
 pub(crate) fn boundary(body: impl FnOnce() -> FfiResult) -> mqstate_status {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => {
-            set_last_error("");
+            set_last_error(mqstate_status::Ok, "", None);
             mqstate_status::Ok
         }
         Ok(Err(failure)) => {
-            set_last_error(&failure.message);
+            set_last_error(failure.status, &failure.message, failure.error);
             failure.status
         }
         Err(payload) => {
@@ -277,7 +302,11 @@ pub(crate) fn boundary(body: impl FnOnce() -> FfiResult) -> mqstate_status {
                 .map(|s| (*s).to_owned())
                 .or_else(|| payload.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "unknown panic payload".to_owned());
-            set_last_error(&format!("mqstate panicked (a bug): {what}"));
+            set_last_error(
+                mqstate_status::Panic,
+                &format!("mqstate panicked (a bug): {what}"),
+                None,
+            );
             mqstate_status::Panic
         }
     }
@@ -316,7 +345,7 @@ pub unsafe extern "C" fn mqstate_last_error_message(buf: *mut c_char, len: usize
         last.len()
     };
     catch_unwind(AssertUnwindSafe(|| {
-        LAST_ERROR.with(|last| copy(&last.borrow()))
+        LAST_ERROR.with(|last| copy(&last.borrow().message))
     }))
     .unwrap_or(0)
 }

@@ -1,0 +1,13 @@
+//! The client half of the C binding: settings, clients, subscriptions, locks, elections,
+//! cancellation and error objects — each function a thin conversion over the core's binding
+//! layer (`mqstate::bridge`), run inside the panic boundary, with every pointer checked.
+
+#[macro_use]
+pub mod guard;
+pub mod cancel;
+pub mod error;
+pub mod lock;
+pub mod settings;
+pub mod store;
+pub mod subscription;
+pub mod text;

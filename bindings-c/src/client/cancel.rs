@@ -1,0 +1,111 @@
+//! Cancellation from another thread, and the one blocking wait every call uses.
+//!
+//! A `mqstate_cancel` token is given to calls (in their options or arguments); triggering it
+//! from any thread ends every call waiting with it (and every later call given it) with
+//! `MQSTATE_STATUS_CANCELLED`, and the core withdraws their work.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use mqstate::bridge::{Call, Canceller};
+
+use super::guard;
+use crate::status::{Failure, boundary, mqstate_status};
+
+/// The state of a cancellation token.
+#[derive(Default)]
+pub(crate) struct CancelState {
+    triggered: bool,
+    next: u64,
+    calls: Vec<(u64, Canceller)>,
+}
+
+/// A cancellation token (opaque; thread-safe).
+pub struct mqstate_cancel {
+    guarded: guard::Guarded<Mutex<CancelState>>,
+}
+
+crate::handle!(mqstate_cancel, Mutex<CancelState>);
+
+/// Creates a cancellation token in `*out` (free it with `mqstate_cancel_free`).
+///
+/// # Safety
+/// `out` must be NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mqstate_cancel_new(out: *mut *mut mqstate_cancel) -> mqstate_status {
+    boundary(|| {
+        // SAFETY: NULL or writable per the caller.
+        let out = unsafe { crate::ffi::out_arg(out, std::ptr::null_mut(), "out") }?;
+        *out = guard::new(Mutex::new(CancelState::default()));
+        Ok(())
+    })
+}
+
+/// Cancels every call waiting with this token, and every later one given it. Any thread;
+/// idempotent.
+///
+/// # Safety
+/// `token` must be a live token.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mqstate_cancel_trigger(token: *const mqstate_cancel) -> mqstate_status {
+    boundary(|| {
+        // SAFETY: a live token per the caller.
+        let token = unsafe { guard::enter(token, "token") }?;
+        let calls = {
+            let mut state = token.lock().unwrap_or_else(|e| e.into_inner());
+            state.triggered = true;
+            std::mem::take(&mut state.calls)
+        };
+        for (_, call) in calls {
+            call.cancel();
+        }
+        Ok(())
+    })
+}
+
+/// Frees a token (NULL is ignored); calls still waiting with it are not cancelled.
+///
+/// # Safety
+/// `token` must be NULL or a live token, freed once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mqstate_cancel_free(token: *mut mqstate_cancel) {
+    // SAFETY: per the caller.
+    unsafe { guard::close(token, |_| {}) }
+}
+
+/// Waits for `call`: up to `timeout_ms` (0: no limit of its own; the core's request timeout
+/// still applies), cancellable through `cancel` (may be NULL).
+///
+/// # Safety
+/// `cancel` must be NULL or a live token.
+pub(crate) unsafe fn run<T: Send + 'static>(
+    call: Call<T>,
+    timeout_ms: u32,
+    cancel: *const mqstate_cancel,
+) -> Result<T, Failure> {
+    // SAFETY: NULL or a live token per the caller.
+    let registered = match unsafe { cancel.as_ref() } {
+        Some(t) => {
+            let entered = guard::Handle::guarded(t).enter()?;
+            let id = {
+                let mut state = entered.lock().unwrap_or_else(|e| e.into_inner());
+                if state.triggered {
+                    call.cancel();
+                }
+                state.next += 1;
+                let id = state.next;
+                state.calls.push((id, call.canceller()));
+                id
+            };
+            Some((entered, id))
+        }
+        None => None,
+    };
+    let timeout = (timeout_ms > 0).then(|| Duration::from_millis(u64::from(timeout_ms)));
+    let result = call.wait(timeout);
+    if let Some((token, id)) = registered {
+        let mut state = token.lock().unwrap_or_else(|e| e.into_inner());
+        state.calls.retain(|(other, _)| *other != id);
+    }
+    Ok(result?)
+}

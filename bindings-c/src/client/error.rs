@@ -1,0 +1,125 @@
+//! The explicit error object, for callers that keep an error beyond the next call, and the
+//! process-level functions: exit and fork.
+
+use std::ffi::{CString, c_char};
+
+use mqstate::Error;
+
+use crate::status::{mqstate_status, with_last_error};
+
+/// A captured error (opaque): status, message, and details. Free with `mqstate_error_free`.
+pub struct mqstate_error {
+    status: u32,
+    message: CString,
+    error: Option<Box<Error>>,
+}
+
+/// Captures the calling thread's last error (the one `mqstate_last_error_message` copies
+/// out) as an object; NULL when the last call succeeded.
+#[unsafe(no_mangle)]
+pub extern "C" fn mqstate_error_last() -> *mut mqstate_error {
+    let captured = std::panic::catch_unwind(|| {
+        with_last_error(|last| {
+            (last.status != mqstate_status::Ok as u32).then(|| mqstate_error {
+                status: last.status,
+                message: CString::new(last.message.replace('\0', " ")).unwrap_or_default(),
+                error: last.error.clone(),
+            })
+        })
+    });
+    match captured {
+        Ok(Some(e)) => Box::into_raw(Box::new(e)),
+        _ => std::ptr::null_mut(),
+    }
+}
+
+/// The error's status (a `mqstate_status` value).
+///
+/// # Safety
+/// `error` must be NULL or a live error.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mqstate_error_status(error: *const mqstate_error) -> u32 {
+    // SAFETY: per the caller.
+    unsafe { error.as_ref() }.map_or(mqstate_status::Ok as u32, |e| e.status)
+}
+
+/// The error's message (valid while the error lives); a store error's is the service's
+/// exact text.
+///
+/// # Safety
+/// `error` must be NULL or a live error.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mqstate_error_message(error: *const mqstate_error) -> *const c_char {
+    // SAFETY: per the caller.
+    unsafe { error.as_ref() }.map_or(c"".as_ptr(), |e| e.message.as_ptr())
+}
+
+/// Whether the request had been sent before the error (a timeout waiting for the answer, a
+/// connection lost in flight): the service may have applied it.
+///
+/// # Safety
+/// `error` must be NULL or a live error.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mqstate_error_may_have_applied(error: *const mqstate_error) -> bool {
+    // SAFETY: per the caller.
+    unsafe { error.as_ref() }
+        .and_then(|e| e.error.as_ref())
+        .is_some_and(|e| e.may_have_applied())
+}
+
+/// The RPC status (`__stat`) of an `MQSTATE_STATUS_RPC_ERROR`, else 0.
+///
+/// # Safety
+/// `error` must be NULL or a live error.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mqstate_error_rpc_status(error: *const mqstate_error) -> u16 {
+    // SAFETY: per the caller.
+    unsafe { error.as_ref() }
+        .and_then(|e| e.error.as_ref())
+        .and_then(|e| e.rpc_details())
+        .map_or(0, |d| d.status)
+}
+
+/// The status an edit callback returned, for an `MQSTATE_STATUS_CALLBACK` error; else 0.
+///
+/// # Safety
+/// `error` must be NULL or a live error.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mqstate_error_callback_status(error: *const mqstate_error) -> u32 {
+    // SAFETY: per the caller.
+    unsafe { error.as_ref() }
+        .and_then(|e| e.error.as_ref())
+        .and_then(|e| e.callback_payload())
+        .and_then(|p| p.downcast_ref::<mqstate_status>())
+        .map_or(0, |s| *s as u32)
+}
+
+/// Frees an error (NULL is ignored).
+///
+/// # Safety
+/// `error` must be NULL or a live error, freed once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mqstate_error_free(error: *mut mqstate_error) {
+    if !error.is_null() {
+        // SAFETY: made by `Box::into_raw`, freed once.
+        drop(unsafe { Box::from_raw(error) });
+    }
+}
+
+/// For an `atexit` handler: waits up to `timeout_ms` for calls and callbacks in flight to
+/// end; true when everything was idle in time.
+#[unsafe(no_mangle)]
+pub extern "C" fn mqstate_shutdown(timeout_ms: u32) -> bool {
+    std::panic::catch_unwind(|| {
+        mqstate::bridge::runtime::wait_idle(std::time::Duration::from_millis(u64::from(timeout_ms)))
+    })
+    .unwrap_or(false)
+}
+
+/// For a `pthread_atfork` child handler: the child gets a runtime of its own on first use;
+/// clients connected before the fork return `MQSTATE_STATUS_UNSUPPORTED` there (connect
+/// again). Without it, a child must not use mqstate at all if the parent had connected.
+#[unsafe(no_mangle)]
+pub extern "C" fn mqstate_atfork_child() {
+    let _ = std::panic::catch_unwind(mqstate::bridge::runtime::after_fork_in_child);
+}

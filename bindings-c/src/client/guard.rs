@@ -1,0 +1,124 @@
+//! Handles that may be closed while other threads still use them.
+//!
+//! Every client-side handle is a [`Guarded`] value: each call enters it (a counter), and
+//! the handle's `_close`/`_free` first marks it closing (new calls fail with
+//! `MQSTATE_STATUS_CLOSED`), runs its shutdown (which makes the calls in flight end
+//! promptly: their requests fail with `closed`), waits until the calls in flight have left,
+//! and only then frees the memory. Starting a call on a handle *after* its close has begun
+//! is the caller's error, as with any freed pointer.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use crate::status::{Failure, mqstate_status};
+
+/// A handle's value with its in-flight call count.
+pub(crate) struct Guarded<T> {
+    pub(crate) inner: T,
+    active: AtomicUsize,
+    closing: AtomicBool,
+}
+
+/// A call inside a handle; leaving it (drop) lets a close proceed.
+pub(crate) struct Entered<'a, T>(&'a Guarded<T>);
+
+impl<T> std::ops::Deref for Entered<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0.inner
+    }
+}
+
+impl<T> Drop for Entered<'_, T> {
+    fn drop(&mut self) {
+        self.0.active.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl<T> Guarded<T> {
+    pub(crate) fn new(inner: T) -> Guarded<T> {
+        Guarded {
+            inner,
+            active: AtomicUsize::new(0),
+            closing: AtomicBool::new(false),
+        }
+    }
+
+    /// Enters the handle for one call; `closed` once its close has begun.
+    pub(crate) fn enter(&self) -> Result<Entered<'_, T>, Failure> {
+        self.active.fetch_add(1, Ordering::SeqCst);
+        let entered = Entered(self);
+        if self.closing.load(Ordering::SeqCst) {
+            return Err(Failure::new(mqstate_status::Closed, "the handle is closed"));
+        }
+        Ok(entered)
+    }
+}
+
+/// A C handle type wrapping a [`Guarded`] value (see [`handle!`](crate::handle)).
+pub(crate) trait Handle: Sized {
+    /// What the handle holds.
+    type Inner;
+    /// The guarded value.
+    fn guarded(&self) -> &Guarded<Self::Inner>;
+    /// Wraps a guarded value.
+    fn wrap(inner: Guarded<Self::Inner>) -> Self;
+}
+
+/// Implements [`Handle`] for an opaque C handle type `struct $name { guarded:
+/// Guarded<$inner> }` (the struct itself is written out so that cbindgen declares it).
+#[macro_export]
+macro_rules! handle {
+    ($name:ident, $inner:ty) => {
+        impl $crate::client::guard::Handle for $name {
+            type Inner = $inner;
+            fn guarded(&self) -> &$crate::client::guard::Guarded<$inner> {
+                &self.guarded
+            }
+            fn wrap(guarded: $crate::client::guard::Guarded<$inner>) -> Self {
+                $name { guarded }
+            }
+        }
+    };
+}
+
+/// Enters the handle behind `ptr` (NULL is `invalid_argument`).
+///
+/// # Safety
+/// `ptr` must be NULL or a live handle made by [`new`].
+pub(crate) unsafe fn enter<'a, H: Handle + 'a>(
+    ptr: *const H,
+    what: &str,
+) -> Result<Entered<'a, H::Inner>, Failure> {
+    // SAFETY: per the caller, NULL or a live handle.
+    let handle =
+        unsafe { ptr.as_ref() }.ok_or_else(|| Failure::invalid(format!("{what} is NULL")))?;
+    handle.guarded().enter()
+}
+
+/// A new handle for C.
+pub(crate) fn new<H: Handle>(inner: H::Inner) -> *mut H {
+    Box::into_raw(Box::new(H::wrap(Guarded::new(inner))))
+}
+
+/// Closes and frees the handle behind `ptr` (NULL is ignored): marks it closing, runs
+/// `shutdown`, waits for the calls in flight to leave, frees it.
+///
+/// # Safety
+/// `ptr` must be NULL or a live handle made by [`new`], closed once.
+pub(crate) unsafe fn close<H: Handle>(ptr: *mut H, shutdown: impl FnOnce(&H::Inner)) {
+    if ptr.is_null() {
+        return;
+    }
+    // SAFETY: per the caller, a live handle; nobody frees it but this function.
+    let handle = unsafe { &*ptr }.guarded();
+    if handle.closing.swap(true, Ordering::SeqCst) {
+        return; // a close is already under way on another thread
+    }
+    shutdown(&handle.inner);
+    while handle.active.load(Ordering::SeqCst) > 0 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // SAFETY: made by `Box::into_raw` in `new`, no call is inside, freed once.
+    drop(unsafe { Box::from_raw(ptr) });
+}
