@@ -889,6 +889,15 @@ mqstate_status mqstate_lock_holder(const struct mqstate_lock *lock,
 mqstate_status mqstate_lock_fencing_token(const struct mqstate_lock *lock, char **token);
 
 /**
+ * The holder id this lock writes (the client id, or `client_id:session_id`), valid while
+ * the lock lives; NULL for a NULL lock.
+ *
+ * # Safety
+ * `lock` must be NULL or a live lock.
+ */
+const char *mqstate_lock_holder_id(const struct mqstate_lock *lock);
+
+/**
  * Whether the lock is held now (acquired, not lost or released, lease not run out).
  *
  * # Safety

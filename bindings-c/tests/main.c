@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "check.h"
+#include "live.h"
 
 int check_count = 0;
 int check_failures = 0;
@@ -50,18 +51,25 @@ static const struct group groups[] = {
     {"notifications", test_notifications}, {"topics", test_topics},
     {"hlc", test_hlc},                   {"clock", test_clock},
     {"errors", test_errors},
+    /* Against the live store at MQSTATE_URL. */
+    {"client", test_client},             {"subscriptions", test_subscriptions},
+    {"locks", test_locks},               {"threads", test_threads},
 };
 
 int main(int argc, char **argv) {
     size_t n = sizeof groups / sizeof groups[0];
     if (argc < 2) {
-        fprintf(stderr, "usage: %s GROUP... (or all)\n", argv[0]);
+        fprintf(stderr, "usage: %s GROUP... (all: the offline groups; live: those needing "
+                        "MQSTATE_URL)\n", argv[0]);
         return 2;
     }
     for (int i = 1; i < argc; i++) {
         int found = 0;
         for (size_t g = 0; g < n; g++) {
-            if (strcmp(argv[i], "all") == 0 || strcmp(argv[i], groups[g].name) == 0) {
+            int offline = g < 7;
+            if ((strcmp(argv[i], "all") == 0 && offline) ||
+                (strcmp(argv[i], "live") == 0 && !offline) ||
+                strcmp(argv[i], groups[g].name) == 0) {
                 int before = check_failures, checks = check_count;
                 groups[g].run();
                 printf("%-13s %d checks, %d failed\n", groups[g].name, check_count - checks,

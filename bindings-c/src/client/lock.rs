@@ -3,7 +3,7 @@
 //! fail) and leader elections (campaign, try, resign, leader, is-leader). Waits take a
 //! timeout in milliseconds (0: no limit of their own) and a cancellation token.
 
-use std::ffi::{c_char, c_void};
+use std::ffi::{CString, c_char, c_void};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -21,10 +21,29 @@ use crate::status::{Failure, boundary, mqstate_status};
 
 /// A leased lock (opaque; thread-safe). Free it with `mqstate_lock_free`.
 pub struct mqstate_lock {
-    guarded: guard::Guarded<LockHandle>,
+    guarded: guard::Guarded<LockData>,
 }
 
-crate::handle!(mqstate_lock, LockHandle);
+crate::handle!(mqstate_lock, LockData);
+
+/// A lock and its holder id as C text.
+pub(crate) struct LockData {
+    lock: LockHandle,
+    holder_id: CString,
+}
+
+impl std::ops::Deref for LockData {
+    type Target = LockHandle;
+    fn deref(&self) -> &LockHandle {
+        &self.lock
+    }
+}
+
+impl LockData {
+    fn holder_id_c(&self) -> *const c_char {
+        self.holder_id.as_ptr()
+    }
+}
 
 /// A candidate in a leader election (opaque; thread-safe). Free it with
 /// `mqstate_election_free`.
@@ -92,7 +111,10 @@ pub unsafe extern "C" fn mqstate_lock_new(
             }?,
             auto_renew: ms(o.map_or(0, |o| o.auto_renew_ms)),
         };
-        *out = guard::new(store.lock(key, options)?);
+        let lock = store.lock(key, options)?;
+        let holder_id =
+            CString::new(lock.holder_id()).map_err(|_| Failure::invalid("holder has a NUL"))?;
+        *out = guard::new(LockData { lock, holder_id });
         Ok(())
     })
 }
@@ -256,6 +278,20 @@ pub unsafe extern "C" fn mqstate_lock_fencing_token(
         // SAFETY: `token` is writable.
         unsafe { put_string(token, Some(&held.to_text())) }
     })
+}
+
+/// The holder id this lock writes (the client id, or `client_id:session_id`), valid while
+/// the lock lives; NULL for a NULL lock.
+///
+/// # Safety
+/// `lock` must be NULL or a live lock.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mqstate_lock_holder_id(lock: *const mqstate_lock) -> *const c_char {
+    // SAFETY: per the caller.
+    match unsafe { lock.as_ref() } {
+        Some(l) => guard::Handle::guarded(l).inner.holder_id_c(),
+        None => std::ptr::null(),
+    }
 }
 
 /// Whether the lock is held now (acquired, not lost or released, lease not run out).

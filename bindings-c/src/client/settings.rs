@@ -18,10 +18,14 @@ pub struct mqstate_settings {
 
 crate::handle!(mqstate_settings, Mutex<Settings>);
 
-fn make(out: *mut *mut mqstate_settings, settings: Settings) -> Result<(), crate::status::Failure> {
+/// Resets `*out`, builds the settings, and stores them: on error `*out` is NULL.
+fn make(
+    out: *mut *mut mqstate_settings,
+    build: impl FnOnce() -> Result<Settings, crate::status::Failure>,
+) -> Result<(), crate::status::Failure> {
     // SAFETY: NULL or writable per the callers' contracts.
     let out = unsafe { out_arg(out, std::ptr::null_mut(), "out") }?;
-    *out = guard::new(Mutex::new(settings));
+    *out = guard::new(Mutex::new(build()?));
     Ok(())
 }
 
@@ -31,7 +35,7 @@ fn make(out: *mut *mut mqstate_settings, settings: Settings) -> Result<(), crate
 /// `out` must be NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mqstate_settings_new(out: *mut *mut mqstate_settings) -> mqstate_status {
-    boundary(|| make(out, Settings::new()))
+    boundary(|| make(out, || Ok(Settings::new())))
 }
 
 /// Settings from a `mqtt://` / `mqtts://` URL (query items are setting names).
@@ -45,8 +49,9 @@ pub unsafe extern "C" fn mqstate_settings_from_url(
 ) -> mqstate_status {
     boundary(|| {
         // SAFETY: per the caller.
-        let url = unsafe { str_arg(url, "url") }?;
-        make(out, Settings::from_url(url)?)
+        make(out, || {
+            Ok(Settings::from_url(unsafe { str_arg(url, "url") }?)?)
+        })
     })
 }
 
@@ -59,7 +64,7 @@ pub unsafe extern "C" fn mqstate_settings_from_url(
 pub unsafe extern "C" fn mqstate_settings_from_env(
     out: *mut *mut mqstate_settings,
 ) -> mqstate_status {
-    boundary(|| make(out, Settings::from_env()?))
+    boundary(|| make(out, || Ok(Settings::from_env()?)))
 }
 
 /// Sets the setting `name` (e.g. `"client_id"`, `"keep_alive"`, `"request_timeout"`,

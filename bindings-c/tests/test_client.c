@@ -1,0 +1,310 @@
+/*
+ * The C client against a live store: every call and its options, error paths (NULL, bad
+ * UTF-8, empty keys, closed handles), the error object, locks, fenced edits with a C
+ * callback that may fail, elections.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "live.h"
+
+static void test_settings_and_connect_errors(void) {
+    mqstate_settings *s = NULL;
+    mqstate_client *c = NULL;
+    CHECK_STATUS(mqstate_settings_new(&s), MQSTATE_STATUS_OK, "settings_new");
+    CHECK_STATUS(mqstate_settings_set(s, "keep_alive", "soon"), MQSTATE_STATUS_INVALID_ARGUMENT,
+                 "bad value");
+    CHECK(strstr(last_error(), "keep_alive") != NULL, "the message names the setting: %s",
+          last_error());
+    CHECK_STATUS(mqstate_settings_set(s, "no_such", "1"), MQSTATE_STATUS_INVALID_ARGUMENT,
+                 "unknown name");
+    CHECK(strstr(last_error(), "known: host") != NULL, "%s", last_error());
+    CHECK_STATUS(mqstate_settings_set(s, "\xff\xfe", "1"), MQSTATE_STATUS_INVALID_ARGUMENT,
+                 "name not UTF-8");
+    CHECK_STATUS(mqstate_settings_set(s, NULL, "1"), MQSTATE_STATUS_INVALID_ARGUMENT, "NULL name");
+    CHECK_STATUS(mqstate_settings_set(NULL, "port", "1"), MQSTATE_STATUS_INVALID_ARGUMENT,
+                 "NULL settings");
+    CHECK_STATUS(mqstate_settings_set(s, "port", "1"), MQSTATE_STATUS_OK, "port 1");
+    CHECK_STATUS(mqstate_settings_set(s, "host", "127.0.0.1"), MQSTATE_STATUS_OK, "host");
+    CHECK_STATUS(mqstate_settings_set(s, "connect_timeout", "2"), MQSTATE_STATUS_OK, "timeout");
+    CHECK_STATUS(mqstate_client_connect(s, 0, &c), MQSTATE_STATUS_CONNECT_REFUSED, "refused");
+    CHECK(c == NULL, "no client on failure");
+    CHECK_STATUS(mqstate_client_connect(NULL, 0, &c), MQSTATE_STATUS_INVALID_ARGUMENT, "NULL s");
+    CHECK_STATUS(mqstate_client_connect(s, 0, NULL), MQSTATE_STATUS_INVALID_ARGUMENT, "NULL out");
+    mqstate_settings_free(s);
+    mqstate_settings_free(NULL);
+    CHECK_STATUS(mqstate_settings_from_url("http://x", &s), MQSTATE_STATUS_INVALID_ARGUMENT, "url");
+    CHECK(s == NULL, "no settings on failure");
+    mqstate_client_close(NULL);
+}
+
+static void test_set_get_delete_vdel(mqstate_client *c) {
+    char key[128];
+    const uint8_t value[] = {'v', 0, '\r', '\n', 0xff};
+    bool applied = false;
+    char *version = NULL;
+    mqstate_value *got = NULL;
+    size_t len = 0;
+    uint64_t deleted = 9;
+    mqstate_vdel_outcome outcome = MQSTATE_VDEL_OUTCOME_DELETED;
+    live_key(key, sizeof key, "kv");
+
+    CHECK_STATUS(mqstate_client_get(c, (const uint8_t *)key, strlen(key), NULL, &got),
+                 MQSTATE_STATUS_OK, "get missing");
+    CHECK(got == NULL, "missing is NULL");
+    CHECK_STATUS(mqstate_client_set(c, (const uint8_t *)key, strlen(key), value, sizeof value,
+                                    NULL, &applied, &version),
+                 MQSTATE_STATUS_OK, "set");
+    CHECK(applied && version != NULL, "applied with a version");
+    CHECK_STATUS(mqstate_client_get(c, (const uint8_t *)key, strlen(key), NULL, &got),
+                 MQSTATE_STATUS_OK, "get");
+    CHECK(got != NULL, "found");
+    if (got != NULL) {
+        const uint8_t *data = mqstate_value_data(got, &len);
+        CHECK(bytes_equal(data, len, value, sizeof value), "byte-exact value");
+        CHECK(version != NULL && strcmp(mqstate_value_version(got), version) == 0,
+              "GET's version is the SET's");
+        mqstate_value_free(got);
+    }
+    mqstate_string_free(version);
+
+    mqstate_set_options nx;
+    memset(&nx, 0, sizeof nx);
+    nx.condition = MQSTATE_SET_CONDITION_NX;
+    nx.timeout_ms = 3000;
+    CHECK_STATUS(mqstate_client_set(c, (const uint8_t *)key, strlen(key), value, 1, &nx, &applied,
+                                    &version),
+                 MQSTATE_STATUS_OK, "set nx");
+    CHECK(!applied && version == NULL, "NX on an existing key is not applied");
+    nx.condition = 7;
+    CHECK_STATUS(mqstate_client_set(c, (const uint8_t *)key, strlen(key), value, 1, &nx, NULL,
+                                    NULL),
+                 MQSTATE_STATUS_INVALID_ARGUMENT, "bad condition");
+
+    CHECK_STATUS(mqstate_client_vdel(c, (const uint8_t *)key, strlen(key), (const uint8_t *)"x", 1,
+                                     NULL, &outcome),
+                 MQSTATE_STATUS_OK, "vdel mismatch");
+    CHECK(outcome == MQSTATE_VDEL_OUTCOME_VALUE_MISMATCH, "mismatch");
+    CHECK_STATUS(mqstate_client_vdel(c, (const uint8_t *)key, strlen(key), value, sizeof value,
+                                     NULL, &outcome),
+                 MQSTATE_STATUS_OK, "vdel");
+    CHECK(outcome == MQSTATE_VDEL_OUTCOME_DELETED, "deleted");
+    CHECK_STATUS(mqstate_client_delete(c, (const uint8_t *)key, strlen(key), NULL, &deleted),
+                 MQSTATE_STATUS_OK, "delete missing");
+    CHECK(deleted == 0, "nothing to delete");
+
+    /* Argument errors: nothing is sent. */
+    CHECK_STATUS(mqstate_client_set(c, (const uint8_t *)key, 0, value, 1, NULL, NULL, NULL),
+                 MQSTATE_STATUS_INVALID_ARGUMENT, "empty key");
+    CHECK_STATUS(mqstate_client_set(c, NULL, 3, value, 1, NULL, NULL, NULL),
+                 MQSTATE_STATUS_INVALID_ARGUMENT, "NULL key with a length");
+    CHECK_STATUS(mqstate_client_set(NULL, (const uint8_t *)key, 3, value, 1, NULL, NULL, NULL),
+                 MQSTATE_STATUS_INVALID_ARGUMENT, "NULL client");
+    CHECK_STATUS(mqstate_client_get(c, (const uint8_t *)key, strlen(key), NULL, NULL),
+                 MQSTATE_STATUS_INVALID_ARGUMENT, "NULL out");
+    mqstate_call_options bad_token;
+    memset(&bad_token, 0, sizeof bad_token);
+    bad_token.fencing_token = "not-a-version";
+    CHECK_STATUS(mqstate_client_delete(c, (const uint8_t *)key, strlen(key), &bad_token, NULL),
+                 MQSTATE_STATUS_MALFORMED, "malformed token");
+    bad_token.fencing_token = "004102444800000:00000:far-future";
+    CHECK_STATUS(mqstate_client_delete(c, (const uint8_t *)key, strlen(key), &bad_token, NULL),
+                 MQSTATE_STATUS_FENCING_TOKEN_SKEW, "future token");
+}
+
+static void test_fencing_and_error_object(mqstate_client *c) {
+    char key[128], lock_key[128];
+    mqstate_lock *lock = NULL;
+    char *token = NULL;
+    bool acquired = false;
+    live_key(key, sizeof key, "fenced");
+    live_key(lock_key, sizeof lock_key, "fenced-lock");
+
+    CHECK_STATUS(mqstate_lock_new(c, (const uint8_t *)lock_key, strlen(lock_key), NULL, &lock),
+                 MQSTATE_STATUS_OK, "lock_new");
+    CHECK_STATUS(mqstate_lock_fencing_token(lock, &token), MQSTATE_STATUS_NOT_HELD, "not held");
+    CHECK_STATUS(mqstate_lock_try_acquire(lock, 5000, 0, &acquired, &token), MQSTATE_STATUS_OK,
+                 "try_acquire");
+    CHECK(acquired && token != NULL, "acquired with a token");
+    mqstate_set_options fenced;
+    memset(&fenced, 0, sizeof fenced);
+    fenced.fencing_token = token;
+    CHECK_STATUS(mqstate_client_set(c, (const uint8_t *)key, strlen(key), (const uint8_t *)"1", 1,
+                                    &fenced, NULL, NULL),
+                 MQSTATE_STATUS_OK, "fenced set");
+    CHECK_STATUS(mqstate_client_set(c, (const uint8_t *)key, strlen(key), (const uint8_t *)"2", 1,
+                                    NULL, NULL, NULL),
+                 MQSTATE_STATUS_FENCING_TOKEN_REQUIRED, "unfenced set");
+    mqstate_error *e = mqstate_error_last();
+    CHECK(e != NULL, "an error object");
+    if (e != NULL) {
+        CHECK(mqstate_error_status(e) == MQSTATE_STATUS_FENCING_TOKEN_REQUIRED, "status");
+        CHECK(strcmp(mqstate_error_message(e), "a fencing token is required for this request") == 0,
+              "the service's exact text: %s", mqstate_error_message(e));
+        CHECK(!mqstate_error_may_have_applied(e), "a store answer was applied or not: known");
+        mqstate_error_free(e);
+    }
+    CHECK(strcmp(mqstate_status_name(MQSTATE_STATUS_FENCING_TOKEN_REQUIRED),
+                 "fencing_token_required") == 0, "status names are the core codes");
+    mqstate_call_options del;
+    memset(&del, 0, sizeof del);
+    del.fencing_token = token;
+    CHECK_STATUS(mqstate_client_delete(c, (const uint8_t *)key, strlen(key), &del, NULL),
+                 MQSTATE_STATUS_OK, "fenced delete");
+    CHECK(mqstate_error_last() == NULL, "no error after success");
+    bool released = false;
+    CHECK_STATUS(mqstate_lock_release(lock, 0, &released), MQSTATE_STATUS_OK, "release");
+    CHECK(released, "released");
+    mqstate_string_free(token);
+    mqstate_lock_free(lock);
+    mqstate_error_free(NULL);
+    mqstate_string_free(NULL);
+}
+
+void test_client(void) {
+    test_settings_and_connect_errors();
+    mqstate_client *c = live_client();
+    if (c == NULL) {
+        return;
+    }
+    test_set_get_delete_vdel(c);
+    test_fencing_and_error_object(c);
+    mqstate_client_close(c);
+}
+
+/* ---- locks, edits, elections ---------------------------------------------------------- */
+
+struct counter_ctx {
+    int calls;
+    mqstate_status fail_with;
+};
+
+static mqstate_status increment(void *ctx, const uint8_t *current, size_t len,
+                                mqstate_edit *decision) {
+    struct counter_ctx *counter = ctx;
+    char buf[32];
+    long n = 0;
+    counter->calls++;
+    if (counter->fail_with != MQSTATE_STATUS_OK) {
+        return counter->fail_with;
+    }
+    if (current != NULL && len < sizeof buf) {
+        memcpy(buf, current, len);
+        buf[len] = '\0';
+        n = strtol(buf, NULL, 10);
+    }
+    snprintf(buf, sizeof buf, "%ld", n + 1);
+    return mqstate_edit_set(decision, (const uint8_t *)buf, strlen(buf));
+}
+
+void test_locks(void) {
+    mqstate_client *a = live_client(), *b = live_client();
+    char key[128], counter_key[128];
+    mqstate_lock *la = NULL, *lb = NULL;
+    bool flag = false;
+    char *token = NULL, *holder = NULL, *renewed_token = NULL;
+    if (a == NULL || b == NULL) {
+        mqstate_client_close(a);
+        mqstate_client_close(b);
+        return;
+    }
+    live_key(key, sizeof key, "lock");
+    live_key(counter_key, sizeof counter_key, "counter");
+    CHECK_STATUS(mqstate_lock_new(a, (const uint8_t *)key, strlen(key), NULL, &la),
+                 MQSTATE_STATUS_OK, "lock a");
+    mqstate_lock_options opts;
+    memset(&opts, 0, sizeof opts);
+    opts.session_id = "s2";
+    CHECK_STATUS(mqstate_lock_new(b, (const uint8_t *)key, strlen(key), &opts, &lb),
+                 MQSTATE_STATUS_OK, "lock b");
+    mqstate_lock *bad = la;
+    CHECK_STATUS(mqstate_lock_new(a, (const uint8_t *)key, 0, NULL, &bad),
+                 MQSTATE_STATUS_INVALID_ARGUMENT, "empty lock key");
+    CHECK(bad == NULL, "out reset on error");
+
+    CHECK_STATUS(mqstate_lock_try_acquire(la, 5000, 0, &flag, &token), MQSTATE_STATUS_OK, "a");
+    CHECK(flag && mqstate_lock_is_held(la), "a holds it");
+    CHECK_STATUS(mqstate_lock_try_acquire(lb, 5000, 0, &flag, NULL), MQSTATE_STATUS_OK, "b");
+    CHECK(!flag && !mqstate_lock_is_held(lb), "b does not");
+    CHECK_STATUS(mqstate_lock_holder(lb, 0, &holder), MQSTATE_STATUS_OK, "holder");
+    CHECK(holder != NULL, "someone holds it");
+    mqstate_string_free(holder);
+    CHECK_STATUS(mqstate_lock_acquire(lb, 5000, 300, NULL, NULL), MQSTATE_STATUS_TIMEOUT,
+                 "bounded acquire");
+    CHECK_STATUS(mqstate_lock_renew(la, 0, &flag, &renewed_token), MQSTATE_STATUS_OK, "renew");
+    CHECK(flag && renewed_token != NULL && strcmp(renewed_token, token) != 0, "a new token");
+    mqstate_string_free(renewed_token);
+    mqstate_string_free(token);
+    CHECK_STATUS(mqstate_lock_release(lb, 0, &flag), MQSTATE_STATUS_OK, "b release");
+    CHECK(!flag, "b held nothing");
+    CHECK_STATUS(mqstate_lock_release(la, 0, &flag), MQSTATE_STATUS_OK, "a release");
+    CHECK(flag, "a released");
+    CHECK_STATUS(mqstate_lock_acquire(lb, 5000, 5000, NULL, &token), MQSTATE_STATUS_OK, "b");
+    CHECK_STATUS(mqstate_lock_release(lb, 0, NULL), MQSTATE_STATUS_OK, "b release");
+    mqstate_string_free(token);
+
+    /* Fenced edits: four increments, then a callback that fails. */
+    struct counter_ctx counter = {0, MQSTATE_STATUS_OK};
+    for (int i = 0; i < 4; i++) {
+        CHECK_STATUS(mqstate_lock_edit(la, (const uint8_t *)counter_key, strlen(counter_key), 2000,
+                                       10000, increment, &counter, NULL),
+                     MQSTATE_STATUS_OK, "edit");
+    }
+    mqstate_value *v = NULL;
+    CHECK_STATUS(mqstate_client_get(a, (const uint8_t *)counter_key, strlen(counter_key), NULL,
+                                    &v),
+                 MQSTATE_STATUS_OK, "get counter");
+    size_t len = 0;
+    const uint8_t *data = v ? mqstate_value_data(v, &len) : NULL;
+    CHECK(data != NULL && bytes_equal(data, len, (const uint8_t *)"4", 1), "counter is 4");
+    mqstate_value_free(v);
+    counter.fail_with = MQSTATE_STATUS_QUOTA_EXCEEDED;
+    CHECK_STATUS(mqstate_lock_edit(la, (const uint8_t *)counter_key, strlen(counter_key), 2000,
+                                   10000, increment, &counter, NULL),
+                 MQSTATE_STATUS_CALLBACK, "a failing callback");
+    mqstate_error *e = mqstate_error_last();
+    CHECK(e != NULL && mqstate_error_callback_status(e) == MQSTATE_STATUS_QUOTA_EXCEEDED,
+          "the callback's own status comes back");
+    mqstate_error_free(e);
+    CHECK_STATUS(mqstate_lock_holder(la, 0, &holder), MQSTATE_STATUS_OK, "holder after");
+    CHECK(holder == NULL, "released after the failed edit");
+    CHECK_STATUS(mqstate_lock_edit(la, (const uint8_t *)counter_key, strlen(counter_key), 2000,
+                                   10000, NULL, NULL, NULL),
+                 MQSTATE_STATUS_INVALID_ARGUMENT, "NULL callback");
+
+    /* Elections. */
+    char name[128];
+    mqstate_election *ea = NULL, *eb = NULL;
+    char *leader = NULL;
+    live_key(name, sizeof name, "election");
+    CHECK_STATUS(mqstate_election_new(a, (const uint8_t *)name, strlen(name), "alpha", &ea),
+                 MQSTATE_STATUS_OK, "candidate a");
+    CHECK_STATUS(mqstate_election_new(b, (const uint8_t *)name, strlen(name), "beta", &eb),
+                 MQSTATE_STATUS_OK, "candidate b");
+    mqstate_election *none = NULL;
+    CHECK_STATUS(mqstate_election_new(b, (const uint8_t *)name, strlen(name), NULL, &none),
+                 MQSTATE_STATUS_INVALID_ARGUMENT, "NULL candidate");
+    CHECK_STATUS(mqstate_election_try_campaign(ea, 3000, 0, &flag), MQSTATE_STATUS_OK, "try a");
+    CHECK(flag && mqstate_election_is_leader(ea), "a leads");
+    CHECK_STATUS(mqstate_election_campaign(eb, 3000, 300, NULL, NULL), MQSTATE_STATUS_TIMEOUT,
+                 "b waits in vain");
+    CHECK_STATUS(mqstate_election_leader(eb, 0, &leader), MQSTATE_STATUS_OK, "leader");
+    CHECK(leader != NULL && strcmp(leader, "alpha") == 0, "alpha leads");
+    mqstate_string_free(leader);
+    CHECK_STATUS(mqstate_election_resign(ea, 0, &flag), MQSTATE_STATUS_OK, "resign");
+    CHECK(flag && !mqstate_election_is_leader(ea), "resigned");
+    CHECK_STATUS(mqstate_election_campaign(eb, 3000, 5000, NULL, &token), MQSTATE_STATUS_OK,
+                 "b leads");
+    CHECK(token != NULL && mqstate_election_is_leader(eb), "with a token");
+    mqstate_string_free(token);
+    CHECK_STATUS(mqstate_election_resign(eb, 0, NULL), MQSTATE_STATUS_OK, "b resigns");
+
+    mqstate_election_free(ea);
+    mqstate_election_free(eb);
+    mqstate_lock_free(la);
+    mqstate_lock_free(lb);
+    mqstate_client_close(a);
+    mqstate_client_close(b);
+}
