@@ -48,9 +48,10 @@ pub unsafe extern "C" fn mqstate_settings_from_url(
     out: *mut *mut mqstate_settings,
 ) -> mqstate_status {
     boundary(|| {
-        // SAFETY: per the caller.
         make(out, || {
-            Ok(Settings::from_url(unsafe { str_arg(url, "url") }?)?)
+            // SAFETY: `url` is NULL or NUL-terminated per the caller.
+            let url = unsafe { str_arg(url, "url") }?;
+            Ok(Settings::from_url(url)?)
         })
     })
 }
