@@ -1,6 +1,36 @@
 /*
- * mqstate: C binding of the mqstate codec, hybrid logical clock and topics.
+ * mqstate: the C client of the MQTT5 state store (Azure IoT Operations), and the codec,
+ * hybrid logical clock and topics it is built on.
  * SPDX-License-Identifier: MIT OR Apache-2.0
+ *
+ * Naming and ownership guide
+ * --------------------------
+ * - Every name starts with `mqstate_`; types are `mqstate_<thing>`, functions
+ *   `mqstate_<thing>_<verb>`, enum constants `MQSTATE_<ENUM>_<VALUE>`.
+ * - Objects are opaque handles made by a `_new`/`_connect`/`_from_*` function (or returned
+ *   through an out-parameter) and released by exactly one `_free` or `_close`, which accepts
+ *   NULL. Nothing else frees them.
+ * - Every fallible function returns `mqstate_status` (0 = `MQSTATE_STATUS_OK`; the numbers are
+ *   fixed forever and shared with the other languages' error codes). On failure, every
+ *   out-parameter holds NULL/0/false (nothing to free), and the thread-local message is
+ *   available through `mqstate_last_error_message` (or `mqstate_error_last` for an object).
+ * - Strings the library returns as `char *` (versions, fencing tokens, holder ids) belong to
+ *   the caller: free them with `mqstate_string_free`. `const char *` results borrow from the
+ *   handle they came from and live as long as it does.
+ * - Byte arguments are (pointer, length) pairs and may contain NUL; text arguments are
+ *   NUL-terminated UTF-8 (anything else is `MQSTATE_STATUS_INVALID_ARGUMENT`).
+ * - Client calls block the calling thread, each with its own timeout in milliseconds (0: the
+ *   default), and can be cancelled from another thread with a `mqstate_cancel` token. They run
+ *   on a runtime the library owns; never call them from a mqstate callback.
+ * - Threads: clients, locks, elections, subscriptions and tokens may be used from any number
+ *   of threads at once. A handle may be closed while other threads wait in calls on it (they
+ *   return `MQSTATE_STATUS_CLOSED`, and the close waits for them); no call may start on a
+ *   handle after its close began.
+ * - Callbacks (subscription events, edit decisions) run on library threads, as documented on
+ *   each function. No panic ever crosses into C: an internal bug is `MQSTATE_STATUS_PANIC`.
+ * - fork(): call `mqstate_atfork_child()` in the child (e.g. from a `pthread_atfork` child
+ *   handler) before using mqstate there; clients connected before the fork cannot be used in
+ *   the child. At exit, `mqstate_shutdown(timeout_ms)` waits for work in flight.
  */
 
 #ifndef MQSTATE_H
