@@ -48,9 +48,33 @@ fn build(py: Python<'_>, err: &Error) -> PyResult<PyErr> {
         ErrorKind::Rpc(status) => (None, Some(status)),
         _ => (None, None),
     };
-    let exception = factory
-        .bind(py)
-        .call1((kind.code(), err.message(), store_kind, status))?;
+    let details = match err.rpc_details() {
+        Some(d) => {
+            let dict = pyo3::types::PyDict::new(py);
+            dict.set_item("status_message", d.status_message.as_deref())?;
+            dict.set_item("property_name", d.property_name.as_deref())?;
+            dict.set_item("property_value", d.property_value.as_deref())?;
+            dict.set_item("application_error", d.application_error)?;
+            dict.set_item(
+                "supported_major_versions",
+                d.supported_major_versions.as_deref(),
+            )?;
+            dict.set_item(
+                "request_protocol_version",
+                d.request_protocol_version.as_deref(),
+            )?;
+            Some(dict)
+        }
+        None => None,
+    };
+    let exception = factory.bind(py).call1((
+        kind.code(),
+        err.message(),
+        store_kind,
+        status,
+        details,
+        err.may_have_applied(),
+    ))?;
     Ok(PyErr::from_value(exception))
 }
 

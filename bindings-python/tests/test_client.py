@@ -200,5 +200,42 @@ def test_timeouts_are_timeout_errors(fresh_mosquitto: LiveStore, ns: str) -> Non
         with pytest.raises(errors.MqstateTimeoutError) as e:
             c.set(ns + "k", "v", timeout=0.5)
         assert isinstance(e.value, TimeoutError) and e.value.code == "timeout"
+        assert e.value.may_have_applied, "sent, unanswered: it may have been applied"
         assert time.monotonic() - started < 5
         fresh_mosquitto.start_store()
+
+
+def test_no_call_outlives_its_timeout_across_store_and_broker_restarts(
+    fresh_mosquitto: LiveStore, ns: str
+) -> None:
+    timeout = 2.0
+    outcomes: List[str] = []
+    late: List[float] = []
+    with mqstate.Client(fresh_mosquitto.url, reconnect_max_delay=0.2) as c:
+
+        def work(t: int) -> None:
+            for i in range(40):
+                started = time.monotonic()
+                try:
+                    c.set(f"{ns}{t}/{i}", "v", timeout=timeout)
+                    outcomes.append("ok")
+                except mqstate.MqstateError as e:
+                    assert e.code in ("timeout", "connection_lost"), e
+                    outcomes.append(e.code)
+                took = time.monotonic() - started
+                if took > timeout + 1.0:
+                    late.append(took)
+
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+        for th in threads:
+            th.start()
+        time.sleep(0.3)
+        fresh_mosquitto.restart_store()
+        time.sleep(0.3)
+        fresh_mosquitto.restart_broker()
+        for th in threads:
+            th.join()
+        assert not late, f"calls outlived their timeout: {late}"
+        assert "ok" in outcomes and len(outcomes) == 160
+        # And the client recovers.
+        c.set(ns + "after", "v", timeout=10)

@@ -140,3 +140,20 @@ def test_errors_are_catchable_from_the_package() -> None:
         mqstate.Hlc.parse("not a clock")
     e = errors.FencingTokenRequiredError("a fencing token is required for this request")
     assert e.kind == "fencing_token_required" and e.code == "fencing_token_required"
+
+
+def test_rpc_errors_carry_their_details_and_sent_requests_say_so() -> None:
+    details = {
+        "status_message": "unsupported protocol version",
+        "property_name": "__protVer",
+        "property_value": "2.0",
+        "application_error": False,
+        "supported_major_versions": "1",
+        "request_protocol_version": "2.0",
+    }
+    e = errors._from_core("rpc_error", "request failed with status 505", None, 505, details, True)
+    assert isinstance(e, errors.RpcError) and e.status == 505
+    assert (e.property_name, e.property_value, e.supported_major_versions) == ("__protVer", "2.0", "1")
+    assert e.status_message == "unsupported protocol version" and not e.application_error
+    assert e.may_have_applied
+    assert not errors._from_core("timeout", "t", None, None).may_have_applied

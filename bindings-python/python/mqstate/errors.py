@@ -33,7 +33,7 @@ whose ``code`` is that code.
 
 from __future__ import annotations
 
-from typing import Dict, Optional, Type
+from typing import Any, Dict, Optional, Type
 
 __all__ = [
     "MqstateError",
@@ -74,9 +74,12 @@ __all__ = [
 
 
 class MqstateError(Exception):
-    """Base class of every mqstate error. ``code`` is the core's stable error code."""
+    """Base class of every mqstate error. ``code`` is the core's stable error code;
+    ``may_have_applied`` is True when the request had been sent before the error (a timeout
+    waiting for the answer, a connection lost in flight): the service may have applied it."""
 
     code: str = "mqstate_error"
+    may_have_applied: bool = False
 
     def __init__(self, message: str = "") -> None:
         # One positional argument only: OSError subclasses (TimeoutError, ConnectionError)
@@ -216,9 +219,17 @@ class UnknownStoreError(StoreError):
 
 
 class RpcError(MqstateError):
-    """The RPC layer refused the request; ``status`` is the response's ``__stat``."""
+    """The RPC layer refused the request; ``status`` is the response's ``__stat``, and the
+    other attributes are the response's details (``__stMsg``, ``__propName``,
+    ``__propVal``, ``__apErr``, ``__supProtMajVer``, ``__requestProtVer``), None when absent."""
 
     code = "rpc_error"
+    status_message: Optional[str] = None
+    property_name: Optional[str] = None
+    property_value: Optional[str] = None
+    application_error: bool = False
+    supported_major_versions: Optional[str] = None
+    request_protocol_version: Optional[str] = None
 
     def __init__(self, message: str = "", status: int = 0) -> None:
         super().__init__(message)
@@ -340,7 +351,12 @@ def error_class(code: str) -> Type[MqstateError]:
 
 
 def _from_core(
-    code: str, message: str, store_kind: Optional[str], status: Optional[int]
+    code: str,
+    message: str,
+    store_kind: Optional[str],
+    status: Optional[int],
+    details: Optional[Dict[str, Any]] = None,
+    may_have_applied: bool = False,
 ) -> MqstateError:
     """Builds the exception for a core error (called by the native module)."""
     cls = _BY_CODE.get(code)
@@ -358,4 +374,9 @@ def _from_core(
         error = cls(message)
     if type(error).code != code:
         error.code = code
+    if may_have_applied:
+        error.may_have_applied = True
+    if details and isinstance(error, RpcError):
+        for name, value in details.items():
+            setattr(error, name, value)
     return error
