@@ -80,6 +80,78 @@ unsafe fn opt_str(ptr: *const c_char, what: &str) -> Result<Option<String>, Fail
     Ok(Some(unsafe { str_arg(ptr, what) }?.to_owned()))
 }
 
+/// One blocking call on a handle whose result is a flag, written to an optional out-flag
+/// (false first, so it is false on error).
+///
+/// # Safety
+/// `handle` must be NULL or live; `out` NULL or writable.
+unsafe fn flag_call<H: guard::Handle>(
+    handle: *const H,
+    what: &str,
+    timeout_ms: u32,
+    out: *mut bool,
+    call: impl FnOnce(&H::Inner) -> Result<mqstate::bridge::Call<bool>, Failure>,
+) -> mqstate_status {
+    boundary(|| {
+        // SAFETY: per the caller.
+        unsafe { put(out, false) };
+        // SAFETY: per the caller.
+        let inner = unsafe { guard::enter(handle, what) }?;
+        // SAFETY: no token.
+        let got = unsafe { run(call(&inner)?, timeout_ms, std::ptr::null()) }?;
+        // SAFETY: per the caller.
+        unsafe { put(out, got) };
+        Ok(())
+    })
+}
+
+/// One blocking call on a handle whose result is optional text, written to `*out`
+/// (NULL first; free with `mqstate_string_free`).
+///
+/// # Safety
+/// `handle` must be NULL or live; `out` writable.
+unsafe fn text_call<H: guard::Handle>(
+    handle: *const H,
+    what: &str,
+    timeout_ms: u32,
+    out: *mut *mut c_char,
+    call: impl FnOnce(&H::Inner) -> mqstate::bridge::Call<Option<String>>,
+) -> mqstate_status {
+    boundary(|| {
+        // SAFETY: per the caller.
+        let out = unsafe { out_arg(out, std::ptr::null_mut(), "out") }?;
+        // SAFETY: per the caller.
+        let inner = unsafe { guard::enter(handle, what) }?;
+        // SAFETY: no token.
+        let got = unsafe { run(call(&inner), timeout_ms, std::ptr::null()) }?;
+        // SAFETY: `out` is writable.
+        unsafe { put_string(out, got.as_deref()) }
+    })
+}
+
+/// One blocking call on a handle whose result is a subscription, written to `*out`.
+///
+/// # Safety
+/// `handle` must be NULL or live; `out` writable.
+unsafe fn subscription_call<H: guard::Handle>(
+    handle: *const H,
+    what: &str,
+    timeout_ms: u32,
+    out: *mut *mut mqstate_subscription,
+    call: impl FnOnce(&H::Inner) -> mqstate::bridge::Call<mqstate::bridge::Subscription>,
+) -> mqstate_status {
+    boundary(|| {
+        // SAFETY: per the caller.
+        let out = unsafe { out_arg(out, std::ptr::null_mut(), "out") }?;
+        // SAFETY: per the caller.
+        let inner = unsafe { guard::enter(handle, what) }?;
+        // SAFETY: no token.
+        let sub = unsafe { run(call(&inner), timeout_ms, std::ptr::null()) }?;
+        *out = new_subscription(sub);
+        Ok(())
+    })
+}
+
 /// A lock on `key` made from `client` (`options` may be NULL). The lock keeps working
 /// after the client handle is closed only in the sense that its calls fail with `CLOSED`.
 ///
@@ -222,17 +294,8 @@ pub unsafe extern "C" fn mqstate_lock_release(
     timeout_ms: u32,
     released: *mut bool,
 ) -> mqstate_status {
-    boundary(|| {
-        // SAFETY: per the caller.
-        unsafe { put(released, false) };
-        // SAFETY: per the caller.
-        let lock = unsafe { guard::enter(lock, "lock") }?;
-        // SAFETY: no token.
-        let got = unsafe { run(lock.release(), timeout_ms, std::ptr::null()) }?;
-        // SAFETY: per the caller.
-        unsafe { put(released, got) };
-        Ok(())
-    })
+    // SAFETY: per the caller.
+    unsafe { flag_call(lock, "lock", timeout_ms, released, |l| Ok(l.release())) }
 }
 
 /// The current holder id in `*holder` (free with `mqstate_string_free`), NULL when free.
@@ -245,16 +308,8 @@ pub unsafe extern "C" fn mqstate_lock_holder(
     timeout_ms: u32,
     holder: *mut *mut c_char,
 ) -> mqstate_status {
-    boundary(|| {
-        // SAFETY: per the caller.
-        let holder = unsafe { out_arg(holder, std::ptr::null_mut(), "holder") }?;
-        // SAFETY: per the caller.
-        let lock = unsafe { guard::enter(lock, "lock") }?;
-        // SAFETY: no token.
-        let got = unsafe { run(lock.holder(), timeout_ms, std::ptr::null()) }?;
-        // SAFETY: `holder` is writable.
-        unsafe { put_string(holder, got.as_deref()) }
-    })
+    // SAFETY: per the caller.
+    unsafe { text_call(lock, "lock", timeout_ms, holder, |l| l.holder()) }
 }
 
 /// The current fencing token in `*token` (free with `mqstate_string_free`) while the lock is
@@ -314,16 +369,8 @@ pub unsafe extern "C" fn mqstate_lock_watch_holder(
     timeout_ms: u32,
     out: *mut *mut mqstate_subscription,
 ) -> mqstate_status {
-    boundary(|| {
-        // SAFETY: per the caller.
-        let out = unsafe { out_arg(out, std::ptr::null_mut(), "out") }?;
-        // SAFETY: per the caller.
-        let lock = unsafe { guard::enter(lock, "lock") }?;
-        // SAFETY: no token.
-        let sub = unsafe { run(lock.watch_holder(), timeout_ms, std::ptr::null()) }?;
-        *out = new_subscription(sub);
-        Ok(())
-    })
+    // SAFETY: per the caller.
+    unsafe { subscription_call(lock, "lock", timeout_ms, out, |l| l.watch_holder()) }
 }
 
 /// This lock's own status: the current one first, then each change (`HELD`, `NOT_HELD`,
@@ -560,18 +607,12 @@ pub unsafe extern "C" fn mqstate_election_try_campaign(
     timeout_ms: u32,
     elected: *mut bool,
 ) -> mqstate_status {
-    boundary(|| {
-        // SAFETY: per the caller.
-        unsafe { put(elected, false) };
-        // SAFETY: per the caller.
-        let e = unsafe { guard::enter(election, "election") }?;
-        let call = e.try_campaign(duration(term_ms, "term_ms")?);
-        // SAFETY: no token.
-        let got = unsafe { run(call, timeout_ms, std::ptr::null()) }?;
-        // SAFETY: per the caller.
-        unsafe { put(elected, got) };
-        Ok(())
-    })
+    // SAFETY: per the caller.
+    unsafe {
+        flag_call(election, "election", timeout_ms, elected, |e| {
+            Ok(e.try_campaign(duration(term_ms, "term_ms")?))
+        })
+    }
 }
 
 /// Steps down; `*resigned` (may be NULL) is true when this candidate led.
@@ -584,17 +625,12 @@ pub unsafe extern "C" fn mqstate_election_resign(
     timeout_ms: u32,
     resigned: *mut bool,
 ) -> mqstate_status {
-    boundary(|| {
-        // SAFETY: per the caller.
-        unsafe { put(resigned, false) };
-        // SAFETY: per the caller.
-        let e = unsafe { guard::enter(election, "election") }?;
-        // SAFETY: no token.
-        let got = unsafe { run(e.resign(), timeout_ms, std::ptr::null()) }?;
-        // SAFETY: per the caller.
-        unsafe { put(resigned, got) };
-        Ok(())
-    })
+    // SAFETY: per the caller.
+    unsafe {
+        flag_call(election, "election", timeout_ms, resigned, |e| {
+            Ok(e.resign())
+        })
+    }
 }
 
 /// The current leader in `*leader` (free with `mqstate_string_free`), NULL when none.
@@ -607,16 +643,8 @@ pub unsafe extern "C" fn mqstate_election_leader(
     timeout_ms: u32,
     leader: *mut *mut c_char,
 ) -> mqstate_status {
-    boundary(|| {
-        // SAFETY: per the caller.
-        let leader = unsafe { out_arg(leader, std::ptr::null_mut(), "leader") }?;
-        // SAFETY: per the caller.
-        let e = unsafe { guard::enter(election, "election") }?;
-        // SAFETY: no token.
-        let got = unsafe { run(e.leader(), timeout_ms, std::ptr::null()) }?;
-        // SAFETY: `leader` is writable.
-        unsafe { put_string(leader, got.as_deref()) }
-    })
+    // SAFETY: per the caller.
+    unsafe { text_call(election, "election", timeout_ms, leader, |e| e.leader()) }
 }
 
 /// Whether this candidate leads now (false at once when a renewal fails).
@@ -639,16 +667,8 @@ pub unsafe extern "C" fn mqstate_election_watch_leader(
     timeout_ms: u32,
     out: *mut *mut mqstate_subscription,
 ) -> mqstate_status {
-    boundary(|| {
-        // SAFETY: per the caller.
-        let out = unsafe { out_arg(out, std::ptr::null_mut(), "out") }?;
-        // SAFETY: per the caller.
-        let e = unsafe { guard::enter(election, "election") }?;
-        // SAFETY: no token.
-        let sub = unsafe { run(e.watch_leader(), timeout_ms, std::ptr::null()) }?;
-        *out = new_subscription(sub);
-        Ok(())
-    })
+    // SAFETY: per the caller.
+    unsafe { subscription_call(election, "election", timeout_ms, out, |e| e.watch_leader()) }
 }
 
 /// Frees a candidate (NULL is ignored): stops renewal (resign first to hand over at once).
