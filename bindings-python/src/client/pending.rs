@@ -112,6 +112,31 @@ impl PendingCall {
         Ok(())
     }
 
+    /// Like `on_done`, but batched: on completion the call's `token` joins `waker`'s ready
+    /// list, and `waker`'s wake function is called only when that list was empty — so at
+    /// high concurrency one wake-up of the event loop settles many calls.
+    fn on_done_batched(&self, waker: Py<Waker>, token: u64) -> PyResult<()> {
+        let Some(call) = self.take_call() else {
+            return Err(PyRuntimeError::new_err("on_done was already called"));
+        };
+        let outcome = std::sync::Arc::clone(&self.outcome);
+        call.on_complete(move |result| {
+            Self::store(&outcome, result);
+            let wake = {
+                let mut state = waker.get().state.lock().unwrap_or_else(|e| e.into_inner());
+                state.ready.push(token);
+                !std::mem::replace(&mut state.scheduled, true)
+            };
+            if wake {
+                with_python(|py| {
+                    // The event loop is gone (closed): nobody waits any more.
+                    let _ = waker.get().wake.call0(py);
+                });
+            }
+        });
+        Ok(())
+    }
+
     /// Cancels the call (it ends with CallCancelledError unless it already completed).
     fn cancel(&self) {
         self.canceller.cancel();
@@ -139,5 +164,40 @@ impl PendingCall {
                 "the call has not completed, or its result was already taken",
             )),
         }
+    }
+}
+
+#[derive(Default)]
+struct WakerState {
+    ready: Vec<u64>,
+    scheduled: bool,
+}
+
+/// The completions of one asyncio event loop: tokens of calls that completed, and one
+/// wake-up scheduled at a time (see `PendingCall.on_done_batched`).
+#[pyclass(frozen, module = "mqstate._mqstate", name = "Waker")]
+pub(crate) struct Waker {
+    state: Mutex<WakerState>,
+    wake: Py<PyAny>,
+}
+
+#[pymethods]
+impl Waker {
+    /// `wake()` is called from a library thread when completions become ready; it must
+    /// only schedule `take()` on the event loop (`loop.call_soon_threadsafe`).
+    #[new]
+    fn new(wake: Py<PyAny>) -> Waker {
+        Waker {
+            state: Mutex::new(WakerState::default()),
+            wake,
+        }
+    }
+
+    /// The tokens of the calls completed since the last take; the next completion wakes
+    /// the loop again.
+    fn take(&self) -> Vec<u64> {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.scheduled = false;
+        std::mem::take(&mut state.ready)
     }
 }
