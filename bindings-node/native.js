@@ -835,7 +835,14 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
+module.exports.CancelHandle = nativeBinding.CancelHandle
+module.exports.NativeElection = nativeBinding.NativeElection
+module.exports.NativeLock = nativeBinding.NativeLock
+module.exports.NativeStore = nativeBinding.NativeStore
+module.exports.NativeSubscription = nativeBinding.NativeSubscription
+module.exports.connect = nativeBinding.connect
 module.exports.errorCodes = nativeBinding.errorCodes
+module.exports.settingsTable = nativeBinding.settingsTable
 module.exports.storeErrorKinds = nativeBinding.storeErrorKinds
 module.exports.codec = nativeBinding.codec
 module.exports.hlc = nativeBinding.hlc
