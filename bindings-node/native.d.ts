@@ -101,8 +101,11 @@ export declare class NativeStore {
 
 /** A stream of events. */
 export declare class NativeSubscription {
-  /** The next event; `null` once the subscription has ended and is drained. */
-  next(): Promise<RawEvent | null>
+  /**
+   * The next event; `null` once the subscription has ended and is drained. Cancelling
+   * it loses no event (the wait is dropped before it takes one).
+   */
+  next(cancel?: CancelHandle | undefined | null): Promise<RawEvent | null>
   /** The next event if one is buffered, else `null`. */
   tryNext(): RawEvent | null
   /** Ends the subscription now (idempotent). */

@@ -3,11 +3,11 @@
 //! closes it (for a key, the core then sends `KEYNOTIFY … STOP` at once).
 
 use mqstate::bridge::{Call, Subscription, runtime};
-use napi::bindgen_prelude::{Env, Object};
+use napi::bindgen_prelude::{ClassInstance, Env, Object};
 use napi_derive::napi;
 
 use super::convert::{RawEvent, event};
-use super::pending::promise;
+use super::pending::{CancelHandle, promise};
 
 /// A stream of events.
 #[napi]
@@ -23,15 +23,20 @@ impl From<Subscription> for NativeSubscription {
 
 #[napi]
 impl NativeSubscription {
-    /// The next event; `null` once the subscription has ended and is drained.
+    /// The next event; `null` once the subscription has ended and is drained. Cancelling
+    /// it loses no event (the wait is dropped before it takes one).
     #[napi(ts_return_type = "Promise<RawEvent | null>")]
-    pub fn next<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+    pub fn next<'env>(
+        &self,
+        env: &'env Env,
+        cancel: Option<ClassInstance<CancelHandle>>,
+    ) -> napi::Result<Object<'env>> {
         let sub = self.sub.clone();
         let call = Call::spawn(
             &runtime::shared_handle(),
             async move { Ok(sub.next().await) },
         );
-        promise(env, call, None, |e| e.map(event))
+        promise(env, call, cancel, |e| e.map(event))
     }
 
     /// The next event if one is buffered, else `null`.
