@@ -25,7 +25,7 @@ export declare class NativeElection {
   /** The candidate id. */
   get candidateId(): string
   /** Waits to become leader for `term`, up to `timeout`; the leader's fencing token. */
-  campaign(term: unknown, timeout?: unknown | undefined | null, cancel?: CancelHandle | undefined | null): Promise<Hlc>
+  campaign(term: unknown, timeout?: unknown | undefined | null, cancel?: CancelHandle | undefined | null): Promise<hlc.Hlc>
   /** Becomes leader if nobody is; `true` when leader now. */
   tryCampaign(term: unknown, cancel?: CancelHandle | undefined | null): Promise<boolean>
   /** Steps down; `true` when this candidate led. */
@@ -35,7 +35,7 @@ export declare class NativeElection {
   /** Whether this candidate leads now. */
   get isLeader(): boolean
   /** The leader's fencing token while this candidate leads. */
-  get fencingToken(): Hlc | null
+  get fencingToken(): hlc.Hlc | null
   /** Leadership events: the current leader, then each change. */
   watchLeader(cancel?: CancelHandle | undefined | null): Promise<NativeSubscription>
   /** This candidate's own status events. */
@@ -49,17 +49,17 @@ export declare class NativeLock {
   /** The holder id this lock writes. */
   get holderId(): string
   /** Tries once: the fencing token, or `null` when someone else holds it. */
-  tryAcquire(lease: unknown, cancel?: CancelHandle | undefined | null): Promise<Hlc | null>
+  tryAcquire(lease: unknown, cancel?: CancelHandle | undefined | null): Promise<hlc.Hlc | null>
   /** Waits for the lock, up to `timeout` (absent: without end). */
-  acquire(lease: unknown, timeout?: unknown | undefined | null, cancel?: CancelHandle | undefined | null): Promise<Hlc>
+  acquire(lease: unknown, timeout?: unknown | undefined | null, cancel?: CancelHandle | undefined | null): Promise<hlc.Hlc>
   /** Renews the held lease: the new token, or `null` when no longer held. */
-  renew(cancel?: CancelHandle | undefined | null): Promise<Hlc | null>
+  renew(cancel?: CancelHandle | undefined | null): Promise<hlc.Hlc | null>
   /** Releases the lock; `true` when our hold was deleted. */
   release(cancel?: CancelHandle | undefined | null): Promise<boolean>
   /** The current holder id, or `null` when free. */
   holder(cancel?: CancelHandle | undefined | null): Promise<string | null>
   /** The fencing token while held. */
-  get fencingToken(): Hlc | null
+  get fencingToken(): hlc.Hlc | null
   /** Whether the lock is held now. */
   get isHeld(): boolean
   /**
@@ -147,9 +147,9 @@ export interface RawEditResult {
   /** `'set' | 'delete' | 'keep'`. */
   kind: string
   /** The key's new version after a set. */
-  version?: Hlc
+  version?: hlc.Hlc
   /** The fencing token the write carried. */
-  token: Hlc
+  token: hlc.Hlc
   /** Attempts made. */
   attempts: number
 }
@@ -165,7 +165,7 @@ export interface RawEvent {
   /** change: the new value of a set. */
   value?: Buffer
   /** change, holder: the version. */
-  version?: Hlc
+  version?: hlc.Hlc
   /** change, holder: found by a resynchronisation after a reconnection. */
   resync?: boolean
   /** change: events dropped before this one (slow reader). */
@@ -175,7 +175,7 @@ export interface RawEvent {
   /** status: `'held' | 'not_held' | 'lost'`. */
   state?: string
   /** status held: the fencing token. */
-  token?: Hlc
+  token?: hlc.Hlc
   /** status held: the lease in milliseconds. */
   leaseMs?: number
   /** degraded: why; status lost: `expired`, `taken_over` or `renewal_failed`. */
@@ -203,7 +203,7 @@ export interface RawSetResult {
   /** `false` when an `nx` / `nex` condition failed. */
   applied: boolean
   /** The key's new version when applied. */
-  version?: Hlc
+  version?: hlc.Hlc
 }
 
 /** `{ value, version }` of a GET (or what an edit read). */
@@ -211,7 +211,7 @@ export interface RawValue {
   /** The value. */
   value: Buffer
   /** Its version. */
-  version?: Hlc
+  version?: hlc.Hlc
 }
 
 /** One row of the core's settings table. */

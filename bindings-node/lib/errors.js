@@ -21,7 +21,7 @@ class MqstateError extends Error {
   /**
    * @param {string} message for people
    * @param {string} code the stable code (see `errorCodes()`)
-   * @param {object} [details] `storeKind`, `status`, `rpc`, `mayHaveApplied`, `cause`
+   * @param {{ storeKind?: string, status?: number, rpc?: object, mayHaveApplied?: boolean, cause?: unknown }} [details]
    */
   constructor (message, code, details = {}) {
     super(message, 'cause' in details ? { cause: details.cause } : undefined)

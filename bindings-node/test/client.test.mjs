@@ -179,7 +179,7 @@ for (const kind of /** @type {const} */ (['embedded', 'mosquitto'])) {
       assert.equal(first.value?.type === 'holder' && first.value.holder, null)
       const token = await lock.acquire()
       assert.equal(lock.isHeld, true)
-      assert.equal(lock.fencingToken?.toString(), token.toString())
+      assert.equal(String(lock.fencingToken), token.toString())
       assert.equal(await lock.holder(), lock.holderId)
       const held = await status.next({ timeout: 5000 })
       assert.ok(held.value?.type === 'status' && held.value.state === 'held' && held.value.leaseMs === 3000)

@@ -26,6 +26,7 @@ pub struct RawSetResult {
     /// `false` when an `nx` / `nex` condition failed.
     pub applied: bool,
     /// The key's new version when applied.
+    #[napi(ts_type = "hlc.Hlc")]
     pub version: Option<Hlc>,
 }
 
@@ -44,6 +45,7 @@ pub struct RawValue {
     /// The value.
     pub value: Buffer,
     /// Its version.
+    #[napi(ts_type = "hlc.Hlc")]
     pub version: Option<Hlc>,
 }
 
@@ -70,6 +72,7 @@ pub struct RawEvent {
     /// change: the new value of a set.
     pub value: Option<Buffer>,
     /// change, holder: the version.
+    #[napi(ts_type = "hlc.Hlc")]
     pub version: Option<Hlc>,
     /// change, holder: found by a resynchronisation after a reconnection.
     pub resync: Option<bool>,
@@ -80,6 +83,7 @@ pub struct RawEvent {
     /// status: `'held' | 'not_held' | 'lost'`.
     pub state: Option<String>,
     /// status held: the fencing token.
+    #[napi(ts_type = "hlc.Hlc")]
     pub token: Option<Hlc>,
     /// status held: the lease in milliseconds.
     pub lease_ms: Option<f64>,
@@ -201,8 +205,10 @@ pub struct RawEditResult {
     /// `'set' | 'delete' | 'keep'`.
     pub kind: String,
     /// The key's new version after a set.
+    #[napi(ts_type = "hlc.Hlc")]
     pub version: Option<Hlc>,
     /// The fencing token the write carried.
+    #[napi(ts_type = "hlc.Hlc")]
     pub token: Hlc,
     /// Attempts made.
     pub attempts: u32,

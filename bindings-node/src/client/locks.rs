@@ -74,7 +74,7 @@ impl NativeLock {
     }
 
     /// Tries once: the fencing token, or `null` when someone else holds it.
-    #[napi(ts_return_type = "Promise<Hlc | null>")]
+    #[napi(ts_return_type = "Promise<hlc.Hlc | null>")]
     pub fn try_acquire<'env>(
         &self,
         env: &'env Env,
@@ -86,7 +86,7 @@ impl NativeLock {
     }
 
     /// Waits for the lock, up to `timeout` (absent: without end).
-    #[napi(ts_return_type = "Promise<Hlc>")]
+    #[napi(ts_return_type = "Promise<hlc.Hlc>")]
     pub fn acquire<'env>(
         &self,
         env: &'env Env,
@@ -100,7 +100,7 @@ impl NativeLock {
     }
 
     /// Renews the held lease: the new token, or `null` when no longer held.
-    #[napi(ts_return_type = "Promise<Hlc | null>")]
+    #[napi(ts_return_type = "Promise<hlc.Hlc | null>")]
     pub fn renew<'env>(
         &self,
         env: &'env Env,
@@ -130,7 +130,7 @@ impl NativeLock {
     }
 
     /// The fencing token while held.
-    #[napi(getter)]
+    #[napi(getter, ts_return_type = "hlc.Hlc | null")]
     pub fn fencing_token(&self) -> Option<Hlc> {
         self.lock.fencing_token().map(Hlc::from)
     }
@@ -216,7 +216,7 @@ impl NativeElection {
     }
 
     /// Waits to become leader for `term`, up to `timeout`; the leader's fencing token.
-    #[napi(ts_return_type = "Promise<Hlc>")]
+    #[napi(ts_return_type = "Promise<hlc.Hlc>")]
     pub fn campaign<'env>(
         &self,
         env: &'env Env,
@@ -272,7 +272,7 @@ impl NativeElection {
     }
 
     /// The leader's fencing token while this candidate leads.
-    #[napi(getter)]
+    #[napi(getter, ts_return_type = "hlc.Hlc | null")]
     pub fn fencing_token(&self) -> Option<Hlc> {
         self.election.fencing_token().map(Hlc::from)
     }

@@ -1,0 +1,381 @@
+/**
+ * The npm package `mqstate`: a client of the Azure IoT Operations MQTT5 state store and the
+ * protocol's pure layers (`codec`, `hlc`, `topics`), over the mqstate Rust core.
+ *
+ * Versions and fencing tokens are `hlc.Hlc` values (pass an `Hlc` or its text back);
+ * durations are milliseconds; keys and values accept `string` (UTF-8), `Buffer` and
+ * `Uint8Array`, and values come back as `Buffer`s.
+ */
+import { codec, hlc, topics, errorCodes, storeErrorKinds } from './native'
+
+export { codec, hlc, topics, errorCodes, storeErrorKinds }
+
+/** A key or a value: a string is sent as UTF-8. */
+export type Bytes = string | Buffer | Uint8Array
+/** A fencing token: an `Hlc` or its text. */
+export type FencingToken = hlc.Hlc | string
+
+/** Options every call takes. */
+export interface CallOptions {
+  /** Aborting rejects the call with an `AbortError` and cancels it in the core. */
+  signal?: AbortSignal
+}
+
+/** Options of a call that waits for a response. */
+export interface RequestOptions extends CallOptions {
+  /** This call's timeout in milliseconds instead of the client's `requestTimeout`. */
+  timeout?: number
+}
+
+/** Options of `set`. */
+export interface SetOptions extends RequestOptions {
+  /** `'nx'`: only if the key is missing; `'nex'`: only if missing or already equal. */
+  condition?: 'nx' | 'nex'
+  /** The key expires this many milliseconds after the set. */
+  expiry?: number
+  /** Write fenced by a lock's token. */
+  fencingToken?: FencingToken
+  /** Ask the service to persist the value. */
+  persist?: boolean
+}
+
+/** Options of `delete` and `vdel`. */
+export interface DeleteOptions extends RequestOptions {
+  /** Delete fenced by a lock's token. */
+  fencingToken?: FencingToken
+}
+
+/**
+ * Connection and client settings: the core's settings table in camelCase (see
+ * `settings()`). Durations given as numbers are milliseconds; text uses the core's syntax
+ * (`'30s'`, `'250ms'`, `'2m'`, plain seconds).
+ */
+export interface ConnectOptions extends CallOptions {
+  /** `mqtt://host:port` or `mqtts://…`; query items are settings. */
+  url?: string
+  host?: string
+  port?: number | string
+  useTls?: boolean | string
+  caFile?: string
+  certFile?: string
+  keyFile?: string
+  keyPasswordFile?: string
+  clientId?: string
+  keepAlive?: number | string
+  cleanStart?: boolean | string
+  sessionExpiry?: number | string
+  username?: string
+  password?: string
+  passwordFile?: string
+  satFile?: string
+  maxPacketSize?: number | string
+  connectTimeout?: number | string
+  reconnectMinDelay?: number | string
+  reconnectMaxDelay?: number | string
+  /** Default time a call waits for its answer (default 10 s). */
+  requestTimeout?: number | string
+  /** Notifications buffered per subscription before the oldest are dropped. */
+  observerCapacity?: number | string
+  responseTopic?: string
+  /** Any other setting of the core's table (an unknown name is refused with `invalid_argument`). */
+  [setting: string]: string | number | boolean | AbortSignal | undefined
+}
+
+/** The outcome of `set`. */
+export interface SetResult {
+  /** `false` when an `nx` / `nex` condition failed. */
+  applied: boolean
+  /** The key's new version when applied (also a lock's fencing token). */
+  version: hlc.Hlc | null
+}
+
+/** A key's value and its version. */
+export declare class Value {
+  private constructor ()
+  /** The value's bytes. */
+  readonly value: Buffer
+  /** Its version. */
+  readonly version: hlc.Hlc | null
+  /** The value as UTF-8 text. */
+  get text (): string
+}
+
+/** One change of an observed key. */
+export declare class Change {
+  private constructor ()
+  readonly type: 'change'
+  /** The key. */
+  readonly key: Buffer
+  /** `'set'` (with `value`) or `'delete'`. */
+  readonly kind: 'set' | 'delete'
+  /** The new value of a set, else `null`. */
+  readonly value: Buffer | null
+  /** The key's new version (`null` for a resync that found it deleted). */
+  readonly version: hlc.Hlc | null
+  /** Found after a reconnection (intermediate changes are not replayed). */
+  readonly resync: boolean
+  /** Changes dropped before this one because the reader was slow (oldest first). */
+  readonly droppedBefore: number
+  /** The new value as UTF-8 text, or `null` for a deletion. */
+  get text (): string | null
+}
+
+/** A lock's holder (an election's leader) changed. */
+export declare class HolderChange {
+  private constructor ()
+  readonly type: 'holder'
+  /** The holder id, or `null` when free. */
+  readonly holder: string | null
+  /** The lock key's version at the change. */
+  readonly version: hlc.Hlc | null
+  /** Found after a reconnection. */
+  readonly resync: boolean
+}
+
+/** This lock's (candidate's) own status. */
+export declare class LockStatus {
+  private constructor ()
+  readonly type: 'status'
+  /** `'held'`, `'not_held'` or `'lost'`. */
+  readonly state: 'held' | 'not_held' | 'lost'
+  /** The fencing token while held. */
+  readonly token: hlc.Hlc | null
+  /** The lease in milliseconds while held. */
+  readonly leaseMs: number | null
+  /** Why it was lost. */
+  readonly reason: 'expired' | 'taken_over' | 'renewal_failed' | null
+  /** For `renewal_failed`: the renewal's error. */
+  readonly error: { code: string, message: string } | null
+}
+
+/** `'degraded'`: changes are being missed after a reconnection (`reason`); `'restored'`: back. */
+export declare class ConnectionEvent {
+  private constructor ()
+  readonly type: 'degraded' | 'restored'
+  /** Why (degraded only). */
+  readonly reason: string | null
+}
+
+/** Options of `Subscription.next()`. */
+export interface NextOptions extends CallOptions {
+  /** Reject with code `'timeout'` when nothing came within this many milliseconds. */
+  timeout?: number
+}
+
+/**
+ * An async iterator of events. Leaving a `for await` loop (or `close()`) ends it: for a
+ * key, `KEYNOTIFY … STOP` is sent at once. Buffering is bounded by `observerCapacity`.
+ */
+export declare class Subscription<E> implements AsyncIterableIterator<E, undefined, NextOptions | undefined> {
+  private constructor ()
+  /** Waits until registered (rejects if it could not be); resolves to itself. */
+  ready (): Promise<this>
+  /** The next event, or `{ done: true }` once closed. No event is lost by a timeout or an abort. */
+  next (options?: NextOptions): Promise<IteratorResult<E, undefined>>
+  /** The next event if one is buffered, else `null`. */
+  tryNext (): E | null
+  /** Closes it (what `break` does). */
+  return (): Promise<IteratorReturnResult<undefined>>
+  /** Closes it now (idempotent). */
+  close (): void
+  /** Whether it has ended. */
+  readonly closed: boolean
+  [Symbol.asyncIterator] (): this
+  [Symbol.asyncDispose] (): Promise<void>
+}
+
+/** Returned by an edit function: delete the key. */
+export declare const DELETE: unique symbol
+/** Returned by an edit function (as `undefined` / `null` are): leave the key as it is. */
+export declare const KEEP: unique symbol
+/** What an edit function returns (or resolves to). */
+export type EditDecision = Bytes | typeof DELETE | typeof KEEP | undefined | null
+
+/** The outcome of a fenced edit. */
+export declare class EditResult {
+  private constructor ()
+  /** What was read under the lock (`null`: the key did not exist). */
+  readonly previous: Value | null
+  /** What was written. */
+  readonly kind: 'set' | 'delete' | 'keep'
+  /** The key's new version after a set. */
+  readonly version: hlc.Hlc | null
+  /** The fencing token the write carried. */
+  readonly token: hlc.Hlc
+  /** Attempts made (1 when nothing had to be retried). */
+  readonly attempts: number
+}
+
+/** Options of `client.lock()`. */
+export interface LockOptions {
+  /** Default lease in milliseconds (10000). */
+  lease?: number
+  /** The holder id written (default: the client id). */
+  holder?: string
+  /** Tells sessions of one holder apart: the holder id becomes `holder:sessionId`. */
+  sessionId?: string
+  /** Renew automatically this often (ms) after each acquire; must be shorter than the lease. */
+  autoRenew?: number
+}
+
+/** A leased lock on one key. */
+export declare class Lock {
+  private constructor ()
+  /** The lock key. */
+  readonly key: Buffer
+  /** The holder id this lock writes. */
+  readonly holderId: string
+  /** The fencing token while held. */
+  readonly fencingToken: hlc.Hlc | null
+  /** Whether the lock is held now. */
+  readonly isHeld: boolean
+  /** Tries once: the fencing token, or `null` when someone else holds it. */
+  tryAcquire (options?: CallOptions & { lease?: number }): Promise<hlc.Hlc | null>
+  /** Waits for the lock (up to `timeout` ms, else until aborted); the fencing token. */
+  acquire (options?: CallOptions & { lease?: number, timeout?: number }): Promise<hlc.Hlc>
+  /** Renews the held lease: the new token, or `null` when no longer held. */
+  renew (options?: CallOptions): Promise<hlc.Hlc | null>
+  /** Releases the lock; `true` when our hold was deleted. */
+  release (options?: CallOptions): Promise<boolean>
+  /** The current holder id, or `null` when free. */
+  holder (options?: CallOptions): Promise<string | null>
+  /** Renew automatically this often (ms) from the next acquire on; `null`: never. */
+  setAutoRenew (period: number | null): void
+  /** Holder changes: the current holder, then each change. */
+  watchHolder (options?: CallOptions): Subscription<HolderChange | ConnectionEvent>
+  /** This lock's status: the current one, then each change. */
+  watchStatus (): Subscription<LockStatus>
+  /**
+   * Fenced edit of `key`: acquire, read, `fn(previous)`, write fenced, release; retried when
+   * a newer holder wrote meanwhile. What `fn` throws or rejects with is what this rejects
+   * with, unchanged.
+   */
+  edit (key: Bytes, fn: (previous: Value | null) => EditDecision | Promise<EditDecision>,
+    options?: CallOptions & { lease?: number, timeout?: number }): Promise<EditResult>
+  /** Releases the lock. */
+  [Symbol.asyncDispose] (): Promise<void>
+}
+
+/** Options of `client.election()`. */
+export interface ElectionOptions {
+  /** Default term in milliseconds (10000). */
+  term?: number
+  /** Tells sessions of one candidate apart. */
+  sessionId?: string
+  /** Renew the term this often (ms) while leader. */
+  renewEvery?: number
+}
+
+/** A candidate in a leader election. */
+export declare class Election {
+  private constructor ()
+  /** This candidate's id. */
+  readonly candidateId: string
+  /** Whether this candidate leads now. */
+  readonly isLeader: boolean
+  /** The leader's fencing token while this candidate leads. */
+  readonly fencingToken: hlc.Hlc | null
+  /** Waits to become leader (up to `timeout` ms, else until aborted); the leader's fencing token. */
+  campaign (options?: CallOptions & { term?: number, timeout?: number }): Promise<hlc.Hlc>
+  /** Becomes leader if nobody is; `true` when leader now. */
+  tryCampaign (options?: CallOptions & { term?: number }): Promise<boolean>
+  /** Steps down; `true` when this candidate led. */
+  resign (options?: CallOptions): Promise<boolean>
+  /** The current leader's id, or `null`. */
+  leader (options?: CallOptions): Promise<string | null>
+  /** Leadership changes: the current leader, then each change. */
+  watchLeader (options?: CallOptions): Subscription<HolderChange | ConnectionEvent>
+  /** This candidate's own status. */
+  watchStatus (): Subscription<LockStatus>
+  /** Resigns. */
+  [Symbol.asyncDispose] (): Promise<void>
+}
+
+/** The connection's history. */
+export interface LinkInfo {
+  connected: boolean
+  connections: number
+  sessions: number
+  brokerMaxPacketSize: number
+}
+
+/** A connection to the state store. */
+export declare class Client {
+  private constructor ()
+  /** Connects with a URL and/or settings; rejects with a `ConnectError` (or `invalid_argument`). */
+  static connect (url: string, options?: ConnectOptions): Promise<Client>
+  static connect (options?: ConnectOptions): Promise<Client>
+  /** Connects with the Azure IoT Operations environment variables, settings on top. */
+  static fromEnv (options?: ConnectOptions): Promise<Client>
+  /** The MQTT client id. */
+  readonly clientId: string
+  /** Whether the connection is up now. */
+  readonly connected: boolean
+  /** The connection's history. */
+  linkInfo (): LinkInfo
+  /** Sets `key` to `value`. */
+  set (key: Bytes, value: Bytes, options?: SetOptions): Promise<SetResult>
+  /** The key's value and version, or `null`. */
+  get (key: Bytes, options?: RequestOptions): Promise<Value | null>
+  /** Deletes the key: the number of keys deleted (0 or 1). */
+  delete (key: Bytes, options?: DeleteOptions): Promise<number>
+  /** Deletes the key only if it holds `value`. */
+  vdel (key: Bytes, value: Bytes, options?: DeleteOptions): Promise<'deleted' | 'not_found' | 'value_mismatch'>
+  /** The key's changes (registration starts now; `ready()` waits for it). */
+  observe (key: Bytes, options?: RequestOptions): Subscription<Change | ConnectionEvent>
+  /** A leased lock on `key`. */
+  lock (key: Bytes, options?: LockOptions): Lock
+  /** Candidate `candidate` in the election `name`. */
+  election (name: Bytes, candidate: string, options?: ElectionOptions): Election
+  /** Closes the connection and its subscriptions (idempotent); later calls reject with `closed`. */
+  close (): Promise<void>
+  [Symbol.asyncDispose] (): Promise<void>
+}
+
+/** Details of an RPC failure. */
+export interface RpcDetails {
+  status: number
+  statusMessage: string | null
+  propertyName: string | null
+  propertyValue: string | null
+  applicationError: boolean
+  supportedMajorVersions: string | null
+  requestProtocolVersion: string | null
+}
+
+/** The base class of every error the client rejects with; branch on `code`. */
+export declare class MqstateError extends Error {
+  constructor (message: string, code: string, details?: { storeKind?: string, status?: number, rpc?: RpcDetails, mayHaveApplied?: boolean, cause?: unknown })
+  /** The stable code shared by every mqstate language (see `errorCodes()`). */
+  readonly code: string
+  /** Whether a sent request may have been applied although it failed. */
+  readonly mayHaveApplied: boolean
+  /** For store errors: the store error kind. */
+  readonly storeKind?: string
+  /** For RPC errors: the status. */
+  readonly status?: number
+  /** For RPC errors: the details. */
+  readonly rpc?: RpcDetails
+}
+/** The store refused the request; `message` is the service's exact text. */
+export declare class StoreError extends MqstateError {}
+/** The RPC layer refused the request. */
+export declare class RpcError extends MqstateError {}
+/** Connecting failed (`connect_failed`, `connect_refused`, `connect_timeout`, `connect_unauthorized`, `tls`). */
+export declare class ConnectError extends MqstateError {}
+/** The call was aborted: `name` `'AbortError'`, `code` `'cancelled'`, `cause` the signal's reason. */
+export declare class AbortError extends MqstateError {
+  constructor (message?: string, details?: { cause?: unknown })
+}
+
+/** One setting the client accepts. */
+export interface SettingInfo {
+  /** camelCase name. */
+  name: string
+  type: 'text' | 'path' | 'bool' | 'count' | 'duration'
+  /** The Azure IoT Operations environment variable, if any. */
+  env: string | null
+  description: string
+}
+/** Every setting of the core's table. */
+export declare function settings (): SettingInfo[]
