@@ -65,7 +65,7 @@ async function mqttJs (depth) {
   const responseTopic = topics.responseTopic(clientId)
   await conn.subscribeAsync(responseTopic, { qos: 1 })
   const clock = new hlc.Clock(clientId)
-  /** @type {Map<string, { resolve: (v: unknown) => void, verb: string }>} */
+  /** @type {Map<string, { resolve: (v: unknown) => void, verb: 'SET' | 'GET' }>} */
   const pending = new Map()
   conn.on('message', (_topic, payload, packet) => {
     const id = packet.properties?.correlationData?.toString('hex')
@@ -76,7 +76,7 @@ async function mqttJs (depth) {
     if (typeof ts === 'string') clock.receive(ts)
     waiter.resolve(codec.decodeResponse(payload, waiter.verb))
   })
-  /** @param {string} verb @param {Buffer} payload */
+  /** @param {'SET' | 'GET'} verb @param {Buffer} payload */
   const request = (verb, payload) => new Promise((resolve) => {
     const correlation = randomBytes(16)
     pending.set(correlation.toString('hex'), { resolve, verb })
