@@ -62,6 +62,9 @@ async function nodeClient (depth) {
 async function mqttJs (depth) {
   const clientId = `bench-mqttjs-${randomBytes(4).toString('hex')}`
   const conn = await mqtt.connectAsync(URL_, { protocolVersion: 5, clientId, clean: true, reconnectPeriod: 0 })
+  // Node sockets keep Nagle on; the Rust client (and mosquitto here) turn it off.
+  const socket = /** @type {any} */ (conn).stream
+  socket.setNoDelay(true)
   const responseTopic = topics.responseTopic(clientId)
   await conn.subscribeAsync(responseTopic, { qos: 1 })
   const clock = new hlc.Clock(clientId)
