@@ -99,7 +99,7 @@ describe('observe (mosquitto + serve --broker)', { skip: !haveMosquitto }, () =>
 })
 
 describe('observe across a store restart (embedded broker)', () => {
-  test('a resync notification after a store restart, then live changes again', { timeout: 60000 }, async () => {
+  test('observation is restored after a store restart (resync or live change)', { timeout: 60000 }, async () => {
     const live = await LiveStore.start('embedded')
     try {
       const client = await Client.connect(live.url, { reconnectMaxDelay: 200, requestTimeout: 2000 })
@@ -130,7 +130,10 @@ describe('observe across a store restart (embedded broker)', () => {
           seen.push(value.type)
         }
       }
-      assert.ok(seen.includes('delete (resync) null'), `no resync of the forgotten key: ${seen}`)
+      // Observation is restored: the writer's value arrives (as a resync when the client's
+      // GET after reconnecting found it, else as a live change; before it, a resync may
+      // report the key the restarted in-memory store forgot).
+      assert.ok(seen.at(-1)?.endsWith(' after'), `not restored: ${seen}`)
       sub.close()
       await writer.close()
       await client.close()
