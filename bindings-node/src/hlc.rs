@@ -29,7 +29,7 @@ impl From<mqstate::Hlc> for Hlc {
 }
 
 /// An `Hlc` instance, or its text (parsed; a bad text is `malformed`).
-fn hlc_arg(env: &Env, value: Unknown, what: &str) -> napi::Result<mqstate::Hlc> {
+pub(crate) fn hlc_arg(env: &Env, value: Unknown, what: &str) -> napi::Result<mqstate::Hlc> {
     let wrong = || invalid_argument(env, format!("{what} must be an Hlc or its text"));
     match value.get_type().map_err(|_| wrong())? {
         ValueType::String => {

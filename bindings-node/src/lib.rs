@@ -1,7 +1,8 @@
 //! mqstate-node: the Node.js binding of mqstate, built with napi-rs.
 //!
-//! It exposes the core's pure layers to an application that owns its own MQTT connection
-//! (mqtt.js, say) as three namespaces of the npm package `mqstate`:
+//! It exposes the state store client ([`client`]: native classes over the core's binding
+//! layer, wrapped by the package's hand-written `index.js`) and the core's pure layers, for
+//! an application that owns its own MQTT connection (mqtt.js, say), as three namespaces:
 //!
 //! - `codec` ([`codec`]): request encoders, response / notification / request decoders;
 //! - `hlc` ([`hlc`]): the `Hlc` value and the process `Clock`;
@@ -14,6 +15,7 @@
 #![deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 pub mod args;
+pub mod client;
 pub mod codec;
 pub mod error;
 pub mod hlc;

@@ -1,0 +1,9 @@
+// The ES module entry point of `mqstate`: the same objects as the CommonJS one (index.js).
+import cjs from './index.js'
+
+export const {
+  Client, Subscription, Lock, Election, Value, Change, HolderChange, LockStatus, ConnectionEvent,
+  EditResult, DELETE, KEEP, MqstateError, StoreError, RpcError, ConnectError, AbortError, settings,
+  errorCodes, storeErrorKinds, codec, hlc, topics
+} = cjs
+export default cjs

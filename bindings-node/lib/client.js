@@ -1,0 +1,212 @@
+'use strict'
+/**
+ * @file `Client`: a connection to the Azure IoT Operations state store, over the mqstate
+ * core (its connection, correlation engine, observation, locks and elections). Every method
+ * converts its options, makes one native call and maps the result or the error.
+ */
+
+const native = require('../native.js')
+const { call, settingPairs, sync } = require('./calls.js')
+const { MqstateError, invalidArgument } = require('./errors.js')
+const { Value, ms } = require('./events.js')
+const { Subscription } = require('./subscription.js')
+const { Lock, Election } = require('./locks.js')
+
+/** The default lease of a lock and term of an election, in milliseconds. */
+const DEFAULT_LEASE_MS = 10000
+
+/**
+ * Options of a call.
+ * @param {unknown} options
+ * @returns {Record<string, any>}
+ */
+function opts (options) {
+  if (options === undefined || options === null) return {}
+  if (typeof options !== 'object') throw invalidArgument('options must be an object')
+  return /** @type {Record<string, any>} */ (options)
+}
+
+/**
+ * Connects with settings (`url`, `fromEnv`) and named options.
+ * @param {string | undefined} url
+ * @param {boolean} fromEnv
+ * @param {Record<string, any>} options
+ */
+async function open (url, fromEnv, options) {
+  const store = await call(options.signal, (cancel) => {
+    const [names, values] = settingPairs(options)
+    return native.connect(url, fromEnv, names, values, cancel)
+  })
+  return new Client(store)
+}
+
+/** A connection to the state store. Get one with `Client.connect()` or `Client.fromEnv()`. */
+class Client {
+  /** @type {import('../native.js').NativeStore | null} */
+  #native
+  /** @type {Set<Subscription>} */
+  #subscriptions = new Set()
+
+  /**
+   * Use `Client.connect()`.
+   * @param {import('../native.js').NativeStore} store
+   */
+  constructor (store) {
+    if (!(store instanceof native.NativeStore)) {
+      throw invalidArgument('use Client.connect() or Client.fromEnv() to make a client')
+    }
+    this.#native = store
+  }
+
+  /**
+   * Connects to the broker (`mqtt://host:port` or `mqtts://…`, whose query items are
+   * settings) or with an options object of settings (`host`, `port`, `clientId`,
+   * `keepAlive`, `requestTimeout`, `observerCapacity` … the core's settings table in
+   * camelCase; duration numbers are milliseconds, text uses the core's syntax such as
+   * `'30s'`). Options may also carry `url` and `signal`.
+   * @param {string | Record<string, any>} [urlOrOptions]
+   * @param {Record<string, any>} [options]
+   */
+  static async connect (urlOrOptions, options) {
+    if (typeof urlOrOptions === 'string') return open(urlOrOptions, false, opts(options))
+    const all = { ...opts(urlOrOptions), ...opts(options) }
+    if (all.url !== undefined && typeof all.url !== 'string') throw invalidArgument('url must be a string')
+    return open(all.url, false, all)
+  }
+
+  /**
+   * Connects with the Azure IoT Operations environment variables (`AIO_BROKER_HOSTNAME`,
+   * `AIO_BROKER_TCP_PORT`, `AIO_MQTT_CLIENT_ID`, `AIO_SAT_FILE` …), options on top.
+   * @param {Record<string, any>} [options]
+   */
+  static async fromEnv (options) {
+    return open(undefined, true, opts(options))
+  }
+
+  /** @returns {import('../native.js').NativeStore} */
+  #store () {
+    if (this.#native === null) throw new MqstateError('the client is closed', 'closed')
+    return this.#native
+  }
+
+  /** The MQTT client id. */
+  get clientId () {
+    return this.#store().clientId
+  }
+
+  /** Whether the connection to the broker is up now. */
+  get connected () {
+    return this.#native !== null && this.#native.linkInfo().connected
+  }
+
+  /** A snapshot of the connection's history: `{ connected, connections, sessions, brokerMaxPacketSize }`. */
+  linkInfo () {
+    return this.#store().linkInfo()
+  }
+
+  /**
+   * Sets `key` to `value`. Options: `condition` (`'nx'`: only if missing; `'nex'`: only if
+   * missing or equal), `expiry` (ms), `fencingToken` (an `Hlc` or its text), `persist`,
+   * `timeout` (ms), `signal`. Resolves to `{ applied, version }`.
+   * @param {string | Uint8Array} key
+   * @param {string | Uint8Array} value
+   * @param {Record<string, any>} [options]
+   */
+  async set (key, value, options) {
+    const o = opts(options)
+    const r = await call(o.signal, (c) => this.#store().set(key, value, o.condition, ms(o.expiry, 'expiry'), o.fencingToken, o.persist, ms(o.timeout, 'timeout'), c))
+    return { applied: r.applied, version: r.version ?? null }
+  }
+
+  /**
+   * The key's value and version, or `null` when it does not exist.
+   * @param {string | Uint8Array} key
+   * @param {Record<string, any>} [options] `timeout` (ms), `signal`
+   */
+  async get (key, options) {
+    const o = opts(options)
+    const r = await call(o.signal, (c) => this.#store().get(key, ms(o.timeout, 'timeout'), c))
+    return r === null ? null : new Value(r.value, r.version ?? null)
+  }
+
+  /**
+   * Deletes the key; resolves to the number of keys deleted (0 or 1).
+   * @param {string | Uint8Array} key
+   * @param {Record<string, any>} [options] `fencingToken`, `timeout` (ms), `signal`
+   */
+  async delete (key, options) {
+    const o = opts(options)
+    return call(o.signal, (c) => this.#store().del(key, o.fencingToken, ms(o.timeout, 'timeout'), c))
+  }
+
+  /**
+   * Deletes the key only if it holds `value`: `'deleted' | 'not_found' | 'value_mismatch'`.
+   * @param {string | Uint8Array} key
+   * @param {string | Uint8Array} value
+   * @param {Record<string, any>} [options] `fencingToken`, `timeout` (ms), `signal`
+   */
+  async vdel (key, value, options) {
+    const o = opts(options)
+    return call(o.signal, (c) => this.#store().vdel(key, value, o.fencingToken, ms(o.timeout, 'timeout'), c))
+  }
+
+  /**
+   * The key's changes as an async iterator (`for await (const change of client.observe(k))`);
+   * registration starts now (`await sub.ready()` waits for it). `break` sends STOP.
+   * @param {string | Uint8Array} key
+   * @param {Record<string, any>} [options] `timeout` (ms, of the registration), `signal`
+   */
+  observe (key, options) {
+    const o = opts(options)
+    const store = this.#store()
+    const start = call(o.signal, (c) => store.observe(key, ms(o.timeout, 'timeout'), c))
+    return new Subscription(start, this.#subscriptions)
+  }
+
+  /**
+   * A leased lock on `key`. Options: `lease` (ms, default 10000), `holder` (default the
+   * client id), `sessionId`, `autoRenew` (ms: renew this often after each acquire).
+   * @param {string | Uint8Array} key
+   * @param {Record<string, any>} [options]
+   */
+  lock (key, options) {
+    const o = opts(options)
+    const lease = ms(o.lease, 'lease') ?? DEFAULT_LEASE_MS
+    const store = this.#store()
+    const lock = sync(() => store.lock(key, o.holder, o.sessionId, ms(o.autoRenew, 'autoRenew')))
+    return new Lock(lock, lease, this.#subscriptions)
+  }
+
+  /**
+   * Candidate `candidate` in the election `name`. Options: `term` (ms, default 10000),
+   * `sessionId`, `renewEvery` (ms: renew the term this often while leader).
+   * @param {string | Uint8Array} name
+   * @param {string} candidate
+   * @param {Record<string, any>} [options]
+   */
+  election (name, candidate, options) {
+    const o = opts(options)
+    const term = ms(o.term, 'term') ?? DEFAULT_LEASE_MS
+    const store = this.#store()
+    const election = sync(() => store.election(name, candidate, o.sessionId, ms(o.renewEvery, 'renewEvery')))
+    return new Election(election, term, this.#subscriptions)
+  }
+
+  /** Closes the connection and its subscriptions; pending calls reject with code `'closed'`. Idempotent. */
+  async close () {
+    const store = this.#native
+    this.#native = null
+    for (const sub of [...this.#subscriptions]) sub.close()
+    if (store !== null) await call(undefined, () => store.close())
+  }
+}
+
+if (Symbol.asyncDispose) {
+  Object.defineProperty(Client.prototype, Symbol.asyncDispose, {
+    value: function () { return this.close() },
+    configurable: true,
+    writable: true
+  })
+}
+
+module.exports = { Client, DEFAULT_LEASE_MS }

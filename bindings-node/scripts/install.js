@@ -1,0 +1,74 @@
+'use strict'
+// npm install: builds the native addon from source with cargo (release; debug when
+// MQSTATE_NODE_PROFILE=debug), honouring CARGO_TARGET_DIR, and copies it beside the loader
+// under the name native.js looks for. The Rust sources are the ones packed into rust/ (an
+// npm tarball) or, in a checkout of the repository, the workspace around this folder.
+// Skipped when the addon is already there (MQSTATE_NODE_FORCE_BUILD=1 rebuilds) or when
+// MQSTATE_NODE_SKIP_BUILD=1. Anything missing fails with one message saying what.
+const { spawnSync } = require('node:child_process')
+const fs = require('node:fs')
+const path = require('node:path')
+
+const pkg = path.resolve(__dirname, '..')
+
+/** @param {string} message */
+function fail (message) {
+  console.error(`mqstate: cannot build the native addon: ${message}`)
+  process.exit(1)
+}
+
+/** The platform suffix of the addon file, as native.js (the napi loader) names it. */
+function suffix () {
+  const { platform, arch } = process
+  if (platform === 'linux') {
+    const report = /** @type {any} */ (process.report && process.report.getReport())
+    const glibc = report && report.header && report.header.glibcVersionRuntime
+    return `linux-${arch}-${glibc ? 'gnu' : 'musl'}`
+  }
+  if (platform === 'darwin') return `darwin-${arch}`
+  if (platform === 'win32') return `win32-${arch}-msvc`
+  return `${platform}-${arch}`
+}
+
+/** The cdylib file cargo writes. */
+function libraryName () {
+  if (process.platform === 'win32') return 'mqstate_node.dll'
+  if (process.platform === 'darwin') return 'libmqstate_node.dylib'
+  return 'libmqstate_node.so'
+}
+
+/** The workspace manifest holding the sources. */
+function manifest () {
+  const packed = path.join(pkg, 'rust', 'Cargo.toml')
+  if (fs.existsSync(packed)) return packed
+  const workspace = path.join(pkg, '..', 'Cargo.toml')
+  if (fs.existsSync(workspace) && fs.readFileSync(workspace, 'utf8').includes('"bindings-node"')) return workspace
+  return fail('the Rust sources are missing (neither rust/Cargo.toml in the package nor the mqstate workspace around it)')
+}
+
+function main () {
+  const target = path.join(pkg, `mqstate.${suffix()}.node`)
+  if (process.env.MQSTATE_NODE_SKIP_BUILD === '1') return
+  if (fs.existsSync(target) && process.env.MQSTATE_NODE_FORCE_BUILD !== '1') return
+  const cargo = process.env.CARGO || 'cargo'
+  const probe = spawnSync(cargo, ['--version'], { encoding: 'utf8' })
+  if (probe.error || probe.status !== 0) {
+    fail(`Rust's cargo was not found (${cargo}); install Rust 1.89 or newer (https://rustup.rs) and install again`)
+  }
+  const toml = manifest()
+  const profile = process.env.MQSTATE_NODE_PROFILE === 'debug' ? 'debug' : 'release'
+  const targetDir = process.env.CARGO_TARGET_DIR
+    ? path.resolve(process.env.CARGO_TARGET_DIR)
+    : path.join(path.dirname(toml), 'target')
+  const args = ['build', '-p', 'mqstate-node', '--manifest-path', toml, '--target-dir', targetDir]
+  if (profile === 'release') args.push('--release')
+  console.error(`mqstate: building the native addon (${profile}): ${cargo} ${args.join(' ')}`)
+  const build = spawnSync(cargo, args, { stdio: 'inherit' })
+  if (build.error || build.status !== 0) fail(`cargo build failed (exit ${build.status}); see its output above`)
+  const built = path.join(targetDir, profile, libraryName())
+  if (!fs.existsSync(built)) fail(`cargo reported success but ${built} does not exist`)
+  fs.copyFileSync(built, target)
+  console.error(`mqstate: native addon built: ${path.basename(target)}`)
+}
+
+main()

@@ -1,0 +1,41 @@
+'use strict'
+// prepack: copies the Rust sources the addon is built from (the core crate and this
+// binding crate, with a workspace manifest and the lock file) into rust/, so that the npm
+// tarball builds from source on its own (scripts/install.js). `--clean` (postpack) removes
+// the copy again. Nothing here is needed when building inside the repository.
+const fs = require('node:fs')
+const path = require('node:path')
+
+const pkg = path.resolve(__dirname, '..')
+const root = path.resolve(pkg, '..')
+const out = path.join(pkg, 'rust')
+
+fs.rmSync(out, { recursive: true, force: true })
+if (process.argv.includes('--clean')) process.exit(0)
+
+/**
+ * Copies a file or folder.
+ * @param {string} from
+ * @param {string} to
+ */
+function copy (from, to) {
+  fs.cpSync(from, to, { recursive: true, filter: (src) => !src.includes(`${path.sep}target`) })
+}
+
+const manifest = fs.readFileSync(path.join(root, 'Cargo.toml'), 'utf8')
+const members = /members = \[[^\]]*\]/
+if (!members.test(manifest)) throw new Error('vendor: the workspace manifest has no members list')
+const vendored = manifest
+  .replace(members, 'members = ["core", "bindings-node"]')
+  .replace(/^default-members = \[[^\]]*\]\n/m, '')
+  // Path dependencies other than the core are not part of the tarball.
+  .split('\n').filter((line) => !/path = "(?!core")/.test(line)).join('\n')
+
+fs.mkdirSync(out, { recursive: true })
+fs.writeFileSync(path.join(out, 'Cargo.toml'), vendored)
+fs.copyFileSync(path.join(root, 'Cargo.lock'), path.join(out, 'Cargo.lock'))
+fs.mkdirSync(path.join(out, 'core'))
+for (const item of ['Cargo.toml', 'src']) copy(path.join(root, 'core', item), path.join(out, 'core', item))
+fs.mkdirSync(path.join(out, 'bindings-node'))
+for (const item of ['Cargo.toml', 'build.rs', 'src']) copy(path.join(pkg, item), path.join(out, 'bindings-node', item))
+console.log(`vendor: Rust sources copied into ${path.relative(process.cwd(), out) || out}`)

@@ -1,0 +1,300 @@
+//! `NativeLock` and `NativeElection`: the core's lock and election handles. Every wait is
+//! a cancellable Promise; the fenced edit's decision is a JS function called on the JS
+//! thread through a threadsafe function.
+//!
+//! The edit function the JS layer passes wraps the user's one and never rejects: it
+//! resolves to a [`RawDecision`]; when the user's function threw or rejected, the JS layer
+//! keeps that value under an id, and the decision carries the id. The core then ends the
+//! edit with a `callback` error whose payload is the id ([`CallbackId`](super::convert::CallbackId)),
+//! and the JS layer rethrows the very value it kept.
+
+use std::sync::Arc;
+
+use mqstate::bridge::{Decide, ElectionHandle, LockHandle};
+use mqstate::{Error, ErrorKind};
+use napi::Status;
+use napi::bindgen_prelude::{Buffer, Env, Object, Promise, Unknown};
+use napi::threadsafe_function::ThreadsafeFunction;
+use napi_derive::napi;
+
+use super::convert::{RawDecision, RawEditResult, RawValue, bytes, millis, millis_required};
+use napi::bindgen_prelude::ClassInstance;
+
+use super::pending::{CancelHandle, promise};
+use super::subscription::NativeSubscription;
+use crate::hlc::Hlc;
+
+/// The JS decision function: `(previous) => Promise<RawDecision>`.
+type DecideFn =
+    ThreadsafeFunction<Option<RawValue>, Promise<RawDecision>, Option<RawValue>, Status, false>;
+
+fn lost(e: napi::Error) -> Error {
+    Error::new(
+        ErrorKind::Closed,
+        format!("the edit function could not be called: {e}"),
+    )
+}
+
+/// The core's decision callback over the JS one.
+fn decide(f: DecideFn) -> Decide {
+    let f = Arc::new(f);
+    Arc::new(move |previous| {
+        let f = Arc::clone(&f);
+        Box::pin(async move {
+            let decision = f.call_async_catch(previous.map(RawValue::from)).await;
+            decision.map_err(lost)?.await.map_err(lost)?.into_edit()
+        })
+    })
+}
+
+/// A leased lock.
+#[napi]
+pub struct NativeLock {
+    lock: LockHandle,
+}
+
+impl From<LockHandle> for NativeLock {
+    fn from(lock: LockHandle) -> Self {
+        NativeLock { lock }
+    }
+}
+
+#[napi]
+impl NativeLock {
+    /// The lock key.
+    #[napi(getter)]
+    pub fn key(&self) -> Buffer {
+        Buffer::from(self.lock.key().to_vec())
+    }
+
+    /// The holder id this lock writes.
+    #[napi(getter)]
+    pub fn holder_id(&self) -> String {
+        self.lock.holder_id().to_owned()
+    }
+
+    /// Tries once: the fencing token, or `null` when someone else holds it.
+    #[napi(ts_return_type = "Promise<hlc.Hlc | null>")]
+    pub fn try_acquire<'env>(
+        &self,
+        env: &'env Env,
+        lease: Unknown,
+        cancel: Option<ClassInstance<CancelHandle>>,
+    ) -> napi::Result<Object<'env>> {
+        let call = self.lock.try_acquire(millis_required(env, lease, "lease")?);
+        promise(env, call, cancel, |t| t.map(Hlc::from))
+    }
+
+    /// Waits for the lock, up to `timeout` (absent: without end).
+    #[napi(ts_return_type = "Promise<hlc.Hlc>")]
+    pub fn acquire<'env>(
+        &self,
+        env: &'env Env,
+        lease: Unknown,
+        timeout: Option<Unknown>,
+        cancel: Option<ClassInstance<CancelHandle>>,
+    ) -> napi::Result<Object<'env>> {
+        let lease = millis_required(env, lease, "lease")?;
+        let call = self.lock.acquire(lease, millis(env, timeout, "timeout")?);
+        promise(env, call, cancel, Hlc::from)
+    }
+
+    /// Renews the held lease: the new token, or `null` when no longer held.
+    #[napi(ts_return_type = "Promise<hlc.Hlc | null>")]
+    pub fn renew<'env>(
+        &self,
+        env: &'env Env,
+        cancel: Option<ClassInstance<CancelHandle>>,
+    ) -> napi::Result<Object<'env>> {
+        promise(env, self.lock.renew(), cancel, |t| t.map(Hlc::from))
+    }
+
+    /// Releases the lock; `true` when our hold was deleted.
+    #[napi(ts_return_type = "Promise<boolean>")]
+    pub fn release<'env>(
+        &self,
+        env: &'env Env,
+        cancel: Option<ClassInstance<CancelHandle>>,
+    ) -> napi::Result<Object<'env>> {
+        promise(env, self.lock.release(), cancel, |b| b)
+    }
+
+    /// The current holder id, or `null` when free.
+    #[napi(ts_return_type = "Promise<string | null>")]
+    pub fn holder<'env>(
+        &self,
+        env: &'env Env,
+        cancel: Option<ClassInstance<CancelHandle>>,
+    ) -> napi::Result<Object<'env>> {
+        promise(env, self.lock.holder(), cancel, |h| h)
+    }
+
+    /// The fencing token while held.
+    #[napi(getter, ts_return_type = "hlc.Hlc | null")]
+    pub fn fencing_token(&self) -> Option<Hlc> {
+        self.lock.fencing_token().map(Hlc::from)
+    }
+
+    /// Whether the lock is held now.
+    #[napi(getter)]
+    pub fn is_held(&self) -> bool {
+        self.lock.is_held()
+    }
+
+    /// Sets the automatic renewal period in milliseconds (`null`: none), from the next
+    /// acquire on.
+    #[napi]
+    pub fn set_auto_renew(&self, env: &Env, period: Option<Unknown>) -> napi::Result<()> {
+        let period = millis(env, period, "autoRenew")?;
+        self.lock
+            .set_auto_renew(period)
+            .map_err(|e| crate::error::to_js(env, &e))
+    }
+
+    /// Holder events: the current holder, then each change.
+    #[napi(ts_return_type = "Promise<NativeSubscription>")]
+    pub fn watch_holder<'env>(
+        &self,
+        env: &'env Env,
+        cancel: Option<ClassInstance<CancelHandle>>,
+    ) -> napi::Result<Object<'env>> {
+        promise(
+            env,
+            self.lock.watch_holder(),
+            cancel,
+            NativeSubscription::from,
+        )
+    }
+
+    /// Status events: the current status, then each change.
+    #[napi]
+    pub fn watch_status(&self) -> NativeSubscription {
+        NativeSubscription::from(self.lock.watch_status())
+    }
+
+    /// Fenced edit of `key` under this lock; `decide` is the JS layer's decision wrapper.
+    #[napi(
+        ts_args_type = "key: Buffer | Uint8Array | string, decide: (previous: RawValue | null) => Promise<RawDecision>, lease: number, timeout: number, cancel?: CancelHandle | undefined | null",
+        ts_return_type = "Promise<RawEditResult>"
+    )]
+    pub fn edit<'env>(
+        &self,
+        env: &'env Env,
+        key: Unknown,
+        decide_fn: DecideFn,
+        lease: Unknown,
+        timeout: Unknown,
+        cancel: Option<ClassInstance<CancelHandle>>,
+    ) -> napi::Result<Object<'env>> {
+        let lease = millis_required(env, lease, "lease")?;
+        let timeout = millis_required(env, timeout, "timeout")?;
+        let call = self
+            .lock
+            .edit(bytes(env, key, "key")?, lease, timeout, decide(decide_fn));
+        promise(env, call, cancel, RawEditResult::from)
+    }
+}
+
+/// A candidate in an election.
+#[napi]
+pub struct NativeElection {
+    election: ElectionHandle,
+}
+
+impl From<ElectionHandle> for NativeElection {
+    fn from(election: ElectionHandle) -> Self {
+        NativeElection { election }
+    }
+}
+
+#[napi]
+impl NativeElection {
+    /// The candidate id.
+    #[napi(getter)]
+    pub fn candidate_id(&self) -> String {
+        self.election.candidate_id().to_owned()
+    }
+
+    /// Waits to become leader for `term`, up to `timeout`; the leader's fencing token.
+    #[napi(ts_return_type = "Promise<hlc.Hlc>")]
+    pub fn campaign<'env>(
+        &self,
+        env: &'env Env,
+        term: Unknown,
+        timeout: Option<Unknown>,
+        cancel: Option<ClassInstance<CancelHandle>>,
+    ) -> napi::Result<Object<'env>> {
+        let term = millis_required(env, term, "term")?;
+        let call = self
+            .election
+            .campaign(term, millis(env, timeout, "timeout")?);
+        promise(env, call, cancel, Hlc::from)
+    }
+
+    /// Becomes leader if nobody is; `true` when leader now.
+    #[napi(ts_return_type = "Promise<boolean>")]
+    pub fn try_campaign<'env>(
+        &self,
+        env: &'env Env,
+        term: Unknown,
+        cancel: Option<ClassInstance<CancelHandle>>,
+    ) -> napi::Result<Object<'env>> {
+        let call = self
+            .election
+            .try_campaign(millis_required(env, term, "term")?);
+        promise(env, call, cancel, |b| b)
+    }
+
+    /// Steps down; `true` when this candidate led.
+    #[napi(ts_return_type = "Promise<boolean>")]
+    pub fn resign<'env>(
+        &self,
+        env: &'env Env,
+        cancel: Option<ClassInstance<CancelHandle>>,
+    ) -> napi::Result<Object<'env>> {
+        promise(env, self.election.resign(), cancel, |b| b)
+    }
+
+    /// The current leader, or `null`.
+    #[napi(ts_return_type = "Promise<string | null>")]
+    pub fn leader<'env>(
+        &self,
+        env: &'env Env,
+        cancel: Option<ClassInstance<CancelHandle>>,
+    ) -> napi::Result<Object<'env>> {
+        promise(env, self.election.leader(), cancel, |l| l)
+    }
+
+    /// Whether this candidate leads now.
+    #[napi(getter)]
+    pub fn is_leader(&self) -> bool {
+        self.election.is_leader()
+    }
+
+    /// The leader's fencing token while this candidate leads.
+    #[napi(getter, ts_return_type = "hlc.Hlc | null")]
+    pub fn fencing_token(&self) -> Option<Hlc> {
+        self.election.fencing_token().map(Hlc::from)
+    }
+
+    /// Leadership events: the current leader, then each change.
+    #[napi(ts_return_type = "Promise<NativeSubscription>")]
+    pub fn watch_leader<'env>(
+        &self,
+        env: &'env Env,
+        cancel: Option<ClassInstance<CancelHandle>>,
+    ) -> napi::Result<Object<'env>> {
+        promise(
+            env,
+            self.election.watch_leader(),
+            cancel,
+            NativeSubscription::from,
+        )
+    }
+
+    /// This candidate's own status events.
+    #[napi]
+    pub fn watch_status(&self) -> NativeSubscription {
+        NativeSubscription::from(self.election.watch_status())
+    }
+}

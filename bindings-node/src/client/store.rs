@@ -1,0 +1,225 @@
+//! `NativeStore`: one connection to the state store. Each method converts its arguments,
+//! makes one call on the core's [`Store`] and returns a Promise (see [`super::pending`]).
+
+use mqstate::bridge::Store;
+use mqstate::codec::SetCondition;
+use mqstate::{DelOptions, GetOptions, LockOptions, ObserveOptions, SetOptions, VdelOutcome};
+use napi::bindgen_prelude::{Env, Object, Unknown};
+use napi_derive::napi;
+
+use super::convert::{self, RawSetResult, RawValue, bytes, millis, thrown, token};
+use super::locks::{NativeElection, NativeLock};
+use napi::bindgen_prelude::ClassInstance;
+
+use super::pending::{CancelHandle, promise};
+use super::subscription::NativeSubscription;
+use crate::error::invalid_argument;
+
+/// A connection to the state store (see `Client` in the JS layer).
+#[napi]
+pub struct NativeStore {
+    store: Store,
+}
+
+impl From<Store> for NativeStore {
+    fn from(store: Store) -> Self {
+        NativeStore { store }
+    }
+}
+
+/// What the connection has been through.
+#[napi(object, object_from_js = false)]
+pub struct RawLinkInfo {
+    /// Connected now.
+    pub connected: bool,
+    /// Connections made so far.
+    pub connections: f64,
+    /// MQTT sessions begun so far.
+    pub sessions: f64,
+    /// The largest packet the broker accepts.
+    pub broker_max_packet_size: u32,
+}
+
+fn condition(env: &Env, value: Option<Unknown>) -> napi::Result<SetCondition> {
+    match convert::text(env, value, "condition")?.as_deref() {
+        None => Ok(SetCondition::Always),
+        Some("nx") => Ok(SetCondition::NotExists),
+        Some("nex") => Ok(SetCondition::NotExistsOrEqual),
+        Some(other) => Err(invalid_argument(
+            env,
+            format!("condition must be 'nx' or 'nex', not {other:?}"),
+        )),
+    }
+}
+
+#[napi]
+impl NativeStore {
+    /// The MQTT client id.
+    #[napi(getter)]
+    pub fn client_id(&self) -> String {
+        self.store.client_id().to_owned()
+    }
+
+    /// A snapshot of the connection's history.
+    #[napi]
+    pub fn link_info(&self) -> RawLinkInfo {
+        let l = self.store.link_info();
+        RawLinkInfo {
+            connected: l.connected,
+            connections: l.connections as f64,
+            sessions: l.sessions as f64,
+            broker_max_packet_size: l.broker_max_packet_size,
+        }
+    }
+
+    /// SET.
+    #[napi(ts_return_type = "Promise<RawSetResult>")]
+    #[allow(clippy::too_many_arguments)]
+    pub fn set<'env>(
+        &self,
+        env: &'env Env,
+        key: Unknown,
+        value: Unknown,
+        condition_: Option<Unknown>,
+        expiry: Option<Unknown>,
+        fencing_token: Option<Unknown>,
+        persist: Option<Unknown>,
+        timeout: Option<Unknown>,
+        cancel: Option<ClassInstance<CancelHandle>>,
+    ) -> napi::Result<Object<'env>> {
+        let options = SetOptions {
+            condition: condition(env, condition_)?,
+            expiry: millis(env, expiry, "expiry")?,
+            fencing_token: token(env, fencing_token)?,
+            persist: convert::flag(env, persist, "persist")?,
+            timeout: millis(env, timeout, "timeout")?,
+        };
+        let (key, value) = (bytes(env, key, "key")?, bytes(env, value, "value")?);
+        let call = self.store.set(key, value, options);
+        promise(env, call, cancel, RawSetResult::from)
+    }
+
+    /// GET: `{ value, version }` or `null`.
+    #[napi(ts_return_type = "Promise<RawValue | null>")]
+    pub fn get<'env>(
+        &self,
+        env: &'env Env,
+        key: Unknown,
+        timeout: Option<Unknown>,
+        cancel: Option<ClassInstance<CancelHandle>>,
+    ) -> napi::Result<Object<'env>> {
+        let options = GetOptions {
+            timeout: millis(env, timeout, "timeout")?,
+        };
+        let call = self.store.get(bytes(env, key, "key")?, options);
+        promise(env, call, cancel, |v| v.map(RawValue::from))
+    }
+
+    /// DEL: the number of keys deleted.
+    #[napi(ts_return_type = "Promise<number>")]
+    pub fn del<'env>(
+        &self,
+        env: &'env Env,
+        key: Unknown,
+        fencing_token: Option<Unknown>,
+        timeout: Option<Unknown>,
+        cancel: Option<ClassInstance<CancelHandle>>,
+    ) -> napi::Result<Object<'env>> {
+        let options = DelOptions {
+            fencing_token: token(env, fencing_token)?,
+            timeout: millis(env, timeout, "timeout")?,
+        };
+        let call = self.store.del(bytes(env, key, "key")?, options);
+        promise(env, call, cancel, |n| n as f64)
+    }
+
+    /// VDEL: `'deleted' | 'not_found' | 'value_mismatch'`.
+    #[napi(ts_return_type = "Promise<'deleted' | 'not_found' | 'value_mismatch'>")]
+    pub fn vdel<'env>(
+        &self,
+        env: &'env Env,
+        key: Unknown,
+        value: Unknown,
+        fencing_token: Option<Unknown>,
+        timeout: Option<Unknown>,
+        cancel: Option<ClassInstance<CancelHandle>>,
+    ) -> napi::Result<Object<'env>> {
+        let options = DelOptions {
+            fencing_token: token(env, fencing_token)?,
+            timeout: millis(env, timeout, "timeout")?,
+        };
+        let (key, value) = (bytes(env, key, "key")?, bytes(env, value, "value")?);
+        let call = self.store.vdel(key, value, options);
+        promise(env, call, cancel, |o| match o {
+            VdelOutcome::Deleted => "deleted",
+            VdelOutcome::NotFound => "not_found",
+            VdelOutcome::ValueMismatch => "value_mismatch",
+        })
+    }
+
+    /// Observes a key: resolves to a subscription once registered.
+    #[napi(ts_return_type = "Promise<NativeSubscription>")]
+    pub fn observe<'env>(
+        &self,
+        env: &'env Env,
+        key: Unknown,
+        timeout: Option<Unknown>,
+        cancel: Option<ClassInstance<CancelHandle>>,
+    ) -> napi::Result<Object<'env>> {
+        let options = ObserveOptions {
+            timeout: millis(env, timeout, "timeout")?,
+        };
+        let call = self.store.observe(bytes(env, key, "key")?, options);
+        promise(env, call, cancel, NativeSubscription::from)
+    }
+
+    /// A leased lock on `key`.
+    #[napi]
+    pub fn lock(
+        &self,
+        env: &Env,
+        key: Unknown,
+        holder: Option<Unknown>,
+        session_id: Option<Unknown>,
+        auto_renew: Option<Unknown>,
+    ) -> napi::Result<NativeLock> {
+        let options = LockOptions {
+            holder: convert::text(env, holder, "holder")?,
+            session_id: convert::text(env, session_id, "sessionId")?,
+            auto_renew: millis(env, auto_renew, "autoRenew")?,
+        };
+        let key = bytes(env, key, "key")?;
+        let lock = self.store.lock(key, options).map_err(|e| thrown(env, &e))?;
+        Ok(NativeLock::from(lock))
+    }
+
+    /// Candidate `candidate` in the election `name`.
+    #[napi]
+    pub fn election(
+        &self,
+        env: &Env,
+        name: Unknown,
+        candidate: Unknown,
+        session_id: Option<Unknown>,
+        renew_every: Option<Unknown>,
+    ) -> napi::Result<NativeElection> {
+        let options = LockOptions {
+            holder: None,
+            session_id: convert::text(env, session_id, "sessionId")?,
+            auto_renew: millis(env, renew_every, "renewEvery")?,
+        };
+        let candidate = crate::args::string(env, candidate, "candidate")?;
+        let name = bytes(env, name, "name")?;
+        let election = self
+            .store
+            .election(name, candidate, options)
+            .map_err(|e| thrown(env, &e))?;
+        Ok(NativeElection::from(election))
+    }
+
+    /// Closes the connection (every clone); idempotent.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn close<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+        promise(env, self.store.close(), None, |()| ())
+    }
+}

@@ -1,0 +1,190 @@
+// Live infrastructure for the client tests: `mqstate serve` (the CLI binary the test
+// script builds) with its embedded broker, or behind Debian's mosquitto; a wire tap
+// (mosquitto_sub on the request topic) to see what the client really sends; free ports.
+import { spawn, spawnSync } from 'node:child_process'
+import { existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import net from 'node:net'
+import os from 'node:os'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { setTimeout as sleep } from 'node:timers/promises'
+
+const here = path.dirname(fileURLToPath(import.meta.url))
+/** The project root (the workspace). */
+export const projectRoot = path.resolve(here, '..', '..')
+/** The state store's request topic. */
+export const REQUEST_TOPIC = 'statestore/v1/FA9AE35F-2F64-47CD-9BFF-08E2B32A0FE8/command/invoke'
+
+/** The `mqstate` CLI: `$MQSTATE_BIN`, else the shared target directory's debug build. */
+export function mqstateBin () {
+  if (process.env.MQSTATE_BIN) return process.env.MQSTATE_BIN
+  const target = process.env.CARGO_TARGET_DIR || path.join(projectRoot, 'target')
+  const bin = path.join(target, 'debug', 'mqstate')
+  if (!existsSync(bin)) throw new Error(`${bin} is missing: build it with \`cargo build -p mqstate-cli\``)
+  return bin
+}
+
+/** A free TCP port on 127.0.0.1. @returns {Promise<number>} */
+export function freePort () {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const address = /** @type {net.AddressInfo} */ (server.address())
+      server.close(() => resolve(address.port))
+    })
+  })
+}
+
+/**
+ * Waits until something listens on `port`.
+ * @param {number} port
+ * @param {number} [timeoutMs]
+ */
+export async function waitPort (port, timeoutMs = 10000) {
+  const deadline = Date.now() + timeoutMs
+  while (Date.now() < deadline) {
+    const ok = await new Promise((resolve) => {
+      const socket = net.connect(port, '127.0.0.1')
+      socket.once('connect', () => { socket.destroy(); resolve(true) })
+      socket.once('error', () => resolve(false))
+    })
+    if (ok) return
+    await sleep(20)
+  }
+  throw new Error(`nothing listens on 127.0.0.1:${port} after ${timeoutMs} ms`)
+}
+
+/**
+ * Stops a child process and waits for it.
+ * @param {import('node:child_process').ChildProcess | null} proc
+ */
+async function stop (proc) {
+  if (proc === null || proc.exitCode !== null || proc.signalCode !== null) return
+  const exited = new Promise((resolve) => proc.once('exit', resolve))
+  proc.kill('SIGTERM')
+  const timer = setTimeout(() => proc.kill('SIGKILL'), 5000)
+  await exited
+  clearTimeout(timer)
+}
+
+/**
+ * A running state store: `kind` is `'embedded'` (mqstate serve with its broker) or
+ * `'mosquitto'` (mosquitto + mqstate serve --broker). `url` is where clients connect.
+ */
+export class LiveStore {
+  /** @param {'embedded' | 'mosquitto'} kind */
+  constructor (kind) {
+    this.kind = kind
+    this.port = 0
+    this.url = ''
+    this.dir = mkdtempSync(path.join(os.tmpdir(), 'mqstate-node-'))
+    /** @type {import('node:child_process').ChildProcess | null} */
+    this.broker = null
+    /** @type {import('node:child_process').ChildProcess | null} */
+    this.store = null
+  }
+
+  /** @param {'embedded' | 'mosquitto'} kind */
+  static async start (kind) {
+    const live = new LiveStore(kind)
+    live.port = await freePort()
+    live.url = `mqtt://127.0.0.1:${live.port}`
+    if (kind === 'mosquitto') await live.startBroker()
+    await live.startStore()
+    return live
+  }
+
+  async startBroker () {
+    const conf = path.join(this.dir, 'mosquitto.conf')
+    const lines = [`listener ${this.port} 127.0.0.1`, 'allow_anonymous true', 'set_tcp_nodelay true',
+      'persistence false', 'log_dest topic', 'log_type all']
+    if (process.getuid && process.getuid() === 0) lines.push('user root')
+    writeFileSync(conf, lines.join('\n') + '\n')
+    const binary = existsSync('/usr/sbin/mosquitto') ? '/usr/sbin/mosquitto' : 'mosquitto'
+    this.broker = spawn(binary, ['-c', conf], { stdio: 'ignore' })
+    await waitPort(this.port)
+  }
+
+  async startStore () {
+    const args = ['serve']
+    if (this.kind === 'mosquitto') args.push('--broker', this.url)
+    else args.push('--listen', `127.0.0.1:${this.port}`)
+    const log = openSync(path.join(this.dir, 'serve.log'), 'a')
+    this.store = spawn(mqstateBin(), args, { stdio: ['ignore', log, log] })
+    if (this.kind === 'embedded') await waitPort(this.port)
+    else await sleep(300) // the service subscribes to the request topic
+  }
+
+  async stopStore () { await stop(this.store); this.store = null }
+  async stopBroker () { await stop(this.broker); this.broker = null }
+
+  async restartStore () {
+    await this.stopStore()
+    await this.startStore()
+  }
+
+  async restartBroker () {
+    await this.stopBroker()
+    await this.startBroker()
+    await this.restartStore()
+  }
+
+  async close () {
+    await this.stopStore()
+    await this.stopBroker()
+    rmSync(this.dir, { recursive: true, force: true })
+  }
+}
+
+/** `mosquitto_sub` on the request topic: every request payload, in order. */
+export class Tap {
+  /** @param {number} port */
+  static async start (port) {
+    const tap = new Tap()
+    tap.file = path.join(mkdtempSync(path.join(os.tmpdir(), 'mqstate-tap-')), 'tap.txt')
+    const out = openSync(tap.file, 'a')
+    tap.proc = spawn('mosquitto_sub', ['-V', 'mqttv5', '-h', '127.0.0.1', '-p', String(port), '-t', REQUEST_TOPIC, '-F', '%x'],
+      { stdio: ['ignore', out, 'ignore'] })
+    await sleep(300) // subscribed
+    return tap
+  }
+
+  constructor () {
+    this.file = ''
+    /** @type {import('node:child_process').ChildProcess | null} */
+    this.proc = null
+  }
+
+  /** Every request payload seen so far. */
+  payloads () {
+    return readFileSync(this.file, 'utf8').split('\n').filter((l) => l.trim()).map((l) => Buffer.from(l.trim(), 'hex'))
+  }
+
+  /**
+   * Whether a request containing every one of `parts` was seen within `timeoutMs`.
+   * @param {string[]} parts
+   * @param {number} [timeoutMs]
+   */
+  async waitFor (parts, timeoutMs = 5000) {
+    const deadline = Date.now() + timeoutMs
+    while (Date.now() < deadline) {
+      if (this.payloads().some((p) => parts.every((part) => p.includes(part)))) return true
+      await sleep(50)
+    }
+    return false
+  }
+
+  async close () {
+    await stop(this.proc)
+    rmSync(path.dirname(this.file), { recursive: true, force: true })
+  }
+}
+
+/** Whether mosquitto is installed (the mosquitto variant and the wire tap need it). */
+export const haveMosquitto = spawnSync('sh', ['-c', 'command -v mosquitto_sub && (command -v mosquitto || test -x /usr/sbin/mosquitto)']).status === 0
+
+/** A key prefix unique to one test. */
+export function ns () {
+  return `node/${Math.random().toString(16).slice(2)}${Date.now().toString(16)}/`
+}

@@ -1,0 +1,115 @@
+// The package as users get it: `npm pack`, then `npm install <tarball>` in an empty folder
+// builds the addon from the packed Rust sources (cargo, sharing CARGO_TARGET_DIR so that
+// dependencies are reused); CommonJS and ES module entry points load there, and the
+// examples run against a live store. Also: a missing cargo fails with one clear message,
+// and a script that connects, sets, observes and closes exits by itself.
+import { after, before, describe, test } from 'node:test'
+import assert from 'node:assert/strict'
+import { spawn, spawnSync } from 'node:child_process'
+import { cpSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { LiveStore, projectRoot } from './live.mjs'
+
+const pkg = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
+const EXAMPLES = readdirSync(path.join(pkg, 'examples')).filter((f) => f.endsWith('.mjs')).sort()
+
+/**
+ * Runs a command; resolves to its exit code and output (or `null` code after `timeoutMs`).
+ * @param {string} cmd
+ * @param {string[]} args
+ * @param {{ cwd?: string, env?: NodeJS.ProcessEnv, timeoutMs?: number }} [options]
+ * @returns {Promise<{ code: number | null, out: string }>}
+ */
+function run (cmd, args, options = {}) {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, { cwd: options.cwd, env: options.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] })
+    let out = ''
+    child.stdout.on('data', (d) => { out += d })
+    child.stderr.on('data', (d) => { out += d })
+    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 60000)
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer)
+      resolve({ code: signal === 'SIGKILL' ? null : code, out })
+    })
+  })
+}
+
+/** @type {LiveStore} */
+let live
+before(async () => { live = await LiveStore.start('embedded') })
+after(async () => { await live.close() })
+
+describe('process lifetime', () => {
+  test('a script that connects, sets, observes and closes exits by itself (30 runs)', { timeout: 300000 }, async () => {
+    const script = `
+      const { Client } = require(${JSON.stringify(pkg)})
+      ;(async () => {
+        const client = await Client.connect(${JSON.stringify(live.url)})
+        await client.set('exit-test', 'v')
+        const sub = client.observe('exit-test')
+        await sub.ready()
+        const pending = sub.next()
+        const lock = client.lock('exit-lock')
+        lock.watchStatus()
+        await client.close()
+        await pending
+        console.log('closed')
+      })()`
+    const runs = await Promise.all(Array.from({ length: 30 }, () => run(process.execPath, ['-e', script], { timeoutMs: 20000 })))
+    const bad = runs.filter((r) => r.code !== 0 || !r.out.includes('closed'))
+    assert.deepEqual(bad, [], 'runs that did not exit cleanly by themselves')
+  })
+
+  test('the control: a pending next() on an unclosed client keeps the process alive', async () => {
+    const script = `
+      const { Client } = require(${JSON.stringify(pkg)})
+      Client.connect(${JSON.stringify(live.url)}).then((c) => c.observe('alive').next())`
+    const r = await run(process.execPath, ['-e', script], { timeoutMs: 1500 })
+    assert.equal(r.code, null, `exited with ${r.code}: ${r.out}`)
+  })
+})
+
+describe('install from an npm pack tarball', () => {
+  /** @type {string} */
+  let dir
+  before(() => { dir = mkdtempSync(path.join(os.tmpdir(), 'mqstate-npm-')) })
+  after(() => { rmSync(dir, { recursive: true, force: true }) })
+
+  test('npm pack + npm install in an empty folder builds the addon; examples run there', { timeout: 900000 }, async () => {
+    const pack = await run('npm', ['pack', '--pack-destination', dir, '--loglevel=error'], { cwd: pkg, timeoutMs: 120000 })
+    assert.equal(pack.code, 0, pack.out)
+    const tarball = readdirSync(dir).find((f) => f.endsWith('.tgz'))
+    assert.ok(tarball, `no tarball: ${pack.out}`)
+    const list = spawnSync('tar', ['tzf', path.join(dir, tarball)], { encoding: 'utf8' }).stdout
+    assert.ok(!/\.node$/m.test(list), 'the tarball must not carry a prebuilt addon')
+    assert.match(list, /package\/rust\/core\/src\/lib\.rs/)
+    const app = path.join(dir, 'app')
+    cpSync(path.join(pkg, 'examples'), app, { recursive: true })
+    writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'app', private: true, type: 'module' }))
+    const env = {
+      ...process.env,
+      CARGO_TARGET_DIR: process.env.CARGO_TARGET_DIR || path.join(projectRoot, 'target'),
+      MQSTATE_NODE_PROFILE: 'debug'
+    }
+    const install = await run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', path.join(dir, tarball)],
+      { cwd: app, env, timeoutMs: 840000 })
+    assert.equal(install.code, 0, install.out)
+    const cjs = await run(process.execPath, ['-e', "const m = require('mqstate'); console.log(typeof m.Client.connect, typeof m.hlc.Hlc)"], { cwd: app })
+    assert.equal(cjs.out.trim(), 'function function', cjs.out)
+    for (const example of EXAMPLES) {
+      const r = await run(process.execPath, [example], { cwd: app, env: { ...process.env, MQSTATE_URL: live.url }, timeoutMs: 30000 })
+      assert.equal(r.code, 0, `${example}: ${r.out}`)
+    }
+  })
+
+  test('without cargo, install fails with one message naming it', async () => {
+    const copy = path.join(dir, 'nocargo')
+    cpSync(path.join(pkg, 'scripts'), path.join(copy, 'scripts'), { recursive: true })
+    const r = await run(process.execPath, [path.join(copy, 'scripts', 'install.js')],
+      { env: { ...process.env, CARGO: path.join(dir, 'no-such-cargo') } })
+    assert.equal(r.code, 1)
+    assert.match(r.out, /mqstate: cannot build the native addon: Rust's cargo was not found/)
+  })
+})
