@@ -434,3 +434,18 @@ async fn mapped_calls_convert_and_forward_cancellation() {
     holder.close().await.unwrap();
     waiter.close().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_subscriptions_end_when_their_client_closes() {
+    let env = Env::embedded().await;
+    let store = store(&env, "status-close").await;
+    let lock = store
+        .lock("status-close-lock", LockOptions::default())
+        .unwrap();
+    let status = lock.watch_status();
+    assert_eq!(status.next().await, Some(Event::Status(LockState::NotHeld)));
+    store.close().await.unwrap();
+    let end = tokio::time::timeout(Duration::from_secs(5), status.next()).await;
+    assert_eq!(end.expect("ends promptly"), None);
+    drop(lock);
+}

@@ -27,16 +27,24 @@ pub type Decide = Arc<dyn Fn(Option<Versioned>) -> BoxFuture<Result<Edit, Error>
 /// Work done as leader, given the leader's fencing token; an `Err` is returned unchanged.
 pub type Lead = Arc<dyn Fn(Hlc) -> BoxFuture<Result<(), Error>> + Send + Sync>;
 
-/// A subscription of a lock's own status: the current one first, then each change.
+/// A subscription of a lock's own status: the current one first, then each change; it
+/// ends when the lock is dropped or its client closes.
 fn status_subscription(store: &Store, lock: &Lock) -> Subscription {
     let mut rx = lock.watch_status();
+    // The link's receiver, not a client handle: it does not keep the connection open.
+    let mut link = store.client().shared.link.subscribe();
     let capacity = store.client().shared.observers.capacity();
     Subscription::start(store.client().runtime(), capacity, |queue| async move {
+        let closed = async move {
+            let _ = link.wait_for(|l| l.closed).await;
+        };
+        tokio::pin!(closed);
         loop {
             let state = LockState::from(&*rx.borrow_and_update());
             queue.push(Event::Status(state));
-            if rx.changed().await.is_err() {
-                return;
+            tokio::select! {
+                changed = rx.changed() => if changed.is_err() { return },
+                () = &mut closed => return,
             }
         }
     })

@@ -194,6 +194,15 @@ impl Subscription {
         .await
     }
 
+    /// The next event as a cancellable call (`None` once ended); cancelling it loses no
+    /// event (an event is taken from the queue only by a call that completes).
+    pub fn next_call(&self) -> super::Call<Option<Event>> {
+        let sub = self.clone();
+        super::Call::spawn(&super::runtime::shared_handle(), async move {
+            Ok(sub.next().await)
+        })
+    }
+
     /// Blocks up to `timeout` (`None`: without limit) for the next event: `Ok(None)` once
     /// ended, [`ErrorKind::Timeout`] when nothing came, [`ErrorKind::Unsupported`] on a
     /// runtime thread.
