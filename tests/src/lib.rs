@@ -15,6 +15,7 @@
 
 pub mod fixture;
 pub mod mosquitto;
+pub mod pki;
 pub mod proxy;
 pub mod raw;
 

@@ -5,87 +5,10 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use mqstate::{Client, ConnectionSettings, ErrorKind, SetOptions, TlsSettings};
 use mqstate_server::{BrokerTarget, Server, ServerConfig};
 use mqstate_tests::Mosquitto;
-
-fn openssl(dir: &Path, args: &[&str]) {
-    let out = Command::new("openssl")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("openssl runs");
-    assert!(
-        out.status.success(),
-        "openssl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// A CA, a server certificate for localhost/127.0.0.1 and a client certificate.
-fn make_pki(dir: &Path) {
-    let ec = [
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
-    ];
-    let mut ca = vec!["req", "-x509"];
-    ca.extend(ec);
-    ca.extend([
-        "-keyout",
-        "ca.key",
-        "-out",
-        "ca.crt",
-        "-days",
-        "2",
-        "-subj",
-        "/CN=mqstate test CA",
-    ]);
-    openssl(dir, &ca);
-    std::fs::write(
-        dir.join("server.ext"),
-        "subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n",
-    )
-    .unwrap();
-    std::fs::write(dir.join("client.ext"), "extendedKeyUsage=clientAuth\n").unwrap();
-    for (name, cn) in [("server", "localhost"), ("client", "mqstate-client")] {
-        let mut req = vec!["req"];
-        req.extend(ec);
-        let (key, csr, crt, ext, subj) = (
-            format!("{name}.key"),
-            format!("{name}.csr"),
-            format!("{name}.crt"),
-            format!("{name}.ext"),
-            format!("/CN={cn}"),
-        );
-        req.extend(["-keyout", &key, "-out", &csr, "-subj", &subj]);
-        openssl(dir, &req);
-        openssl(
-            dir,
-            &[
-                "x509",
-                "-req",
-                "-in",
-                &csr,
-                "-CA",
-                "ca.crt",
-                "-CAkey",
-                "ca.key",
-                "-CAcreateserial",
-                "-out",
-                &crt,
-                "-days",
-                "2",
-                "-extfile",
-                &ext,
-            ],
-        );
-    }
-}
 
 fn path(dir: &Path, name: &str) -> PathBuf {
     dir.join(name)
@@ -94,7 +17,7 @@ fn path(dir: &Path, name: &str) -> PathBuf {
 async fn tls_round_trip(require_client_cert: bool) {
     let pki = tempfile::tempdir().unwrap();
     let dir = pki.path();
-    make_pki(dir);
+    mqstate_tests::pki::make(dir);
     let mut extra = format!(
         "cafile {}\ncertfile {}\nkeyfile {}\n",
         path(dir, "ca.crt").display(),
@@ -157,7 +80,7 @@ async fn tls_round_trip(require_client_cert: bool) {
 
     // Trusting the wrong CA fails, clearly.
     let other = tempfile::tempdir().unwrap();
-    make_pki(other.path());
+    mqstate_tests::pki::make(other.path());
     let mut wrong = settings.clone();
     wrong.tls = Some(TlsSettings {
         ca_file: Some(path(other.path(), "ca.crt")),

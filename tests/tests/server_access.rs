@@ -3,7 +3,6 @@
 //! that confines each client to its own topics.
 
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 use mqstate::{Client, ConnectionSettings, SetOptions, TlsSettings};
@@ -103,84 +102,11 @@ async fn user_names_and_passwords_are_accepted_or_checked_against_a_file() {
     strict.shutdown().await;
 }
 
-fn openssl(dir: &Path, args: &[&str]) {
-    let out = Command::new("openssl")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("openssl runs (scripts/setup installs it)");
-    assert!(
-        out.status.success(),
-        "openssl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// A throw-away CA that signs a server certificate for 127.0.0.1 and a client certificate.
-fn pki(dir: &Path) {
-    let key = [
-        "-newkey",
-        "ec",
-        "-pkeyopt",
-        "ec_paramgen_curve:prime256v1",
-        "-nodes",
-    ];
-    let mut ca = vec![
-        "req",
-        "-x509",
-        "-days",
-        "1",
-        "-subj",
-        "/CN=mqstate server test CA",
-    ];
-    ca.extend(key);
-    ca.extend(["-keyout", "ca.key", "-out", "ca.crt"]);
-    openssl(dir, &ca);
-    write(
-        dir,
-        "server.ext",
-        "subjectAltName=IP:127.0.0.1,DNS:localhost\n",
-    );
-    write(dir, "client.ext", "extendedKeyUsage=clientAuth\n");
-    for name in ["server", "client"] {
-        let (k, csr, crt, ext) = (
-            format!("{name}.key"),
-            format!("{name}.csr"),
-            format!("{name}.crt"),
-            format!("{name}.ext"),
-        );
-        let subject = format!("/CN={name}");
-        let mut req = vec!["req", "-subj", &subject, "-keyout", &k, "-out", &csr];
-        req.extend(key);
-        openssl(dir, &req);
-        openssl(
-            dir,
-            &[
-                "x509",
-                "-req",
-                "-in",
-                &csr,
-                "-CA",
-                "ca.crt",
-                "-CAkey",
-                "ca.key",
-                "-CAcreateserial",
-                "-days",
-                "1",
-                "-out",
-                &crt,
-                "-extfile",
-                &ext,
-            ],
-        );
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_embedded_broker_speaks_tls_and_mutual_tls() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    pki(d);
+    mqstate_tests::pki::make(d);
     let tls = TlsFiles {
         cert: d.join("server.crt"),
         key: d.join("server.key"),
