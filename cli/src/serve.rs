@@ -135,9 +135,19 @@ impl ServeArgs {
 /// Runs the server until Ctrl-C (or SIGTERM), then shuts it down cleanly.
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let config = args.config()?;
+    if let Some(dir) = &config.data_dir {
+        std::fs::create_dir_all(dir).with_context(|| {
+            format!("--data-dir {}: cannot create the directory", dir.display())
+        })?;
+    }
+    let what = match (&config.data_dir, &config.broker) {
+        (Some(dir), _) => format!("with --data-dir {}", dir.display()),
+        (None, Some(_)) => "through --broker".to_owned(),
+        (None, None) => format!("on {}", config.listen),
+    };
     let server = Server::start(config)
         .await
-        .context("could not start the state store")?;
+        .with_context(|| format!("could not start the state store {what}"))?;
     if server.is_embedded() {
         tracing::info!(addr = %server.addr(), "serving: embedded broker at mqtt://{}", server.addr());
     } else {
