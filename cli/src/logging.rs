@@ -29,8 +29,11 @@ impl Mode {
 pub fn init(verbose: u8, mode: Mode) {
     let default = match verbose {
         0 if mode == Mode::Quiet => "warn",
-        0 => "warn,mqstate_server=info,mqstate_cli=info",
-        1 => "info,mqstate=debug,mqstate_server=debug,mqstate_cli=debug",
+        // The binary's own modules log as `mqstate::<module>`; the store's start/stop lines
+        // come from `mqstate_server::server`; the embedded broker (`mqstate_server::embedded`,
+        // `mqtt5`) stays quiet.
+        0 => "warn,mqstate::serve=info,mqstate_server::server=info",
+        1 => "info,mqstate=debug,mqstate_server=debug",
         _ => "trace",
     };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));

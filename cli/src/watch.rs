@@ -36,18 +36,23 @@ pub struct LeaderArgs {
     follow: bool,
 }
 
-/// Resolves on Ctrl-C or SIGTERM.
-pub async fn interrupted() {
-    let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate());
-    match term {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
+/// Resolves on Ctrl-C or SIGTERM. The handlers are installed when this is called (not at
+/// the first poll), so a signal sent right after a "ready" note is never missed.
+pub fn interrupted() -> impl std::future::Future<Output = ()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let int = signal(SignalKind::interrupt());
+    let term = signal(SignalKind::terminate());
+    async move {
+        match (int, term) {
+            (Ok(mut int), Ok(mut term)) => {
+                tokio::select! {
+                    _ = int.recv() => {}
+                    _ = term.recv() => {}
+                }
             }
-        }
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
+            _ => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
         }
     }
 }
@@ -126,11 +131,11 @@ pub async fn watch(target: &Target, format: Format, args: WatchArgs) -> CliResul
         });
     }
     drop(tx);
+    let stop = interrupted();
+    tokio::pin!(stop);
     let names: Vec<String> = keys.iter().map(|k| escape(k)).collect();
     note(&format!("watching {} (Ctrl-C to stop)", names.join(", ")));
     let mut seen = 0u64;
-    let stop = interrupted();
-    tokio::pin!(stop);
     loop {
         if args.count.is_some_and(|c| seen >= c) {
             break;
@@ -177,6 +182,8 @@ pub async fn leader(target: &Target, format: Format, args: LeaderArgs) -> CliRes
     if name.is_empty() {
         return Err(Failure::usage("the election name must not be empty"));
     }
+    let stop = interrupted();
+    tokio::pin!(stop);
     let client = target.connect().await?;
     let lock = Lock::new(&client, &name).map_err(|e| target.fail(&e))?;
     if !args.follow {
@@ -201,8 +208,6 @@ pub async fn leader(target: &Target, format: Format, args: LeaderArgs) -> CliRes
             return Err(target.fail(&e));
         }
     };
-    let stop = interrupted();
-    tokio::pin!(stop);
     loop {
         tokio::select! {
             _ = &mut stop => break,
