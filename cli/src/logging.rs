@@ -15,9 +15,9 @@ pub enum Mode {
 
 impl Mode {
     /// The mode of a command.
-    pub fn of(client_command: bool, command: &crate::Command) -> Mode {
+    pub fn of(command: &crate::Command) -> Mode {
         match command {
-            crate::Command::Serve(_) if !client_command => Mode::Serve,
+            crate::Command::Serve(_) => Mode::Serve,
             _ => Mode::Quiet,
         }
     }

@@ -110,10 +110,6 @@ fn from_anyhow(e: &anyhow::Error) -> Failure {
 }
 
 fn run(cli: Cli) -> CliResult {
-    let client_command = !matches!(
-        cli.command,
-        Command::Serve(_) | Command::Demo(_) | Command::Bench(_)
-    );
     match cli.command {
         Command::Settings => {
             for row in mqstate::SETTINGS {
@@ -133,7 +129,7 @@ fn run(cli: Cli) -> CliResult {
         }
         _ => {}
     }
-    logging::init(cli.verbose, logging::Mode::of(client_command, &cli.command));
+    logging::init(cli.verbose, logging::Mode::of(&cli.command));
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
