@@ -1,21 +1,45 @@
 //! Log output for every subcommand: `tracing` lines on stderr, filtered by `-v` or
-//! `RUST_LOG`.
+//! `RUST_LOG`, coloured only on a terminal (and not with `NO_COLOR`).
 
 use tracing_subscriber::EnvFilter;
 
-/// Installs the subscriber: `info` by default (`warn` for `quiet` commands such as the
-/// demo, whose output is their own), `debug` for mqstate crates with `-v` (one line per
-/// request), `trace` everywhere with `-vv`. `RUST_LOG` overrides.
-pub fn init(verbose: u8, quiet: bool) {
+/// How chatty a command is by default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// `serve`: its own start-up and shutdown lines; the embedded broker's chatter only
+    /// with `-v`.
+    Serve,
+    /// Commands whose output is their own (client commands, demo, bench): warnings only.
+    Quiet,
+}
+
+impl Mode {
+    /// The mode of a command.
+    pub fn of(command: &crate::Command) -> Mode {
+        match command {
+            crate::Command::Serve(_) => Mode::Serve,
+            _ => Mode::Quiet,
+        }
+    }
+}
+
+/// Installs the subscriber: `warn` by default (plus mqstate's own `info` lines for
+/// `serve`), `debug` for mqstate crates with `-v` (one line per request, and the broker's
+/// `info`), `trace` everywhere with `-vv`. `RUST_LOG` overrides.
+pub fn init(verbose: u8, mode: Mode) {
     let default = match verbose {
-        0 if quiet => "warn",
-        0 => "info",
-        1 => "info,mqstate=debug,mqstate_server=debug,mqstate_cli=debug",
+        0 if mode == Mode::Quiet => "warn",
+        // The binary's own modules log as `mqstate::<module>`; the store's start/stop lines
+        // come from `mqstate_server::server`; the embedded broker (`mqstate_server::embedded`,
+        // `mqtt5`) stays quiet.
+        0 => "warn,mqstate::serve=info,mqstate_server::server=info",
+        1 => "info,mqstate=debug,mqstate_server=debug",
         _ => "trace",
     };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(crate::output::stderr_colour())
         .init();
 }

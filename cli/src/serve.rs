@@ -135,25 +135,51 @@ impl ServeArgs {
 /// Runs the server until Ctrl-C (or SIGTERM), then shuts it down cleanly.
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let config = args.config()?;
+    if let Some(dir) = &config.data_dir {
+        std::fs::create_dir_all(dir).with_context(|| {
+            format!("--data-dir {}: cannot create the directory", dir.display())
+        })?;
+    }
+    let what = match (&config.data_dir, &config.broker) {
+        (Some(dir), _) => format!("with --data-dir {}", dir.display()),
+        (None, Some(_)) => "through --broker".to_owned(),
+        (None, None) => format!("on {}", config.listen),
+    };
+    // Handlers first: a Ctrl-C right after the "serving" line must shut down cleanly.
+    let signals = Signals::new()?;
     let server = Server::start(config)
         .await
-        .context("could not start the state store")?;
+        .with_context(|| format!("could not start the state store {what}"))?;
     if server.is_embedded() {
         tracing::info!(addr = %server.addr(), "serving: embedded broker at mqtt://{}", server.addr());
     } else {
         tracing::info!(addr = %server.addr(), "serving through the broker at {}", server.addr());
     }
-    wait_for_signal().await?;
+    signals.wait().await;
     tracing::info!("shutting down");
     server.shutdown().await;
     Ok(())
 }
 
-async fn wait_for_signal() -> anyhow::Result<()> {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-    tokio::select! {
-        result = tokio::signal::ctrl_c() => result?,
-        _ = term.recv() => {}
+/// SIGINT and SIGTERM, registered at creation.
+struct Signals {
+    int: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn new() -> anyhow::Result<Signals> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Signals {
+            int: signal(SignalKind::interrupt())?,
+            term: signal(SignalKind::terminate())?,
+        })
     }
-    Ok(())
+
+    async fn wait(mut self) {
+        tokio::select! {
+            _ = self.int.recv() => {}
+            _ = self.term.recv() => {}
+        }
+    }
 }
