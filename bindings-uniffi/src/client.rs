@@ -1,0 +1,273 @@
+//! [`Client`]: a connection to the state store. Every method converts its arguments, makes
+//! one call into the core's binding layer ([`mqstate::bridge::Store`]) and maps the result
+//! or the error; the asynchronous ones are Kotlin `suspend` functions (Swift `async`).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use mqstate::bridge::{Settings, Store};
+use mqstate::lock::LockOptions as CoreLockOptions;
+use mqstate::{SETTINGS, SettingType};
+
+use crate::call::settle;
+use crate::locks::{Election, ElectionOptions, Lock, LockOptions};
+use crate::subscription::Subscription;
+use crate::values::{
+    DelOptions, GetOptions, LinkInfo, ObserveOptions, SetOptions, SetResult, Value, VdelOutcome,
+    value, version,
+};
+use crate::MqstateError;
+
+/// A setting name as the core spells it: `clientId` and `client_id` both give `client_id`.
+fn core_name(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 4);
+    for c in name.chars() {
+        if c.is_ascii_uppercase() {
+            out.push('_');
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Settings from a URL or the environment, then `settings` by name, in the order of the
+/// core's table (whatever order the map iterates in); unknown names fail first.
+fn settings(
+    url: Option<String>,
+    from_env: bool,
+    named: HashMap<String, String>,
+) -> Result<Settings, MqstateError> {
+    let mut s = match (url, from_env) {
+        (_, true) => Settings::from_env()?,
+        (Some(url), false) => Settings::from_url(&url)?,
+        (None, false) => Settings::new(),
+    };
+    let rank = |name: &str| SETTINGS.iter().position(|row| row.name == name);
+    let mut pairs: Vec<(String, String)> = named
+        .into_iter()
+        .map(|(name, value)| (core_name(&name), value))
+        .collect();
+    pairs.sort_by_key(|(name, _)| rank(name).map_or(0, |i| i + 1));
+    for (name, value) in pairs {
+        s.set(&name, &value)?;
+    }
+    Ok(s)
+}
+
+/// One row of the core's settings table.
+#[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
+pub struct SettingInfo {
+    /// The core's snake_case name (`clientId` is accepted for `client_id`).
+    pub name: String,
+    /// The Azure IoT Operations environment variable, if any.
+    pub env: Option<String>,
+    /// `text`, `path`, `bool`, `count` or `duration`.
+    pub kind: String,
+    /// One line for people.
+    pub description: String,
+}
+
+/// Every setting `Client.connect` accepts by name (the core's `SETTINGS`). Durations are
+/// seconds or carry a unit (`"250ms"`, `"1.5s"`, `"2m"`).
+#[uniffi::export]
+pub fn settings_table() -> Vec<SettingInfo> {
+    SETTINGS
+        .iter()
+        .map(|s| SettingInfo {
+            name: s.name.to_owned(),
+            env: s.env.map(str::to_owned),
+            kind: match s.value {
+                SettingType::Text => "text",
+                SettingType::Path => "path",
+                SettingType::Bool => "bool",
+                SettingType::Count => "count",
+                SettingType::Duration => "duration",
+            }
+            .to_owned(),
+            description: s.description.to_owned(),
+        })
+        .collect()
+}
+
+/// Checks settings without connecting: the error `connect` would give for them, if any.
+#[uniffi::export(default(url = None, settings))]
+pub fn check_settings(
+    url: Option<String>,
+    settings: HashMap<String, String>,
+) -> Result<(), MqstateError> {
+    self::settings(url, false, settings).map(|_| ())
+}
+
+/// A connection to the state store. Closing it (`closeAndWait()` in Kotlin, `close()` in
+/// Swift, or dropping the last reference: Kotlin's `close()` / `use {}`) closes the
+/// connection for every lock and subscription made from it.
+#[derive(uniffi::Object)]
+pub struct Client {
+    store: Store,
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        // Starts the close on the store's runtime; nobody waits for it.
+        let _ = self.store.close();
+    }
+}
+
+#[uniffi::export]
+impl Client {
+    /// Connects to `url` (`mqtt://host:port`, `mqtts://…`; default `localhost:1883`) with
+    /// `settings` by name on top (`clientId`, `requestTimeout`, … as in `settingsTable()`).
+    #[uniffi::constructor(default(url = None, settings))]
+    pub async fn connect(
+        url: Option<String>,
+        settings: HashMap<String, String>,
+    ) -> Result<Arc<Client>, MqstateError> {
+        let s = self::settings(url, false, settings)?;
+        let store = settle(Store::connect(s)).await?;
+        Ok(Arc::new(Client { store }))
+    }
+
+    /// Connects with the Azure IoT Operations environment variables (`AIO_BROKER_HOSTNAME`
+    /// …), `settings` by name on top.
+    #[uniffi::constructor(default(settings))]
+    pub async fn from_env(settings: HashMap<String, String>) -> Result<Arc<Client>, MqstateError> {
+        let s = self::settings(None, true, settings)?;
+        let store = settle(Store::connect(s)).await?;
+        Ok(Arc::new(Client { store }))
+    }
+
+    /// The MQTT client id.
+    pub fn client_id(&self) -> String {
+        self.store.client_id().to_owned()
+    }
+
+    /// Whether the connection is up now.
+    pub fn is_connected(&self) -> bool {
+        self.store.link_info().connected
+    }
+
+    /// The connection's history.
+    pub fn link_info(&self) -> LinkInfo {
+        self.store.link_info().into()
+    }
+
+    /// Sets `key` to `value`.
+    #[uniffi::method(default(options))]
+    pub async fn set(
+        &self,
+        key: Vec<u8>,
+        value: Vec<u8>,
+        options: SetOptions,
+    ) -> Result<SetResult, MqstateError> {
+        let outcome = settle(self.store.set(key, value, options.to_core()?)).await?;
+        Ok(SetResult {
+            applied: outcome.applied,
+            version: version(outcome.version),
+        })
+    }
+
+    /// The key's value and version, or none when it does not exist.
+    #[uniffi::method(default(options))]
+    pub async fn get(
+        &self,
+        key: Vec<u8>,
+        options: GetOptions,
+    ) -> Result<Option<Value>, MqstateError> {
+        Ok(value(settle(self.store.get(key, options.to_core())).await?))
+    }
+
+    /// Deletes the key: the number of keys deleted (0 or 1).
+    #[uniffi::method(default(options))]
+    pub async fn delete(&self, key: Vec<u8>, options: DelOptions) -> Result<u64, MqstateError> {
+        settle(self.store.del(key, options.to_core()?)).await
+    }
+
+    /// Deletes the key only if it holds `value`.
+    #[uniffi::method(default(options))]
+    pub async fn vdel(
+        &self,
+        key: Vec<u8>,
+        value: Vec<u8>,
+        options: DelOptions,
+    ) -> Result<VdelOutcome, MqstateError> {
+        Ok(settle(self.store.vdel(key, value, options.to_core()?))
+            .await?
+            .into())
+    }
+
+    /// Observes the key: a subscription of its changes, registered when this returns.
+    #[uniffi::method(default(options))]
+    pub async fn observe(
+        &self,
+        key: Vec<u8>,
+        options: ObserveOptions,
+    ) -> Result<Arc<Subscription>, MqstateError> {
+        let sub = settle(self.store.observe(key, options.to_core())).await?;
+        Ok(Subscription::new(sub))
+    }
+
+    /// A leased lock on `key`.
+    #[uniffi::method(default(options))]
+    pub fn lock(&self, key: Vec<u8>, options: LockOptions) -> Result<Arc<Lock>, MqstateError> {
+        let core = CoreLockOptions {
+            holder: options.holder,
+            session_id: options.session_id,
+            auto_renew: options.auto_renew,
+        };
+        let handle = self.store.lock(key, core)?;
+        Ok(Lock::new(handle, options.lease))
+    }
+
+    /// Candidate `candidate` in the election `name`.
+    #[uniffi::method(default(options))]
+    pub fn election(
+        &self,
+        name: Vec<u8>,
+        candidate: String,
+        options: ElectionOptions,
+    ) -> Result<Arc<Election>, MqstateError> {
+        let core = CoreLockOptions {
+            holder: None,
+            session_id: options.session_id,
+            auto_renew: options.renew_every,
+        };
+        let handle = self.store.election(name, candidate, core)?;
+        Ok(Election::new(handle, options.term))
+    }
+
+    /// Closes the connection (for every lock and subscription made from it) and waits until
+    /// it has ended; later calls fail with `closed`. Idempotent.
+    pub async fn close(&self) -> Result<(), MqstateError> {
+        settle(self.store.close()).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_in_either_case() {
+        assert_eq!(core_name("clientId"), "client_id");
+        assert_eq!(core_name("request_timeout"), "request_timeout");
+        assert_eq!(core_name("reconnectMaxDelay"), "reconnect_max_delay");
+    }
+
+    #[test]
+    fn settings_are_checked_by_the_core() {
+        let named = |pairs: &[(&str, &str)]| {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<HashMap<_, _>>()
+        };
+        assert!(check_settings(None, named(&[("keepAlive", "30"), ("clean_start", "1")])).is_ok());
+        let e = check_settings(None, named(&[("keepAlive", "soon")])).unwrap_err();
+        assert_eq!(e.code(), "invalid_argument");
+        let e = check_settings(None, named(&[("noSuchSetting", "1")])).unwrap_err();
+        assert_eq!(e.code(), "invalid_argument");
+        assert_eq!(settings_table().len(), SETTINGS.len());
+    }
+}
