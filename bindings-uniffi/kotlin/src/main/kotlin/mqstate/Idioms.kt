@@ -3,7 +3,6 @@
 // notifications as a Flow, a listener from lambdas, fenced edits and leadership from
 // suspending lambdas, and scoped lock/leadership helpers. No protocol logic lives here:
 // every function converts and calls one generated method.
-@file:JvmName("MqstateKt")
 
 package mqstate
 
