@@ -2,9 +2,11 @@
 // given as the first argument (default mqtt://localhost:1883; `mqstate serve` runs one).
 //
 //     mqstate serve --listen 127.0.0.1:1883 &
-//     kotlin -cp … QuickstartKt mqtt://127.0.0.1:1883
+//     kotlin -cp … mqstate.examples.QuickstartKt mqtt://127.0.0.1:1883
 //
 // The tests compile and run it (QuickstartTest).
+package mqstate.examples
+
 import java.time.Duration
 import kotlinx.coroutines.runBlocking
 import kotlinx.coroutines.flow.filterIsInstance
