@@ -70,8 +70,16 @@ mod tests {
                 Poll::Pending
             ));
         }
-        // The call's work was dropped (cancelled), long before its 60 s.
-        assert_eq!(rx.recv_timeout(Duration::from_secs(5)), Ok("dropped"));
+        // The call's work was dropped (cancelled), long before its 60 s: either after it
+        // started (it reports) or before (its sender goes unused).
+        let outcome = rx.recv_timeout(Duration::from_secs(5));
+        assert!(
+            matches!(
+                outcome,
+                Ok("dropped") | Err(std::sync::mpsc::RecvTimeoutError::Disconnected)
+            ),
+            "{outcome:?}"
+        );
     }
 
     #[test]

@@ -9,6 +9,7 @@ use mqstate::bridge::{Settings, Store};
 use mqstate::lock::LockOptions as CoreLockOptions;
 use mqstate::{SETTINGS, SettingType};
 
+use crate::MqstateError;
 use crate::call::settle;
 use crate::locks::{Election, ElectionOptions, Lock, LockOptions};
 use crate::subscription::Subscription;
@@ -16,7 +17,6 @@ use crate::values::{
     DelOptions, GetOptions, LinkInfo, ObserveOptions, SetOptions, SetResult, Value, VdelOutcome,
     value, version,
 };
-use crate::MqstateError;
 
 /// A setting name as the core spells it: `clientId` and `client_id` both give `client_id`.
 fn core_name(name: &str) -> String {
@@ -110,8 +110,9 @@ pub struct Client {
 
 impl Drop for Client {
     fn drop(&mut self) {
-        // Starts the close on the store's runtime; nobody waits for it.
-        let _ = self.store.close();
+        // Starts the close on the store's runtime (dropping the call does not cancel it);
+        // nobody waits for it.
+        drop(self.store.close());
     }
 }
 

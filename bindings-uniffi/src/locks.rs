@@ -248,7 +248,9 @@ impl Election {
 
     /// `Event.Holder` events of the leadership: the current leader, then each change.
     pub async fn watch_leader(&self) -> Result<Arc<Subscription>, MqstateError> {
-        Ok(Subscription::new(settle(self.election.watch_leader()).await?))
+        Ok(Subscription::new(
+            settle(self.election.watch_leader()).await?,
+        ))
     }
 
     /// `Event.Status` events of this candidate's own leadership.

@@ -70,7 +70,11 @@ impl PartialOrd for Hlc {
 
 impl fmt::Display for Hlc {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:015}:{:05}:{}", self.wall_ms, self.counter, self.node_id)
+        write!(
+            f,
+            "{:015}:{:05}:{}",
+            self.wall_ms, self.counter, self.node_id
+        )
     }
 }
 
