@@ -16,7 +16,8 @@
 //! - [`MqstateError`]: the one error (Kotlin `MqstateException`), carrying the stable `code`
 //!   of the core's error table.
 //!
-//! Cancelling the coroutine of a call cancels the call in the core (see [`call`]).
+//! Cancelling the coroutine of a call cancels the call in the core: every awaited bridge
+//! call is wrapped in a guard that cancels it when uniffi drops the future.
 //!
 //! The generated sources are committed under `kotlin/src/main/kotlin` and `swift/`;
 //! `scripts/test-kotlin` regenerates them with the `uniffi-bindgen` binary of this crate
