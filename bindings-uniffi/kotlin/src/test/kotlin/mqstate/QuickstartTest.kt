@@ -18,7 +18,6 @@ class QuickstartTest {
             System.setOut(saved)
         }
         val text = out.toString()
-        print(text)
         assertTrue(text.contains("get hello"), text)
         assertTrue(text.contains("observed SET hello again"), text)
         assertTrue(text.contains("error code invalid_argument"), text)
