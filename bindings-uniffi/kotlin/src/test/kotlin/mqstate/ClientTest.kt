@@ -59,6 +59,18 @@ class ClientTest {
     }
 
     @Test
+    fun `fromEnv reads the Azure IoT Operations variables, settings on top`() = runBlocking {
+        // The test JVM has AIO_BROKER_HOSTNAME=127.0.0.1 and AIO_MQTT_USE_TLS=false (pom.xml).
+        val port = LiveStore.url.substringAfterLast(':')
+        Client.fromEnv(mapOf("port" to port)).use { client ->
+            assertTrue(client.set("${ns}env", "v").applied)
+            assertEquals("v", client.get("${ns}env")!!.text)
+        }
+        val e = errorOf { runBlocking { Client.fromEnv(mapOf("keepAlive" to "soon")) } }
+        assertEquals("invalid_argument", e.code)
+    }
+
+    @Test
     fun `errors carry the stable code of the core table`() = runBlocking {
         val codes = errorTable().map { it.code }
         assertEquals(codes.toSet().size, codes.size)
