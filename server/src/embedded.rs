@@ -54,6 +54,8 @@ use crate::config::TlsFiles;
 use crate::outbox::{Message, Sink};
 use crate::service::{BrokerControl, Command};
 
+pub(crate) mod session;
+
 /// The Maximum Packet Size the embedded broker announces in its CONNACK: MQTT 5's maximum.
 pub(crate) const MAX_PACKET_SIZE: u32 = 268_435_455;
 
@@ -418,6 +420,14 @@ impl EmbeddedBroker {
             }
         });
         RouterSink { tx }
+    }
+
+    /// Registers the store's own session in the router (see [`session`]).
+    pub(crate) async fn store_session(
+        &self,
+        client_id: &str,
+    ) -> std::io::Result<session::StoreSession> {
+        session::StoreSession::open(&self.router, client_id).await
     }
 
     /// A handle that disconnects clients.

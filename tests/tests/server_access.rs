@@ -50,7 +50,7 @@ async fn k8s_sat_clients_connect_with_any_token_or_a_listed_one() {
     let good = write(dir.path(), "good.token", "good-token\n");
     let bad = write(dir.path(), "bad.token", "bad-token\n");
 
-    let open = start(ServerConfig::ephemeral()).await;
+    let open = start(mqstate_tests::server_config()).await;
     let mut s = settings(&open, "sat-any");
     s.sat_file = Some(bad.clone());
     round(s).await.expect("any token is accepted by default");
@@ -59,7 +59,7 @@ async fn k8s_sat_clients_connect_with_any_token_or_a_listed_one() {
     let tokens = write(dir.path(), "tokens", "# accepted\ngood-token\n");
     let strict = start(ServerConfig {
         sat_token_file: Some(tokens),
-        ..ServerConfig::ephemeral()
+        ..mqstate_tests::server_config()
     })
     .await;
     let mut s = settings(&strict, "sat-good");
@@ -74,7 +74,7 @@ async fn k8s_sat_clients_connect_with_any_token_or_a_listed_one() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn user_names_and_passwords_are_accepted_or_checked_against_a_file() {
     let dir = tempfile::tempdir().unwrap();
-    let open = start(ServerConfig::ephemeral()).await;
+    let open = start(mqstate_tests::server_config()).await;
     let mut s = settings(&open, "user-any");
     s.username = Some("someone".into());
     s.password = Some("whatever".into());
@@ -84,7 +84,7 @@ async fn user_names_and_passwords_are_accepted_or_checked_against_a_file() {
     let passwords = write(dir.path(), "passwords", "alice:wonderland\n");
     let strict = start(ServerConfig {
         password_file: Some(passwords),
-        ..ServerConfig::ephemeral()
+        ..mqstate_tests::server_config()
     })
     .await;
     let mut s = settings(&strict, "alice-1");
@@ -114,7 +114,7 @@ async fn the_embedded_broker_speaks_tls_and_mutual_tls() {
     };
     let server = start(ServerConfig {
         tls: Some(tls.clone()),
-        ..ServerConfig::ephemeral()
+        ..mqstate_tests::server_config()
     })
     .await;
     let mut s = settings(&server, "tls-client");
@@ -134,7 +134,7 @@ async fn the_embedded_broker_speaks_tls_and_mutual_tls() {
             client_ca: Some(d.join("ca.crt")),
             ..tls
         }),
-        ..ServerConfig::ephemeral()
+        ..mqstate_tests::server_config()
     })
     .await;
     let mut s = settings(&server, "mtls-client");
@@ -163,7 +163,7 @@ async fn the_embedded_broker_speaks_tls_and_mutual_tls() {
 async fn acl_mode_confines_clients_to_their_own_topics() {
     let server = start(ServerConfig {
         acl: true,
-        ..ServerConfig::ephemeral()
+        ..mqstate_tests::server_config()
     })
     .await;
     let port = server.addr().port();
