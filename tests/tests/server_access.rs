@@ -214,3 +214,70 @@ async fn acl_mode_confines_clients_to_their_own_topics() {
     assert!(seen.is_empty(), "eve received others' traffic: {seen:?}");
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nobody_takes_the_servers_own_client_id() {
+    // In process, the store is a router session under the server's client id; with the
+    // adapter it is a connection. A client connecting with that id would divert every
+    // request: it is refused, and the store keeps answering.
+    let server = start(mqstate_tests::server_config()).await;
+    let id = server.client_id().to_owned();
+    let refused = round(settings(&server, &id)).await;
+    assert!(
+        refused.is_err(),
+        "a client took the server's id: {refused:?}"
+    );
+    round(settings(&server, "after-the-impostor"))
+        .await
+        .expect("the store still answers");
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_from_several_clients_is_answered_in_full_and_in_order() {
+    // 3 clients × 3,000 SETs published without waiting for answers (the broker holds its
+    // publishers back while the store's lane is full; the queue behind the lane is proven
+    // in `embedded::session`'s unit test). Every request gets its answer, and the last SET
+    // of each key wins.
+    let server = start(mqstate_tests::server_config()).await;
+    let port = server.addr().port();
+    let mut tasks = Vec::new();
+    for c in 0..3 {
+        tasks.push(tokio::spawn(async move {
+            let mut client = RawClient::connect("127.0.0.1", port, &format!("burst-{c}"))
+                .await
+                .unwrap();
+            let mut sent = Vec::new();
+            for i in 0..3000 {
+                let key = format!("burst-{c}-{}", i % 10);
+                let value = i.to_string();
+                let payload = resp(&[b"SET", key.as_bytes(), value.as_bytes()]);
+                sent.push(
+                    client
+                        .send(payload, &RequestOptions::default())
+                        .await
+                        .unwrap(),
+                );
+            }
+            for correlation in &sent {
+                let response = client.response_for(correlation).await.unwrap();
+                assert_eq!(&response.payload()[..], b"+OK\r\n");
+            }
+            for k in 0..10 {
+                let key = format!("burst-{c}-{k}");
+                let got = client
+                    .request(resp(&[b"GET", key.as_bytes()]), RequestOptions::default())
+                    .await
+                    .unwrap();
+                let last = (2990 + k).to_string();
+                let want = format!("${}\r\n{last}\r\n", last.len());
+                assert_eq!(&got.payload()[..], want.as_bytes(), "{key}");
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    assert_eq!(server.stats().requests, 3 * 3000 + 30);
+    server.shutdown().await;
+}

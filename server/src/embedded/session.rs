@@ -54,7 +54,15 @@ impl StoreSession {
         router: &Arc<MessageRouter>,
         client_id: &str,
     ) -> std::io::Result<StoreSession> {
-        let (lanes, receivers) = DeliveryLanes::channel(STORE_LANE);
+        StoreSession::open_with_lane(router, client_id, STORE_LANE).await
+    }
+
+    async fn open_with_lane(
+        router: &Arc<MessageRouter>,
+        client_id: &str,
+        lane: usize,
+    ) -> std::io::Result<StoreSession> {
+        let (lanes, receivers) = DeliveryLanes::channel(lane);
         let queue = router.queue_handle(client_id);
         let (takeover_tx, takeover) = oneshot::channel();
         router
@@ -171,5 +179,69 @@ async fn sleep_or_never(delay: Option<Duration>) {
     match delay {
         Some(delay) => tokio::time::sleep(delay).await,
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(i: usize) -> PublishPacket {
+        let mut packet = PublishPacket::new(
+            mqstate::topics::REQUEST_TOPIC,
+            Bytes::from(i.to_string()),
+            mqtt5::QoS::AtLeastOnce,
+        );
+        packet
+            .properties
+            .set_response_topic("clients/c/r".to_owned());
+        packet
+            .properties
+            .add_user_property("__ts".to_owned(), format!("t{i}"));
+        packet
+            .properties
+            .add_user_property("__ts".to_owned(), "second".to_owned());
+        packet
+    }
+
+    #[tokio::test]
+    async fn requests_beyond_the_lane_are_queued_and_served_in_order() {
+        let router = Arc::new(MessageRouter::new());
+        let mut session = StoreSession::open_with_lane(&router, "store", 4)
+            .await
+            .unwrap();
+        // A deadline already past: what the lane cannot take goes to the session's queue.
+        for i in 0..50 {
+            router
+                .route_message_with_deadline(
+                    &request(i),
+                    Some("c"),
+                    tokio::time::Instant::now().into(),
+                )
+                .await;
+        }
+        assert!(
+            session.queue.count() > 0,
+            "the router queued nothing: the test proves nothing"
+        );
+        for i in 0..50 {
+            let packet = tokio::time::timeout(Duration::from_secs(5), session.next())
+                .await
+                .expect("a request")
+                .expect("the session is open");
+            assert_eq!(&packet.payload[..], i.to_string().as_bytes());
+            let meta = request_meta(&packet);
+            assert_eq!(
+                meta.timestamp.as_deref(),
+                Some(format!("t{i}").as_str()),
+                "first wins"
+            );
+            assert_eq!(meta.response_topic.as_deref(), Some("clients/c/r"));
+        }
+        // Drained: a later request still arrives, and nothing is left behind.
+        router.route_message(&request(50), Some("c")).await;
+        let packet = session.next().await.unwrap();
+        assert_eq!(&packet.payload[..], b"50");
+        assert!(session.queue.is_empty());
     }
 }
