@@ -350,6 +350,7 @@ impl EmbeddedBroker {
             // such as paho-mqtt reject such a CONNACK and reconnect forever.
             .with_max_packet_size(MAX_PACKET_SIZE as usize)
             .with_client_channel_capacity(DELIVERY_LANE)
+            .with_server_receive_maximum(mqstate::envelope::MAX_IN_FLIGHT)
             .with_event_handler(Arc::clone(&events) as Arc<dyn BrokerEventHandler>);
         if let Some(files) = tls {
             let mut tls_config =
