@@ -4,13 +4,16 @@
 //! client against a raw rumqttc request/response pair (the physical limit of the broker).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use mqstate::{Client, ClientOptions, ConnectionSettings, SetOptions};
 
 use crate::bench_raw::{RawPair, StoreEcho};
+
+pub mod load;
+
+use load::{Op, RunResult, drive, secs};
 
 /// Arguments of `mqstate bench`.
 #[derive(Debug, clap::Args)]
@@ -55,112 +58,10 @@ pub struct BenchArgs {
     /// Instead of load: measure the client's resident memory idle and observing this many keys.
     #[arg(long)]
     pub observe_keys: Option<usize>,
-}
-
-/// What one run measured.
-#[derive(Clone, Debug)]
-pub struct RunResult {
-    /// Requests completed per second.
-    pub ops_per_sec: f64,
-    /// Latency percentiles in microseconds: p50, p90, p99.
-    pub p50_us: u32,
-    /// 90th percentile.
-    pub p90_us: u32,
-    /// 99th percentile.
-    pub p99_us: u32,
-    /// Requests that failed.
-    pub errors: u64,
-}
-
-impl std::fmt::Display for RunResult {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{:>9.0} ops/s   p50 {:>6} µs   p90 {:>6} µs   p99 {:>6} µs   errors {}",
-            self.ops_per_sec, self.p50_us, self.p90_us, self.p99_us, self.errors
-        )
-    }
-}
-
-/// One request of the load: `true` on success.
-type Op = Arc<
-    dyn Fn(u64) -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send>> + Send + Sync,
->;
-
-/// Runs `op` from `workers` closed loops for warm-up + duration, with a progress line.
-async fn drive(
-    label: &str,
-    workers: usize,
-    warmup: Duration,
-    duration: Duration,
-    op: Op,
-) -> RunResult {
-    let stop = Arc::new(AtomicBool::new(false));
-    let measuring = Arc::new(AtomicBool::new(false));
-    let done = Arc::new(AtomicU64::new(0));
-    let errors = Arc::new(AtomicU64::new(0));
-    let mut tasks = tokio::task::JoinSet::new();
-    for w in 0..workers {
-        let (stop, measuring, done, errors, op) = (
-            stop.clone(),
-            measuring.clone(),
-            done.clone(),
-            errors.clone(),
-            op.clone(),
-        );
-        tasks.spawn(async move {
-            let mut latencies = Vec::with_capacity(1 << 16);
-            let mut i = w as u64;
-            while !stop.load(Ordering::Relaxed) {
-                let started = Instant::now();
-                let ok = op(i).await;
-                i = i.wrapping_add(workers as u64);
-                if measuring.load(Ordering::Relaxed) {
-                    if ok {
-                        latencies
-                            .push(u32::try_from(started.elapsed().as_micros()).unwrap_or(u32::MAX));
-                        done.fetch_add(1, Ordering::Relaxed);
-                    } else {
-                        errors.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-            }
-            latencies
-        });
-    }
-    tokio::time::sleep(warmup).await;
-    measuring.store(true, Ordering::SeqCst);
-    let started = Instant::now();
-    while started.elapsed() < duration {
-        tokio::time::sleep(Duration::from_secs(1).min(duration)).await;
-        let secs = started.elapsed().as_secs_f64();
-        eprint!(
-            "\r  {label:<8} {secs:>5.1} s  {:>9} ops  {:>8.0} ops/s ",
-            done.load(Ordering::Relaxed),
-            done.load(Ordering::Relaxed) as f64 / secs
-        );
-    }
-    measuring.store(false, Ordering::SeqCst);
-    let elapsed = started.elapsed().as_secs_f64();
-    stop.store(true, Ordering::SeqCst);
-    eprintln!();
-    let mut all = Vec::new();
-    while let Some(joined) = tasks.join_next().await {
-        all.extend(joined.unwrap_or_default());
-    }
-    all.sort_unstable();
-    let pct = |p: f64| {
-        all.get(((all.len() as f64 * p) as usize).min(all.len().saturating_sub(1)))
-            .copied()
-            .unwrap_or(0)
-    };
-    RunResult {
-        ops_per_sec: done.load(Ordering::Relaxed) as f64 / elapsed,
-        p50_us: pct(0.50),
-        p90_us: pct(0.90),
-        p99_us: pct(0.99),
-        errors: errors.load(Ordering::Relaxed),
-    }
+    /// Also report the CPU time per request of this process (e.g. the broker, the store)
+    /// over each measured window; repeatable.
+    #[arg(long = "watch-pid", value_name = "PID")]
+    pub watch_pids: Vec<u32>,
 }
 
 /// One run against the state store through the mqstate client.
@@ -208,6 +109,7 @@ async fn run_mqstate(args: &BenchArgs) -> anyhow::Result<RunResult> {
         secs(args.warmup),
         secs(args.duration),
         op,
+        &args.watch_pids,
     )
     .await)
 }
@@ -238,12 +140,9 @@ async fn run_raw(args: &BenchArgs) -> anyhow::Result<RunResult> {
         secs(args.warmup),
         secs(args.duration),
         op,
+        &args.watch_pids,
     )
     .await)
-}
-
-fn secs(s: f64) -> Duration {
-    Duration::from_secs_f64(s.max(0.0))
 }
 
 /// Resident set size of this process, in KiB.
@@ -265,25 +164,31 @@ async fn observe_memory(args: &BenchArgs, n: usize) -> anyhow::Result<()> {
     tokio::time::sleep(Duration::from_millis(500)).await;
     let idle = rss_kib();
     let started = Instant::now();
-    let mut observers = Vec::with_capacity(n);
+    // Every observer goes straight into one vector sized up front: per-task vectors, grown
+    // and then freed, would leave ~150 B per key of freed heap in the RSS being measured.
+    let observers = Arc::new(std::sync::Mutex::new(Vec::with_capacity(n)));
     let mut tasks = tokio::task::JoinSet::new();
     let chunk = n.div_ceil(256).max(1);
     for start in (0..n).step_by(chunk) {
-        let client = client.clone();
+        let (client, observers) = (client.clone(), Arc::clone(&observers));
         tasks.spawn(async move {
-            let mut mine = Vec::new();
             for k in start..(start + chunk).min(n) {
-                mine.push(client.observe(format!("observed/{k}")).await?);
+                let observer = client.observe(format!("observed/{k}")).await?;
+                observers
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(observer);
             }
-            Ok::<_, mqstate::Error>(mine)
+            Ok::<_, mqstate::Error>(())
         });
     }
     let mut last_progress = Instant::now();
     while let Some(joined) = tasks.join_next().await {
-        observers.extend(joined??);
+        joined??;
         if last_progress.elapsed() >= Duration::from_secs(1) {
             last_progress = Instant::now();
-            eprint!("\r  observing {:>7} of {n} keys", observers.len());
+            let count = observers.lock().unwrap_or_else(|e| e.into_inner()).len();
+            eprint!("\r  observing {count:>7} of {n} keys");
         }
     }
     eprintln!();

@@ -35,6 +35,8 @@ fn options(id: String, host: &str, port: u16) -> MqttOptions {
     let mut opts = MqttOptions::new(id, host, port);
     opts.set_max_packet_size(Some(1 << 24));
     opts.set_keep_alive(Duration::from_secs(30));
+    // The same in-flight table as the mqstate client (see `MAX_IN_FLIGHT`).
+    opts.set_outgoing_inflight_upper_limit(mqstate::envelope::MAX_IN_FLIGHT);
     let mut net = rumqttc::NetworkOptions::new();
     net.set_tcp_nodelay(true);
     opts.set_network_options(net);

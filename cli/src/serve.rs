@@ -56,6 +56,10 @@ pub struct ServeArgs {
     /// before its oldest are dropped.
     #[arg(long, default_value_t = 16)]
     client_queue_mib: usize,
+    /// Embedded broker: serve the store through an MQTT connection to the broker (the
+    /// older, slower path, kept for comparison) instead of inside the broker's process.
+    #[arg(long, conflicts_with = "broker")]
+    embedded_adapter: bool,
     /// TLS, authentication and authorization of the embedded broker (boxed: they are
     /// large and rarely given).
     #[command(flatten)]
@@ -115,6 +119,7 @@ impl ServeArgs {
             notify_queue_limit: self.notify_queue_limit,
             log_values: self.log_values,
             client_queue_bytes: self.client_queue_mib.saturating_mul(1024 * 1024),
+            embedded_adapter: self.embedded_adapter,
             tls: match (access.tls_cert, access.tls_key) {
                 (Some(cert), Some(key)) => Some(TlsFiles {
                     cert,

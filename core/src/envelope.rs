@@ -9,6 +9,13 @@
 
 use std::time::Duration;
 
+/// The most QoS 1 PUBLISHes a client keeps in flight (unacknowledged), and the Receive
+/// Maximum the embedded broker announces. rumqttc sizes its in-flight table by its upper
+/// limit before it connects — a slot per packet id, ≈ 216 bytes each: 13.5 MiB per
+/// connection at the default of 65,535 — and lowers it to the broker's Receive Maximum
+/// after the CONNACK (mosquitto's default is 20), so this is both the ceiling and the cost.
+pub const MAX_IN_FLIGHT: u16 = 1024;
+
 /// The content type of every request and response.
 pub const CONTENT_TYPE: &str = "application/octet-stream";
 

@@ -106,6 +106,14 @@ impl Gate {
 
     fn check_password(&self, connect: &ConnectPacket) -> AuthResult {
         let password = connect.password.as_deref().unwrap_or_default();
+        // The server's client id is its session in the router (the store in process, or
+        // the adapter's connection): taking it over would divert every request.
+        if connect.client_id == self.server_user
+            && connect.username.as_deref() != Some(&self.server_user)
+        {
+            tracing::warn!(client_id = %connect.client_id, "refused: the server's own client id");
+            return AuthResult::fail(ReasonCode::ClientIdentifierNotValid);
+        }
         match connect.username.as_deref() {
             Some(user) if user == self.server_user => {
                 if password == self.server_secret.as_slice() {
@@ -215,6 +223,9 @@ impl AuthProvider for Gate {
     ) -> Pin<Box<dyn Future<Output = MqttResult<EnhancedAuthResult>> + Send + 'a>> {
         let result = if auth_method != SAT_METHOD {
             EnhancedAuthResult::fail(auth_method, ReasonCode::BadAuthenticationMethod)
+        } else if client_id == self.server_user {
+            tracing::warn!(client_id, "refused: the server's own client id");
+            EnhancedAuthResult::fail(auth_method, ReasonCode::ClientIdentifierNotValid)
         } else {
             // Token files end with a newline more often than not: compare trimmed.
             let token = auth_data.unwrap_or_default().trim_ascii();

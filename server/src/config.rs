@@ -48,6 +48,11 @@ pub struct ServerConfig {
     pub acl_allow: Vec<String>,
     /// Embedded broker: listen with TLS (on [`listen`](Self::listen)).
     pub tls: Option<TlsFiles>,
+    /// With the embedded broker: serve the store through an MQTT connection of its own to
+    /// the broker (the adapter, as with an external broker) instead of inside the broker's
+    /// process. Slower (four loopback crossings per request instead of two); kept to compare
+    /// the two paths and to run every suite against both.
+    pub embedded_adapter: bool,
 }
 
 /// The embedded broker's TLS files (PEM).
@@ -80,6 +85,7 @@ impl Default for ServerConfig {
             acl: false,
             acl_allow: Vec::new(),
             tls: None,
+            embedded_adapter: false,
         }
     }
 }

@@ -80,6 +80,7 @@ pub(crate) fn options(
         .set_clean_start(true)
         .set_max_packet_size(Some(MAX_PACKET_SIZE))
         .set_receive_maximum(Some(u16::MAX))
+        .set_outgoing_inflight_upper_limit(mqstate::envelope::MAX_IN_FLIGHT)
         .set_topic_alias_max(None);
     if let Some(target) = target {
         if let Some(user) = &target.username {

@@ -54,6 +54,8 @@ use crate::config::TlsFiles;
 use crate::outbox::{Message, Sink};
 use crate::service::{BrokerControl, Command};
 
+pub(crate) mod session;
+
 /// The Maximum Packet Size the embedded broker announces in its CONNACK: MQTT 5's maximum.
 pub(crate) const MAX_PACKET_SIZE: u32 = 268_435_455;
 
@@ -348,6 +350,7 @@ impl EmbeddedBroker {
             // such as paho-mqtt reject such a CONNACK and reconnect forever.
             .with_max_packet_size(MAX_PACKET_SIZE as usize)
             .with_client_channel_capacity(DELIVERY_LANE)
+            .with_server_receive_maximum(mqstate::envelope::MAX_IN_FLIGHT)
             .with_event_handler(Arc::clone(&events) as Arc<dyn BrokerEventHandler>);
         if let Some(files) = tls {
             let mut tls_config =
@@ -418,6 +421,14 @@ impl EmbeddedBroker {
             }
         });
         RouterSink { tx }
+    }
+
+    /// Registers the store's own session in the router (see [`session`]).
+    pub(crate) async fn store_session(
+        &self,
+        client_id: &str,
+    ) -> std::io::Result<session::StoreSession> {
+        session::StoreSession::open(&self.router, client_id).await
     }
 
     /// A handle that disconnects clients.

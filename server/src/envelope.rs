@@ -52,33 +52,45 @@ impl RequestMeta {
     /// Reads the envelope of a received PUBLISH. The first occurrence of a user property
     /// wins; `broker_client_id` is read only when the broker is trusted to set it.
     pub fn read(publish: &Publish, trust_broker_id: bool) -> RequestMeta {
-        let mut meta = RequestMeta {
-            qos0: publish.qos == QoS::AtMostOnce,
-            ..RequestMeta::default()
-        };
+        let mut meta = RequestMeta::at_qos0(publish.qos == QoS::AtMostOnce);
         let Some(props) = &publish.properties else {
             return meta;
         };
         meta.response_topic = props.response_topic.clone();
         meta.correlation = props.correlation_data.clone();
         for (name, value) in &props.user_properties {
-            let slot = match name.as_str() {
-                property::SOURCE_ID => &mut meta.src_id,
-                property::TIMESTAMP => &mut meta.timestamp,
-                property::FENCING_TOKEN => &mut meta.fencing_token,
-                property::PROTOCOL_VERSION => &mut meta.protocol_version,
-                BROKER_CLIENT_ID_PROPERTY if trust_broker_id => &mut meta.broker_client_id,
-                property::PERSISTENCE => {
-                    meta.persist |= value.eq_ignore_ascii_case("true");
-                    continue;
-                }
-                _ => continue,
-            };
-            if slot.is_none() {
-                *slot = Some(value.clone());
-            }
+            meta.user_property(name, value, trust_broker_id);
         }
         meta
+    }
+
+    /// An empty envelope of a request received at QoS 0 (`qos0`) or above; fill it with
+    /// [`RequestMeta::user_property`] and the response topic and correlation data.
+    pub fn at_qos0(qos0: bool) -> RequestMeta {
+        RequestMeta {
+            qos0,
+            ..RequestMeta::default()
+        }
+    }
+
+    /// Takes one user property, in the order received: the first occurrence of a name
+    /// wins; `x-mqtt-client-id` is read only when the broker is trusted to set it.
+    pub fn user_property(&mut self, name: &str, value: &str, trust_broker_id: bool) {
+        let slot = match name {
+            property::SOURCE_ID => &mut self.src_id,
+            property::TIMESTAMP => &mut self.timestamp,
+            property::FENCING_TOKEN => &mut self.fencing_token,
+            property::PROTOCOL_VERSION => &mut self.protocol_version,
+            BROKER_CLIENT_ID_PROPERTY if trust_broker_id => &mut self.broker_client_id,
+            property::PERSISTENCE => {
+                self.persist |= value.eq_ignore_ascii_case("true");
+                return;
+            }
+            _ => return,
+        };
+        if slot.is_none() {
+            *slot = Some(value.to_owned());
+        }
     }
 
     /// The requesting client: `__srcId`, else what the broker knows.

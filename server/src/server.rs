@@ -17,7 +17,7 @@ use crate::access::{Gate, GateConfig};
 use crate::config::ServerConfig;
 use crate::connection::Loop;
 use crate::connection::{self, ClientSink};
-use crate::embedded::{EmbeddedBroker, RouterSink};
+use crate::embedded::{EmbeddedBroker, RouterSink, session};
 use crate::journal::Journal;
 use crate::outbox::{Counters, Outbox, Sink};
 use crate::service::{BrokerControl, Command, Service, now_ms};
@@ -132,18 +132,7 @@ impl Server {
             }
         };
 
-        let mut options =
-            connection::options(&client_id, &host, own.port(), config.broker.as_ref())?;
-        if embedded.is_some() {
-            options.set_credentials(client_id.clone(), secret);
-        }
-        let probe_options = connection::options(
-            &format!("{client_id}-probe"),
-            &host,
-            addr.port(),
-            config.broker.as_ref(),
-        )?;
-        let (client, eventloop) = connection::client(options, config.mqtt_channel_capacity);
+        let in_process = embedded.is_some() && !config.embedded_adapter;
         let watch_sys_log = config.broker.as_ref().is_some_and(|t| t.watch_sys_log);
         let (ready_tx, mut ready) = watch::channel(false);
         let (stop, stop_rx) = watch::channel(false);
@@ -160,17 +149,30 @@ impl Server {
             config.notify_queue_limit,
             config.response_queue_limit,
         ));
+        // The adapter's MQTT connection: to the external broker, or to the embedded one
+        // when asked to (`embedded_adapter`). In process, the store has none.
+        let mqtt = (!in_process)
+            .then(|| {
+                let mut options =
+                    connection::options(&client_id, &host, own.port(), config.broker.as_ref())?;
+                if embedded.is_some() {
+                    options.set_credentials(client_id.clone(), secret.clone());
+                }
+                Ok::<_, std::io::Error>(connection::client(options, config.mqtt_channel_capacity))
+            })
+            .transpose()?;
         // With the embedded broker, replies go straight into its router: no TCP hop, and no
         // `x-mqtt-client-id` stamped on them (the broker adds it to what clients publish).
-        let (publisher, sink): (Publisher, Box<dyn Sink + Send>) = match &embedded {
-            Some(broker) => {
+        let (publisher, sink): (Publisher, Box<dyn Sink + Send>) = match (&embedded, &mqtt) {
+            (Some(broker), _) => {
                 let router = broker.router_sink(&client_id, config.mqtt_channel_capacity);
                 (Publisher::Router(router.clone()), Box::new(router))
             }
-            None => (
+            (None, Some((client, _))) => (
                 Publisher::Mqtt(client.clone()),
                 Box::new(ClientSink(client.clone())),
             ),
+            (None, None) => unreachable!("an external broker always has the adapter"),
         };
         let publisher = tokio::spawn(publish_loop(
             Arc::clone(&outbox),
@@ -191,16 +193,30 @@ impl Server {
             log_values: config.log_values,
             warned_unrouted: false,
         };
-        let connection = tokio::spawn(connection::run(Loop {
-            eventloop,
-            client,
-            service,
-            commands: commands_rx,
-            filters: connection::filters(watch_sys_log),
-            ready: ready_tx,
-            shutdown: stop_rx,
-            sys_log_seen: Arc::clone(&sys_log_seen),
-        }));
+        let connection = match (mqtt, &embedded) {
+            (Some((client, eventloop)), _) => tokio::spawn(connection::run(Loop {
+                eventloop,
+                client,
+                service,
+                commands: commands_rx,
+                filters: connection::filters(watch_sys_log),
+                ready: ready_tx,
+                shutdown: stop_rx,
+                sys_log_seen: Arc::clone(&sys_log_seen),
+            })),
+            (None, Some(broker)) => {
+                let session = broker.store_session(&client_id).await?;
+                ready_tx.send_replace(true);
+                tokio::spawn(session::run(service, session, commands_rx, stop_rx))
+            }
+            (None, None) => unreachable!("an external broker always has the adapter"),
+        };
+        let probe_options = connection::options(
+            &format!("{client_id}-probe"),
+            &host,
+            addr.port(),
+            config.broker.as_ref(),
+        )?;
 
         let mut handle = ServerHandle {
             addr,
@@ -236,7 +252,7 @@ impl Server {
                 );
             }
         }
-        tracing::info!(%addr, client_id = %handle.client_id, embedded = handle.embedded.is_some(), "state store ready");
+        tracing::info!(%addr, client_id = %handle.client_id, embedded = handle.embedded.is_some(), in_process, "state store ready");
         Ok(handle)
     }
 }

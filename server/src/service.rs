@@ -21,11 +21,9 @@ use crate::journal::Journal;
 use crate::outbox::{Counters, Message, Outbox, Sink};
 use crate::store::{Invocation, JournalOp, Notice, Store};
 
-/// What the store is told besides what arrives on the connection.
+/// What the store is told besides the requests it serves.
 #[derive(Debug)]
 pub enum Command {
-    /// A PUBLISH received on the request topic.
-    Request(Publish),
     /// A client's connection ended: drop its registrations and queued notifications.
     Disconnected(String),
 }
@@ -86,7 +84,6 @@ impl Service {
     /// Handles one command.
     pub(crate) fn command(&mut self, command: Command) {
         match command {
-            Command::Request(publish) => self.request(&publish),
             Command::Disconnected(client_id) => self.disconnected(&client_id),
         }
     }
@@ -117,12 +114,18 @@ impl Service {
         }
     }
 
+    /// Serves a PUBLISH received on the request topic through an MQTT client.
     pub(crate) fn request(&mut self, publish: &Publish) {
-        self.counters.requests.fetch_add(1, Ordering::Relaxed);
         let meta = RequestMeta::read(publish, self.trust_broker_id);
+        self.serve(&publish.payload, &meta);
+    }
+
+    /// Serves one request: its payload and what was read from its envelope.
+    pub(crate) fn serve(&mut self, payload: &Bytes, meta: &RequestMeta) {
+        self.counters.requests.fetch_add(1, Ordering::Relaxed);
         let client = meta.client_id().unwrap_or("?").to_owned();
         match meta.verdict() {
-            Verdict::Answer => self.answer(publish, &meta),
+            Verdict::Answer => self.answer(payload, meta),
             Verdict::Drop(reason) => {
                 self.counters.rejected.fetch_add(1, Ordering::Relaxed);
                 tracing::warn!(client_id = %client, reason, "dropped a request");
@@ -149,12 +152,12 @@ impl Service {
             Verdict::Fail(failure) => {
                 self.counters.rejected.fetch_add(1, Ordering::Relaxed);
                 tracing::warn!(client_id = %client, status = failure.status, message = %failure.message, "rejected a request");
-                self.fail(&meta, &failure);
+                self.fail(meta, &failure);
             }
         }
     }
 
-    fn answer(&mut self, publish: &Publish, meta: &RequestMeta) {
+    fn answer(&mut self, payload: &Bytes, meta: &RequestMeta) {
         let client_id = meta.client_id().unwrap_or_default();
         let now = now_ms();
         let journal = &mut self.journal;
@@ -172,7 +175,7 @@ impl Service {
             now,
             Invocation {
                 client_id,
-                payload: &publish.payload,
+                payload,
                 timestamp: meta.timestamp.as_deref(),
                 fencing_token: meta.fencing_token.as_deref(),
                 persist: meta.persist,
@@ -182,13 +185,13 @@ impl Service {
         if tracing::enabled!(tracing::Level::DEBUG) {
             tracing::debug!(
                 client_id,
-                request = %describe(&publish.payload, self.log_values),
+                request = %describe(payload, self.log_values),
                 response = reply.response.kind_name(),
                 version = ?reply.version.as_ref().map(ToString::to_string),
                 "request"
             );
         }
-        if !self.trust_broker_id && !self.warned_unrouted && is_keynotify(&publish.payload) {
+        if !self.trust_broker_id && !self.warned_unrouted && is_keynotify(payload) {
             self.warned_unrouted = true;
             tracing::warn!(
                 client_id,

@@ -45,15 +45,31 @@ pub struct StateStoreFixture {
     data_dir: Option<TempDir>,
 }
 
+/// What the suites start a server with: [`ServerConfig::ephemeral`], in the mode that
+/// `MQSTATE_TEST_EMBEDDED` names — `in-process` (the default: the store inside the embedded
+/// broker) or `adapter` (the store on its own MQTT connection to the embedded broker), so
+/// that every server suite runs against both paths (`scripts/test` runs them twice).
+pub fn server_config() -> ServerConfig {
+    let adapter = match std::env::var("MQSTATE_TEST_EMBEDDED").as_deref() {
+        Ok("adapter") => true,
+        Ok("in-process") | Err(_) => false,
+        Ok(other) => panic!("MQSTATE_TEST_EMBEDDED={other:?}: use in-process or adapter"),
+    };
+    ServerConfig {
+        embedded_adapter: adapter,
+        ..ServerConfig::ephemeral()
+    }
+}
+
 impl StateStoreFixture {
     /// mosquitto (no persistence) and a server attached to it.
     pub async fn mosquitto() -> anyhow::Result<StateStoreFixture> {
-        StateStoreFixture::start(BrokerKind::Mosquitto, ServerConfig::ephemeral()).await
+        StateStoreFixture::start(BrokerKind::Mosquitto, server_config()).await
     }
 
     /// A server with its embedded broker on a free loopback port.
     pub async fn embedded() -> anyhow::Result<StateStoreFixture> {
-        StateStoreFixture::start(BrokerKind::Embedded, ServerConfig::ephemeral()).await
+        StateStoreFixture::start(BrokerKind::Embedded, server_config()).await
     }
 
     /// Either broker, with a server configured by `config` (its `listen` and `broker`
@@ -70,7 +86,7 @@ impl StateStoreFixture {
     /// lives as long as the fixture (so [`StateStoreFixture::restart`] keeps persisted keys).
     pub async fn with_data_dir(kind: BrokerKind) -> anyhow::Result<StateStoreFixture> {
         let dir = tempfile::Builder::new().prefix("mqstate-data").tempdir()?;
-        let mut config = ServerConfig::ephemeral();
+        let mut config = server_config();
         config.data_dir = Some(dir.path().to_owned());
         StateStoreFixture::start_with(kind, config, Some(dir)).await
     }

@@ -19,7 +19,7 @@ pub mod pki;
 pub mod proxy;
 pub mod raw;
 
-pub use fixture::{BrokerKind, StateStoreFixture};
+pub use fixture::{BrokerKind, StateStoreFixture, server_config};
 pub use mosquitto::{Mosquitto, free_port};
 
 /// Installs a `tracing` subscriber for a test binary once (level from `RUST_LOG`, default

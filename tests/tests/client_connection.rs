@@ -39,7 +39,7 @@ async fn values_just_under_and_just_over_the_broker_maximum() {
     let mosquitto = Mosquitto::start_with_config(&format!("max_packet_size {max}")).unwrap();
     let config = ServerConfig {
         broker: Some(BrokerTarget::parse(&mosquitto.url()).unwrap()),
-        ..ServerConfig::ephemeral()
+        ..mqstate_tests::server_config()
     };
     let server = Server::start(config).await.unwrap();
     let client = Client::connect(ConnectionSettings::new("127.0.0.1", mosquitto.port()))

@@ -253,7 +253,7 @@ async fn broker_restart_with_persistence_keeps_the_session() {
     let mut mosquitto = Mosquitto::start_persistent().unwrap();
     let config = ServerConfig {
         broker: Some(BrokerTarget::parse(&mosquitto.url()).unwrap()),
-        ..ServerConfig::ephemeral()
+        ..mqstate_tests::server_config()
     };
     let server = Server::start(config).await.unwrap();
     let settings = {
@@ -296,7 +296,7 @@ async fn service_restart() {
 
     // With the embedded broker the broker goes too: observation resumes after the restart.
     let mut env = Env::from(
-        StateStoreFixture::start(BrokerKind::Embedded, ServerConfig::ephemeral())
+        StateStoreFixture::start(BrokerKind::Embedded, mqstate_tests::server_config())
             .await
             .unwrap(),
     );

@@ -47,7 +47,7 @@ async fn tls_round_trip(require_client_cert: bool) {
         };
         let config = ServerConfig {
             broker: Some(target),
-            ..ServerConfig::ephemeral()
+            ..mqstate_tests::server_config()
         };
         Some(
             Server::start(config)

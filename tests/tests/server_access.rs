@@ -50,7 +50,7 @@ async fn k8s_sat_clients_connect_with_any_token_or_a_listed_one() {
     let good = write(dir.path(), "good.token", "good-token\n");
     let bad = write(dir.path(), "bad.token", "bad-token\n");
 
-    let open = start(ServerConfig::ephemeral()).await;
+    let open = start(mqstate_tests::server_config()).await;
     let mut s = settings(&open, "sat-any");
     s.sat_file = Some(bad.clone());
     round(s).await.expect("any token is accepted by default");
@@ -59,7 +59,7 @@ async fn k8s_sat_clients_connect_with_any_token_or_a_listed_one() {
     let tokens = write(dir.path(), "tokens", "# accepted\ngood-token\n");
     let strict = start(ServerConfig {
         sat_token_file: Some(tokens),
-        ..ServerConfig::ephemeral()
+        ..mqstate_tests::server_config()
     })
     .await;
     let mut s = settings(&strict, "sat-good");
@@ -74,7 +74,7 @@ async fn k8s_sat_clients_connect_with_any_token_or_a_listed_one() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn user_names_and_passwords_are_accepted_or_checked_against_a_file() {
     let dir = tempfile::tempdir().unwrap();
-    let open = start(ServerConfig::ephemeral()).await;
+    let open = start(mqstate_tests::server_config()).await;
     let mut s = settings(&open, "user-any");
     s.username = Some("someone".into());
     s.password = Some("whatever".into());
@@ -84,7 +84,7 @@ async fn user_names_and_passwords_are_accepted_or_checked_against_a_file() {
     let passwords = write(dir.path(), "passwords", "alice:wonderland\n");
     let strict = start(ServerConfig {
         password_file: Some(passwords),
-        ..ServerConfig::ephemeral()
+        ..mqstate_tests::server_config()
     })
     .await;
     let mut s = settings(&strict, "alice-1");
@@ -114,7 +114,7 @@ async fn the_embedded_broker_speaks_tls_and_mutual_tls() {
     };
     let server = start(ServerConfig {
         tls: Some(tls.clone()),
-        ..ServerConfig::ephemeral()
+        ..mqstate_tests::server_config()
     })
     .await;
     let mut s = settings(&server, "tls-client");
@@ -134,7 +134,7 @@ async fn the_embedded_broker_speaks_tls_and_mutual_tls() {
             client_ca: Some(d.join("ca.crt")),
             ..tls
         }),
-        ..ServerConfig::ephemeral()
+        ..mqstate_tests::server_config()
     })
     .await;
     let mut s = settings(&server, "mtls-client");
@@ -163,7 +163,7 @@ async fn the_embedded_broker_speaks_tls_and_mutual_tls() {
 async fn acl_mode_confines_clients_to_their_own_topics() {
     let server = start(ServerConfig {
         acl: true,
-        ..ServerConfig::ephemeral()
+        ..mqstate_tests::server_config()
     })
     .await;
     let port = server.addr().port();
@@ -212,5 +212,72 @@ async fn acl_mode_confines_clients_to_their_own_topics() {
         "eve read bob's value: {seen:?}"
     );
     assert!(seen.is_empty(), "eve received others' traffic: {seen:?}");
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nobody_takes_the_servers_own_client_id() {
+    // In process, the store is a router session under the server's client id; with the
+    // adapter it is a connection. A client connecting with that id would divert every
+    // request: it is refused, and the store keeps answering.
+    let server = start(mqstate_tests::server_config()).await;
+    let id = server.client_id().to_owned();
+    let refused = round(settings(&server, &id)).await;
+    assert!(
+        refused.is_err(),
+        "a client took the server's id: {refused:?}"
+    );
+    round(settings(&server, "after-the-impostor"))
+        .await
+        .expect("the store still answers");
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_from_several_clients_is_answered_in_full_and_in_order() {
+    // 3 clients × 3,000 SETs published without waiting for answers (the broker holds its
+    // publishers back while the store's lane is full; the queue behind the lane is proven
+    // in `embedded::session`'s unit test). Every request gets its answer, and the last SET
+    // of each key wins.
+    let server = start(mqstate_tests::server_config()).await;
+    let port = server.addr().port();
+    let mut tasks = Vec::new();
+    for c in 0..3 {
+        tasks.push(tokio::spawn(async move {
+            let mut client = RawClient::connect("127.0.0.1", port, &format!("burst-{c}"))
+                .await
+                .unwrap();
+            let mut sent = Vec::new();
+            for i in 0..3000 {
+                let key = format!("burst-{c}-{}", i % 10);
+                let value = i.to_string();
+                let payload = resp(&[b"SET", key.as_bytes(), value.as_bytes()]);
+                sent.push(
+                    client
+                        .send(payload, &RequestOptions::default())
+                        .await
+                        .unwrap(),
+                );
+            }
+            for correlation in &sent {
+                let response = client.response_for(correlation).await.unwrap();
+                assert_eq!(&response.payload()[..], b"+OK\r\n");
+            }
+            for k in 0..10 {
+                let key = format!("burst-{c}-{k}");
+                let got = client
+                    .request(resp(&[b"GET", key.as_bytes()]), RequestOptions::default())
+                    .await
+                    .unwrap();
+                let last = (2990 + k).to_string();
+                let want = format!("${}\r\n{last}\r\n", last.len());
+                assert_eq!(&got.payload()[..], want.as_bytes(), "{key}");
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    assert_eq!(server.stats().requests, 3 * 3000 + 30);
     server.shutdown().await;
 }

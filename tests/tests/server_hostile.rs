@@ -164,7 +164,7 @@ async fn sees_disconnects(server: &mqstate_server::ServerHandle) -> Option<bool>
 async fn attached_to(broker: &mqstate_tests::Mosquitto) -> mqstate_server::ServerHandle {
     let config = mqstate_server::ServerConfig {
         broker: Some(mqstate_server::BrokerTarget::parse(&broker.url()).unwrap()),
-        ..mqstate_server::ServerConfig::ephemeral()
+        ..mqstate_tests::server_config()
     };
     mqstate_server::Server::start(config).await.unwrap()
 }
@@ -230,7 +230,7 @@ async fn a_stalled_subscriber_does_not_pin_server_memory() {
     mqstate_tests::init_tracing();
     let config = mqstate_server::ServerConfig {
         client_queue_bytes: 4 * 1024 * 1024,
-        ..mqstate_server::ServerConfig::ephemeral()
+        ..mqstate_tests::server_config()
     };
     let f = StateStoreFixture::start(BrokerKind::Embedded, config)
         .await

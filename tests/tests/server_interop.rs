@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use mqstate_server::{Server, ServerConfig};
+use mqstate_server::Server;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -73,7 +73,7 @@ fn mqttjs(port: u16, client_id: &str, extra: &[&str]) -> Command {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn paho_mqtt_runs_a_round_on_the_embedded_broker() {
     mqstate_tests::init_tracing();
-    let server = Server::start(ServerConfig::ephemeral()).await.unwrap();
+    let server = Server::start(mqstate_tests::server_config()).await.unwrap();
     run(paho(server.addr().port(), "paho-client", &[]), "paho-mqtt").await;
     server.shutdown().await;
 }
@@ -81,7 +81,7 @@ async fn paho_mqtt_runs_a_round_on_the_embedded_broker() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mqttjs_runs_a_round_on_the_embedded_broker() {
     mqstate_tests::init_tracing();
-    let server = Server::start(ServerConfig::ephemeral()).await.unwrap();
+    let server = Server::start(mqstate_tests::server_config()).await.unwrap();
     run(
         mqttjs(server.addr().port(), "mqttjs-client", &[]),
         "mqtt.js",
@@ -95,7 +95,7 @@ async fn mqttjs_runs_a_round_on_the_embedded_broker() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn paho_mqtt_without_a_notification_subscription_is_notified() {
     mqstate_tests::init_tracing();
-    let server = Server::start(ServerConfig::ephemeral()).await.unwrap();
+    let server = Server::start(mqstate_tests::server_config()).await.unwrap();
     let port = server.addr().port();
     run(
         paho(port, "paho-unsubscribed", &["--no-notify-subscription"]),

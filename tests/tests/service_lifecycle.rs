@@ -178,7 +178,7 @@ async fn without_src_id_mosquitto_requests_get_a_400() {
 async fn an_unsupported_protocol_version_gets_a_505() {
     mqstate_tests::init_tracing();
     for kind in [BrokerKind::Mosquitto, BrokerKind::Embedded] {
-        let f = StateStoreFixture::start(kind, ServerConfig::ephemeral())
+        let f = StateStoreFixture::start(kind, mqstate_tests::server_config())
             .await
             .unwrap();
         let mut c = client(&f, "future").await;
@@ -236,7 +236,7 @@ async fn a_notification_flood_to_a_stalled_broker_stays_bounded() {
     let config = ServerConfig {
         notify_queue_limit: LIMIT,
         mqtt_channel_capacity: 4,
-        ..ServerConfig::ephemeral()
+        ..mqstate_tests::server_config()
     };
     let mut f = StateStoreFixture::start(BrokerKind::Mosquitto, config)
         .await

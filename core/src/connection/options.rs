@@ -99,6 +99,7 @@ pub(crate) fn mqtt_options(
     opts.set_max_packet_size(Some(settings.max_packet_size));
     opts.set_topic_alias_max(None);
     opts.set_request_channel_capacity(REQUEST_CHANNEL_CAPACITY);
+    opts.set_outgoing_inflight_upper_limit(crate::envelope::MAX_IN_FLIGHT);
     opts.set_connection_timeout(settings.connect_timeout.as_secs().max(1));
     let mut net = rumqttc::NetworkOptions::new();
     net.set_tcp_nodelay(true);
