@@ -15,9 +15,53 @@ use super::{KeyNotification, ObserverEvent, ObserverQueue};
 use crate::codec::{KeyEvent, Notification};
 use crate::hlc::{Clock, Hlc};
 
+/// The observers of one key: nearly always one, kept inline (no allocation of its own).
+enum Observers {
+    One(Arc<ObserverQueue>),
+    /// None (empty, unallocated) or several.
+    Many(Vec<Arc<ObserverQueue>>),
+}
+
+impl Observers {
+    fn as_slice(&self) -> &[Arc<ObserverQueue>] {
+        match self {
+            Observers::One(q) => std::slice::from_ref(q),
+            Observers::Many(v) => v,
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.as_slice().is_empty()
+    }
+
+    fn push(&mut self, queue: Arc<ObserverQueue>) {
+        *self = match std::mem::replace(self, Observers::Many(Vec::new())) {
+            Observers::Many(v) if v.is_empty() => Observers::One(queue),
+            Observers::One(first) => Observers::Many(vec![first, queue]),
+            Observers::Many(mut v) => {
+                v.push(queue);
+                Observers::Many(v)
+            }
+        };
+    }
+
+    fn remove(&mut self, queue: &Arc<ObserverQueue>) {
+        let mut rest: Vec<_> = self
+            .as_slice()
+            .iter()
+            .filter(|q| !Arc::ptr_eq(q, queue))
+            .cloned()
+            .collect();
+        *self = match rest.len() {
+            1 => Observers::One(rest.pop().expect("one left")),
+            _ => Observers::Many(rest),
+        };
+    }
+}
+
 /// What the registry knows of one observed key.
 struct KeyState {
-    observers: Vec<Arc<ObserverQueue>>,
+    observers: Observers,
     /// KEYNOTIFY accepted for this key on the current connection.
     registered: bool,
     /// A KEYNOTIFY was sent (it may have been applied even if its answer never came), so
@@ -82,7 +126,7 @@ impl Registry {
         let queue = Arc::new(ObserverQueue::new(self.capacity));
         let mut keys = self.keys();
         let state = keys.entry(key.clone()).or_insert_with(|| KeyState {
-            observers: Vec::new(),
+            observers: Observers::Many(Vec::new()),
             registered: false,
             stop_owed: false,
             degraded: false,
@@ -106,7 +150,7 @@ impl Registry {
         if let Some(state) = self.keys().get_mut(key) {
             state.registered = true;
             if std::mem::take(&mut state.degraded) {
-                for q in &state.observers {
+                for q in state.observers.as_slice() {
                     q.push(ObserverEvent::Restored);
                 }
             }
@@ -128,7 +172,7 @@ impl Registry {
         let Some(state) = keys.get_mut(key) else {
             return false;
         };
-        state.observers.retain(|q| !Arc::ptr_eq(q, queue));
+        state.observers.remove(queue);
         state.observers.is_empty()
     }
 
@@ -162,7 +206,7 @@ impl Registry {
         if let Some(state) = self.keys().get_mut(key)
             && !std::mem::replace(&mut state.degraded, true)
         {
-            for q in &state.observers {
+            for q in state.observers.as_slice() {
                 q.push(ObserverEvent::Degraded {
                     reason: reason.to_owned(),
                 });
@@ -187,7 +231,7 @@ impl Registry {
     /// Ends every observer's stream (the client closed).
     pub(crate) fn close_all(&self) {
         for state in self.keys().values() {
-            for q in &state.observers {
+            for q in state.observers.as_slice() {
                 q.close();
             }
         }
@@ -216,7 +260,7 @@ impl Registry {
             resync,
             dropped_before: 0,
         };
-        for q in &state.observers {
+        for q in state.observers.as_slice() {
             q.push(ObserverEvent::Change(n.clone()));
         }
     }
