@@ -3,6 +3,7 @@
 // concurrent sets, and the faults (store and broker restarts: nothing outlives its timeout).
 import { after, before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { Client, MqstateError, StoreError, ConnectError, AbortError, Value, errorCodes, settings, hlc } from 'mqstate'
 import { LiveStore, freePort, haveMosquitto, ns } from './live.mjs'
 
@@ -260,7 +261,11 @@ describe('faults (mosquitto + serve --broker): nothing outlives its timeout', { 
       assert.ok(Date.now() - started < 3000, `took ${Date.now() - started} ms`)
       await live.startStore()
       assert.equal((await client.set(`${k}a`, '3')).applied, true)
+      // Nobody answers the next request (the store is down), so it is surely still in
+      // flight when the broker goes: a fast store would otherwise answer it first.
+      await live.stopStore()
       const pending = client.set(`${k}a`, '4', { timeout: 1500 })
+      await sleep(50)
       await live.stopBroker()
       started = Date.now()
       /** @type {any} */

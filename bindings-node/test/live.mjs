@@ -110,10 +110,17 @@ export class LiveStore {
     const args = ['serve']
     if (this.kind === 'mosquitto') args.push('--broker', this.url)
     else args.push('--listen', `127.0.0.1:${this.port}`)
-    const log = openSync(path.join(this.dir, 'serve.log'), 'a')
+    const file = path.join(this.dir, 'serve.log')
+    const from = existsSync(file) ? readFileSync(file).length : 0
+    const log = openSync(file, 'a')
     this.store = spawn(mqstateBin(), args, { stdio: ['ignore', log, log] })
-    if (this.kind === 'embedded') await waitPort(this.port)
-    else await sleep(300) // the service subscribes to the request topic
+    // Ready once the server says so: subscribed to the request topic (a fixed pause was
+    // too short on a loaded machine, and requests sent before the subscription are lost).
+    const deadline = Date.now() + 15000
+    while (!readFileSync(file).subarray(from).includes('state store ready')) {
+      if (Date.now() > deadline) throw new Error(`mqstate serve not ready:\n${readFileSync(file, 'utf8').slice(from)}`)
+      await sleep(20)
+    }
   }
 
   async stopStore () { await stop(this.store); this.store = null }
