@@ -87,12 +87,17 @@ class LiveStore:
             args += ["--broker", self.url]
         else:
             args += ["--listen", f"127.0.0.1:{self.port}"]
-        log = open(Path(self._dir) / "serve.log", "ab")
+        path = Path(self._dir) / "serve.log"
+        start = path.stat().st_size if path.exists() else 0
+        log = open(path, "ab")
         self._store = subprocess.Popen(args, stdout=log, stderr=log)
-        if self.kind == "embedded":
-            wait_port(self.port)
-        else:
-            time.sleep(0.3)  # the service subscribes to the request topic
+        # Ready once the server says so (subscribed to the request topic): a fixed pause is
+        # too short on a loaded machine, and requests sent before that are lost.
+        deadline = time.monotonic() + 15
+        while b"state store ready" not in path.read_bytes()[start:]:
+            if time.monotonic() > deadline or self._store.poll() is not None:
+                raise RuntimeError("mqstate serve not ready:\n" + path.read_bytes()[start:].decode(errors="replace"))
+            time.sleep(0.02)
 
     def _stop(self, proc: Optional[subprocess.Popen[bytes]]) -> None:
         if proc is not None and proc.poll() is None:
