@@ -5,9 +5,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use mqstate::SETTINGS;
 use mqstate::bridge::{Settings, Store};
 use mqstate::lock::LockOptions as CoreLockOptions;
-use mqstate::{SETTINGS, SettingType};
 
 use crate::MqstateError;
 use crate::call::settle;
@@ -78,14 +78,7 @@ pub fn settings_table() -> Vec<SettingInfo> {
         .map(|s| SettingInfo {
             name: s.name.to_owned(),
             env: s.env.map(str::to_owned),
-            kind: match s.value {
-                SettingType::Text => "text",
-                SettingType::Path => "path",
-                SettingType::Bool => "bool",
-                SettingType::Count => "count",
-                SettingType::Duration => "duration",
-            }
-            .to_owned(),
+            kind: s.value.name().to_owned(),
             description: s.description.to_owned(),
         })
         .collect()

@@ -4,7 +4,7 @@
 //! messages.
 
 use mqstate::bridge::{Settings, Store};
-use mqstate::{Error, SETTINGS, SettingType};
+use mqstate::{Error, SETTINGS};
 use napi::bindgen_prelude::{Env, Object};
 use napi_derive::napi;
 
@@ -35,14 +35,7 @@ pub fn settings_table() -> Vec<SettingRow> {
         .iter()
         .map(|s| SettingRow {
             name: s.name.into(),
-            kind: match s.value {
-                SettingType::Text => "text",
-                SettingType::Path => "path",
-                SettingType::Bool => "bool",
-                SettingType::Count => "count",
-                SettingType::Duration => "duration",
-            }
-            .into(),
+            kind: s.value.name().into(),
             env: s.env.map(String::from),
             description: s.description.into(),
         })

@@ -30,6 +30,20 @@ pub enum SettingType {
     Duration,
 }
 
+impl SettingType {
+    /// The type's name in every binding's settings table: `text`, `path`, `bool`, `count`,
+    /// `duration`.
+    pub fn name(self) -> &'static str {
+        match self {
+            SettingType::Text => "text",
+            SettingType::Path => "path",
+            SettingType::Bool => "bool",
+            SettingType::Count => "count",
+            SettingType::Duration => "duration",
+        }
+    }
+}
+
 /// One row of [`SETTINGS`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SettingInfo {
