@@ -180,7 +180,7 @@ pub(crate) async fn run(parts: Loop) {
                 service.command(command);
                 continue;
             }
-            () = sleep_or_never(expiry) => {
+            () = Service::next_expiry(expiry) => {
                 service.expire_due();
                 continue;
             }
@@ -258,13 +258,6 @@ pub(crate) async fn run(parts: Loop) {
             }
         })
         .await;
-    }
-}
-
-async fn sleep_or_never(delay: Option<Duration>) {
-    match delay {
-        Some(delay) => tokio::time::sleep(delay).await,
-        None => std::future::pending().await,
     }
 }
 

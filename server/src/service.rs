@@ -73,6 +73,15 @@ impl Service {
             .map(|due| Duration::from_millis(due.saturating_sub(now_ms())))
     }
 
+    /// Waits until the next expiry is due (forever when none is pending); the serving loops
+    /// select on it and then call [`Service::expire_due`].
+    pub(crate) async fn next_expiry(delay: Option<Duration>) {
+        match delay {
+            Some(delay) => tokio::time::sleep(delay).await,
+            None => std::future::pending().await,
+        }
+    }
+
     /// Fires every expiry that is due now.
     pub(crate) fn expire_due(&mut self) {
         let now = now_ms();

@@ -46,16 +46,16 @@ impl Observers {
     }
 
     fn remove(&mut self, queue: &Arc<ObserverQueue>) {
-        let mut rest: Vec<_> = self
-            .as_slice()
-            .iter()
-            .filter(|q| !Arc::ptr_eq(q, queue))
-            .cloned()
-            .collect();
-        *self = match rest.len() {
-            1 => Observers::One(rest.pop().expect("one left")),
-            _ => Observers::Many(rest),
-        };
+        match self {
+            Observers::One(q) if Arc::ptr_eq(q, queue) => *self = Observers::Many(Vec::new()),
+            Observers::One(_) => {}
+            Observers::Many(v) => {
+                v.retain(|q| !Arc::ptr_eq(q, queue));
+                if v.len() == 1 {
+                    *self = Observers::One(v.remove(0));
+                }
+            }
+        }
     }
 }
 

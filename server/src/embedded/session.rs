@@ -17,7 +17,6 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use mqtt5::broker::router::{DeliveryLanes, LaneReceivers, MessageRouter, SubscriptionRequest};
@@ -162,7 +161,7 @@ pub(crate) async fn run(
             biased;
             _ = shutdown.changed() => break,
             Some(command) = commands.recv() => service.command(command),
-            () = sleep_or_never(expiry) => service.expire_due(),
+            () = Service::next_expiry(expiry) => service.expire_due(),
             packet = session.next() => match packet {
                 Some(packet) => {
                     let meta = request_meta(&packet);
@@ -175,15 +174,10 @@ pub(crate) async fn run(
     service.outbox.close();
 }
 
-async fn sleep_or_never(delay: Option<Duration>) {
-    match delay {
-        Some(delay) => tokio::time::sleep(delay).await,
-        None => std::future::pending().await,
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     fn request(i: usize) -> PublishPacket {
