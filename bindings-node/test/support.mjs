@@ -13,10 +13,10 @@ const projectRoot = path.resolve(packageDir, '..')
 /** The npm package `mqstate`, loaded through its public entry point (package.json main). */
 export const mqstate = createRequire(import.meta.url)(packageDir)
 
-/** The folder of the shared vectors: `$MQSTATE_VECTORS`, else `../shared/vectors` beside the project. */
+/** The folder of the conformance vectors: `$MQSTATE_VECTORS`, else the project's own copy in `tests/vectors`. */
 export const vectorsDir = process.env.MQSTATE_VECTORS
   ? path.resolve(process.env.MQSTATE_VECTORS)
-  : path.resolve(projectRoot, '..', 'shared', 'vectors')
+  : path.resolve(projectRoot, 'tests', 'vectors')
 
 /**
  * JSON.parse, except that integer literals a JS number cannot hold exactly (such as the u64

@@ -13,9 +13,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def vectors_dir() -> Path:
-    """``$MQSTATE_VECTORS``, else ``../shared/vectors`` beside the project root."""
+    """``$MQSTATE_VECTORS``, else the project's own copy in ``tests/vectors``."""
     override = os.environ.get("MQSTATE_VECTORS")
-    return Path(override) if override else ROOT.parent / "shared" / "vectors"
+    return Path(override) if override else ROOT / "tests" / "vectors"
 
 
 def load(name: str) -> Any:

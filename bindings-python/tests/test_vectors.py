@@ -1,6 +1,6 @@
 """Every case of every shared conformance vector file, through the public ``mqstate`` API.
 
-The files are read in place (``$MQSTATE_VECTORS`` or ``../shared/vectors``) and iterated,
+The files are read in place (``$MQSTATE_VECTORS`` or the project's copy in ``tests/vectors``) and iterated,
 so a case added to a file is tested without touching this file.
 """
 

@@ -1,5 +1,7 @@
-//! Runs every case of every shared conformance vector file (`../shared/vectors/`, beside
-//! the project root; `MQSTATE_VECTORS` overrides the folder) through the public API.
+//! Runs every case of every conformance vector file (the project's own copy in
+//! `tests/vectors/`; `MQSTATE_VECTORS` overrides the folder) through the public API, and
+//! checks that the copy matches the shared originals (`../shared/vectors/` beside the
+//! project root) whenever that folder exists.
 
 use std::num::NonZeroU64;
 use std::path::PathBuf;
@@ -15,7 +17,54 @@ use serde_json::Value;
 fn vectors_dir() -> PathBuf {
     match std::env::var_os("MQSTATE_VECTORS") {
         Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/vectors"),
+        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/vectors"),
+    }
+}
+
+/// The shared originals, beside the project root; absent in a bare clone.
+fn shared_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/vectors")
+}
+
+/// The names and contents of the files of a vector folder, sorted by name.
+fn folder(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
+        .map(|entry| {
+            let path = entry.expect("directory entry").path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            let bytes = std::fs::read(&path)
+                .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+            (name, bytes)
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn the_project_copy_matches_the_shared_vectors() {
+    let shared = shared_dir();
+    if !shared.is_dir() {
+        eprintln!(
+            "no {}: a bare clone checks only its own copy",
+            shared.display()
+        );
+        return;
+    }
+    let own = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/vectors");
+    let (own, shared) = (folder(&own), folder(&shared));
+    let names = |files: &[(String, Vec<u8>)]| files.iter().map(|f| f.0.clone()).collect::<Vec<_>>();
+    assert_eq!(
+        names(&own),
+        names(&shared),
+        "tests/vectors holds other files than ../shared/vectors: copy them over"
+    );
+    for ((name, mine), (_, theirs)) in own.iter().zip(&shared) {
+        assert!(
+            mine == theirs,
+            "tests/vectors/{name} differs from ../shared/vectors/{name}: copy it over"
+        );
     }
 }
 
