@@ -1,5 +1,5 @@
 //! The `mqstate` command line: a redis-cli for the state store (`get`, `set`, `del`,
-//! `vdel`, `watch`, `lock`, `leader`, `ping`), the local state store (`serve`), a
+//! `vdel`, `keys`, `watch`, `lock`, `leader`, `ping`), the local state store (`serve`), a
 //! walkthrough (`demo`), a load tool (`bench`) and shell completions.
 //!
 //! Exit codes: 0 ok, 1 key missing / condition not met, 2 usage, 3 store or RPC error
@@ -16,6 +16,7 @@ mod bench_raw;
 mod conn;
 mod demo;
 mod failure;
+mod keys;
 mod kv;
 mod lock_cmd;
 mod logging;
@@ -57,6 +58,8 @@ enum Command {
     Del(kv::DelArgs),
     /// Delete a key only if it holds VALUE (exit 1 otherwise).
     Vdel(kv::VdelArgs),
+    /// List the keys matching a glob pattern, one per line (like redis-cli --scan --pattern).
+    Keys(keys::KeysArgs),
     /// Print every change of the keys as it happens, until Ctrl-C.
     Watch(watch::WatchArgs),
     /// Run a command while holding a lock (renewed), release it after; exits with the
@@ -142,6 +145,7 @@ fn run(cli: Cli) -> CliResult {
             Command::Set(a) => kv::set(&target()?, format, a).await,
             Command::Del(a) => kv::del(&target()?, format, a).await,
             Command::Vdel(a) => kv::vdel(&target()?, format, a).await,
+            Command::Keys(a) => keys::keys(&target()?, format, a).await,
             Command::Ping(a) => kv::ping(&target()?, format, a).await,
             Command::Watch(a) => watch::watch(&target()?, format, a).await,
             Command::Leader(a) => watch::leader(&target()?, format, a).await,

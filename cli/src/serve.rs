@@ -43,6 +43,9 @@ pub struct ServeArgs {
     /// The key quota (default: unlimited).
     #[arg(long)]
     max_keys: Option<usize>,
+    /// SCAN: the most keys one page holds (pages also stop at 64 KiB of keys).
+    #[arg(long, default_value_t = mqstate_server::store::DEFAULT_SCAN_PAGE_KEYS)]
+    scan_page_size: usize,
     /// The node id of the service clock (in every version it hands out).
     #[arg(long, default_value = "StateStore")]
     node_id: String,
@@ -115,6 +118,7 @@ impl ServeArgs {
             broker,
             data_dir: self.data_dir,
             max_keys: self.max_keys,
+            scan_page_keys: self.scan_page_size,
             node_id: self.node_id,
             notify_queue_limit: self.notify_queue_limit,
             log_values: self.log_values,

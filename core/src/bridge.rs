@@ -4,7 +4,8 @@
 //! conversion: convert the arguments, make one call here, map the result or the error.
 //!
 //! - [`Store`]: a cloneable store handle (`connect`, `set`, `get`, `del`, `vdel`, `observe`,
-//!   `lock`, `election`, `link_info`, `close`), settings by name ([`Settings::set`]);
+//!   `scan`, `lock`, `election`, `link_info`, `close`), settings by name ([`Settings::set`]);
+//! - [`Pager`]: a SCAN, one [`Call`] per page, the continuation token kept inside;
 //! - [`Call`]: what every operation returns — awaitable from any executor, waitable from a
 //!   plain thread ([`Call::wait`], refused on a runtime thread instead of deadlocking),
 //!   cancellable from any thread ([`Call::cancel`], error kind `cancelled`), or delivered to
@@ -43,11 +44,13 @@
 
 mod call;
 mod lock;
+mod pager;
 pub mod runtime;
 mod store;
 mod subscription;
 
 pub use call::{Call, Canceller};
 pub use lock::{BoxFuture, Decide, ElectionHandle, Lead, LockHandle};
+pub use pager::Pager;
 pub use store::{Settings, Store};
 pub use subscription::{Event, EventSink, LockState, Subscription};

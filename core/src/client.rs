@@ -1,4 +1,5 @@
-//! The public state store API: [`Client`] with `set`, `get`, `del`, `vdel` and `observe`.
+//! The public state store API: [`Client`] with `set`, `get`, `del`, `vdel`, `observe` and
+//! `scan`.
 //!
 //! The request/response exchange itself lives in [`rpc`](crate::rpc) and the
 //! resynchronisation of observed keys after a reconnection in [`observe`](crate::observe).
@@ -17,6 +18,7 @@
 //! ```
 
 mod options;
+mod scan;
 
 use std::num::NonZeroU64;
 use std::sync::{Arc, OnceLock};
@@ -40,6 +42,7 @@ pub use options::{
     ClientOptions, DEFAULT_OBSERVER_CAPACITY, DEFAULT_REQUEST_TIMEOUT, DelOptions, GetOptions,
     LinkInfo, ObserveOptions, SetOptions, SetOutcome, VdelOutcome, Versioned,
 };
+pub use scan::{KeyStream, ScanOptions, Scanner};
 
 /// The one clock of this process.
 fn process_clock() -> Clock {

@@ -32,6 +32,7 @@
 pub mod codec;
 pub mod envelope;
 mod error;
+pub mod glob;
 pub mod hlc;
 pub mod topics;
 
@@ -55,7 +56,8 @@ mod settings;
 #[cfg(feature = "client")]
 pub use client::{
     Client, ClientOptions, DEFAULT_OBSERVER_CAPACITY, DEFAULT_REQUEST_TIMEOUT, DelOptions,
-    GetOptions, LinkInfo, ObserveOptions, SetOptions, SetOutcome, VdelOutcome, Versioned,
+    GetOptions, KeyStream, LinkInfo, ObserveOptions, ScanOptions, Scanner, SetOptions, SetOutcome,
+    VdelOutcome, Versioned,
 };
 #[cfg(feature = "client")]
 pub use election::Election;

@@ -108,12 +108,16 @@ impl Client {
             Ok(Ok(outcome)) => outcome?,
             Ok(Err(_)) => return Err(Error::new(ErrorKind::Closed, "the client was closed")),
             Err(_) => {
+                let verb = request.verb();
+                if !verb.changes_state() {
+                    return Err(Error::new(
+                        ErrorKind::Timeout,
+                        format!("no response to {verb} within {timeout:?}"),
+                    ));
+                }
                 return Err(Error::new(
                     ErrorKind::Timeout,
-                    format!(
-                        "no response to {} within {timeout:?}; it may have been applied",
-                        request.verb()
-                    ),
+                    format!("no response to {verb} within {timeout:?}; it may have been applied"),
                 )
                 .with_may_have_applied());
             }

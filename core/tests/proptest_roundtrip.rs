@@ -10,7 +10,8 @@ use std::num::NonZeroU64;
 
 use bytes::Bytes;
 use mqstate::codec::{
-    KeyEvent, Notification, Request, Response, SetCondition, StoreError, StoreErrorKind, Verb,
+    KeyEvent, Notification, Request, Response, ScanPage, SetCondition, StoreError, StoreErrorKind,
+    Verb,
 };
 use mqstate::hlc::Hlc;
 use mqstate::{ErrorKind, topics};
@@ -71,6 +72,10 @@ fn request() -> impl Strategy<Value = Request> {
         key().prop_map(|key| Request::Del { key }),
         (key(), val(512)).prop_map(|(key, value)| Request::VDel { key, value }),
         (key(), any::<bool>()).prop_map(|(key, stop)| Request::KeyNotify { key, stop }),
+        (key(), prop::option::of(bytes_upto(64))).prop_map(|(pattern, token)| Request::Scan {
+            pattern,
+            token: token.map(Bytes::from),
+        }),
     ]
 }
 
@@ -93,6 +98,11 @@ fn response() -> impl Strategy<Value = Response> {
         prop_oneof![Just(0u64), Just(i64::MAX as u64), 0..=i64::MAX as u64]
             .prop_map(Response::Count),
         store_error().prop_map(Response::Error),
+        (
+            prop::collection::vec(bytes_upto(64).prop_map(Bytes::from), 0..8),
+            prop::option::of(bytes_upto(64).prop_map(Bytes::from)),
+        )
+            .prop_map(|(keys, token)| Response::Page(ScanPage { keys, token })),
     ]
 }
 
@@ -199,6 +209,13 @@ proptest! {
             Request::Del { .. } => Request::Del { key: Bytes::new() },
             Request::VDel { value, .. } => Request::VDel { key: Bytes::new(), value },
             Request::KeyNotify { stop, .. } => Request::KeyNotify { key: Bytes::new(), stop },
+            // The client refuses an empty pattern; the service answers an empty page.
+            Request::Scan { token, .. } => {
+                let empty = Request::Scan { pattern: Bytes::new(), token };
+                prop_assert_eq!(empty.validate().unwrap_err().kind(), ErrorKind::InvalidArgument);
+                prop_assert!(Request::decode(&empty.encode()).is_ok());
+                return Ok(());
+            }
         };
         prop_assert_eq!(empty.validate().unwrap_err().kind(), ErrorKind::InvalidArgument);
         let kind = Request::decode(&empty.encode()).unwrap_err().kind();

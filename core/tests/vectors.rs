@@ -168,6 +168,7 @@ fn responses() {
                 assert_eq!(err.kind(), ErrorKind::Store(e.kind()), "{name}");
                 assert_eq!(err.message(), e.text(), "{name}");
             }
+            Response::Page(_) => panic!("{name}: a SCAN page in responses.json"),
             Response::Ok | Response::NotApplied | Response::NotFound => {}
         }
         if let Some(applied) = expect["applied"].as_bool() {
@@ -175,6 +176,68 @@ fn responses() {
         }
         // Re-encoding in the service's form decodes to the same response.
         assert_eq!(Response::decode(&got.encode()), Ok(got.clone()), "{name}");
+    }
+}
+
+#[test]
+fn scan() {
+    let file = load("scan.json");
+    for case in cases(&file["requests"], "scan.json requests") {
+        let name = case["name"].as_str().unwrap();
+        let cmd = &case["command"];
+        assert_eq!(cmd["verb"], "SCAN", "{name}");
+        let request: Request<Vec<u8>> = Request::Scan {
+            pattern: latin1(&cmd["pattern"]),
+            token: (!cmd["token"].is_null()).then(|| latin1(&cmd["token"])),
+        };
+        let expected = latin1(&case["payload"]);
+        assert_eq!(&request.encode()[..], &expected[..], "{name}");
+        assert_eq!(request.encoded_len(), expected.len(), "{name}");
+        request.validate().unwrap_or_else(|e| panic!("{name}: {e}"));
+        // The service decodes it back.
+        let decoded = Request::decode(&Bytes::from(expected)).unwrap();
+        assert_eq!(decoded.verb(), Verb::Scan, "{name}");
+        assert_eq!(decoded.key(), &request.key()[..], "{name}");
+    }
+    for case in cases(&file["responses"], "scan.json responses") {
+        let name = case["name"].as_str().unwrap();
+        assert_eq!(case["verb"], "SCAN", "{name}");
+        let payload = Bytes::from(latin1(&case["payload"]));
+        let expect = &case["expect"];
+        let got = Response::decode_for(Verb::Scan, &payload);
+        match expect["kind"].as_str().unwrap() {
+            "malformed" => {
+                let err = got.expect_err(name);
+                assert_eq!(err.kind(), ErrorKind::Malformed, "{name}");
+            }
+            "keys" => {
+                let Ok(Response::Page(page)) = &got else {
+                    panic!("{name}: {got:?}");
+                };
+                let keys: Vec<Vec<u8>> = expect["keys"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(latin1)
+                    .collect();
+                let got_keys: Vec<Vec<u8>> = page.keys.iter().map(|k| k.to_vec()).collect();
+                assert_eq!(got_keys, keys, "{name}");
+                let token = (!expect["token"].is_null()).then(|| latin1(&expect["token"]));
+                assert_eq!(page.token.as_ref().map(|t| t.to_vec()), token, "{name}");
+                assert_eq!(page.is_last(), token.is_none(), "{name}");
+                let again = got.clone().unwrap();
+                assert_eq!(&again.encode()[..], &payload[..], "{name}: re-encoded");
+            }
+            "error" => {
+                let Ok(Response::Error(e)) = &got else {
+                    panic!("{name}: {got:?}");
+                };
+                let want = StoreErrorKind::from_name(expect["error_kind"].as_str().unwrap());
+                assert_eq!(Some(e.kind()), want, "{name}");
+                assert_eq!(e.text(), expect["error_text"].as_str().unwrap(), "{name}");
+            }
+            other => panic!("{name}: kind {other}"),
+        }
     }
 }
 

@@ -73,6 +73,7 @@ impl Server {
             StoreConfig {
                 node_id: config.node_id.clone(),
                 max_keys: config.max_keys,
+                scan_page_keys: config.scan_page_keys,
                 ..StoreConfig::default()
             },
             now,

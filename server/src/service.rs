@@ -322,6 +322,11 @@ pub(crate) fn describe(payload: &bytes::Bytes, log_values: bool) -> String {
             text(&key, 64),
             if stop { " STOP" } else { "" }
         ),
+        Ok(Request::Scan { pattern, token }) => format!(
+            "SCAN pattern={:?}{}",
+            text(&pattern, 64),
+            if token.is_some() { " (next page)" } else { "" }
+        ),
         Err(_) => format!("undecodable payload_len={}", payload.len()),
     }
 }

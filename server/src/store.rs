@@ -12,6 +12,7 @@
 //! | GET miss | none |
 //! | DEL / VDEL `:1` | the deletion's new version (the one the DELETE notification carries) |
 //! | DEL / VDEL `:0` (no such key) | the service clock's current value |
+//! | SCAN page | the service clock's current value |
 //! | KEYNOTIFY, errors | none |
 //!
 //! Checks, in order: the payload ([`Request::decode`]'s exact errors); `__ts` (`missing
@@ -34,6 +35,7 @@
 
 mod clock;
 mod ops;
+mod scan;
 mod table;
 mod watchers;
 
@@ -56,7 +58,18 @@ pub struct StoreConfig {
     pub max_keys: Option<usize>,
     /// How far ahead of the service time a `__ts` or `__ft` may be.
     pub max_drift_ms: u64,
+    /// SCAN: the most keys one page holds.
+    pub scan_page_keys: usize,
+    /// SCAN: a page ends once its keys add up to this many bytes (a single longer key
+    /// still makes a page of its own).
+    pub scan_page_bytes: usize,
 }
+
+/// SCAN's default page size in keys.
+pub const DEFAULT_SCAN_PAGE_KEYS: usize = 500;
+
+/// SCAN's default page size in bytes of keys: far below any broker's packet size limit.
+pub const DEFAULT_SCAN_PAGE_BYTES: usize = 64 * 1024;
 
 impl Default for StoreConfig {
     fn default() -> Self {
@@ -64,6 +77,8 @@ impl Default for StoreConfig {
             node_id: "StateStore".to_owned(),
             max_keys: None,
             max_drift_ms: mqstate::hlc::DEFAULT_MAX_DRIFT_MS,
+            scan_page_keys: DEFAULT_SCAN_PAGE_KEYS,
+            scan_page_bytes: DEFAULT_SCAN_PAGE_BYTES,
         }
     }
 }
@@ -307,7 +322,7 @@ impl Store {
                 drift,
                 StoreErrorKind::FencingTokenSkew,
             )?,
-            Verb::Get | Verb::KeyNotify => None,
+            Verb::Get | Verb::KeyNotify | Verb::Scan => None,
         };
         if let Some(stamp) = &stamp {
             self.clock.merge(stamp, now_ms)?;
@@ -339,6 +354,7 @@ impl Store {
             Request::KeyNotify { key, stop } => {
                 self.key_notify(invocation.client_id, &Bytes::copy_from_slice(&key), stop)
             }
+            Request::Scan { pattern, token } => self.scan(&pattern, token.as_deref()),
         }
     }
 

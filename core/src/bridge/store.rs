@@ -6,13 +6,13 @@ use tokio::runtime::Handle;
 
 use super::lock::{ElectionHandle, LockHandle};
 use super::runtime::{self, shared_handle};
-use super::{Call, Event, Subscription};
+use super::{Call, Event, Pager, Subscription};
 use crate::error::{Error, ErrorKind};
 use crate::lock::LockOptions;
 use crate::settings::{parse_count, parse_duration, setting_info};
 use crate::{
     Client, ClientOptions, ConnectionSettings, DelOptions, GetOptions, LinkInfo, ObserveOptions,
-    SetOptions, SetOutcome, VdelOutcome, Versioned,
+    ScanOptions, SetOptions, SetOutcome, VdelOutcome, Versioned,
 };
 
 /// Everything needed to connect: the connection settings and the client options, each
@@ -191,6 +191,12 @@ impl Store {
                 },
             ))
         })
+    }
+
+    /// SCAN: a pager over the keys matching the glob `pattern` (an empty pattern is an
+    /// invalid argument). Nothing is sent before the first page is asked for.
+    pub fn scan(&self, pattern: impl Into<Bytes>, options: ScanOptions) -> Result<Pager, Error> {
+        Pager::new(self, pattern.into(), options)
     }
 
     /// A leased lock on `key`.

@@ -3,6 +3,7 @@
 //!
 //! - [`Request`]: encode (client) and decode (service, with the exact store errors).
 //! - [`Response`]: decode (client, tolerant of the article's variants) and encode (service).
+//! - [`ScanPage`]: one page of a SCAN's keys and its continuation token.
 //! - [`KeyEvent`] / [`Notification`]: notification payloads and topics, both directions.
 //! - [`StoreError`] / [`StoreErrorKind`]: the twelve error texts and their kinds.
 //!
@@ -12,10 +13,12 @@
 mod notification;
 mod request;
 mod response;
+mod scan;
 mod store_error;
 pub(crate) mod wire;
 
 pub use notification::{KeyEvent, Notification};
 pub use request::{Request, SetCondition, Verb};
 pub use response::Response;
+pub use scan::ScanPage;
 pub use store_error::{StoreError, StoreErrorKind};

@@ -13,7 +13,7 @@ use super::store_error::{StoreError, StoreErrorKind};
 use super::wire::{self, Reader};
 use crate::error::Error;
 
-/// The five verbs of the state store.
+/// The verbs of the state store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Verb {
     /// `SET key value [NX|NEX] [PX ms]`
@@ -26,11 +26,20 @@ pub enum Verb {
     VDel,
     /// `KEYNOTIFY key [STOP]`
     KeyNotify,
+    /// `SCAN pattern [token]` (spec §3.1)
+    Scan,
 }
 
 impl Verb {
     /// Every verb.
-    pub const ALL: [Verb; 5] = [Verb::Set, Verb::Get, Verb::Del, Verb::VDel, Verb::KeyNotify];
+    pub const ALL: [Verb; 6] = [
+        Verb::Set,
+        Verb::Get,
+        Verb::Del,
+        Verb::VDel,
+        Verb::KeyNotify,
+        Verb::Scan,
+    ];
 
     /// The verb as sent on the wire (upper case).
     pub fn as_str(self) -> &'static str {
@@ -40,7 +49,14 @@ impl Verb {
             Verb::Del => "DEL",
             Verb::VDel => "VDEL",
             Verb::KeyNotify => "KEYNOTIFY",
+            Verb::Scan => "SCAN",
         }
+    }
+
+    /// Whether a request of this verb may change the store (or a registration): only such a
+    /// request "may have been applied" when its answer is lost. GET and SCAN only read.
+    pub fn changes_state(self) -> bool {
+        !matches!(self, Verb::Get | Verb::Scan)
     }
 
     /// The verb spelled exactly `name` (upper case, as the service requires).
@@ -119,6 +135,14 @@ pub enum Request<B = Bytes> {
         /// `STOP`: end the registration.
         stop: bool,
     },
+    /// List one page of the keys that match a glob `pattern` (spec §3.1).
+    Scan {
+        /// The glob pattern (`*`, `?`, `[…]`, `[^…]`, `\` escapes), matched byte-wise.
+        pattern: B,
+        /// The previous page's continuation token, sent back byte for byte; `None` for
+        /// the first page.
+        token: Option<B>,
+    },
 }
 
 impl<B: AsRef<[u8]>> Request<B> {
@@ -130,10 +154,11 @@ impl<B: AsRef<[u8]>> Request<B> {
             Request::Del { .. } => Verb::Del,
             Request::VDel { .. } => Verb::VDel,
             Request::KeyNotify { .. } => Verb::KeyNotify,
+            Request::Scan { .. } => Verb::Scan,
         }
     }
 
-    /// The key.
+    /// The key; for SCAN, which names no key, its pattern (the first argument).
     pub fn key(&self) -> &[u8] {
         match self {
             Request::Set { key, .. }
@@ -141,6 +166,7 @@ impl<B: AsRef<[u8]>> Request<B> {
             | Request::Del { key }
             | Request::VDel { key, .. }
             | Request::KeyNotify { key, .. } => key.as_ref(),
+            Request::Scan { pattern, .. } => pattern.as_ref(),
         }
     }
 
@@ -173,7 +199,13 @@ impl<B: AsRef<[u8]>> Request<B> {
             }
             Request::VDel { value, .. } => push(value.as_ref()),
             Request::KeyNotify { stop: true, .. } => push(b"STOP"),
-            Request::Get { .. } | Request::Del { .. } | Request::KeyNotify { .. } => {}
+            Request::Scan {
+                token: Some(token), ..
+            } => push(token.as_ref()),
+            Request::Get { .. }
+            | Request::Del { .. }
+            | Request::KeyNotify { .. }
+            | Request::Scan { .. } => {}
         }
         (args, n)
     }
@@ -219,8 +251,15 @@ impl<B: AsRef<[u8]>> Request<B> {
         Bytes::from(out)
     }
 
-    /// Checks what the service would refuse before it is sent: an empty key.
+    /// Checks what the service would refuse before it is sent: an empty key (or, for
+    /// SCAN, an empty pattern, which could match nothing).
     pub fn validate(&self) -> Result<(), Error> {
+        if let Request::Scan { pattern, .. } = self {
+            if pattern.as_ref().is_empty() {
+                return Err(Error::invalid_argument("the pattern must not be empty"));
+            }
+            return Ok(());
+        }
         if self.key().is_empty() {
             return Err(Error::invalid_argument("the key must not be empty"));
         }
@@ -245,7 +284,7 @@ impl Request<Bytes> {
             Verb::Set => args.len() >= 2,
             Verb::Get | Verb::Del => args.len() == 1,
             Verb::VDel => args.len() == 2,
-            Verb::KeyNotify => (1..=2).contains(&args.len()),
+            Verb::KeyNotify | Verb::Scan => (1..=2).contains(&args.len()),
         };
         if !arity_ok {
             return Err(StoreErrorKind::WrongNumberOfArguments.into());
@@ -264,6 +303,13 @@ impl Request<Bytes> {
                 Some(word) if word.as_ref() == b"STOP" => Request::KeyNotify { key, stop: true },
                 Some(_) => return Err(StoreErrorKind::SyntaxError.into()),
             },
+            // An empty pattern is no error for the service: it matches no key.
+            Verb::Scan => {
+                return Ok(Request::Scan {
+                    pattern: key,
+                    token: args.get(1).cloned(),
+                });
+            }
         };
         if request.key().is_empty() {
             return Err(StoreErrorKind::KeyLengthZero.into());
@@ -397,6 +443,41 @@ mod tests {
                 String::from_utf8_lossy(payload)
             );
         }
+    }
+
+    #[test]
+    fn scan_round_trips_with_and_without_a_token() {
+        for token in [None, Some(&b"\0\xffx"[..]), Some(&b""[..])] {
+            let r: Request<&[u8]> = Request::Scan {
+                pattern: b"a*",
+                token,
+            };
+            let bytes = r.encode();
+            assert_eq!(bytes.len(), r.encoded_len());
+            let back = Request::decode(&bytes).unwrap();
+            assert_eq!(back.verb(), Verb::Scan);
+            assert_eq!(back.key(), b"a*");
+            assert_eq!(
+                back,
+                Request::Scan {
+                    pattern: Bytes::from_static(b"a*"),
+                    token: token.map(Bytes::copy_from_slice),
+                }
+            );
+        }
+        assert_eq!(
+            decode(b"*1\r\n$4\r\nSCAN\r\n"),
+            Err(StoreErrorKind::WrongNumberOfArguments)
+        );
+        assert_eq!(
+            decode(b"*4\r\n$4\r\nSCAN\r\n$1\r\n*\r\n$1\r\nt\r\n$1\r\nx\r\n"),
+            Err(StoreErrorKind::WrongNumberOfArguments)
+        );
+        let empty: Request<&[u8]> = Request::Scan {
+            pattern: b"",
+            token: None,
+        };
+        assert!(empty.validate().is_err());
     }
 
     #[test]

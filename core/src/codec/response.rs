@@ -7,6 +7,7 @@
 use bytes::Bytes;
 
 use super::request::Verb;
+use super::scan::ScanPage;
 use super::store_error::StoreError;
 use super::wire::{self, Reader};
 use crate::error::Error;
@@ -26,6 +27,8 @@ pub enum Response {
     Count(u64),
     /// `-ERR <text>`: a store error.
     Error(StoreError),
+    /// `*1`/`*2`: one page of a SCAN (spec §3.1).
+    Page(ScanPage),
 }
 
 impl Response {
@@ -53,6 +56,7 @@ impl Response {
                     }
                 },
                 b'-' => decode_error_line(reader.line()?)?,
+                b'*' => Response::Page(ScanPage::decode_after_type(&mut reader)?),
                 _ => return Err(Error::malformed("unexpected response type byte")),
             };
         reader.finish()?;
@@ -83,6 +87,7 @@ impl Response {
                 | (Verb::Del, Response::Count(_))
                 | (Verb::VDel, Response::Count(_) | Response::NotApplied)
                 | (Verb::KeyNotify, Response::Ok | Response::Count(_))
+                | (Verb::Scan, Response::Page(_))
         )
     }
 
@@ -95,6 +100,7 @@ impl Response {
             Response::Value(_) => "value",
             Response::Count(_) => "count",
             Response::Error(_) => "error",
+            Response::Page(_) => "keys",
         }
     }
 
@@ -106,6 +112,7 @@ impl Response {
             Response::Value(v) => wire::blob_len(v.len()),
             Response::Count(n) => 1 + wire::decimal_len(*n) + 2,
             Response::Error(e) => 5 + e.text().len() + 2,
+            Response::Page(page) => page.encoded_len(),
         }
     }
 
@@ -127,6 +134,7 @@ impl Response {
                 out.extend_from_slice(e.text().as_bytes());
                 out.extend_from_slice(b"\r\n");
             }
+            Response::Page(page) => page.encode_to(out),
         }
     }
 

@@ -1,7 +1,8 @@
 //! The keys and values, laid out for memory: a store may hold millions of small keys, so
 //! the per-key overhead is what decides how many fit.
 //!
-//! Each key is one 40-byte slot in a hash set plus one heap allocation holding the key and
+//! Each key is one 40-byte slot in an ordered set (a B-tree: SCAN walks the keys in order
+//! from a continuation point, O(page) per request) plus one heap allocation holding the key and
 //! the value back to back (copied out of the request packet, which would otherwise stay
 //! alive with the key). The version is kept as its wall clock and counter, with the node id
 //! as an index into a tiny table (every version the store issues carries the service's own
@@ -11,8 +12,9 @@
 //! 1 M keys of 16 + 16 bytes measure ≈ 130 bytes of overhead per key (docs/benchmarks.md).
 
 use std::borrow::Borrow;
-use std::collections::{HashMap, HashSet};
-use std::hash::{Hash, Hasher};
+use std::cmp::Ordering;
+use std::collections::{BTreeSet, HashMap};
+use std::ops::Bound;
 
 use bytes::Bytes;
 use mqstate::Hlc;
@@ -60,11 +62,17 @@ impl Slot {
     }
 }
 
-// A slot is its key as far as the set is concerned; hashing must match `[u8]`'s for
+// A slot is its key as far as the set is concerned; ordering must match `[u8]`'s for
 // `Borrow<[u8]>` lookups.
-impl Hash for Slot {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        self.key().hash(state);
+impl Ord for Slot {
+    fn cmp(&self, other: &Slot) -> Ordering {
+        self.key().cmp(other.key())
+    }
+}
+
+impl PartialOrd for Slot {
+    fn partial_cmp(&self, other: &Slot) -> Option<Ordering> {
+        Some(self.cmp(other))
     }
 }
 
@@ -92,7 +100,7 @@ struct Extras {
 /// Every stored key.
 #[derive(Default)]
 pub(crate) struct Table {
-    slots: HashSet<Slot>,
+    slots: BTreeSet<Slot>,
     extras: HashMap<Box<[u8]>, Extras>,
     /// The node ids of stored versions (a handful at most).
     nodes: Vec<Hlc>,
@@ -198,6 +206,16 @@ impl Table {
             expires_at_ms: extras.and_then(|e| e.expires_at_ms),
             persisted: slot.persisted,
         })
+    }
+
+    /// The stored keys from `start` on, in byte order.
+    pub(crate) fn keys_from<'a>(
+        &'a self,
+        start: Bound<&'a [u8]>,
+    ) -> impl Iterator<Item = &'a [u8]> + 'a {
+        self.slots
+            .range::<[u8], _>((start, Bound::Unbounded))
+            .map(Slot::key)
     }
 
     fn version(&self, slot: &Slot) -> Hlc {

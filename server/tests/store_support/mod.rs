@@ -178,7 +178,8 @@ impl Call {
             | Request::Get { key }
             | Request::Del { key }
             | Request::VDel { key, .. }
-            | Request::KeyNotify { key, .. } => *key,
+            | Request::KeyNotify { key, .. }
+            | Request::Scan { pattern: key, .. } => *key,
         })
     }
     pub fn stamp(&self) -> Option<String> {
