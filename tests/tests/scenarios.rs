@@ -14,10 +14,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use mqstate::bridge::{Decide, ElectionHandle, Event, LockHandle, Settings, Store, Subscription};
+use mqstate::bridge::{
+    Decide, ElectionHandle, Event, LockHandle, Pager, Settings, Store, Subscription,
+};
 use mqstate::codec::{KeyEvent, SetCondition};
 use mqstate::lock::{Edit, LockOptions};
-use mqstate::{DelOptions, Error, GetOptions, Hlc, ObserveOptions, SetOptions, VdelOutcome};
+use mqstate::{
+    DelOptions, Error, GetOptions, Hlc, ObserveOptions, ScanOptions, SetOptions, VdelOutcome,
+};
 use serde_json::Value;
 use support::Env;
 
@@ -73,9 +77,111 @@ struct Run {
     locks: HashMap<String, LockHandle>,
     elections: HashMap<String, ElectionHandle>,
     versions: HashMap<String, Hlc>,
+    /// Scan pagers and the keys each returned so far.
+    pagers: HashMap<String, (Pager, Vec<Bytes>)>,
 }
 
 impl Run {
+    /// A `set` step's key: `key`, or `key_hex` (bytes), namespaced.
+    fn set_key(&self, step: &Value) -> Result<Bytes, Fail> {
+        match step.get("key_hex").and_then(Value::as_str) {
+            Some(h) => {
+                let mut key = self.prefix.as_bytes().to_vec();
+                key.extend(hex(h)?);
+                Ok(Bytes::from(key))
+            }
+            None => self.key(step, "key"),
+        }
+    }
+
+    /// A scan step's pattern (`pattern` or `pattern_hex`), namespaced (empty stays empty).
+    fn pattern(&self, step: &Value) -> Result<Bytes, Fail> {
+        let raw = match step.get("pattern_hex").and_then(Value::as_str) {
+            Some(h) => hex(h)?,
+            None => text(step, "pattern")?.as_bytes().to_vec(),
+        };
+        if raw.is_empty() {
+            return Ok(Bytes::new());
+        }
+        let mut pattern = mqstate::glob::escape(self.prefix.as_bytes());
+        pattern.extend(raw);
+        Ok(Bytes::from(pattern))
+    }
+
+    /// Checks the scan expectations of `step` against the keys a scan returned.
+    fn expect_keys(&self, step: &Value, got: &[Bytes]) -> Result<(), Fail> {
+        let mut found = std::collections::BTreeSet::new();
+        for key in got {
+            let bare = key
+                .strip_prefix(self.prefix.as_bytes())
+                .ok_or_else(|| format!("key {key:?} is outside this run"))?;
+            found.insert(bare.to_vec());
+        }
+        let list = |field: &str| -> Result<Option<Vec<Vec<u8>>>, Fail> {
+            let Some(items) = step.get(field) else {
+                return Ok(None);
+            };
+            let items = items
+                .as_array()
+                .ok_or_else(|| format!("{field} is not a list"))?;
+            items
+                .iter()
+                .map(|item| {
+                    let t = item.as_str().ok_or_else(|| format!("{field}: not text"))?;
+                    if field.ends_with("_hex") {
+                        hex(t)
+                    } else {
+                        Ok(t.as_bytes().to_vec())
+                    }
+                })
+                .collect::<Result<Vec<_>, Fail>>()
+                .map(Some)
+        };
+        let (keys, keys_hex) = (list("keys")?, list("keys_hex")?);
+        if keys.is_some() || keys_hex.is_some() {
+            let want: std::collections::BTreeSet<Vec<u8>> =
+                keys.into_iter().chain(keys_hex).flatten().collect();
+            if want != found {
+                return Err(format!(
+                    "keys {:?}, want {:?}",
+                    found
+                        .iter()
+                        .map(|k| k.escape_ascii().to_string())
+                        .collect::<Vec<_>>(),
+                    want.iter()
+                        .map(|k| k.escape_ascii().to_string())
+                        .collect::<Vec<_>>()
+                ));
+            }
+        }
+        for key in list("includes")?.unwrap_or_default() {
+            if !found.contains(&key) {
+                return Err(format!("{} is missing", key.escape_ascii()));
+            }
+        }
+        for key in list("excludes")?.unwrap_or_default() {
+            if found.contains(&key) {
+                return Err(format!("{} is listed", key.escape_ascii()));
+            }
+        }
+        let total = found.len() as u64;
+        let bound = |f: &str| step.get(f).and_then(Value::as_u64);
+        if bound("total").is_some_and(|t| t != total)
+            || bound("min_total").is_some_and(|t| total < t)
+            || bound("max_total").is_some_and(|t| total > t)
+        {
+            return Err(format!("{total} distinct keys"));
+        }
+        if step.get("no_repeats").and_then(Value::as_bool) == Some(true) && found.len() != got.len()
+        {
+            return Err(format!(
+                "{} keys returned, {} distinct",
+                got.len(),
+                found.len()
+            ));
+        }
+        Ok(())
+    }
     /// The step's key, namespaced for this run (an empty key stays empty).
     fn key(&self, step: &Value, field: &str) -> Result<Bytes, Fail> {
         let key = text(step, field)?;
@@ -204,8 +310,63 @@ impl Run {
             "connect" => return Ok(self.connect(step).await),
             "close" => api!(self.client(step)?.close().await),
             "sleep" => tokio::time::sleep(ms(step, "ms").unwrap_or_default()).await,
+            "fill" => {
+                let prefix = text(step, "key_prefix")?;
+                let count = step
+                    .get("count")
+                    .and_then(Value::as_u64)
+                    .ok_or("fill needs count")?;
+                let value = Bytes::from(value_of(step)?.ok_or("fill needs a value")?);
+                let client = self.client(step)?;
+                let mut calls = Vec::new();
+                for i in 0..count {
+                    let key = format!("{}{prefix}{i:04}", self.prefix);
+                    calls.push(client.set(key, value.clone(), SetOptions::default()));
+                }
+                for call in calls {
+                    api!(call.await);
+                }
+            }
+            "scan" => {
+                let pattern = self.pattern(step)?;
+                let options = ScanOptions {
+                    timeout: ms(step, "timeout_ms"),
+                };
+                let pager = api!(self.client(step)?.scan(pattern, options));
+                let mut keys = Vec::new();
+                while let Some(page) = api!(pager.next_page().await) {
+                    keys.extend(page);
+                }
+                self.expect_keys(step, &keys)?;
+            }
+            "scan_start" => {
+                let pattern = self.pattern(step)?;
+                let pager = api!(self.client(step)?.scan(pattern, ScanOptions::default()));
+                self.pagers
+                    .insert(text(step, "as")?.to_owned(), (pager, Vec::new()));
+            }
+            "scan_page" => {
+                let (pager, seen) = self
+                    .pagers
+                    .get_mut(text(step, "pager")?)
+                    .ok_or("no such pager")?;
+                let page = api!(pager.next_page().await).ok_or("the scan had already ended")?;
+                seen.extend(page);
+                Self::expect_bool(step, "last", pager.is_done())?;
+            }
+            "scan_rest" => {
+                let (pager, seen) = self
+                    .pagers
+                    .get_mut(text(step, "pager")?)
+                    .ok_or("no such pager")?;
+                while let Some(page) = api!(pager.next_page().await) {
+                    seen.extend(page);
+                }
+                let seen = seen.clone();
+                self.expect_keys(step, &seen)?;
+            }
             "set" => {
-                let key = self.key(step, "key")?;
+                let key = self.set_key(step)?;
                 let value = value_of(step)?.ok_or("set needs a value")?;
                 let condition = match step.get("condition").and_then(Value::as_str) {
                     None => SetCondition::Always,
@@ -494,11 +655,22 @@ async fn run_scenario(url: &str, scenario: &Value) -> Result<(), Fail> {
         locks: HashMap::new(),
         elections: HashMap::new(),
         versions: HashMap::new(),
+        pagers: HashMap::new(),
     };
     let steps = scenario["steps"].as_array().ok_or("no steps")?;
     // Connect every client a step uses (a `connect` step connects its own).
-    const CLIENT_OPS: [&str; 8] = [
-        "close", "set", "get", "del", "vdel", "observe", "lock", "election",
+    const CLIENT_OPS: [&str; 11] = [
+        "close",
+        "set",
+        "get",
+        "del",
+        "vdel",
+        "observe",
+        "lock",
+        "election",
+        "fill",
+        "scan",
+        "scan_start",
     ];
     let mut names: Vec<&str> = steps
         .iter()
