@@ -754,3 +754,71 @@ fn completions_for_each_shell() {
     let out = mqstate().args(["completions", "tcsh"]).output().unwrap();
     assert_eq!(code(&out), 2);
 }
+
+#[test]
+fn keys_lists_by_pattern_in_text_json_raw_and_stops_early() {
+    let s = serve_with(&["--scan-page-size", "2"]);
+    for key in ["sensor/a", "sensor/b", "sensor/c", "other", "a*b"] {
+        assert_eq!(code(&s.run(&["set", key, "v"])), 0);
+    }
+    let out = s.run_stdin(&["set", "nl\nkey"], b"v");
+    assert_eq!(code(&out), 0, "{}", stderr(&out.stderr));
+
+    // Text: one escaped key per line, every page followed.
+    let out = s.run(&["keys", "sensor/*"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out.stderr));
+    assert_eq!(stdout_text(&out), "sensor/a\nsensor/b\nsensor/c\n");
+    let out = s.run(&["keys", "*"]);
+    assert_eq!(stdout_text(&out).lines().count(), 6);
+    assert!(stdout_text(&out).contains("nl\\nkey\n"));
+    // Escapes and classes, as redis-cli --scan --pattern.
+    assert_eq!(stdout_text(&s.run(&["keys", "a\\*b"])), "a*b\n");
+    assert_eq!(stdout_text(&s.run(&["keys", "sensor/[^a]"])), "sensor/b\nsensor/c\n");
+    // No match: nothing printed, exit 0.
+    let out = s.run(&["keys", "nothing*"]);
+    assert_eq!((code(&out), out.stdout.len()), (0, 0));
+
+    // --count stops early.
+    assert_eq!(stdout_text(&s.run(&["keys", "*", "--count", "3"])).lines().count(), 3);
+
+    // --json: one object per key.
+    let out = s.run(&["--json", "keys", "sensor/?"]);
+    let keys: Vec<Value> = stdout_text(&out)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(keys.len(), 3);
+    assert_eq!(keys[0]["key"], "sensor/a");
+
+    // --raw: exact bytes; -0 ends each key with NUL (for keys holding a newline).
+    assert_eq!(s.run(&["--raw", "keys", "nl*"]).stdout, b"nl\nkey\n");
+    assert_eq!(s.run(&["keys", "-0", "nl*"]).stdout, b"nl\nkey\0");
+
+    // An empty pattern is a usage error.
+    let out = s.run(&["keys", ""]);
+    assert_eq!(code(&out), 2);
+    assert!(stderr(&out.stderr).contains("pattern must not be empty"));
+}
+
+#[test]
+fn keys_in_a_pipe_that_closes_early_ends_quietly() {
+    let s = serve_with(&["--scan-page-size", "5"]);
+    for i in 0..40 {
+        assert_eq!(code(&s.run(&["set", &format!("p/{i:02}"), "v"])), 0);
+    }
+    let mut child = s
+        .cmd(&["keys", "p/*"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert_eq!(first, "p/00\n");
+    // The reader is gone (stdout closed): the scan stops without an error.
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out.stderr));
+    assert!(out.stderr.is_empty(), "{}", stderr(&out.stderr));
+}
