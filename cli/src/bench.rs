@@ -12,6 +12,7 @@ use mqstate::{Client, ClientOptions, ConnectionSettings, SetOptions};
 use crate::bench_raw::{RawPair, StoreEcho};
 
 pub mod load;
+mod scan;
 
 use load::{Op, RunResult, drive, secs};
 
@@ -58,6 +59,11 @@ pub struct BenchArgs {
     /// Instead of load: measure the client's resident memory idle and observing this many keys.
     #[arg(long)]
     pub observe_keys: Option<usize>,
+    /// Instead of load: fill the store with this many keys and time one full SCAN of them
+    /// (keys/s, pages, peak memory of the client and, with --watch-pid, of the store). Use a
+    /// fresh store: the keys stay.
+    #[arg(long)]
+    pub scan_keys: Option<usize>,
     /// Also report the CPU time per request of this process (e.g. the broker, the store)
     /// over each measured window; repeatable.
     #[arg(long = "watch-pid", value_name = "PID")]
@@ -219,6 +225,9 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     );
     if let Some(n) = args.observe_keys {
         return observe_memory(&args, n).await;
+    }
+    if let Some(n) = args.scan_keys {
+        return scan::run(&args, n).await;
     }
     println!(
         "{} client(s) x {} outstanding, {}% SET, {}-byte values, {} s per run",

@@ -773,13 +773,21 @@ fn keys_lists_by_pattern_in_text_json_raw_and_stops_early() {
     assert!(stdout_text(&out).contains("nl\\nkey\n"));
     // Escapes and classes, as redis-cli --scan --pattern.
     assert_eq!(stdout_text(&s.run(&["keys", "a\\*b"])), "a*b\n");
-    assert_eq!(stdout_text(&s.run(&["keys", "sensor/[^a]"])), "sensor/b\nsensor/c\n");
+    assert_eq!(
+        stdout_text(&s.run(&["keys", "sensor/[^a]"])),
+        "sensor/b\nsensor/c\n"
+    );
     // No match: nothing printed, exit 0.
     let out = s.run(&["keys", "nothing*"]);
     assert_eq!((code(&out), out.stdout.len()), (0, 0));
 
     // --count stops early.
-    assert_eq!(stdout_text(&s.run(&["keys", "*", "--count", "3"])).lines().count(), 3);
+    assert_eq!(
+        stdout_text(&s.run(&["keys", "*", "--count", "3"]))
+            .lines()
+            .count(),
+        3
+    );
 
     // --json: one object per key.
     let out = s.run(&["--json", "keys", "sensor/?"]);
