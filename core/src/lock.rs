@@ -49,6 +49,19 @@ use tokio::time::Instant;
 use crate::{Client, DelOptions, Error, Hlc, SetOptions, VdelOutcome};
 
 pub use edit::{Edit, EditOutcome};
+
+/// The lease a lock (or an election's term) gets when the caller names none, in every
+/// language.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(10);
+
+/// How long an `edit` may wait for its lock when the caller names no timeout, in every
+/// language.
+pub const DEFAULT_EDIT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The shortest lease (or term) a caller may ask for: anything shorter expires before
+/// its first write could reach the store, so it is refused as a mistake (a unit mixed up,
+/// milliseconds for seconds).
+pub const MIN_LEASE: Duration = Duration::from_millis(1);
 pub use holder::{HolderChange, HolderWatch};
 
 /// How a [`Lock`] is set up.

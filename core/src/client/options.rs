@@ -119,3 +119,21 @@ pub enum VdelOutcome {
     /// The key holds another value; nothing was deleted.
     ValueMismatch,
 }
+
+impl VdelOutcome {
+    /// Every outcome.
+    pub const ALL: [VdelOutcome; 3] = [
+        VdelOutcome::Deleted,
+        VdelOutcome::NotFound,
+        VdelOutcome::ValueMismatch,
+    ];
+
+    /// The outcome's name in every language: `deleted`, `not_found`, `value_mismatch`.
+    pub fn name(self) -> &'static str {
+        match self {
+            VdelOutcome::Deleted => "deleted",
+            VdelOutcome::NotFound => "not_found",
+            VdelOutcome::ValueMismatch => "value_mismatch",
+        }
+    }
+}

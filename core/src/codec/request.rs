@@ -86,6 +86,33 @@ pub enum SetCondition {
 }
 
 impl SetCondition {
+    /// A condition as callers spell it in every language: `None` (set unconditionally),
+    /// `"nx"` or `"nex"` in any case. Anything else is an invalid argument, with one
+    /// message everywhere.
+    pub fn parse(text: Option<&str>) -> Result<SetCondition, Error> {
+        let Some(text) = text else {
+            return Ok(SetCondition::Always);
+        };
+        if text.eq_ignore_ascii_case("nx") {
+            Ok(SetCondition::NotExists)
+        } else if text.eq_ignore_ascii_case("nex") {
+            Ok(SetCondition::NotExistsOrEqual)
+        } else {
+            Err(Error::invalid_argument(format!(
+                "condition must be \"nx\" or \"nex\" (in any case) or none, not {text:?}"
+            )))
+        }
+    }
+
+    /// The condition's name as bindings show it (`"nx"`, `"nex"`), `None` for a plain SET.
+    pub fn name(self) -> Option<&'static str> {
+        match self {
+            SetCondition::Always => None,
+            SetCondition::NotExists => Some("nx"),
+            SetCondition::NotExistsOrEqual => Some("nex"),
+        }
+    }
+
     /// The option word on the wire, if any.
     pub fn as_wire(self) -> Option<&'static str> {
         match self {
@@ -443,6 +470,27 @@ mod tests {
                 String::from_utf8_lossy(payload)
             );
         }
+    }
+
+    #[test]
+    fn conditions_parse_in_any_case_with_one_message() {
+        assert_eq!(SetCondition::parse(None), Ok(SetCondition::Always));
+        for (text, want) in [
+            ("nx", SetCondition::NotExists),
+            ("NX", SetCondition::NotExists),
+            ("Nex", SetCondition::NotExistsOrEqual),
+            ("NEX", SetCondition::NotExistsOrEqual),
+        ] {
+            assert_eq!(SetCondition::parse(Some(text)), Ok(want));
+            assert_eq!(
+                SetCondition::parse(want.name()),
+                Ok(want),
+                "names parse back"
+            );
+        }
+        let err = SetCondition::parse(Some("XX")).unwrap_err();
+        assert_eq!(err.kind(), crate::ErrorKind::InvalidArgument);
+        assert!(err.message().contains("\"nx\" or \"nex\""), "{err}");
     }
 
     #[test]
