@@ -1,6 +1,8 @@
 //! Glob patterns as SCAN uses them (spec §3.1, Redis `MATCH` rules), byte-wise and
-//! binary-safe: `*` any run of bytes, `?` one byte, `[abc]`, `[a-z]`, `[^a]` (or `[!a]`)
-//! classes, and `\` escaping the next byte (also inside a class).
+//! binary-safe: `*` any run of bytes, `?` one byte, `[abc]`, `[a-z]`, `[^a]` classes, and
+//! `\` escaping the next byte (also inside a class). The corners follow Redis's
+//! `stringmatchlen` exactly (see [`class`]): `[!a]` is not a negation, `[]` is empty, a `[`
+//! never closed makes a class of the rest of the pattern.
 //!
 //! Pure and allocation-free. Matching is linear in practice: one backtrack point (the last
 //! `*`) is enough for globs, so no input makes it exponential.
@@ -88,11 +90,8 @@ fn step(pattern: &[u8], p: usize, byte: u8) -> Step {
         b'*' => Step::Star,
         b'?' => Step::Matched(p + 1),
         b'[' => match class(pattern, p + 1, byte) {
-            Some((true, next)) => Step::Matched(next),
-            Some((false, _)) => Step::Failed,
-            // An unclosed `[` is a literal `[`, as in Redis.
-            None if byte == b'[' => Step::Matched(p + 1),
-            None => Step::Failed,
+            (true, next) => Step::Matched(next),
+            (false, _) => Step::Failed,
         },
         b'\\' if p + 1 < pattern.len() => {
             if pattern[p + 1] == byte {
@@ -106,41 +105,33 @@ fn step(pattern: &[u8], p: usize, byte: u8) -> Step {
     }
 }
 
-/// Matches `byte` against the class whose body starts at `i` (after `[`): whether it
-/// matched, and the position after the closing `]`; `None` if the class never closes.
-fn class(pattern: &[u8], mut i: usize, byte: u8) -> Option<(bool, usize)> {
-    let negated = matches!(pattern.get(i), Some(b'^' | b'!'));
+/// Matches `byte` against the class whose body starts at `i` (after `[`), exactly as
+/// Redis's `stringmatchlen` does: `^` first negates; `\` makes the next byte a member;
+/// `x-y` is a range (either order) whenever a byte follows the `-`, even `]`; the first
+/// `]` ends the class (so `[]` is empty); a class never closed runs to the end of the
+/// pattern. Returns whether it matched and the position after the class.
+fn class(pattern: &[u8], mut i: usize, byte: u8) -> (bool, usize) {
+    let negated = pattern.get(i) == Some(&b'^');
     if negated {
         i += 1;
     }
     let mut hit = false;
-    let mut first = true;
-    loop {
-        let b = *pattern.get(i)?;
-        // A `]` right after `[` or `[^` is a member, not the end.
-        if b == b']' && !first {
-            return Some((hit != negated, i + 1));
-        }
-        first = false;
-        let (lo, next) = member(pattern, i)?;
-        if pattern.get(next) == Some(&b'-') && pattern.get(next + 1).is_some_and(|&c| c != b']') {
-            let (hi, after) = member(pattern, next + 1)?;
-            let (lo, hi) = if lo <= hi { (lo, hi) } else { (hi, lo) };
+    while let Some(&b) = pattern.get(i) {
+        if b == b'\\' && i + 1 < pattern.len() {
+            hit |= pattern[i + 1] == byte;
+            i += 2;
+        } else if b == b']' {
+            return (hit != negated, i + 1);
+        } else if pattern.get(i + 1) == Some(&b'-') && i + 2 < pattern.len() {
+            let (lo, hi) = (b.min(pattern[i + 2]), b.max(pattern[i + 2]));
             hit |= (lo..=hi).contains(&byte);
-            i = after;
+            i += 3;
         } else {
-            hit |= lo == byte;
-            i = next;
+            hit |= b == byte;
+            i += 1;
         }
     }
-}
-
-/// One (possibly escaped) byte of a class and the position after it.
-fn member(pattern: &[u8], i: usize) -> Option<(u8, usize)> {
-    match *pattern.get(i)? {
-        b'\\' => Some((*pattern.get(i + 1)?, i + 2)),
-        b => Some((b, i + 1)),
-    }
+    (hit != negated, i)
 }
 
 #[cfg(test)]
@@ -161,7 +152,8 @@ mod tests {
             (b"h[ae]llo", b"hillo", false),
             (b"h[^e]llo", b"hallo", true),
             (b"h[^e]llo", b"hello", false),
-            (b"h[!e]llo", b"hello", false),
+            (b"h[!e]llo", b"hello", true),
+            (b"h[!e]llo", b"hallo", false),
             (b"h[a-b]llo", b"hbllo", true),
             (b"h[b-a]llo", b"hallo", true),
             (b"h[a-b]llo", b"hcllo", false),
@@ -170,10 +162,17 @@ mod tests {
             (b"a\\*b", b"axb", false),
             (b"a\\?", b"a?", true),
             (b"[\\]]", b"]", true),
-            (b"[]]", b"]", true),
-            (b"[a-]", b"-", true),
-            (b"[", b"[", true),
-            (b"a[b", b"a[b", true),
+            (b"[]]", b"]", false),
+            (b"[]", b"", false),
+            (b"[^]", b"x", true),
+            (b"[a-]", b"-", false),
+            (b"[a-]", b"_", true),
+            (b"[", b"[", false),
+            (b"a[b", b"ab", true),
+            (b"a[b", b"a[b", false),
+            (b"a[\\", b"a\\", true),
+            (b"[\\-x]", b"-", true),
+            (b"\\", b"\\", true),
             (b"*a*b*c*", b"xxaxxbxxcxx", true),
             (b"*a*b*c*", b"xxaxxcxxbxx", false),
             (b"\xfe\r\n*", b"\xfe\r\nz", true),
