@@ -21,7 +21,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rumqttc::Outgoing;
-use rumqttc::v5::mqttbytes::v5::{ConnectReturnCode, Packet, Publish, SubscribeReasonCode};
+use rumqttc::v5::mqttbytes::v5::{
+    ConnectReturnCode, Packet, PubAckReason, Publish, SubscribeReasonCode,
+};
 use rumqttc::v5::{AsyncClient, ConnectionError, Event, EventLoop, StateError};
 use tracing::{debug, info, warn};
 
@@ -192,6 +194,11 @@ fn on_packet(shared: &Shared, eventloop: &mut EventLoop, packet: Packet, failure
             });
         }
         Packet::Disconnect(d) => warn!(reason = ?d.reason_code, "the broker sent DISCONNECT"),
+        // The client publishes to the request topic only: a broker that routes a request to
+        // nobody says so here (mosquitto does), which names the cause of the timeout to come.
+        Packet::PubAck(ack) => shared
+            .signs
+            .routed(ack.reason != PubAckReason::NoMatchingSubscribers),
         _ => {}
     }
 }
@@ -205,6 +212,7 @@ fn dispatch(shared: &Shared, publish: Publish) {
             .and_then(|p| p.correlation_data.clone());
         match correlation {
             Some(id) => {
+                shared.signs.answered();
                 if !shared.pending.complete(&id, publish) {
                     debug!("dropped a response nobody waits for (late, duplicate or unknown)");
                 }
@@ -218,6 +226,20 @@ fn dispatch(shared: &Shared, publish: Publish) {
         shared.observers.dispatch(&shared.client_id, publish);
     } else {
         debug!(topic = %String::from_utf8_lossy(&publish.topic), "dropped a message on an unexpected topic");
+    }
+}
+
+/// What a failed connection says to people: rumqttc's text, except where it would not
+/// name the cause (a peer that does not speak MQTT 5).
+fn describe_failure(e: &ConnectionError, was_connected: bool) -> String {
+    let not_mqtt = matches!(
+        e,
+        ConnectionError::MqttState(StateError::Deserialization(_)) | ConnectionError::NotConnAck(_)
+    );
+    if not_mqtt && !was_connected {
+        format!("not an MQTT 5 broker: the peer answered with something that is not MQTT 5 ({e})")
+    } else {
+        e.to_string()
     }
 }
 
@@ -272,8 +294,10 @@ fn on_disconnected(shared: &Shared, e: &ConnectionError) {
         l.last_error = Some(Error::new(
             kind,
             format!(
-                "connection to {}:{} failed: {e}",
-                shared.settings.host, shared.settings.port
+                "connection to {}:{} failed: {}",
+                shared.settings.host,
+                shared.settings.port,
+                describe_failure(e, was_connected)
             ),
         ));
     });

@@ -109,15 +109,22 @@ impl Client {
             Ok(Err(_)) => return Err(Error::new(ErrorKind::Closed, "the client was closed")),
             Err(_) => {
                 let verb = request.verb();
+                let cause = shared
+                    .signs
+                    .unanswered_cause()
+                    .map(|c| format!(": {c}"))
+                    .unwrap_or_default();
                 if !verb.changes_state() {
                     return Err(Error::new(
                         ErrorKind::Timeout,
-                        format!("no response to {verb} within {timeout:?}"),
+                        format!("no response to {verb} within {timeout:?}{cause}"),
                     ));
                 }
                 return Err(Error::new(
                     ErrorKind::Timeout,
-                    format!("no response to {verb} within {timeout:?}; it may have been applied"),
+                    format!(
+                        "no response to {verb} within {timeout:?}{cause}; it may have been applied"
+                    ),
                 )
                 .with_may_have_applied());
             }

@@ -84,7 +84,7 @@ fn the_matcher_agrees_with_redis_on_random_patterns() {
     println!("seed {seed}");
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let alphabet = b"ab[]^-\\*?!c";
-    let mut word = |rng: &mut rand::rngs::StdRng, max: usize| -> Vec<u8> {
+    let word = |rng: &mut rand::rngs::StdRng, max: usize| -> Vec<u8> {
         let len = rng.random_range(1..=max);
         (0..len)
             .map(|_| alphabet[rng.random_range(0..alphabet.len())])

@@ -107,8 +107,51 @@ impl Subscriptions {
     }
 }
 
+/// What this client has seen of a state store behind its broker, to name the cause when a
+/// request goes unanswered.
+#[derive(Debug, Default)]
+pub(crate) struct StoreSigns {
+    answered: std::sync::atomic::AtomicBool,
+    unrouted: std::sync::atomic::AtomicBool,
+}
+
+impl StoreSigns {
+    /// A response arrived.
+    pub(crate) fn answered(&self) {
+        self.answered
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        self.unrouted
+            .store(false, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The broker acknowledged a request: routed to a subscriber, or to nobody.
+    pub(crate) fn routed(&self, to_someone: bool) {
+        self.unrouted
+            .store(!to_someone, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Why a request of this client may have gone unanswered, for its error message.
+    pub(crate) fn unanswered_cause(&self) -> Option<&'static str> {
+        if self.unrouted.load(std::sync::atomic::Ordering::Relaxed) {
+            Some(
+                "the broker has no subscriber on the state store's request topic: no state \
+                 store is running behind it (is `mqstate serve` running?)",
+            )
+        } else if !self.answered.load(std::sync::atomic::Ordering::Relaxed) {
+            Some(
+                "no state store has answered this client yet: is one running behind this \
+                 broker (`mqstate serve`)?",
+            )
+        } else {
+            None
+        }
+    }
+}
+
 /// What the client handle, the observers and the event loop share.
 pub(crate) struct Shared {
+    /// What has been seen of a state store behind the broker.
+    pub(crate) signs: StoreSigns,
     pub(crate) client_id: String,
     pub(crate) response_topic: String,
     pub(crate) notification_filter: String,
@@ -258,6 +301,7 @@ impl Shared {
             observers: Registry::new(observer_capacity),
             runtime,
             mqtt: RwLock::new(mqtt),
+            signs: StoreSigns::default(),
         });
         (shared, eventloop)
     }
