@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use crate::codec::StoreErrorKind;
 
-pub use table::{ERROR_TABLE, ErrorInfo};
+pub use table::{ERROR_BASE_CLASS, ERROR_FAMILIES, ERROR_TABLE, ErrorInfo};
 
 /// What went wrong, in a form a program can branch on.
 ///

@@ -61,7 +61,10 @@ pub use client::{
 };
 #[cfg(feature = "client")]
 pub use election::Election;
-pub use error::{CallbackPayload, ERROR_TABLE, Error, ErrorInfo, ErrorKind, Result, RpcDetails};
+pub use error::{
+    CallbackPayload, ERROR_BASE_CLASS, ERROR_FAMILIES, ERROR_TABLE, Error, ErrorInfo, ErrorKind,
+    Result, RpcDetails,
+};
 pub use hlc::{Clock, Hlc};
 #[cfg(feature = "client")]
 pub use lock::{
