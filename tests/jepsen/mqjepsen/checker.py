@@ -140,8 +140,6 @@ def _transitions(op: Op, comp: float, state: State, min_comp: float, tol: float)
                 out.append(unchanged)
         else:
             raise ValueError(f"unknown operation {op.f!r}")
-    if op.status == INFO:
-        out.append(state)  # it never took effect
     # Duplicates (two views to the same state) would only cost time.
     seen: Set[State] = set()
     unique = []
@@ -205,47 +203,71 @@ def check_key(key: str, history: Sequence[Op], horizon: Optional[float] = 15.0,
 
     state: State = INITIAL
     linearized = 0
-    cache: Set[Tuple[int, State]] = set()
+    # The memo (Lowe): configurations (operations linearized, state) whose every extension
+    # failed, recorded when the search backtracks out of them. Kept, for each (determinate
+    # operations linearized, state), as the sets of indeterminate operations resolved
+    # (applied or dropped) there: a configuration is dominated, and skipped, when a failed
+    # one had the same determinate operations and state and resolved a subset of its
+    # indeterminate ones (what was still pending there could still have been left out).
+    info_mask = 0
+    for i, o in enumerate(ops):
+        if o.status == INFO:
+            info_mask |= 1 << i
+    det_mask = ~info_mask
+    failed: Dict[Tuple[int, State], List[int]] = {}
+    explored = 0
     stack: List[Tuple[int, State, List[State], int]] = []
     deepest = -1
     blocked_at = -1
 
     def attempt(entry: int, trans: List[State], start: int) -> bool:
-        nonlocal state, linearized
+        nonlocal state, linearized, explored
         bit = 1 << op_of[entry]
         for k in range(start, len(trans)):
             nl = linearized | bit
             ns = trans[k]
-            if (nl, ns) not in cache:
-                cache.add((nl, ns))
-                stack.append((entry, state, trans, k + 1))
-                lift(entry)
-                state = ns
-                linearized = nl
-                return True
+            seen = failed.get((nl & det_mask, ns))
+            if seen is not None:
+                resolved = nl & info_mask
+                if any(r & ~resolved == 0 for r in seen):
+                    continue
+            explored += 1
+            stack.append((entry, state, trans, k + 1))
+            lift(entry)
+            state = ns
+            linearized = nl
+            return True
         return False
 
     entry = nxt[0]
     while nxt[0] != end:
-        if len(cache) > max_explored:
-            return KeyResult(key, False, n, indeterminate, len(cache),
+        if explored > max_explored:
+            return KeyResult(key, False, n, indeterminate, explored,
                              f"search gave up after {max_explored} configurations (inconclusive)")
         if is_call[entry]:
             i = op_of[entry]
             trans = _transitions(ops[i], comp[i], state, min_comp(), tol)
             entry = nxt[0] if attempt(entry, trans, 0) else nxt[entry]
             continue
-        # A return entry: the operation it closes was not placed before it. Backtrack.
+        # A return entry: the operation it closes was not placed before it. An indeterminate
+        # one may never have taken effect: dropped here, at the end of its horizon, rather
+        # than at every earlier point (keeping it pending allows everything dropping does).
+        if ops[op_of[entry]].status == INFO:
+            call = call_entry[op_of[entry]]
+            if attempt(call, [state], 0):
+                entry = nxt[0]
+                continue
         if len(stack) > deepest:
             deepest, blocked_at = len(stack), op_of[entry]
         if not stack:
-            return _failure(key, ops, n, indeterminate, len(cache), deepest, blocked_at)
+            return _failure(key, ops, n, indeterminate, explored, deepest, blocked_at)
         top, prev_state, trans, k = stack.pop()
+        failed.setdefault((linearized & det_mask, state), []).append(linearized & info_mask)
         unlift(top)
         state = prev_state
         linearized &= ~(1 << op_of[top])
         entry = nxt[0] if attempt(top, trans, k) else nxt[top]
-    return KeyResult(key, True, n, indeterminate, len(cache))
+    return KeyResult(key, True, n, indeterminate, explored)
 
 
 def _failure(key: str, ops: List[Op], n: int, indeterminate: int, explored: int,

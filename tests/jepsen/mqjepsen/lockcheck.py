@@ -96,20 +96,42 @@ def lock_pause(url: str, rounds: int, lease: float, seed: int) -> Tuple[List[str
 
 
 def _pauser(procs: List["subprocess.Popen[str]"], until: float, lease: float, rng: random.Random) -> int:
-    """Stops a random process past the lease, resumes it, until ``until``. Returns the count."""
+    """Until ``until``: stops a random process now and then, and resumes every stopped
+    process (stopped by this or by itself, inside its critical section) once it has been
+    stopped past the lease. Returns how many pauses ended."""
     pauses = 0
-    while time.monotonic() < until:
-        sleep_until(min(until, time.monotonic() + rng.uniform(0.3, 1.2)))
-        if time.monotonic() >= until:
-            break
-        victim = rng.choice(procs)
-        if victim.poll() is not None:
-            continue
-        victim.send_signal(signal.SIGSTOP)
-        time.sleep(lease + rng.uniform(0.2, 1.0))
-        victim.send_signal(signal.SIGCONT)
-        pauses += 1
-    return pauses
+    stopped_since: Dict[int, float] = {}
+    resume_after: Dict[int, float] = {}
+    next_stop = time.monotonic() + rng.uniform(0.3, 1.2)
+    while True:
+        now = time.monotonic()
+        for proc in procs:
+            if proc.poll() is not None:
+                continue
+            if _is_stopped(proc.pid):
+                if proc.pid not in stopped_since:
+                    stopped_since[proc.pid] = now
+                    resume_after[proc.pid] = lease + rng.uniform(0.2, 1.0)
+                elif now - stopped_since[proc.pid] >= resume_after[proc.pid] or now >= until:
+                    proc.send_signal(signal.SIGCONT)
+                    del stopped_since[proc.pid]
+                    pauses += 1
+        if now >= until and not stopped_since:
+            return pauses
+        if now >= next_stop and now < until:
+            victim = rng.choice(procs)
+            if victim.poll() is None:
+                victim.send_signal(signal.SIGSTOP)
+            next_stop = now + rng.uniform(0.3, 1.2)
+        time.sleep(0.02)
+
+
+def _is_stopped(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "T"
+    except (OSError, IndexError):
+        return False
 
 
 def _token_key(element: str) -> Tuple[int, int]:
@@ -139,7 +161,8 @@ def fenced_run(mode: str, url: str, clients: int, duration: float, lease: float,
     until = time.monotonic() + duration
     role = "editor" if mode == "fenced-edit" else "leader"
     procs = [_spawn(role, url, f"{role}-{seed}-{i}", lock_name,
-                    ["--chain", chain_key, "--lease", str(lease), "--until", str(until), "--timeout", "2"])
+                    ["--chain", chain_key, "--lease", str(lease), "--until", str(until), "--timeout", "2",
+                     "--self-stop", "0.05"])
              for i in range(clients)]
     pauses = _pauser(procs, until, lease, rng)
     events: List[Dict[str, Any]] = []
@@ -166,7 +189,7 @@ def fenced_run(mode: str, url: str, clients: int, duration: float, lease: float,
         missing = [a for a in acked if a not in set(chain)]
         if missing:
             problems.append(f"{len(missing)} acknowledged edit(s) missing from the chain, e.g. {missing[:3]}")
-        stats = {"edits_acknowledged": len(ok), "edits_failed": sum(1 for e in events if e.get("event") == "edit" and not e.get("ok")),
+        stats = {"edits_acknowledged": len(ok), "edits_retried": sum(1 for e in ok if e.get("attempts", 1) > 1), "edits_failed": sum(1 for e in events if e.get("event") == "edit" and not e.get("ok")),
                  "chain": len(chain), "pauses": pauses}
     else:
         writes = [e for e in events if e.get("event") == "write"]

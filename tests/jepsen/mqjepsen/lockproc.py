@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import random
+import signal
 import sys
 import time
 from typing import Any, Dict, List, Optional
@@ -27,6 +30,14 @@ def emit(**fields: Any) -> None:
 def client(url: str, name: str, timeout: float) -> mqstate.Client:
     return mqstate.Client(url, client_id=name, request_timeout=timeout, reconnect_min_delay=0.05,
                           reconnect_max_delay=0.5)
+
+
+def maybe_stop(probability: float) -> None:
+    """Stops this process (SIGSTOP) with the given probability: inside the critical section,
+    holding the lock (or leadership) with a token that the driver's resumer lets expire
+    before it sends SIGCONT."""
+    if probability and random.random() < probability:
+        os.kill(os.getpid(), signal.SIGSTOP)
 
 
 def holder(a: argparse.Namespace) -> None:
@@ -58,6 +69,7 @@ def editor(a: argparse.Namespace) -> None:
                 # ``edit`` holds the lock while it calls this: its token fences the write.
                 e = element(a.name, seq, lock.fencing_token)
                 written.append(e)
+                maybe_stop(a.self_stop)
                 return (prev.text + "|" if prev is not None else "") + e
 
             try:
@@ -86,6 +98,7 @@ def leader(a: argparse.Namespace) -> None:
                     seq += 1
                     e = element(a.name, seq, token)
                     prev = c.get(a.chain)
+                    maybe_stop(a.self_stop)
                     value = (prev.text + "|" if prev is not None else "") + e
                     try:
                         c.set(a.chain, value, fencing_token=token)
@@ -111,6 +124,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--lease", type=float, default=1.0)
     p.add_argument("--timeout", type=float, default=2.0)
     p.add_argument("--until", type=float, default=0.0)
+    p.add_argument("--self-stop", type=float, default=0.0,
+                   help="probability of stopping itself inside the critical section")
     a = p.parse_args(argv)
     roles: Dict[str, Any] = {"holder": holder, "editor": editor, "leader": leader}
     roles[a.role](a)

@@ -119,8 +119,9 @@ class FaultProxy:
             if not registered:
                 threading.Event().wait(0.02)
             for key, _ in events:
-                s = key.fileobj
-                assert isinstance(s, socket.socket)
+                obj = key.fileobj
+                assert isinstance(obj, socket.socket)
+                s = obj
                 if s is self._listener:
                     self._accept()
                     continue

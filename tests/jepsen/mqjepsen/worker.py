@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import select
 import sys
 import time
 from typing import Dict, List, Optional, TextIO
@@ -90,8 +91,7 @@ class Workload:
                     self.seen[op.key] = op.result
             elif op.f == "set":
                 assert op.value is not None
-                condition = op.cond if op.cond else None
-                s = c.set(op.key, op.value, condition=condition,  # type: ignore[arg-type]
+                s = c.set(op.key, op.value, condition=op.cond,
                           expiry=(op.px / 1000.0) if op.px else None, persist=True)
                 op.result = s.applied
                 op.version = str(s.version) if s.applied and s.version is not None else None
@@ -123,7 +123,13 @@ def connect(url: str, client_id: str, timeout: float, until: float) -> mqstate.C
         except mqstate.MqstateError:
             if time.monotonic() > until:
                 raise
-            time.sleep(0.1)
+            pause(0.1)
+
+
+def pause(seconds: float) -> None:
+    """``time.sleep``, which fails (EINVAL) under libfaketime with a real monotonic clock:
+    its absolute ``clock_nanosleep`` is mistranslated. A select timeout is not."""
+    select.select([], [], [], seconds)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -145,7 +151,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             while time.monotonic() < a.until:
                 op = w.run_one(w.next_op())
                 if op.status != OK:
-                    time.sleep(0.02)  # do not spin while the store is away
+                    pause(0.02)  # do not spin while the store is away
         finally:
             client.close()
     print(f"worker {a.process}: {w.counts}", file=sys.stderr)
