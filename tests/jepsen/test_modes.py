@@ -44,3 +44,48 @@ def test_lock_mode(mode: str) -> None:
     result, stats = run_lock_mode(mode, duration, 3, seed, _workdir(mode, seed))
     print(mode, stats)
     assert result.passed, "\n".join(result.problems) + f"\nkept in {result.workdir}"
+
+
+def test_planted_violations_in_a_real_history(tmp_path: Path) -> None:
+    """A real history (mode none) passes; the same history with a violation planted after
+    its final reads does not: a stale read, a lost write, a double-applied NX."""
+    from dataclasses import replace
+
+    from mqjepsen import history
+    from mqjepsen.checker import check_key
+    from mqjepsen.history import OK, Op
+
+    result = run(RunConfig(mode="none", duration=2, clients=3, keys=1, seed=SEED, workdir=tmp_path / "run",
+                           keep=True))
+    assert result.passed, "\n".join(result.problems)
+    ops = history.read(tmp_path / "run" / "history.jsonl")
+    key = ops[0].key
+    final = [o for o in ops if o.process == 3 and o.status == OK][-1]
+    assert final.complete is not None
+    end = final.complete + 1.0
+    assert check_key(key, ops).ok
+
+    written = {o.value for o in ops if o.f == "set" and o.status == OK and o.result is True}
+    other = sorted(v for v in written if v is not None and v != final.result)[0]
+    stale = Op(process=9, key=key, f="get", invoke=end, complete=end + 0.1, status=OK, result=other)
+    assert not check_key(key, ops + [stale]).ok, "stale read not caught"
+
+    if final.result is not None:
+        lost = [replace(o, result=None, version=None) if o is final else o for o in ops]
+        assert not check_key(key, lost).ok, "lost write not caught"
+
+    nx = [Op(process=9 + i, key=key, f="set", value=f"nx-{i}", cond="nx", invoke=end + 1, complete=end + 2,
+             status=OK, result=True) for i in range(2)]
+    assert not check_key(key, ops + [Op(process=8, key=key, f="del", invoke=end, complete=end + 0.5,
+                                        status=OK, result=1 if final.result is not None else 0)] + nx).ok, \
+        "double-applied NX not caught"
+
+
+def test_kill_without_persistence_is_caught(tmp_path: Path) -> None:
+    """A negative control of the whole pipeline: the same kill mode with writes that do not
+    ask for persistence loses acknowledged writes at every kill, and the checker says so."""
+    result = run(RunConfig(mode="kill", duration=3, clients=3, seed=SEED, workdir=tmp_path / "run",
+                           persist=False))
+    assert result.store_kills > 0
+    assert not result.linearizable, result.line()
+    assert any("NOT LINEARIZABLE" in p for p in result.problems)

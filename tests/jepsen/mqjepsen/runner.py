@@ -76,6 +76,7 @@ class RunConfig:
     horizon: float = 15.0  # an indeterminate op takes effect within this, or never
     workdir: Optional[Path] = None
     keep: bool = False  # keep the work directory even when the run passes
+    persist: bool = True  # False: a negative control (a kill loses acknowledged writes)
 
 
 @dataclass
@@ -242,7 +243,8 @@ def run(cfg: RunConfig) -> RunResult:
                 procs.append(subprocess.Popen(
                     [sys.executable, "-m", "mqjepsen.worker", "--url", url, "--process", str(p),
                      "--keys", ",".join(keys), "--until", str(until), "--seed", str(rng.randrange(2**31)),
-                     "--out", str(workdir / f"history-{p}.jsonl"), "--timeout", str(cfg.timeout)],
+                     "--out", str(workdir / f"history-{p}.jsonl"), "--timeout", str(cfg.timeout)]
+                    + ([] if cfg.persist else ["--no-persist"]),
                     env=env, stdout=log, stderr=log))
         if cfg.mode not in ("none", "skew"):
             while time.monotonic() < until:

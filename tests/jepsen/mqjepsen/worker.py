@@ -35,13 +35,14 @@ VDEL = {"deleted": 1, "not_found": 0, "value_mismatch": -1}
 
 class Workload:
     def __init__(self, client: mqstate.Client, process: int, keys: List[str], rng: random.Random,
-                 out: TextIO, px_share: float = 0.1) -> None:
+                 out: TextIO, px_share: float = 0.1, persist: bool = True) -> None:
         self.client = client
         self.process = process
         self.keys = keys
         self.rng = rng
         self.out = out
         self.px_share = px_share
+        self.persist = persist
         self.counter = 0
         self.seen: Dict[str, str] = {}  # a value recently read or written, per key
         self.counts = {OK: 0, FAIL: 0, INFO: 0}
@@ -92,7 +93,7 @@ class Workload:
             elif op.f == "set":
                 assert op.value is not None
                 s = c.set(op.key, op.value, condition=op.cond,
-                          expiry=(op.px / 1000.0) if op.px else None, persist=True)
+                          expiry=(op.px / 1000.0) if op.px else None, persist=self.persist)
                 op.result = s.applied
                 op.version = str(s.version) if s.applied and s.version is not None else None
                 if s.applied:
@@ -142,12 +143,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--out", required=True)
     p.add_argument("--timeout", type=float, default=2.0, help="request timeout, s")
     p.add_argument("--px-share", type=float, default=0.1)
+    p.add_argument("--no-persist", action="store_true",
+                   help="writes without persistence (a kill then loses them: a negative control)")
     a = p.parse_args(argv)
     rng = random.Random(a.seed)
     with open(a.out, "a", encoding="utf-8") as out:
         client = connect(a.url, f"jepsen-{a.seed}-{a.process}", a.timeout, a.until)
         try:
-            w = Workload(client, a.process, a.keys.split(","), rng, out, a.px_share)
+            w = Workload(client, a.process, a.keys.split(","), rng, out, a.px_share, not a.no_persist)
             while time.monotonic() < a.until:
                 op = w.run_one(w.next_op())
                 if op.status != OK:
