@@ -30,7 +30,7 @@ import mqstate
 
 from .cluster import Cluster
 from .history import parse_hlc
-from .runner import PACKAGE_DIR, RunResult, sleep_until
+from .runner import PACKAGE_DIR, RunResult
 
 LOCK_MODES = ["lock-pause", "fenced-edit", "election"]
 

@@ -33,7 +33,7 @@ import mqstate
 
 from . import checker, history
 from .cluster import Cluster
-from .history import FAIL, INFO, OK, Op
+from .history import FAIL, OK, Op
 from .proxy import FaultProxy
 from .worker import classify
 
