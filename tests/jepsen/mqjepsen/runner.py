@@ -73,7 +73,7 @@ class RunConfig:
     keys: int = 3
     seed: int = 0
     timeout: float = 1.0  # each request's timeout, s
-    horizon: float = 15.0  # an indeterminate op takes effect within this, or never
+    horizon: Optional[float] = 15.0  # an indeterminate op takes effect within this, or never (None: unbounded)
     workdir: Optional[Path] = None
     keep: bool = False  # keep the work directory even when the run passes
     persist: bool = True  # False: a negative control (a kill loses acknowledged writes)
