@@ -256,3 +256,18 @@ def test_report_per_key() -> None:
     assert not report.ok
     assert [k.ok for k in report.keys] == [True, False]
     assert "k2" in report.summary()
+
+
+def test_version_regression_across_a_restart_is_the_known_bug() -> None:
+    history = [
+        op(0, "set", 0, 1, True, value="a", version="200:0:S"),
+        op(0, "del", 1.5, 1.8, 1),
+        op(1, "set", 3, 4, True, value="b", version="150:3:S"),
+    ]
+    assert not check(history).ok
+    assert not check(history, restarts=[2.0]).ok  # reported unless tolerated
+    tolerated = check(history, restarts=[2.0], tolerate_restart_regressions=True)
+    assert tolerated.ok and len(tolerated.known_problems) == 1
+    assert "known bug" in tolerated.summary()
+    # No restart in between: never tolerated.
+    assert not check(history, restarts=[5.0], tolerate_restart_regressions=True).ok

@@ -32,6 +32,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--timeout", type=float, default=1.0, help="request timeout of the workload, s")
     p.add_argument("--horizon", type=float, default=15.0,
                    help="an indeterminate operation takes effect within this many seconds or never; 0: no bound")
+    p.add_argument("--tolerate-known", action="store_true",
+                   help="list versions that went backwards across a store restart (a known bug) without failing")
     p.add_argument("--keep", action="store_true", help="keep every run's directory")
     p.add_argument("--workdir", type=Path, default=None, help="parent of the run directories")
     p.add_argument("--json", type=Path, default=None, help="write every result here")
@@ -57,7 +59,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             else:
                 result = run(RunConfig(mode=mode, duration=a.duration, clients=a.clients, keys=a.keys,
                                        seed=mode_seed, timeout=a.timeout, workdir=workdir, keep=a.keep,
-                                       horizon=a.horizon or None))
+                                       horizon=a.horizon or None, tolerate_known=a.tolerate_known))
                 line = result.line()
         except Exception as e:  # noqa: BLE001 - a broken harness fails the mode, not the run
             result = RunResult(mode, mode_seed, a.duration, a.clients, problems=[f"harness error: {e!r}"])

@@ -35,6 +35,7 @@ as are indeterminate GETs.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
@@ -64,6 +65,7 @@ class Report:
     ok: bool
     keys: List[KeyResult]
     version_problems: List[str]
+    known_problems: List[str]
     ops: int
     ok_ops: int
     failed_ops: int
@@ -81,6 +83,10 @@ class Report:
                 lines.extend("    " + c for c in k.context)
         for p in self.version_problems[:20]:
             lines.append(f"  version: {p}")
+        if self.known_problems:
+            lines.append(f"  known bug, tolerated: {len(self.known_problems)} version(s) older than one "
+                         "handed out before a store restart (a deleted key's versions are forgotten)")
+            lines.extend(f"    {p}" for p in self.known_problems[:5])
         return "\n".join(lines)
 
 
@@ -284,6 +290,17 @@ def _failure(key: str, ops: List[Op], n: int, indeterminate: int, explored: int,
                      f"operations linearized)", context)
 
 
+def _across_restart(problem: str, restarts: Sequence[float]) -> bool:
+    """Whether a store restart lies between the two operations of a version problem (the
+    older one's completion and the newer one's invocation, both in its text)."""
+    spans = re.findall(r"\[([0-9.]+) \.\. ([0-9.]+|-)\]", problem)
+    if len(spans) != 2:
+        return False
+    newer_invoke = float(spans[0][0])
+    older_complete = float(spans[1][1]) if spans[1][1] != "-" else float(spans[1][0])
+    return any(older_complete <= t <= newer_invoke for t in restarts)
+
+
 def check_versions(history: Sequence[Op]) -> List[str]:
     """Per key: a version returned by an operation is never older than one returned by an
     operation that completed before it was invoked (a SET's new version, a GET's)."""
@@ -312,17 +329,31 @@ def check_versions(history: Sequence[Op]) -> List[str]:
     return problems
 
 
-def check(history: Sequence[Op], horizon: Optional[float] = 15.0, tol: float = 0.25) -> Report:
-    """Linearizability of every key, and versions that never go backwards."""
+def check(history: Sequence[Op], horizon: Optional[float] = 15.0, tol: float = 0.25,
+          restarts: Sequence[float] = (), tolerate_restart_regressions: bool = False) -> Report:
+    """Linearizability of every key, and versions that never go backwards.
+
+    ``restarts``: when the store was started again (``time.monotonic()``). A version that
+    went backwards across a restart (the newer operation invoked after a restart that
+    followed the older one's completion) is the known bug of a deleted key's versions being
+    forgotten by a restart (docs/reliability.md, "Findings"); with
+    ``tolerate_restart_regressions`` those are listed in ``known_problems`` instead of
+    failing the check."""
     by_key: Dict[str, List[Op]] = defaultdict(list)
     for o in history:
         by_key[o.key].append(o)
     keys = [check_key(k, v, horizon, tol) for k, v in sorted(by_key.items())]
     versions = check_versions(history)
+    known: List[str] = []
+    if tolerate_restart_regressions and restarts:
+        across = [p for p in versions if _across_restart(p, restarts)]
+        versions = [p for p in versions if p not in across]
+        known = across
     return Report(
         ok=all(k.ok for k in keys) and not versions,
         keys=keys,
         version_problems=versions,
+        known_problems=known,
         ops=len(history),
         ok_ops=sum(1 for o in history if o.status == OK),
         failed_ops=sum(1 for o in history if o.status == FAIL),

@@ -56,6 +56,7 @@ class Cluster:
         self.store_restarts = 0
         self.store_kills = 0
         self.broker_restarts = 0
+        self.restart_times: List[float] = []  # time.monotonic() of each restart of the store
         self._store: Optional[subprocess.Popen[bytes]] = None
         self._broker: Optional[subprocess.Popen[bytes]] = None
         if broker:
@@ -125,6 +126,7 @@ class Cluster:
         self.store_kills += 1
 
     def start_store(self) -> None:
+        self.restart_times.append(time.monotonic())
         self._start_store()
         self.store_restarts += 1
 

@@ -77,6 +77,9 @@ class RunConfig:
     workdir: Optional[Path] = None
     keep: bool = False  # keep the work directory even when the run passes
     persist: bool = True  # False: a negative control (a kill loses acknowledged writes)
+    # Versions that go backwards across a store restart are a known bug (docs/reliability.md,
+    # "Findings"); True lists them without failing the run (the bounded run of scripts/test).
+    tolerate_known: bool = False
 
 
 @dataclass
@@ -95,6 +98,7 @@ class RunResult:
     cuts: int = 0
     pauses: int = 0
     check_seconds: float = 0.0
+    known_problems: int = 0  # tolerated known-bug findings (see RunConfig.tolerate_known)
     linearizable: bool = False
     passed: bool = False
     problems: List[str] = field(default_factory=list)
@@ -112,7 +116,9 @@ class RunResult:
         return (f"{self.mode}: {'PASS' if self.passed else 'FAIL'} seed={self.seed} "
                 f"{self.ops} ops ({self.ok} ok, {self.failed} failed, {self.indeterminate} "
                 f"indeterminate = {share:.1f}%), {', '.join(faults) or 'no faults'}; "
-                f"checked in {self.check_seconds:.1f}s")
+                f"checked in {self.check_seconds:.1f}s"
+                + (f"; KNOWN BUG seen {self.known_problems} time(s): versions went backwards across a restart"
+                   if self.known_problems else ""))
 
 
 class Nemesis:
@@ -278,13 +284,15 @@ def run(cfg: RunConfig) -> RunResult:
         cluster.close()
 
     t = time.monotonic()
-    report = checker.check(ops, horizon=cfg.horizon)
+    report = checker.check(ops, horizon=cfg.horizon, restarts=cluster.restart_times,
+                           tolerate_restart_regressions=cfg.tolerate_known)
     result.check_seconds = time.monotonic() - t
     result.ops = report.ops
     result.ok, result.failed, result.indeterminate = report.ok_ops, report.failed_ops, report.indeterminate_ops
     result.linearizable = report.ok
     if not report.ok:
         result.problems.append(report.summary())
+    result.known_problems = len(report.known_problems)
     if skewed:
         result.problems.extend(skew_problems(ops, 1))
         inside_ok = sum(1 for o in ops if o.process == 0 and o.status == OK)
