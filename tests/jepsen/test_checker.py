@@ -238,7 +238,7 @@ def test_versions_going_backwards() -> None:
         op(1, "set", 2, 3, True, value="b", version="150:3:S"),
     ]
     problems = check_versions(history)
-    assert len(problems) == 1 and "came after" in problems[0]
+    assert len(problems) == 1 and "came after" in problems[0].text
     assert not check(history).ok
     # Concurrent operations may carry versions in either order.
     assert check_versions([

@@ -35,7 +35,6 @@ as are indeterminate GETs.
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
@@ -290,21 +289,23 @@ def _failure(key: str, ops: List[Op], n: int, indeterminate: int, explored: int,
                      f"operations linearized)", context)
 
 
-def _across_restart(problem: str, restarts: Sequence[float]) -> bool:
-    """Whether a store restart lies between the two operations of a version problem (the
-    older one's completion and the newer one's invocation, both in its text)."""
-    spans = re.findall(r"\[([0-9.]+) \.\. ([0-9.]+|-)\]", problem)
-    if len(spans) != 2:
-        return False
-    newer_invoke = float(spans[0][0])
-    older_complete = float(spans[1][1]) if spans[1][1] != "-" else float(spans[1][0])
-    return any(older_complete <= t <= newer_invoke for t in restarts)
+@dataclass
+class VersionProblem:
+    """A version older than one returned by an operation that completed before."""
+
+    text: str
+    older_complete: float  # when the operation with the newer version completed
+    newer_invoke: float  # when the operation that returned an older one was invoked
+
+    def across(self, restarts: Sequence[float]) -> bool:
+        """Whether a store restart lies between the two operations."""
+        return any(self.older_complete <= t <= self.newer_invoke for t in restarts)
 
 
-def check_versions(history: Sequence[Op]) -> List[str]:
+def check_versions(history: Sequence[Op]) -> List[VersionProblem]:
     """Per key: a version returned by an operation is never older than one returned by an
     operation that completed before it was invoked (a SET's new version, a GET's)."""
-    problems: List[str] = []
+    problems: List[VersionProblem] = []
     by_key: Dict[str, List[Op]] = defaultdict(list)
     for o in history:
         if o.status == OK and o.version and (o.f == "get" or (o.f == "set" and o.result is True)):
@@ -325,7 +326,8 @@ def check_versions(history: Sequence[Op]) -> List[str]:
             assert o.version is not None
             if best_v is not None and parse_hlc(o.version)[:2] < best_v[:2]:
                 assert best is not None
-                problems.append(f"key {key}: {o.describe()} came after {best.describe()}")
+                problems.append(VersionProblem(f"key {key}: {o.describe()} came after {best.describe()}",
+                                               best.complete or 0.0, o.invoke))
     return problems
 
 
@@ -343,17 +345,14 @@ def check(history: Sequence[Op], horizon: Optional[float] = 15.0, tol: float = 0
     for o in history:
         by_key[o.key].append(o)
     keys = [check_key(k, v, horizon, tol) for k, v in sorted(by_key.items())]
-    versions = check_versions(history)
-    known: List[str] = []
-    if tolerate_restart_regressions and restarts:
-        across = [p for p in versions if _across_restart(p, restarts)]
-        versions = [p for p in versions if p not in across]
-        known = across
+    found = check_versions(history)
+    known = [p for p in found if tolerate_restart_regressions and p.across(restarts)]
+    versions = [p.text for p in found if p not in known]
     return Report(
         ok=all(k.ok for k in keys) and not versions,
         keys=keys,
         version_problems=versions,
-        known_problems=known,
+        known_problems=[p.text for p in known],
         ops=len(history),
         ok_ops=sum(1 for o in history if o.status == OK),
         failed_ops=sum(1 for o in history if o.status == FAIL),

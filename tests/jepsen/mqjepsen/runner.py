@@ -282,6 +282,7 @@ def run(cfg: RunConfig) -> RunResult:
         result.store_restarts = cluster.store_restarts
         result.broker_restarts = cluster.broker_restarts
         cluster.close()
+        (workdir / "restarts.json").write_text(json.dumps(cluster.restart_times))
 
     t = time.monotonic()
     report = checker.check(ops, horizon=cfg.horizon, restarts=cluster.restart_times,
