@@ -1,0 +1,165 @@
+"""One client process of the workload: its own ``mqstate.Client`` (its own MQTT
+connection), random operations on a few keys until a deadline, one JSON line per operation
+(written when the operation completes, flushed at once).
+
+Run by the runner as ``python -m mqjepsen.worker``; a clock-skew fault runs it under
+libfaketime (``nemesis.skew_env``), which moves the client's wall clock (and so its HLC)
+but not ``CLOCK_MONOTONIC``, the clock of the history.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import select
+import sys
+import time
+from typing import Dict, List, Optional, TextIO
+
+import mqstate
+
+from .history import FAIL, INFO, OK, Op
+
+
+def classify(error: BaseException) -> tuple[str, str]:
+    """(status, code) of a failed call: ``info`` when it may have applied, else ``fail``."""
+    if isinstance(error, mqstate.MqstateError):
+        if isinstance(error, mqstate.StoreError):
+            return FAIL, error.code  # the store answered: it refused
+        return (INFO if error.may_have_applied else FAIL), error.code
+    return INFO, type(error).__name__  # unknown: assume the worst
+
+
+VDEL = {"deleted": 1, "not_found": 0, "value_mismatch": -1}
+
+
+class Workload:
+    def __init__(self, client: mqstate.Client, process: int, keys: List[str], rng: random.Random,
+                 out: TextIO, px_share: float = 0.1, persist: bool = True) -> None:
+        self.client = client
+        self.process = process
+        self.keys = keys
+        self.rng = rng
+        self.out = out
+        self.px_share = px_share
+        self.persist = persist
+        self.counter = 0
+        self.seen: Dict[str, str] = {}  # a value recently read or written, per key
+        self.counts = {OK: 0, FAIL: 0, INFO: 0}
+
+    def _fresh(self) -> str:
+        self.counter += 1
+        return f"{self.process}-{self.counter}"
+
+    def _known_or_fresh(self, key: str) -> str:
+        if key in self.seen and self.rng.random() < 0.75:
+            return self.seen[key]
+        return self._fresh()
+
+    def next_op(self) -> Op:
+        key = self.rng.choice(self.keys)
+        r = self.rng.random()
+        op = Op(process=self.process, key=key, f="get", invoke=0.0)
+        if r < 0.35:
+            pass
+        elif r < 0.70:
+            op.f = "set"
+            c = self.rng.random()
+            if c < 0.55:
+                op.value = self._fresh()
+            elif c < 0.75:
+                op.value, op.cond = self._fresh(), "nx"
+            else:
+                op.value, op.cond = self._known_or_fresh(key), "nex"
+            if self.rng.random() < self.px_share:
+                op.px = self.rng.randint(200, 3000)
+        elif r < 0.82:
+            op.f = "del"
+        else:
+            op.f = "vdel"
+            op.value = self._known_or_fresh(key)
+        return op
+
+    def run_one(self, op: Op) -> Op:
+        c = self.client
+        op.invoke = time.monotonic()
+        try:
+            if op.f == "get":
+                v = c.get(op.key)
+                op.result = None if v is None else v.value.decode()
+                op.version = None if v is None or v.version is None else str(v.version)
+                if op.result is not None:
+                    self.seen[op.key] = op.result
+            elif op.f == "set":
+                assert op.value is not None
+                s = c.set(op.key, op.value, condition=op.cond,
+                          expiry=(op.px / 1000.0) if op.px else None, persist=self.persist)
+                op.result = s.applied
+                op.version = str(s.version) if s.applied and s.version is not None else None
+                if s.applied:
+                    self.seen[op.key] = op.value
+            elif op.f == "del":
+                op.result = c.delete(op.key)
+            elif op.f == "vdel":
+                assert op.value is not None
+                op.result = VDEL[c.vdel(op.key, op.value)]
+            op.status = OK
+            op.complete = time.monotonic()
+        except Exception as e:  # noqa: BLE001 - every failure is recorded, none is fatal
+            op.status, op.error = classify(e)
+            op.complete = time.monotonic() if op.status == FAIL else None
+        self.counts[op.status] += 1
+        self.out.write(op.to_json() + "\n")
+        self.out.flush()
+        return op
+
+
+def connect(url: str, client_id: str, timeout: float, until: float) -> mqstate.Client:
+    """A connected client; retried while a fault keeps the store away."""
+    while True:
+        try:
+            return mqstate.Client(url, client_id=client_id, request_timeout=timeout,
+                                  connect_timeout=timeout, reconnect_min_delay=0.05,
+                                  reconnect_max_delay=0.5, keep_alive=5)
+        except mqstate.MqstateError:
+            if time.monotonic() > until:
+                raise
+            pause(0.1)
+
+
+def pause(seconds: float) -> None:
+    """``time.sleep``, which fails (EINVAL) under libfaketime with a real monotonic clock:
+    its absolute ``clock_nanosleep`` is mistranslated. A select timeout is not."""
+    select.select([], [], [], seconds)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--url", required=True)
+    p.add_argument("--process", type=int, required=True)
+    p.add_argument("--keys", required=True, help="comma-separated")
+    p.add_argument("--until", type=float, required=True, help="time.monotonic() deadline")
+    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--timeout", type=float, default=2.0, help="request timeout, s")
+    p.add_argument("--px-share", type=float, default=0.1)
+    p.add_argument("--no-persist", action="store_true",
+                   help="writes without persistence (a kill then loses them: a negative control)")
+    a = p.parse_args(argv)
+    rng = random.Random(a.seed)
+    with open(a.out, "a", encoding="utf-8") as out:
+        client = connect(a.url, f"jepsen-{a.seed}-{a.process}", a.timeout, a.until)
+        try:
+            w = Workload(client, a.process, a.keys.split(","), rng, out, a.px_share, not a.no_persist)
+            while time.monotonic() < a.until:
+                op = w.run_one(w.next_op())
+                if op.status != OK:
+                    pause(0.02)  # do not spin while the store is away
+        finally:
+            client.close()
+    print(f"worker {a.process}: {w.counts}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,273 @@
+"""The checker against hand-written histories: ones it must accept, and planted violations
+it must report."""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+from mqjepsen.checker import check, check_key, check_versions
+from mqjepsen.history import FAIL, INFO, OK, Op, Result
+
+
+def op(p: int, f: str, inv: float, comp: Optional[float], result: Result = None, *, value: Optional[str] = None,
+       cond: Optional[str] = None, px: Optional[int] = None, status: str = OK, version: Optional[str] = None,
+       key: str = "k") -> Op:
+    return Op(process=p, key=key, f=f, invoke=inv, value=value, cond=cond, px=px,
+              complete=comp if status != INFO else None, status=status, result=result, version=version)
+
+
+def lin(ops: List[Op], horizon: Optional[float] = 15.0) -> bool:
+    return check_key("k", ops, horizon=horizon, tol=0.01).ok
+
+
+# ---- histories that must pass -----------------------------------------------------------
+
+def test_sequential_register() -> None:
+    assert lin([
+        op(0, "get", 0, 1, None),
+        op(0, "set", 2, 3, True, value="a"),
+        op(1, "get", 4, 5, "a"),
+        op(0, "set", 6, 7, False, value="b", cond="nx"),
+        op(1, "set", 8, 9, True, value="a", cond="nex"),
+        op(1, "vdel", 10, 11, -1, value="zz"),
+        op(1, "vdel", 12, 13, 1, value="a"),
+        op(0, "vdel", 14, 15, 0, value="a"),
+        op(0, "del", 16, 17, 0),
+        op(0, "set", 18, 19, True, value="c", cond="nx"),
+        op(0, "del", 20, 21, 1),
+        op(0, "get", 22, 23, None),
+    ])
+
+
+def test_concurrent_reads_may_see_either_side() -> None:
+    assert lin([
+        op(0, "set", 0, 1, True, value="a"),
+        op(1, "set", 2, 6, True, value="b"),
+        op(2, "get", 3, 4, "b"),
+        op(3, "get", 3.5, 7, "a"),  # began before p2's read ended: may be linearized first
+    ])
+
+
+def test_order_must_be_found_by_search() -> None:
+    # Three overlapping writes; the reads fix one order only (c, a, b).
+    assert lin([
+        op(0, "set", 0, 10, True, value="a"),
+        op(1, "set", 0, 10, True, value="b"),
+        op(2, "set", 0, 10, True, value="c"),
+        op(3, "get", 1, 2, "c"),
+        op(3, "get", 3, 4, "a"),
+        op(4, "get", 11, 12, "b"),
+    ])
+
+
+def test_indeterminate_write_may_apply_late_or_never() -> None:
+    assert lin([
+        op(0, "set", 0, None, None, value="x", status=INFO),
+        op(1, "get", 1, 2, None),
+        op(1, "get", 3, 4, "x"),  # applied between the two reads
+    ])
+    assert lin([
+        op(0, "set", 0, None, None, value="x", status=INFO),
+        op(1, "get", 1, 2, None),
+        op(1, "get", 30, 31, None),  # never applied
+    ])
+
+
+def test_indeterminate_nx_can_explain_a_failed_nx() -> None:
+    assert lin([
+        op(0, "set", 0, None, None, value="x", cond="nx", status=INFO),
+        op(1, "set", 1, 2, False, value="y", cond="nx"),
+        op(1, "get", 3, 4, "x"),
+    ])
+
+
+def test_definite_failures_have_no_effect() -> None:
+    assert lin([
+        op(0, "set", 0, 1, None, value="x", status=FAIL),
+        op(1, "get", 2, 3, None),
+    ])
+
+
+def test_px_expiry() -> None:
+    assert lin([
+        op(0, "set", 0, 0.1, True, value="a", px=1000),
+        op(1, "get", 0.5, 0.6, "a"),
+        op(1, "get", 1.5, 1.6, None),  # expired
+        op(1, "set", 2.0, 2.1, True, value="b", cond="nx"),
+    ])
+    # A plain SET clears the expiry.
+    assert lin([
+        op(0, "set", 0, 0.1, True, value="a", px=1000),
+        op(0, "set", 0.2, 0.3, True, value="b"),
+        op(1, "get", 5, 5.1, "b"),
+    ])
+
+
+def test_nex_renews() -> None:
+    assert lin([
+        op(0, "set", 0, 0.1, True, value="h", cond="nex", px=1000),
+        op(0, "set", 0.8, 0.9, True, value="h", cond="nex", px=1000),
+        op(1, "set", 1.5, 1.6, False, value="j", cond="nex", px=1000),
+        op(1, "get", 1.7, 1.8, "h"),
+    ])
+
+
+def test_versions_must_match_the_write() -> None:
+    assert lin([
+        op(0, "set", 0, 1, True, value="a", version="100:0:S"),
+        op(0, "set", 2, 3, True, value="a", version="200:0:S"),
+        op(1, "get", 4, 5, "a", version="200:0:S"),
+    ])
+
+
+def test_a_long_history_is_quick() -> None:
+    ops = []
+    t = 0.0
+    for i in range(3000):
+        ops.append(op(i % 4, "set", t, t + 0.5, True, value=str(i)))
+        ops.append(op(4, "get", t + 0.6, t + 0.7, str(i)))
+        t += 1
+    assert lin(ops)
+
+
+# ---- planted violations -----------------------------------------------------------------
+
+def test_stale_read() -> None:
+    result = check_key("k", [
+        op(0, "set", 0, 1, True, value="a"),
+        op(0, "set", 2, 3, True, value="b"),
+        op(1, "get", 4, 5, "a"),
+    ])
+    assert not result.ok
+    assert "get" in result.problem
+
+
+def test_lost_acknowledged_write() -> None:
+    # Acknowledged, then a read long after finds nothing (as after a restart that lost it).
+    assert not lin([
+        op(0, "set", 0, 1, True, value="a"),
+        op(1, "get", 10, 11, None),
+    ])
+    # ... or the one before it.
+    assert not lin([
+        op(0, "set", 0, 1, True, value="a"),
+        op(0, "set", 2, 3, True, value="b"),
+        op(1, "get", 10, 11, "a"),
+    ])
+
+
+def test_double_applied_nx() -> None:
+    assert not lin([
+        op(0, "set", 0, 2, True, value="a", cond="nx"),
+        op(1, "set", 0.5, 2.5, True, value="b", cond="nx"),
+    ])
+
+
+def test_impossible_vdel() -> None:
+    # VDEL says the value differs, but the only value ever written is the one it names.
+    assert not lin([
+        op(0, "set", 0, 1, True, value="a"),
+        op(1, "vdel", 2, 3, -1, value="a"),
+    ])
+    # VDEL says no such key while the key holds a value.
+    assert not lin([
+        op(0, "set", 0, 1, True, value="a"),
+        op(1, "vdel", 2, 3, 0, value="b"),
+    ])
+    # VDEL deleted, but the value was another.
+    assert not lin([
+        op(0, "set", 0, 1, True, value="a"),
+        op(1, "vdel", 2, 3, 1, value="b"),
+    ])
+
+
+def test_delete_of_nothing_counted() -> None:
+    assert not lin([
+        op(0, "del", 0, 1, 1),
+    ])
+
+
+def test_read_of_a_value_never_written() -> None:
+    assert not lin([op(0, "get", 0, 1, "ghost")])
+
+
+def test_indeterminate_write_applies_at_most_once() -> None:
+    assert not lin([
+        op(0, "set", 0, None, None, value="x", status=INFO),
+        op(1, "get", 1, 2, "x"),
+        op(1, "del", 3, 4, 1),
+        op(1, "get", 5, 6, "x"),  # would need it twice
+    ])
+
+
+def test_indeterminate_write_past_the_horizon() -> None:
+    history = [
+        op(0, "set", 0, None, None, value="x", status=INFO),
+        op(1, "set", 50, 51, True, value="y"),
+        op(1, "get", 100, 101, "x"),  # x would have had to apply 50 s after its call
+    ]
+    assert not lin(history, horizon=15.0)
+    assert lin(history, horizon=None)
+
+
+def test_key_alive_past_its_expiry() -> None:
+    assert not lin([
+        op(0, "set", 0, 0.1, True, value="a", px=1000),
+        op(1, "get", 3, 3.1, "a"),
+    ])
+
+
+def test_expired_too_early() -> None:
+    assert not lin([
+        op(0, "set", 0, 0.1, True, value="a", px=5000),
+        op(1, "get", 1, 1.1, None),
+    ])
+
+
+def test_wrong_version() -> None:
+    assert not lin([
+        op(0, "set", 0, 1, True, value="a", version="100:0:S"),
+        op(0, "set", 2, 3, True, value="a", version="200:0:S"),
+        op(1, "get", 4, 5, "a", version="100:0:S"),
+    ])
+
+
+def test_versions_going_backwards() -> None:
+    history = [
+        op(0, "set", 0, 1, True, value="a", version="200:0:S"),
+        op(1, "set", 2, 3, True, value="b", version="150:3:S"),
+    ]
+    problems = check_versions(history)
+    assert len(problems) == 1 and "came after" in problems[0].text
+    assert not check(history).ok
+    # Concurrent operations may carry versions in either order.
+    assert check_versions([
+        op(0, "set", 0, 3, True, value="a", version="200:0:S"),
+        op(1, "set", 1, 2, True, value="b", version="150:3:S"),
+    ]) == []
+
+
+def test_report_per_key() -> None:
+    report = check([
+        op(0, "set", 0, 1, True, value="a", key="k1"),
+        op(1, "get", 2, 3, "a", key="k2"),  # another key: a ghost
+        op(1, "get", 2, 3, "a", key="k1"),
+    ])
+    assert not report.ok
+    assert [k.ok for k in report.keys] == [True, False]
+    assert "k2" in report.summary()
+
+
+def test_version_regression_across_a_restart_is_the_known_bug() -> None:
+    history = [
+        op(0, "set", 0, 1, True, value="a", version="200:0:S"),
+        op(0, "del", 1.5, 1.8, 1),
+        op(1, "set", 3, 4, True, value="b", version="150:3:S"),
+    ]
+    assert not check(history).ok
+    assert not check(history, restarts=[2.0]).ok  # reported unless tolerated
+    tolerated = check(history, restarts=[2.0], tolerate_restart_regressions=True)
+    assert tolerated.ok and len(tolerated.known_problems) == 1
+    assert "known bug" in tolerated.summary()
+    # No restart in between: never tolerated.
+    assert not check(history, restarts=[5.0], tolerate_restart_regressions=True).ok
