@@ -7,6 +7,7 @@
 //! record  = body_len:u32le crc32(body):u32le body     (CRC-32/ISO-HDLC, as zlib's)
 //! body    = 1:u8 key value version expiry token       (put)
 //!         | 2:u8 key                                  (remove)
+//!         | 3:u8 version                              (clock, written with each remove)
 //! key, value, version, token = len:u32le bytes        (HLCs as text; empty token = none)
 //! expiry  = 0:u8 | 1:u8 deadline_ms:u64le
 //! ```
@@ -133,8 +134,8 @@ struct Copied {
 
 impl Journal {
     /// Opens (creating) the log in `dir`, replays and compacts it (in place if there is no
-    /// room for a compacted copy); returns the live entries (all [`JournalOp::Put`], sorted
-    /// by key).
+    /// room for a compacted copy); returns the live entries ([`JournalOp::Put`]s sorted by
+    /// key, after the latest [`JournalOp::Clock`] if there is one).
     pub fn open(dir: &Path) -> io::Result<(Journal, Vec<JournalOp>)> {
         fs::create_dir_all(dir)?;
         let path = dir.join(FILE_NAME);
@@ -223,7 +224,7 @@ impl Journal {
                 len: (buf.len() - start) as u64,
                 expires_at_ms: match op {
                     JournalOp::Put { expires_at_ms, .. } => *expires_at_ms,
-                    JournalOp::Remove { .. } => None,
+                    JournalOp::Remove { .. } | JournalOp::Clock { .. } => None,
                 },
             };
             spans.push((op, span));
@@ -245,6 +246,12 @@ impl Journal {
                     self.live.insert(key.clone(), span)
                 }
                 JournalOp::Remove { key } => self.live.remove(key),
+                // The latest clock record stays live (under the empty key, which no stored
+                // key can have), so compaction keeps it.
+                JournalOp::Clock { .. } => {
+                    self.live_bytes += span.len;
+                    self.live.insert(CLOCK_KEY, span)
+                }
             };
             self.live_bytes -= old.map_or(0, |s| s.len);
         }
@@ -428,9 +435,17 @@ impl Journal {
     }
 }
 
+/// Where the latest clock record is kept among the live records: the empty key, which no
+/// stored key can have.
+const CLOCK_KEY: Bytes = Bytes::new();
+
 fn op_key(op: &JournalOp) -> &Bytes {
     match op {
         JournalOp::Put { key, .. } | JournalOp::Remove { key } => key,
+        JournalOp::Clock { .. } => {
+            static KEY: Bytes = CLOCK_KEY;
+            &KEY
+        }
     }
 }
 
@@ -650,6 +665,14 @@ fn replay(data: &[u8]) -> io::Result<Replayed> {
             }
             JournalOp::Remove { .. } => {
                 replayed.entries.remove(&key);
+            }
+            JournalOp::Clock { .. } => {
+                let span = Span {
+                    offset: at as u64,
+                    len: (next - at) as u64,
+                    expires_at_ms: None,
+                };
+                replayed.entries.insert(key, (span, op));
             }
         }
         at = next;

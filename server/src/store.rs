@@ -152,6 +152,14 @@ pub enum JournalOp {
         /// The key.
         key: Bytes,
     },
+    /// The service clock reached `version` (written with every [`Remove`](Self::Remove),
+    /// carrying the version of that change): a restart raises its clock to it, so a key
+    /// deleted before a restart never gets an older version after it (spec §5.4), even
+    /// when versions ran ahead of the wall clock.
+    Clock {
+        /// The version the clock reached.
+        version: Hlc,
+    },
 }
 
 /// What [`Store::expire`] produced.
@@ -227,6 +235,18 @@ pub fn notification_topic_len(client_id: &str, key: &[u8]) -> usize {
         + 2usize
             .saturating_mul(client_id.len())
             .saturating_add(2usize.saturating_mul(key.len()))
+}
+
+/// The journal ops of a persisted key's removal by a change of version `version`.
+fn removal(key: &[u8], version: &Hlc) -> Vec<JournalOp> {
+    vec![
+        JournalOp::Remove {
+            key: Bytes::copy_from_slice(key),
+        },
+        JournalOp::Clock {
+            version: version.clone(),
+        },
+    ]
 }
 
 /// A successful answer: the payload and its `__ts`.
@@ -376,11 +396,12 @@ impl Store {
                 break;
             };
             if let Some(removed) = self.entries.remove(&key) {
+                let version = self.deletion_version(now_ms, &removed.version);
                 if removed.persisted {
                     // Gone whatever the journal says (see `handle_persisting`).
-                    let _ = effects.write(vec![JournalOp::Remove { key: key.clone() }]);
+                    let _ = effects.write(removal(&key, &version));
                 }
-                self.deleted(now_ms, key, &removed.version, effects);
+                self.deleted(key, &version, effects);
             }
         }
     }
@@ -400,15 +421,19 @@ impl Store {
     /// clock, and the key quota does not apply to them (they were stored under it).
     pub fn restore(&mut self, entries: Vec<JournalOp>, now_ms: u64) {
         for op in entries {
-            let JournalOp::Put {
-                key,
-                value,
-                version,
-                expires_at_ms,
-                fencing_token,
-            } = op
-            else {
-                continue;
+            let (key, value, version, expires_at_ms, fencing_token) = match op {
+                JournalOp::Put {
+                    key,
+                    value,
+                    version,
+                    expires_at_ms,
+                    fencing_token,
+                } => (key, value, version, expires_at_ms, fencing_token),
+                JournalOp::Clock { version } => {
+                    self.clock.raise_to(&version);
+                    continue;
+                }
+                JournalOp::Remove { .. } => continue,
             };
             if expires_at_ms.is_some_and(|deadline| deadline <= now_ms) {
                 continue;
@@ -454,19 +479,16 @@ impl Store {
     ///
     /// The key is gone whatever happens: if the clock cannot tick (its counter is at the
     /// maximum), the deletion carries the clock's current value instead.
-    fn deleted(
-        &mut self,
-        now_ms: u64,
-        key: Bytes,
-        previous: &Hlc,
-        effects: &mut Effects<'_>,
-    ) -> Hlc {
-        let version = self
-            .clock
+    fn deleted(&mut self, key: Bytes, version: &Hlc, effects: &mut Effects<'_>) {
+        self.notify(&key, KeyEvent::Delete, version, effects);
+    }
+
+    /// The version a deletion of a key whose version was `previous` carries, issued before
+    /// its journal removal is written (the removal records it, see [`removal`]).
+    fn deletion_version(&mut self, now_ms: u64, previous: &Hlc) -> Hlc {
+        self.clock
             .issue(now_ms, Some(previous))
-            .unwrap_or_else(|_| self.clock.current().clone());
-        self.notify(&key, KeyEvent::Delete, &version, effects);
-        version
+            .unwrap_or_else(|_| self.clock.current().clone())
     }
 
     /// Queues `event` for every observer of `key`.

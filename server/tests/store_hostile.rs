@@ -187,7 +187,8 @@ fn a_persisted_delete_whose_journal_write_fails_is_not_applied() {
             fencing_token: None,
             persist: false,
         },
-        &mut |ops: &[JournalOp]| ops.len() == 1,
+        // The removal and the clock record of the deletion's version, in one write.
+        &mut |ops: &[JournalOp]| matches!(ops, [JournalOp::Remove { .. }, JournalOp::Clock { .. }]),
     );
     assert!(!reply.journal_failed);
     assert_eq!(reply.response, Response::Count(1));

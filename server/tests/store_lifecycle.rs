@@ -106,12 +106,14 @@ fn the_expiry_timer_fires_on_time_once() {
     assert!(early.notifications.is_empty() && early.journal.is_empty());
     assert_eq!(store.len(), 1);
     let fired = store.expire(NOW + 1500);
+    assert_eq!(fired.journal.len(), 2, "{:?}", fired.journal);
     assert_eq!(
-        fired.journal,
-        vec![JournalOp::Remove {
+        fired.journal[0],
+        JournalOp::Remove {
             key: Bytes::from_static(b"lock")
-        }]
+        }
     );
+    assert!(matches!(fired.journal[1], JournalOp::Clock { .. }));
     assert_eq!(fired.notifications.len(), 1);
     let notice = &fired.notifications[0];
     assert_eq!(
@@ -201,12 +203,65 @@ fn restore_skips_expired_entries_and_raises_the_clock() {
         },
     );
     assert_eq!(fenced.response, Response::Ok);
-    assert!(fenced.version.unwrap() > hlc(&ahead));
-    // Restored keys are persisted: overwriting without persistence removes them from the log.
+    let version = fenced.version.unwrap();
+    assert!(version > hlc(&ahead));
+    // Restored keys are persisted: overwriting without persistence removes them from the log,
+    // with a clock record of the change's version.
     assert_eq!(
         fenced.journal,
-        vec![JournalOp::Remove {
-            key: Bytes::from_static(b"live")
+        vec![
+            JournalOp::Remove {
+                key: Bytes::from_static(b"live")
+            },
+            JournalOp::Clock { version }
+        ]
+    );
+}
+
+/// Spec §5.4 across a restart: a persisted key deleted while versions ran ahead of the
+/// wall clock (a client's `__ts` in the future) never gets an older version afterwards —
+/// the removal's clock record raises the restarted clock (found by the history checker).
+#[test]
+fn a_deleted_key_never_gets_an_older_version_after_a_restart() {
+    let mut store = Store::new(StoreConfig::default(), NOW);
+    let ahead = format!("{}:0:fast", NOW + 30_000);
+    let created = send(&mut store, NOW, set(b"k", b"v", None), &ahead, true);
+    assert_eq!(created.response, Response::Ok);
+    let deleted = send(
+        &mut store,
+        NOW,
+        Request::Del { key: &b"k"[..] },
+        &ahead,
+        false,
+    );
+    assert_eq!(deleted.response, Response::Count(1));
+    let deletion = deleted.version.clone().unwrap();
+    // What the journal would hold after compaction: the live puts (none) and the clock.
+    let kept: Vec<JournalOp> = created
+        .journal
+        .into_iter()
+        .chain(deleted.journal)
+        .filter(|op| matches!(op, JournalOp::Clock { .. }))
+        .collect();
+    assert_eq!(
+        kept,
+        vec![JournalOp::Clock {
+            version: deletion.clone()
         }]
+    );
+    let mut restarted = Store::new(StoreConfig::default(), NOW + 100);
+    restarted.restore(kept, NOW + 100);
+    let honest = format!("{}:0:slow", NOW + 100);
+    let again = send(
+        &mut restarted,
+        NOW + 100,
+        set(b"k", b"w", None),
+        &honest,
+        true,
+    );
+    assert!(
+        again.version.clone().unwrap() > deletion,
+        "{:?} after a deletion at {deletion}",
+        again.version
     );
 }

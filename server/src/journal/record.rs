@@ -10,6 +10,7 @@ use crate::store::JournalOp;
 const RECORD_HEAD: usize = 8;
 const PUT: u8 = 1;
 const REMOVE: u8 = 2;
+const CLOCK: u8 = 3;
 
 /// Where the record at `at` ends, if its length fits in the file.
 pub(super) fn record_end(data: &[u8], at: usize) -> Option<usize> {
@@ -25,7 +26,7 @@ pub(super) fn read_record(data: &[u8], at: usize) -> Option<(JournalOp, usize)> 
     let end = record_end(data, at)?;
     let body = &data[at + RECORD_HEAD..end];
     // Cheap checks first: replay scans damaged stretches offset by offset.
-    if !matches!(body.first(), Some(&PUT) | Some(&REMOVE)) || body.len() < 5 {
+    if !matches!(body.first(), Some(&PUT | &REMOVE | &CLOCK)) || body.len() < 5 {
         return None;
     }
     let crc = u32::from_le_bytes(data[at + 4..at + 8].try_into().ok()?);
@@ -67,6 +68,10 @@ pub(super) fn encode(op: &JournalOp, out: &mut Vec<u8>) {
         JournalOp::Remove { key } => {
             out.push(REMOVE);
             put_field(out, key);
+        }
+        JournalOp::Clock { version } => {
+            out.push(CLOCK);
+            put_field(out, version.to_string().as_bytes());
         }
     }
     let body_len = (out.len() - head - RECORD_HEAD) as u32;
@@ -110,6 +115,7 @@ fn decode_body(body: &[u8]) -> Option<JournalOp> {
         REMOVE => JournalOp::Remove {
             key: Bytes::copy_from_slice(r.field()?),
         },
+        CLOCK => JournalOp::Clock { version: r.hlc()? },
         _ => return None,
     };
     r.0.is_empty().then_some(op)

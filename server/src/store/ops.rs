@@ -86,9 +86,7 @@ impl Store {
                 fencing_token: fencing_token.clone(),
             }]
         } else if was_persisted {
-            vec![JournalOp::Remove {
-                key: set.key.clone(),
-            }]
+            super::removal(&set.key, &version)
         } else {
             Vec::new()
         };
@@ -138,16 +136,18 @@ impl Store {
         if expected.is_some_and(|value| &value[..] != entry.value()) {
             return Ok((Response::NotApplied, Some(entry.version())));
         }
-        if entry.persisted() {
-            // On disk first: the key stays if the journal refuses the removal.
-            effects.write(vec![JournalOp::Remove {
-                key: Bytes::copy_from_slice(key),
-            }])?;
+        let persisted = entry.persisted();
+        let previous = entry.version();
+        let version = self.deletion_version(now_ms, &previous);
+        if persisted {
+            // On disk first: the key stays if the journal refuses the removal (the clock
+            // may have ticked: harmless).
+            effects.write(super::removal(key, &version))?;
         }
-        let Some((key, removed)) = self.remove(key) else {
+        let Some((key, _)) = self.remove(key) else {
             return Ok((Response::Count(0), Some(self.clock.current().clone())));
         };
-        let version = self.deleted(now_ms, key, &removed.version, effects);
+        self.deleted(key, &version, effects);
         Ok((Response::Count(1), Some(version)))
     }
 
