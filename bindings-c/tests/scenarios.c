@@ -339,7 +339,7 @@ static int expect_keys(struct run *r, const cJSON *s, const struct keylist *got)
     for (size_t i = 0; i < n; i++) {
         if (got->lens[i] < plen || memcmp(got->keys[i], r->prefix, plen) != 0) {
             free(found);
-            return fail(r, "key %.*s is outside this run", (int)got->lens[i], got->keys[i]);
+            return fail(r, "key %.*s is outside this run", (int)got->lens[i], (const char *)got->keys[i]);
         }
         found[i].p = got->keys[i] + plen;
         found[i].len = got->lens[i] - plen;

@@ -3,13 +3,15 @@
 // a cancelled page asked for again, and a pager outliving its client.
 package mqstate
 
+import kotlinx.coroutines.CoroutineStart
 import kotlinx.coroutines.async
 import kotlinx.coroutines.awaitAll
+import kotlinx.coroutines.cancelAndJoin
 import kotlinx.coroutines.coroutineScope
 import kotlinx.coroutines.flow.take
 import kotlinx.coroutines.flow.toList
+import kotlinx.coroutines.launch
 import kotlinx.coroutines.runBlocking
-import kotlinx.coroutines.withTimeoutOrNull
 import org.junit.jupiter.api.Assertions.assertArrayEquals
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertFalse
@@ -73,14 +75,15 @@ class ScanTest {
         val client = Client.connect(LiveStore.url)
         fill(client, 3)
         val pager = client.scan("${ns}k*")
-        // Cancelled before its answer (the usual outcome of a zero timeout): the scan has not
-        // moved, so the next page is the first one.
-        val cancelled = withTimeoutOrNull(0) { pager.nextPage() }
-        if (cancelled == null) {
-            val page = pager.nextPage()!!
-            assertEquals(3, page.size)
-            assertEquals("${ns}k0000", page[0].decodeToString())
-        }
+        // A page cancelled while in flight: the scan has not moved, so the next page asked
+        // for is the first one again.
+        val job = launch(start = CoroutineStart.UNDISPATCHED) { pager.nextPage() }
+        job.cancelAndJoin()
+        assertTrue(job.isCancelled)
+        val page = pager.nextPage()!!
+        assertEquals(3, page.size)
+        assertEquals("${ns}k0000", page[0].decodeToString())
+        assertTrue(pager.isDone())
         client.closeAndWait()
         val p2 = client.scan("${ns}k*")
         assertEquals("closed", errorOf { runBlocking { p2.nextPage() } }.code)
