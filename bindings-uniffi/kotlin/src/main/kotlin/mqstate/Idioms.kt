@@ -165,8 +165,8 @@ fun Pager.asFlow(): Flow<ByteArray> = flow {
 
 /**
  * The keys matching the glob [pattern] as a cold Flow: each collection is a new scan
- * (nothing is sent before it starts). `client.scanFlow("sensor/*").take(10).toList()`
- * stops asking for pages once it has enough.
+ * (nothing is sent before it starts). `client.scanFlow(pattern).take(10).toList()` stops
+ * asking for pages once it has enough.
  */
 fun Client.scanFlow(pattern: ByteArray, options: ScanOptions = ScanOptions()): Flow<ByteArray> = flow {
     emitAll(scan(pattern, options).asFlow())
