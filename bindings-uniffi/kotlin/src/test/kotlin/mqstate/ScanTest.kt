@@ -7,6 +7,7 @@ import kotlinx.coroutines.CoroutineStart
 import kotlinx.coroutines.async
 import kotlinx.coroutines.awaitAll
 import kotlinx.coroutines.cancelAndJoin
+import kotlinx.coroutines.delay
 import kotlinx.coroutines.coroutineScope
 import kotlinx.coroutines.flow.take
 import kotlinx.coroutines.flow.toList
@@ -70,25 +71,60 @@ class ScanTest {
         }
     }
 
+    /** Starts a store of this test's own (it is paused below); its URL and process. */
+    private fun ownStore(): Pair<String, Process> {
+        val port = LiveStore.freePort()
+        val p = ProcessBuilder(LiveStore.bin, "serve", "--listen", "127.0.0.1:$port")
+            .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start()
+        val deadline = System.nanoTime() + 10_000_000_000L
+        while (System.nanoTime() < deadline) {
+            try {
+                java.net.Socket().use { it.connect(java.net.InetSocketAddress("127.0.0.1", port), 200) }
+                return "mqtt://127.0.0.1:$port" to p
+            } catch (_: java.io.IOException) {
+                Thread.sleep(20)
+            }
+        }
+        p.destroyForcibly()
+        error("mqstate serve did not start")
+    }
+
+    private fun signal(p: Process, sig: String) {
+        assertEquals(0, ProcessBuilder("kill", "-$sig", p.pid().toString()).start().waitFor())
+    }
+
     @Test
     fun `a cancelled page is asked for again, and a closed client ends the pager`() = runBlocking {
-        val client = Client.connect(LiveStore.url)
-        fill(client, 3)
-        val pager = client.scan("${ns}k*")
-        // A page cancelled while in flight: the scan has not moved, so the next page asked
-        // for is the first one again.
-        val job = launch(start = CoroutineStart.UNDISPATCHED) { pager.nextPage() }
-        job.cancelAndJoin()
-        assertTrue(job.isCancelled)
-        val page = pager.nextPage()!!
-        assertEquals(3, page.size)
-        assertEquals("${ns}k0000", page[0].decodeToString())
-        assertTrue(pager.isDone())
-        client.closeAndWait()
-        val p2 = client.scan("${ns}k*")
-        assertEquals("closed", errorOf { runBlocking { p2.nextPage() } }.code)
-        pager.close()
-        p2.close()
-        client.close()
+        val (url, store) = ownStore()
+        try {
+            val client = Client.connect(url)
+            fill(client, 3)
+            val pager = client.scan("${ns}k*")
+            // The store is paused, so the page is in flight when its coroutine is cancelled:
+            // the scan has not moved, and the next page asked for is the first one again.
+            signal(store, "STOP")
+            val job = launch(start = CoroutineStart.UNDISPATCHED) { pager.nextPage() }
+            delay(200)
+            assertTrue(job.isActive)
+            job.cancelAndJoin()
+            assertTrue(job.isCancelled)
+            signal(store, "CONT")
+            val page = pager.nextPage()!!
+            assertEquals(3, page.size)
+            assertEquals("${ns}k0000", page[0].decodeToString())
+            assertTrue(pager.isDone())
+            assertNull(pager.nextPage())
+
+            client.closeAndWait()
+            val p2 = client.scan("${ns}k*")
+            assertEquals("closed", errorOf { runBlocking { p2.nextPage() } }.code)
+            pager.close()
+            p2.close()
+            client.close()
+        } finally {
+            signal(store, "CONT")
+            store.destroy()
+            store.waitFor()
+        }
     }
 }
