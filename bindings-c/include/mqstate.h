@@ -22,8 +22,8 @@
  * - Client calls block the calling thread, each with its own timeout in milliseconds (0: the
  *   default), and can be cancelled from another thread with a `mqstate_cancel` token. They run
  *   on a runtime the library owns; never call them from a mqstate callback.
- * - Threads: clients, locks, elections, subscriptions and tokens may be used from any number
- *   of threads at once. A handle may be closed while other threads wait in calls on it (they
+ * - Threads: clients, scans, locks, elections, subscriptions and tokens may be used from any
+ *   number of threads at once. A handle may be closed while other threads wait in calls on it (they
  *   return `MQSTATE_STATUS_CLOSED`, and the close waits for them); no call may start on a
  *   handle after its close began.
  * - Callbacks (subscription events, edit decisions) run on library threads, as documented on
@@ -349,6 +349,10 @@ enum mqstate_verb
    * `KEYNOTIFY`.
    */
   MQSTATE_VERB_KEYNOTIFY = 5,
+  /**
+   * `SCAN` (spec §3.1).
+   */
+  MQSTATE_VERB_SCAN = 6,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -419,6 +423,11 @@ enum mqstate_response_kind
    * A store error (`error`, `error_text`).
    */
   MQSTATE_RESPONSE_KIND_ERROR = 6,
+  /**
+   * One page of a SCAN (`count` keys, read with `mqstate_response_key`; the continuation
+   * token with `mqstate_response_token`).
+   */
+  MQSTATE_RESPONSE_KIND_KEYS = 7,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -487,6 +496,18 @@ typedef struct mqstate_request mqstate_request;
  * A decoded response (opaque). Free with `mqstate_response_free`.
  */
 typedef struct mqstate_response mqstate_response;
+
+/**
+ * A SCAN in progress (opaque; thread-safe: calls from several threads are served one after
+ * the other). Free it with `mqstate_scan_free`.
+ */
+typedef struct mqstate_scan mqstate_scan;
+
+/**
+ * One page of keys (opaque), owned by the caller: read it with `mqstate_scan_page_count`
+ * and `mqstate_scan_page_key`, free it with `mqstate_scan_page_free`.
+ */
+typedef struct mqstate_scan_page mqstate_scan_page;
 
 /**
  * Settings for `mqstate_client_connect` (opaque).
@@ -666,7 +687,8 @@ typedef struct mqstate_request_info {
    */
   mqstate_verb verb;
   /**
-   * The key (never empty).
+   * The key (never empty); for `MQSTATE_VERB_SCAN`, the pattern (the service accepts an
+   * empty one; its token is read with `mqstate_request_token`).
    */
   const uint8_t *key;
   /**
@@ -713,7 +735,8 @@ typedef struct mqstate_response_info {
    */
   size_t value_len;
   /**
-   * `MQSTATE_RESPONSE_KIND_COUNT`: the count; 0 otherwise.
+   * `MQSTATE_RESPONSE_KIND_COUNT`: the count; `MQSTATE_RESPONSE_KIND_KEYS`: the number of
+   * keys on the page; 0 otherwise.
    */
   uint64_t count;
   /**
@@ -1080,6 +1103,93 @@ mqstate_status mqstate_election_watch_leader(const struct mqstate_election *elec
  * `election` must be NULL or live, freed once.
  */
 void mqstate_election_free(struct mqstate_election *election);
+
+/**
+ * Starts a scan of the keys matching the glob `pattern` (`pattern_len` bytes: `*` any run
+ * of bytes, `?` one byte, `[abc]`, `[a-z]`, `[^a]` classes, `\` escapes the next byte;
+ * matched byte-wise). Nothing is sent until the first `mqstate_scan_next`. On success
+ * `*out` is a new pager, owned by the caller (free it with `mqstate_scan_free`); on error
+ * `*out` is NULL. An empty pattern is `MQSTATE_STATUS_INVALID_ARGUMENT`.
+ *
+ * The pager keeps what it needs of the client: after `mqstate_client_close` it stays a
+ * valid handle whose pages fail with `MQSTATE_STATUS_CLOSED` until it is freed.
+ *
+ * # Safety
+ * `client` must be a live client; `pattern` must point to `pattern_len` readable bytes (or
+ * be NULL with length 0); `out` must be NULL or writable.
+ */
+mqstate_status mqstate_client_scan(const struct mqstate_client *client,
+                                   const uint8_t *pattern,
+                                   size_t pattern_len,
+                                   struct mqstate_scan **out);
+
+/**
+ * Asks for the next page and waits for it, up to `timeout_ms` (0: the client's
+ * `request_timeout`), cancellable from another thread through `cancel` (may be NULL).
+ *
+ * - `MQSTATE_STATUS_OK` with `*page` set: the next page (it may hold no key while more
+ *   pages follow). The page is the caller's: free it with `mqstate_scan_page_free`.
+ * - `MQSTATE_STATUS_OK` with `*page` NULL: the scan is done (the last page was returned
+ *   before); `mqstate_scan_is_done` says the same without asking.
+ * - any other status: no page (`*page` is NULL), and the scan has not moved: calling again
+ *   asks for the same page (`MQSTATE_STATUS_TIMEOUT`, `_CANCELLED`, `_CONNECTION_LOST`,
+ *   `_CLOSED` once the client is closed, a store error …).
+ *
+ * # Safety
+ * `scan` must be a live pager; `cancel` NULL or a live token; `page` NULL or writable.
+ */
+mqstate_status mqstate_scan_next(const struct mqstate_scan *scan,
+                                 uint32_t timeout_ms,
+                                 const struct mqstate_cancel *cancel,
+                                 struct mqstate_scan_page **page);
+
+/**
+ * Whether the scan is done: its last page has been returned (false while a page is being
+ * fetched, and for NULL).
+ *
+ * # Safety
+ * `scan` must be NULL or a live pager.
+ */
+bool mqstate_scan_is_done(const struct mqstate_scan *scan);
+
+/**
+ * Frees a pager (NULL is ignored). Pages being fetched on other threads end at once with
+ * `MQSTATE_STATUS_CANCELLED`, and this waits for those calls to return. Pages already
+ * returned stay valid (they are the caller's).
+ *
+ * # Safety
+ * `scan` must be NULL or a live pager, freed once; no call may start on it afterwards.
+ */
+void mqstate_scan_free(struct mqstate_scan *scan);
+
+/**
+ * The number of keys on the page (0 for NULL).
+ *
+ * # Safety
+ * `page` must be NULL or a live page.
+ */
+size_t mqstate_scan_page_count(const struct mqstate_scan_page *page);
+
+/**
+ * The key at `index` (`*len` bytes, not NUL-terminated, binary-safe), borrowed from the
+ * page and valid until it is freed; NULL (and `*len` 0) when `index` is not below
+ * `mqstate_scan_page_count` or `page` is NULL. An empty key is a non-NULL pointer with
+ * length 0.
+ *
+ * # Safety
+ * `page` must be NULL or a live page; `len` NULL or writable.
+ */
+const uint8_t *mqstate_scan_page_key(const struct mqstate_scan_page *page,
+                                     size_t index,
+                                     size_t *len);
+
+/**
+ * Frees a page (NULL is ignored).
+ *
+ * # Safety
+ * `page` must be NULL or a live page, freed once.
+ */
+void mqstate_scan_page_free(struct mqstate_scan_page *page);
 
 /**
  * Default settings (`localhost:1883`) in `*out`; free with `mqstate_settings_free`.
@@ -1674,6 +1784,24 @@ mqstate_status mqstate_encode_keynotify(const uint8_t *key,
                                         struct mqstate_bytes *out);
 
 /**
+ * Encodes `SCAN pattern [token]` (spec §3.1) into `*out` (free with `mqstate_bytes_free`;
+ * `{NULL, 0}` on error).
+ *
+ * `token` NULL asks for the first page; otherwise `token` holds the `token_len` bytes
+ * (possibly 0) of the previous page's continuation token, sent back byte for byte (see
+ * `mqstate_response_token`). An empty pattern is `MQSTATE_STATUS_INVALID_ARGUMENT`.
+ *
+ * # Safety
+ * `pattern` must point to `pattern_len` readable bytes; `token` must be NULL or point to
+ * `token_len` readable bytes; `out` to a writable `mqstate_bytes`.
+ */
+mqstate_status mqstate_encode_scan(const uint8_t *pattern,
+                                   size_t pattern_len,
+                                   const uint8_t *token,
+                                   size_t token_len,
+                                   struct mqstate_bytes *out);
+
+/**
  * Decodes a request `payload` of `len` bytes as the service does. A payload the service
  * would refuse fails with the store error's status (`MQSTATE_STATUS_SYNTAX_ERROR`,
  * `…_UNKNOWN_COMMAND`, `…_WRONG_NUMBER_OF_ARGUMENTS`, `…_KEY_LENGTH_ZERO`) and the exact
@@ -1695,6 +1823,16 @@ mqstate_status mqstate_decode_request(const uint8_t *payload,
  */
 mqstate_status mqstate_request_get(const struct mqstate_request *request,
                                    struct mqstate_request_info *out);
+
+/**
+ * The continuation token of a decoded `SCAN` request: `*len` bytes borrowed from `request`,
+ * valid until it is freed. NULL (and `*len` 0) when the request asks for the first page, is
+ * not a SCAN, or `request` is NULL; an empty token is a non-NULL pointer with length 0.
+ *
+ * # Safety
+ * `request` must be NULL or a live handle; `len` NULL or writable.
+ */
+const uint8_t *mqstate_request_token(const struct mqstate_request *request, size_t *len);
 
 /**
  * Frees a request handle. NULL is ignored.
@@ -1731,6 +1869,32 @@ mqstate_status mqstate_decode_response(const uint8_t *payload,
  */
 mqstate_status mqstate_response_get(const struct mqstate_response *response,
                                     struct mqstate_response_info *out);
+
+/**
+ * The key at `index` of a SCAN page (`MQSTATE_RESPONSE_KIND_KEYS`): `*len` bytes (not
+ * NUL-terminated) borrowed from `response`, valid until it is freed. NULL (and `*len` 0)
+ * when `response` is NULL, is not a page, or has no key at `index` (the page holds
+ * `mqstate_response_info.count` keys); an empty key is a non-NULL pointer with length 0.
+ *
+ * # Safety
+ * `response` must be NULL or a live handle from `mqstate_decode_response`; `len` NULL or
+ * writable.
+ */
+const uint8_t *mqstate_response_key(const struct mqstate_response *response,
+                                    size_t index,
+                                    size_t *len);
+
+/**
+ * The continuation token of a SCAN page: `*len` bytes borrowed from `response`, valid until
+ * it is freed. NULL (and `*len` 0) on the final page, or when `response` is NULL or not a
+ * page; an empty token is a non-NULL pointer with length 0. Send it back byte for byte with
+ * `mqstate_encode_scan` to ask for the next page.
+ *
+ * # Safety
+ * `response` must be NULL or a live handle from `mqstate_decode_response`; `len` NULL or
+ * writable.
+ */
+const uint8_t *mqstate_response_token(const struct mqstate_response *response, size_t *len);
 
 /**
  * Frees a response handle. NULL is ignored.

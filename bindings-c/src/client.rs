@@ -1,4 +1,4 @@
-//! The client half of the C binding: settings, clients, subscriptions, locks, elections,
+//! The client half of the C binding: settings, clients, subscriptions, scans, locks, elections,
 //! cancellation and error objects — each function a thin conversion over the core's binding
 //! layer (`mqstate::bridge`), run inside the panic boundary, with every pointer checked.
 
@@ -7,6 +7,7 @@ pub mod guard;
 pub mod cancel;
 pub mod error;
 pub mod lock;
+pub mod scan;
 pub mod settings;
 pub mod store;
 pub mod subscription;

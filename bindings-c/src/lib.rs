@@ -36,6 +36,7 @@ pub use client::error::mqstate_error;
 pub use client::lock::{
     mqstate_edit, mqstate_edit_fn, mqstate_election, mqstate_lock, mqstate_lock_options,
 };
+pub use client::scan::{mqstate_scan, mqstate_scan_page};
 pub use client::settings::mqstate_settings;
 pub use client::store::{
     mqstate_call_options, mqstate_client, mqstate_set_options, mqstate_vdel_outcome,

@@ -174,6 +174,37 @@ pub unsafe extern "C" fn mqstate_encode_keynotify(
     })
 }
 
+/// Encodes `SCAN pattern [token]` (spec §3.1) into `*out` (free with `mqstate_bytes_free`;
+/// `{NULL, 0}` on error).
+///
+/// `token` NULL asks for the first page; otherwise `token` holds the `token_len` bytes
+/// (possibly 0) of the previous page's continuation token, sent back byte for byte (see
+/// `mqstate_response_token`). An empty pattern is `MQSTATE_STATUS_INVALID_ARGUMENT`.
+///
+/// # Safety
+/// `pattern` must point to `pattern_len` readable bytes; `token` must be NULL or point to
+/// `token_len` readable bytes; `out` to a writable `mqstate_bytes`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mqstate_encode_scan(
+    pattern: *const u8,
+    pattern_len: usize,
+    token: *const u8,
+    token_len: usize,
+    out: *mut mqstate_bytes,
+) -> mqstate_status {
+    boundary(|| {
+        // SAFETY: the caller's promises are forwarded.
+        unsafe {
+            let pattern = bytes_arg(pattern, pattern_len, "pattern")?;
+            let token = match token.is_null() {
+                true => None,
+                false => Some(bytes_arg(token, token_len, "token")?),
+            };
+            encode(Request::Scan { pattern, token }, out)
+        }
+    })
+}
+
 /// A decoded request (opaque, service side). Free with `mqstate_request_free`.
 pub struct mqstate_request {
     request: Request<Bytes>,
@@ -185,7 +216,8 @@ pub struct mqstate_request {
 pub struct mqstate_request_info {
     /// The verb (never `MQSTATE_VERB_ANY`).
     pub verb: mqstate_verb,
-    /// The key (never empty).
+    /// The key (never empty); for `MQSTATE_VERB_SCAN`, the pattern (the service accepts an
+    /// empty one; its token is read with `mqstate_request_token`).
     pub key: *const u8,
     /// Length of `key`.
     pub key_len: usize,
@@ -271,12 +303,33 @@ pub unsafe extern "C" fn mqstate_request_get(
                 (info.value, info.value_len) = (bytes_ptr(value), value.len())
             }
             Request::KeyNotify { stop, .. } => info.stop = *stop,
-            Request::Get { .. } | Request::Del { .. } => {}
+            Request::Get { .. } | Request::Del { .. } | Request::Scan { .. } => {}
         }
         // SAFETY: `out` is non-null and writable per the caller; the info has no drop glue.
         unsafe { out.write(info) };
         Ok(())
     })
+}
+
+/// The continuation token of a decoded `SCAN` request: `*len` bytes borrowed from `request`,
+/// valid until it is freed. NULL (and `*len` 0) when the request asks for the first page, is
+/// not a SCAN, or `request` is NULL; an empty token is a non-NULL pointer with length 0.
+///
+/// # Safety
+/// `request` must be NULL or a live handle; `len` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mqstate_request_token(
+    request: *const mqstate_request,
+    len: *mut usize,
+) -> *const u8 {
+    // SAFETY: per the caller, NULL or a live handle.
+    let token = match unsafe { request.as_ref() }.map(|r| &r.request) {
+        Some(Request::Scan { token, .. }) => token.as_ref(),
+        _ => None,
+    };
+    // SAFETY: per the caller.
+    unsafe { crate::client::text::put(len, token.map_or(0, |t| t.len())) };
+    token.map_or(ptr::null(), |t| bytes_ptr(t))
 }
 
 /// Frees a request handle. NULL is ignored.

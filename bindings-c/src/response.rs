@@ -30,6 +30,8 @@ pub enum mqstate_verb {
     Vdel = 4,
     /// `KEYNOTIFY`.
     Keynotify = 5,
+    /// `SCAN` (spec §3.1).
+    Scan = 6,
 }
 
 impl mqstate_verb {
@@ -40,6 +42,7 @@ impl mqstate_verb {
             Verb::Del => mqstate_verb::Del,
             Verb::VDel => mqstate_verb::Vdel,
             Verb::KeyNotify => mqstate_verb::Keynotify,
+            Verb::Scan => mqstate_verb::Scan,
         }
     }
 }
@@ -60,6 +63,9 @@ pub enum mqstate_response_kind {
     Count = 5,
     /// A store error (`error`, `error_text`).
     Error = 6,
+    /// One page of a SCAN (`count` keys, read with `mqstate_response_key`; the continuation
+    /// token with `mqstate_response_token`).
+    Keys = 7,
 }
 
 /// A decoded response (opaque). Free with `mqstate_response_free`.
@@ -79,7 +85,8 @@ pub struct mqstate_response_info {
     pub value: *const u8,
     /// Length of `value`.
     pub value_len: usize,
-    /// `MQSTATE_RESPONSE_KIND_COUNT`: the count; 0 otherwise.
+    /// `MQSTATE_RESPONSE_KIND_COUNT`: the count; `MQSTATE_RESPONSE_KIND_KEYS`: the number of
+    /// keys on the page; 0 otherwise.
     pub count: u64,
     /// `MQSTATE_RESPONSE_KIND_ERROR`: the store error's status (100–112, see
     /// `mqstate_status_name`); `MQSTATE_STATUS_OK` otherwise.
@@ -171,6 +178,10 @@ pub unsafe extern "C" fn mqstate_response_get(
                 (info.value, info.value_len) = (bytes_ptr(v), v.len());
             }
             Response::Count(n) => (info.kind, info.count) = (mqstate_response_kind::Count, *n),
+            Response::Page(page) => {
+                info.kind = mqstate_response_kind::Keys;
+                info.count = page.keys.len() as u64;
+            }
             Response::Error(e) => {
                 info.kind = mqstate_response_kind::Error;
                 info.error = mqstate_status::of_store(e.kind());
@@ -182,6 +193,53 @@ pub unsafe extern "C" fn mqstate_response_get(
         unsafe { out.write(info) };
         Ok(())
     })
+}
+
+/// The key at `index` of a SCAN page (`MQSTATE_RESPONSE_KIND_KEYS`): `*len` bytes (not
+/// NUL-terminated) borrowed from `response`, valid until it is freed. NULL (and `*len` 0)
+/// when `response` is NULL, is not a page, or has no key at `index` (the page holds
+/// `mqstate_response_info.count` keys); an empty key is a non-NULL pointer with length 0.
+///
+/// # Safety
+/// `response` must be NULL or a live handle from `mqstate_decode_response`; `len` NULL or
+/// writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mqstate_response_key(
+    response: *const mqstate_response,
+    index: usize,
+    len: *mut usize,
+) -> *const u8 {
+    // SAFETY: per the caller, NULL or a live handle.
+    let key = match unsafe { response.as_ref() }.map(|r| &r.response) {
+        Some(Response::Page(page)) => page.keys.get(index),
+        _ => None,
+    };
+    // SAFETY: per the caller.
+    unsafe { crate::client::text::put(len, key.map_or(0, |k| k.len())) };
+    key.map_or(ptr::null(), |k| bytes_ptr(k))
+}
+
+/// The continuation token of a SCAN page: `*len` bytes borrowed from `response`, valid until
+/// it is freed. NULL (and `*len` 0) on the final page, or when `response` is NULL or not a
+/// page; an empty token is a non-NULL pointer with length 0. Send it back byte for byte with
+/// `mqstate_encode_scan` to ask for the next page.
+///
+/// # Safety
+/// `response` must be NULL or a live handle from `mqstate_decode_response`; `len` NULL or
+/// writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mqstate_response_token(
+    response: *const mqstate_response,
+    len: *mut usize,
+) -> *const u8 {
+    // SAFETY: per the caller, NULL or a live handle.
+    let token = match unsafe { response.as_ref() }.map(|r| &r.response) {
+        Some(Response::Page(page)) => page.token.as_ref(),
+        _ => None,
+    };
+    // SAFETY: per the caller.
+    unsafe { crate::client::text::put(len, token.map_or(0, |t| t.len())) };
+    token.map_or(ptr::null(), |t| bytes_ptr(t))
 }
 
 /// Frees a response handle. NULL is ignored.

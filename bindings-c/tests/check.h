@@ -49,5 +49,6 @@ void test_topics(void);
 void test_hlc(void);
 void test_clock(void);
 void test_errors(void);
+void test_scan(void);
 
 #endif

@@ -139,6 +139,29 @@ def main() -> int:
         for c in cases(topics["response_topic_allowed"], "response_topic_allowed")
     ])
 
+    scan = load("scan.json")
+    table(out, "struct scan_request_case", "scan_request_cases", [
+        [cstr(c["name"]), vbytes(c["command"]["pattern"]), vbytes(c["command"].get("token")),
+         vbytes(c["payload"])]
+        for c in cases(scan["requests"], "scan requests")
+    ])
+    rows = []
+    for i, c in enumerate(cases(scan["responses"], "scan responses")):
+        e = c["expect"]
+        keys = e.get("keys") or []
+        keys_name = "NULL"
+        if keys:
+            keys_name = f"scan_keys_{i}"
+            out.append(f"static const vbytes {keys_name}[] = {{"
+                       + ", ".join(vbytes(k) for k in keys) + "};")
+        rows.append([
+            cstr(c["name"]), cstr(c["verb"]), vbytes(c["payload"]), cstr(e["kind"]),
+            keys_name, str(len(keys)), vbytes(e.get("token")),
+            cstr(e.get("error_kind")), cstr(e.get("error_text")),
+        ])
+    out.append("")
+    table(out, "struct scan_response_case", "scan_response_cases", rows)
+
     hlc = load("hlc.json")
     table(out, "struct hlc_parse_case", "hlc_parse_cases", [
         [cstr(c["text"]), flag(c["ok"]), u64(c.get("wall_ms")), u64(c.get("counter")),

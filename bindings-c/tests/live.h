@@ -26,5 +26,6 @@ void test_client(void);
 void test_subscriptions(void);
 void test_locks(void);
 void test_threads(void);
+void test_scans(void);
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * Entry point of the mqstate C tests: `mqstate_tests GROUP...` runs the named groups
- * (requests, responses, notifications, topics, hlc, clock, errors, or all) and exits
+ * (requests, responses, notifications, topics, hlc, clock, errors, scan, or all) and exits
  * non-zero if any check failed. CTest runs each group as its own test.
  */
 #include <stdlib.h>
@@ -50,10 +50,11 @@ static const struct group groups[] = {
     {"requests", test_requests},         {"responses", test_responses},
     {"notifications", test_notifications}, {"topics", test_topics},
     {"hlc", test_hlc},                   {"clock", test_clock},
-    {"errors", test_errors},
+    {"errors", test_errors},             {"scan", test_scan},
     /* Against the live store at MQSTATE_URL. */
     {"client", test_client},             {"subscriptions", test_subscriptions},
     {"locks", test_locks},               {"threads", test_threads},
+    {"scans", test_scans},
 };
 
 int main(int argc, char **argv) {
@@ -66,7 +67,7 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         int found = 0;
         for (size_t g = 0; g < n; g++) {
-            int offline = g < 7;
+            int offline = g < 8;
             if ((strcmp(argv[i], "all") == 0 && offline) ||
                 (strcmp(argv[i], "live") == 0 && !offline) ||
                 strcmp(argv[i], groups[g].name) == 0) {

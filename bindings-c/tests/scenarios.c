@@ -22,11 +22,24 @@ struct named {
     void *ptr;
 };
 
+/* Keys a scan returned (owned copies, in order, repeats kept). */
+struct keylist {
+    uint8_t **keys;
+    size_t *lens;
+    size_t n, cap;
+};
+
+/* A pager of a scan_start step and the keys it returned so far. */
+struct pager {
+    mqstate_scan *scan;
+    struct keylist seen;
+};
+
 struct run {
     const char *url;
     char prefix[64];
     struct named clients[MAX_NAMES], subs[MAX_NAMES], locks[MAX_NAMES], elections[MAX_NAMES],
-        vars[64];
+        pagers[MAX_NAMES], vars[64];
     char why[1024];
     /* Clients closed by a `close` step: in C a closed handle is freed and must not be used,
        so the runner answers their later calls with the status the other languages raise. */
@@ -222,6 +235,236 @@ static int is_closed(const struct run *r, const cJSON *s) {
     return 0;
 }
 
+/* Hex text into buf: the length, or -1 when it does not fit or is not hex. */
+static long unhex(const char *hex, uint8_t *buf, size_t cap) {
+    size_t n = strlen(hex);
+    if (n % 2 || n / 2 > cap) return -1;
+    for (size_t i = 0; i < n / 2; i++) {
+        unsigned byte;
+        if (sscanf(hex + 2 * i, "%2x", &byte) != 1) return -1;
+        buf[i] = (uint8_t)byte;
+    }
+    return (long)(n / 2);
+}
+
+static void keys_add(struct keylist *l, const uint8_t *key, size_t len) {
+    if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 64;
+        l->keys = realloc(l->keys, l->cap * sizeof *l->keys);
+        l->lens = realloc(l->lens, l->cap * sizeof *l->lens);
+    }
+    l->keys[l->n] = malloc(len ? len : 1);
+    if (len) memcpy(l->keys[l->n], key, len);
+    l->lens[l->n++] = len;
+}
+
+static void keys_free(struct keylist *l) {
+    for (size_t i = 0; i < l->n; i++) free(l->keys[i]);
+    free(l->keys);
+    free(l->lens);
+    memset(l, 0, sizeof *l);
+}
+
+/* A scan step's pattern (pattern or pattern_hex) after the run prefix (an empty one stays
+   empty; the prefix holds no glob metacharacter); its length, or -1. */
+static long pattern_of(struct run *r, const cJSON *s, uint8_t *buf, size_t cap) {
+    const char *text = str(s, "pattern"), *hex = str(s, "pattern_hex");
+    size_t plen = strlen(r->prefix);
+    long n;
+    if (hex) {
+        n = unhex(hex, buf + plen, cap - plen);
+    } else if (text && strlen(text) <= cap - plen) {
+        n = (long)strlen(text);
+        memcpy(buf + plen, text, (size_t)n);
+    } else {
+        return -1;
+    }
+    if (n <= 0) return n;
+    memcpy(buf, r->prefix, plen);
+    return n + (long)plen;
+}
+
+/* Asks `scan` for one page and adds its keys to `seen`; *done when the scan had ended. */
+static mqstate_status scan_page(mqstate_scan *scan, struct keylist *seen, int *done) {
+    mqstate_scan_page *page = NULL;
+    mqstate_status st = mqstate_scan_next(scan, 0, NULL, &page);
+    *done = st == MQSTATE_STATUS_OK && page == NULL;
+    for (size_t i = 0; i < mqstate_scan_page_count(page); i++) {
+        size_t len = 0;
+        const uint8_t *key = mqstate_scan_page_key(page, i, &len);
+        keys_add(seen, key, len);
+    }
+    mqstate_scan_page_free(page);
+    return st;
+}
+
+static mqstate_status scan_rest(mqstate_scan *scan, struct keylist *seen) {
+    int done = 0;
+    mqstate_status st = MQSTATE_STATUS_OK;
+    while (st == MQSTATE_STATUS_OK && !done) st = scan_page(scan, seen, &done);
+    return st;
+}
+
+struct bkey {
+    const uint8_t *p;
+    size_t len;
+};
+
+static int bkey_cmp(const void *a, const void *b) {
+    const struct bkey *x = a, *y = b;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = n ? memcmp(x->p, y->p, n) : 0;
+    return c ? c : (x->len > y->len) - (x->len < y->len);
+}
+
+/* Sorts and removes repeats; the new count. */
+static size_t bkey_unique(struct bkey *k, size_t n) {
+    qsort(k, n, sizeof *k, bkey_cmp);
+    size_t out = 0;
+    for (size_t i = 0; i < n; i++)
+        if (out == 0 || bkey_cmp(&k[out - 1], &k[i]) != 0) k[out++] = k[i];
+    return out;
+}
+
+static int bkey_has(const struct bkey *k, size_t n, const uint8_t *p, size_t len) {
+    struct bkey want = {p, len};
+    return bsearch(&want, k, n, sizeof *k, bkey_cmp) != NULL;
+}
+
+/* The scan expectations of tests/scenarios/README.md over the keys a scan returned. */
+static int expect_keys(struct run *r, const cJSON *s, const struct keylist *got) {
+    size_t plen = strlen(r->prefix), n = got->n;
+    struct bkey *found = calloc(n + 1, sizeof *found);
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (got->lens[i] < plen || memcmp(got->keys[i], r->prefix, plen) != 0) {
+            free(found);
+            return fail(r, "key %.*s is outside this run", (int)got->lens[i], (const char *)got->keys[i]);
+        }
+        found[i].p = got->keys[i] + plen;
+        found[i].len = got->lens[i] - plen;
+    }
+    size_t distinct = bkey_unique(found, n);
+    const cJSON *keys = cJSON_GetObjectItemCaseSensitive(s, "keys");
+    const cJSON *keys_hex = cJSON_GetObjectItemCaseSensitive(s, "keys_hex");
+    if (keys || keys_hex) {
+        size_t cap = (size_t)cJSON_GetArraySize(keys) + (size_t)cJSON_GetArraySize(keys_hex);
+        struct bkey *want = calloc(cap + 1, sizeof *want);
+        uint8_t *bufs = malloc(cap * 256 + 1);
+        size_t w = 0;
+        const cJSON *k;
+        cJSON_ArrayForEach(k, keys) {
+            want[w].p = (const uint8_t *)k->valuestring;
+            want[w++].len = strlen(k->valuestring);
+        }
+        cJSON_ArrayForEach(k, keys_hex) {
+            long len = unhex(k->valuestring, bufs + w * 256, 256);
+            want[w].p = bufs + w * 256;
+            want[w++].len = len < 0 ? 0 : (size_t)len;
+        }
+        w = bkey_unique(want, w);
+        int same = w == distinct;
+        for (size_t i = 0; same && i < w; i++) same = bkey_cmp(&want[i], &found[i]) == 0;
+        if (!same) rc = fail(r, "%lu distinct keys, not the %lu expected", (unsigned long)distinct,
+                             (unsigned long)w);
+        free(want);
+        free(bufs);
+    }
+    const char *lists[] = {"includes", "excludes"};
+    for (int l = 0; l < 2 && rc == 0; l++) {
+        const cJSON *k;
+        cJSON_ArrayForEach(k, cJSON_GetObjectItemCaseSensitive(s, lists[l])) {
+            int has = bkey_has(found, distinct, (const uint8_t *)k->valuestring, strlen(k->valuestring));
+            if (has != (l == 0)) {
+                rc = fail(r, "%s %s", k->valuestring, l == 0 ? "is missing" : "is listed");
+                break;
+            }
+        }
+    }
+    long total = (long)distinct;
+    if (rc == 0 && (num(s, "total", total) != total || num(s, "min_total", total) > total ||
+                    num(s, "max_total", total) < total))
+        rc = fail(r, "%ld distinct keys", total);
+    int no_repeats = 0;
+    if (rc == 0 && has_bool(s, "no_repeats", &no_repeats) && no_repeats && distinct != n)
+        rc = fail(r, "%lu keys returned, %lu distinct", (unsigned long)n, (unsigned long)distinct);
+    free(found);
+    return rc;
+}
+
+/* The scan ops: fill, scan, scan_start, scan_page, scan_rest. 1 when `op` is none of them. */
+static int scan_step(struct run *r, const cJSON *s, const char *op, mqstate_status *st, int *rc) {
+    uint8_t pat[1024];
+    *rc = 0;
+    if (strcmp(op, "fill") == 0) {
+        uint8_t vbuf[4096];
+        long vlen = value_of(s, vbuf, sizeof vbuf);
+        const char *kp = str(s, "key_prefix");
+        long count = num(s, "count", -1);
+        if (vlen < 0 || kp == NULL || count < 0) {
+            *rc = fail(r, "fill needs key_prefix, count and a value");
+            return 0;
+        }
+        char key[512];
+        for (long i = 0; i < count && *st == MQSTATE_STATUS_OK; i++) {
+            snprintf(key, sizeof key, "%s%s%04ld", r->prefix, kp, i);
+            *st = mqstate_client_set(client_of(r, s), (const uint8_t *)key, strlen(key), vbuf,
+                                     (size_t)vlen, NULL, NULL, NULL);
+        }
+    } else if (strcmp(op, "scan") == 0 || strcmp(op, "scan_start") == 0) {
+        long plen = pattern_of(r, s, pat, sizeof pat);
+        mqstate_scan *scan = NULL;
+        if (plen < 0) {
+            *rc = fail(r, "bad pattern");
+            return 0;
+        }
+        *st = mqstate_client_scan(client_of(r, s), pat, (size_t)plen, &scan);
+        if (*st != MQSTATE_STATUS_OK) return 0;
+        if (op[4] == '_') {
+            struct pager *p = calloc(1, sizeof *p);
+            p->scan = scan;
+            put(r->pagers, MAX_NAMES, str(s, "as"), p);
+            return 0;
+        }
+        struct keylist seen = {0};
+        uint32_t timeout = (uint32_t)num(s, "timeout_ms", 0);
+        int done = 0;
+        while (*st == MQSTATE_STATUS_OK && !done) {
+            mqstate_scan_page *page = NULL;
+            *st = mqstate_scan_next(scan, timeout, NULL, &page);
+            done = *st == MQSTATE_STATUS_OK && page == NULL;
+            for (size_t i = 0; i < mqstate_scan_page_count(page); i++) {
+                size_t len = 0;
+                const uint8_t *key = mqstate_scan_page_key(page, i, &len);
+                keys_add(&seen, key, len);
+            }
+            mqstate_scan_page_free(page);
+        }
+        if (*st == MQSTATE_STATUS_OK) *rc = expect_keys(r, s, &seen);
+        keys_free(&seen);
+        mqstate_scan_free(scan);
+    } else if (strcmp(op, "scan_page") == 0 || strcmp(op, "scan_rest") == 0) {
+        struct pager *p = find(r->pagers, MAX_NAMES, str(s, "pager"));
+        int done = 0;
+        if (p == NULL) {
+            *rc = fail(r, "no such pager");
+            return 0;
+        }
+        if (strcmp(op, "scan_page") == 0) {
+            *st = scan_page(p->scan, &p->seen, &done);
+            if (*st == MQSTATE_STATUS_OK && done) *rc = fail(r, "the scan had already ended");
+            else if (*st == MQSTATE_STATUS_OK)
+                *rc = expect_bool(r, s, "last", mqstate_scan_is_done(p->scan));
+        } else {
+            *st = scan_rest(p->scan, &p->seen);
+            if (*st == MQSTATE_STATUS_OK) *rc = expect_keys(r, s, &p->seen);
+        }
+    } else {
+        return 1;
+    }
+    return 0;
+}
+
 /* One step: 0 done (with *st the API status), -1 expectation failed. */
 static int step(struct run *r, const cJSON *s, mqstate_status *st) {
     const char *op = str(s, "op");
@@ -235,6 +478,16 @@ static int step(struct run *r, const cJSON *s, mqstate_status *st) {
     const char *key = key_of(r, s, "key", kbuf, sizeof kbuf);
     size_t klen = key ? strlen(key) : 0;
     *st = MQSTATE_STATUS_OK;
+    int scan_rc = 0;
+    if (scan_step(r, s, op, st, &scan_rc) == 0) return scan_rc;
+    if (str(s, "key_hex")) {
+        size_t plen = strlen(r->prefix);
+        long n = unhex(str(s, "key_hex"), (uint8_t *)kbuf + plen, sizeof kbuf - plen);
+        if (n < 0) return fail(r, "bad key_hex");
+        memcpy(kbuf, r->prefix, plen);
+        key = kbuf;
+        klen = plen + (size_t)n;
+    }
     if (strcmp(op, "connect") == 0) {
         const char *name = str(s, "client");
         *st = connect_client(r, s, name ? name : "a");
@@ -449,6 +702,13 @@ static void cleanup(struct run *r) {
         mqstate_subscription_free(r->subs[i].ptr);
         mqstate_lock_free(r->locks[i].ptr);
         mqstate_election_free(r->elections[i].ptr);
+        struct pager *p = r->pagers[i].ptr;
+        if (p) {
+            mqstate_scan_free(p->scan);
+            keys_free(&p->seen);
+            free(p);
+        }
+        free(r->pagers[i].name);
         free(r->subs[i].name);
         free(r->locks[i].name);
         free(r->elections[i].name);
@@ -471,7 +731,8 @@ static int run_scenario(const char *url, const cJSON *scenario, const char *name
     r.url = url;
     snprintf(r.prefix, sizeof r.prefix, "scn/c%lx%u/", (unsigned long)time(NULL), counter++);
     const cJSON *steps = cJSON_GetObjectItemCaseSensitive(scenario, "steps");
-    const char *client_ops[] = {"close", "set", "get", "del", "vdel", "observe", "lock", "election"};
+    const char *client_ops[] = {"close", "set",  "get",  "del",        "vdel",
+                                "observe", "lock", "election", "fill", "scan", "scan_start"};
     int rc = 0;
     const cJSON *s;
     cJSON_ArrayForEach(s, steps) {

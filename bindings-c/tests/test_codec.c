@@ -183,3 +183,119 @@ void test_notifications(void) {
         mqstate_bytes_free(&key);
     }
 }
+
+/* SCAN (scan.json): every request encodes byte-exact and decodes back (pattern and token),
+   every page decodes to its keys and token, malformed pages and store errors as above. */
+static void check_page(const struct scan_response_case *c, const mqstate_response *response) {
+    mqstate_response_info info;
+    CHECK_STATUS(mqstate_response_get(response, &info), MQSTATE_STATUS_OK, c->name);
+    if (strcmp(c->kind, "error") == 0) {
+        CHECK(info.kind == MQSTATE_RESPONSE_KIND_ERROR, "%s: kind %u", c->name, (unsigned)info.kind);
+        CHECK(strcmp(mqstate_status_name(info.error), store_code_of(c->error_kind)) == 0,
+              "%s: error %s", c->name, mqstate_status_name(info.error));
+        CHECK(info.error_text != NULL && strcmp(info.error_text, c->error_text) == 0,
+              "%s: error text", c->name);
+        CHECK(mqstate_response_key(response, 0, NULL) == NULL, "%s: no key", c->name);
+        return;
+    }
+    CHECK(strcmp(c->kind, "keys") == 0, "%s: known kind %s", c->name, c->kind);
+    CHECK(info.kind == MQSTATE_RESPONSE_KIND_KEYS, "%s: kind %u", c->name, (unsigned)info.kind);
+    CHECK(info.count == c->key_count, "%s: %lu keys", c->name, (unsigned long)info.count);
+    CHECK(info.value == NULL && info.error_text == NULL, "%s: nothing else", c->name);
+    for (size_t k = 0; k < c->key_count && k < info.count; k++) {
+        size_t len = 99;
+        const uint8_t *key = mqstate_response_key(response, k, &len);
+        CHECK(key != NULL && bytes_equal(key, len, c->keys[k].ptr, c->keys[k].len),
+              "%s: key %lu", c->name, (unsigned long)k);
+    }
+    size_t len = 99;
+    CHECK(mqstate_response_key(response, (size_t)info.count, &len) == NULL && len == 0,
+          "%s: no key past the end", c->name);
+    const uint8_t *token = mqstate_response_token(response, &len);
+    if (c->token.ptr == NULL) {
+        CHECK(token == NULL && len == 0, "%s: final page has no token", c->name);
+    } else {
+        CHECK(token != NULL && bytes_equal(token, len, c->token.ptr, c->token.len), "%s: token",
+              c->name);
+    }
+}
+
+void test_scan(void) {
+    for (size_t i = 0; i < scan_request_cases_count; i++) {
+        const struct scan_request_case *c = &scan_request_cases[i];
+        mqstate_bytes out = {NULL, 0};
+        CHECK_STATUS(mqstate_encode_scan(c->pattern.ptr, c->pattern.len, c->token.ptr,
+                                         c->token.len, &out),
+                     MQSTATE_STATUS_OK, c->name);
+        CHECK(bytes_equal(out.ptr, out.len, c->payload.ptr, c->payload.len), "%s: encode",
+              c->name);
+        mqstate_bytes_free(&out);
+
+        mqstate_request *request = NULL;
+        mqstate_request_info info;
+        CHECK_STATUS(mqstate_decode_request(c->payload.ptr, c->payload.len, &request),
+                     MQSTATE_STATUS_OK, c->name);
+        if (request == NULL) continue;
+        CHECK_STATUS(mqstate_request_get(request, &info), MQSTATE_STATUS_OK, c->name);
+        CHECK(info.verb == MQSTATE_VERB_SCAN, "%s: verb %u", c->name, (unsigned)info.verb);
+        CHECK(bytes_equal(info.key, info.key_len, c->pattern.ptr, c->pattern.len), "%s: pattern",
+              c->name);
+        size_t len = 99;
+        const uint8_t *token = mqstate_request_token(request, &len);
+        if (c->token.ptr == NULL) {
+            CHECK(token == NULL && len == 0, "%s: no token", c->name);
+        } else {
+            CHECK(token != NULL && bytes_equal(token, len, c->token.ptr, c->token.len),
+                  "%s: token", c->name);
+        }
+        mqstate_request_free(request);
+    }
+
+    /* The client refuses an empty pattern; an empty token is a token. */
+    mqstate_bytes out = {(uint8_t *)&out, 7};
+    CHECK_STATUS(mqstate_encode_scan((const uint8_t *)"", 0, NULL, 0, &out),
+                 MQSTATE_STATUS_INVALID_ARGUMENT, "empty pattern");
+    CHECK(out.ptr == NULL && out.len == 0, "out reset on error");
+    CHECK_STATUS(mqstate_encode_scan((const uint8_t *)"k*", 2, (const uint8_t *)"", 0, &out),
+                 MQSTATE_STATUS_OK, "empty token");
+    CHECK(bytes_equal(out.ptr, out.len, (const uint8_t *)"*3\r\n$4\r\nSCAN\r\n$2\r\nk*\r\n$0\r\n\r\n",
+                      28),
+          "empty token encoded");
+    mqstate_bytes_free(&out);
+    CHECK_STATUS(mqstate_encode_scan(NULL, 2, NULL, 0, &out), MQSTATE_STATUS_INVALID_ARGUMENT,
+                 "NULL pattern");
+    CHECK(mqstate_request_token(NULL, NULL) == NULL, "NULL request");
+    CHECK(mqstate_response_token(NULL, NULL) == NULL, "NULL response");
+
+    for (size_t i = 0; i < scan_response_cases_count; i++) {
+        const struct scan_response_case *c = &scan_response_cases[i];
+        mqstate_response *response = (mqstate_response *)&response; /* must be reset */
+        mqstate_status status =
+            mqstate_decode_response(c->payload.ptr, c->payload.len, MQSTATE_VERB_SCAN, &response);
+        if (strcmp(c->kind, "malformed") == 0) {
+            CHECK_STATUS(status, MQSTATE_STATUS_MALFORMED, c->name);
+            CHECK(response == NULL, "%s: out reset on error", c->name);
+            CHECK(mqstate_last_error_message(NULL, 0) > 0, "%s: message", c->name);
+            continue;
+        }
+        CHECK_STATUS(status, MQSTATE_STATUS_OK, c->name);
+        if (response == NULL) continue;
+        check_page(c, response);
+        mqstate_response_free(response);
+
+        response = NULL;
+        CHECK_STATUS(mqstate_decode_response(c->payload.ptr, c->payload.len, MQSTATE_VERB_ANY,
+                                             &response),
+                     MQSTATE_STATUS_OK, c->name);
+        if (response != NULL) check_page(c, response);
+        mqstate_response_free(response);
+
+        /* A page answers nothing but a SCAN. */
+        if (strcmp(c->kind, "keys") == 0) {
+            CHECK_STATUS(mqstate_decode_response(c->payload.ptr, c->payload.len, MQSTATE_VERB_GET,
+                                                 &response),
+                         MQSTATE_STATUS_MALFORMED, c->name);
+            CHECK(response == NULL, "%s: out reset", c->name);
+        }
+    }
+}

@@ -50,6 +50,26 @@ struct notification_case {
     vbytes value;
 };
 
+/* scan.json: requests (token ptr NULL: the first page) and response pages. */
+struct scan_request_case {
+    const char *name;
+    vbytes pattern;
+    vbytes token;
+    vbytes payload;
+};
+
+struct scan_response_case {
+    const char *name;
+    const char *verb;
+    vbytes payload;
+    const char *kind; /* keys, malformed, error */
+    const vbytes *keys;
+    size_t key_count;
+    vbytes token; /* ptr NULL: the final page */
+    const char *error_kind;
+    const char *error_text;
+};
+
 struct topic_case {
     const char *client_id;
     vbytes key; /* notification topics only */
@@ -98,6 +118,8 @@ struct hlc_step_case {
 VECTOR_TABLE(struct request_case, request_cases);
 VECTOR_TABLE(struct response_case, response_cases);
 VECTOR_TABLE(struct notification_case, notification_cases);
+VECTOR_TABLE(struct scan_request_case, scan_request_cases);
+VECTOR_TABLE(struct scan_response_case, scan_response_cases);
 VECTOR_TABLE(struct topic_case, response_topic_cases);
 VECTOR_TABLE(struct topic_case, notification_filter_cases);
 VECTOR_TABLE(struct topic_case, notification_topic_cases);

@@ -12,6 +12,7 @@ use mqstate::lock::LockOptions as CoreLockOptions;
 use crate::MqstateError;
 use crate::call::settle;
 use crate::locks::{Election, ElectionOptions, Lock, LockOptions};
+use crate::scan::{Pager, ScanOptions};
 use crate::subscription::Subscription;
 use crate::values::{
     DelOptions, GetOptions, LinkInfo, ObserveOptions, SetOptions, SetResult, Value, VdelOutcome,
@@ -200,6 +201,14 @@ impl Client {
     ) -> Result<Arc<Subscription>, MqstateError> {
         let sub = settle(self.store.observe(key, options.to_core())).await?;
         Ok(Subscription::new(sub))
+    }
+
+    /// Lists the keys matching the glob `pattern` (`*`, `?`, `[abc]`, `[a-z]`, `[^a]`, `\`
+    /// escapes; byte-wise), a page at a time: a pager that sends nothing until its first
+    /// `nextPage()`. An empty pattern fails with `invalid_argument`.
+    #[uniffi::method(default(options))]
+    pub fn scan(&self, pattern: Vec<u8>, options: ScanOptions) -> Result<Arc<Pager>, MqstateError> {
+        Ok(Pager::new(self.store.scan(pattern, options.to_core())?))
     }
 
     /// A leased lock on `key`.

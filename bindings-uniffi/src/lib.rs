@@ -8,8 +8,9 @@
 //! the core owns and is awaited as a plain future by uniffi's own executor.
 //!
 //! - [`Client`]: `connect` (URL, settings by name) / `fromEnv`, `set`, `get`, `delete`,
-//!   `vdel`, `observe`, `lock`, `election`, `close`;
+//!   `vdel`, `observe`, `scan`, `lock`, `election`, `close`;
 //! - [`Subscription`]: a suspending `next()`, or an [`EventListener`] callback;
+//! - [`Pager`]: a SCAN, one suspending `nextPage()` per page, the token kept inside;
 //! - [`Lock`] / [`Election`]: `tryAcquire`, `acquire`, `renew`, `release`, `holder`,
 //!   `fencingToken`, `edit` (an [`EditFunction`] callback); `campaign`, `tryCampaign`,
 //!   `resign`, `leader`, `isLeader`;
@@ -29,12 +30,14 @@ mod call;
 mod client;
 mod error;
 mod locks;
+mod scan;
 mod subscription;
 mod values;
 
 pub use client::{Client, SettingInfo, check_settings, settings_table};
 pub use error::{ErrorInfo, MqstateError, error_table};
 pub use locks::{EditFunction, Election, ElectionOptions, Lock, LockOptions};
+pub use scan::{Pager, ScanOptions};
 pub use subscription::{EventListener, Subscription};
 pub use values::{
     ChangeKind, DelOptions, Edit, EditResult, Event, GetOptions, Hlc, LinkInfo, LockStatus,

@@ -705,6 +705,13 @@ public protocol ClientProtocol: AnyObject, Sendable {
     func observe(key: Data, options: ObserveOptions) async throws  -> Subscription
     
     /**
+     * Lists the keys matching the glob `pattern` (`*`, `?`, `[abc]`, `[a-z]`, `[^a]`, `\`
+     * escapes; byte-wise), a page at a time: a pager that sends nothing until its first
+     * `nextPage()`. An empty pattern fails with `invalid_argument`.
+     */
+    func scan(pattern: Data, options: ScanOptions) throws  -> Pager
+    
+    /**
      * Sets `key` to `value`.
      */
     func set(key: Data, value: Data, options: SetOptions) async throws  -> SetResult
@@ -951,6 +958,22 @@ open func observe(key: Data, options: ObserveOptions = ObserveOptions())async th
             liftFunc: FfiConverterTypeSubscription_lift,
             errorHandler: FfiConverterTypeMqstateError_lift
         )
+}
+    
+    /**
+     * Lists the keys matching the glob `pattern` (`*`, `?`, `[abc]`, `[a-z]`, `[^a]`, `\`
+     * escapes; byte-wise), a page at a time: a pager that sends nothing until its first
+     * `nextPage()`. An empty pattern fails with `invalid_argument`.
+     */
+open func scan(pattern: Data, options: ScanOptions = ScanOptions())throws  -> Pager  {
+    return try  FfiConverterTypePager_lift(try rustCallWithError(FfiConverterTypeMqstateError_lift) {
+        uniffiCallStatus in
+    uniffi_mqstate_uniffi_fn_method_client_scan(
+            self.uniffiCloneHandle(),
+        FfiConverterData.lower(pattern),
+        FfiConverterTypeScanOptions_lower(options),uniffiCallStatus
+    )
+})
 }
     
     /**
@@ -1741,6 +1764,167 @@ public func FfiConverterTypeLock_lift(_ handle: UInt64) throws -> Lock {
 #endif
 public func FfiConverterTypeLock_lower(_ value: Lock) -> UInt64 {
     return FfiConverterTypeLock.lower(value)
+}
+
+
+
+
+
+
+/**
+ * A scan of the keys matching a glob pattern, one page per `nextPage()`. Every key present
+ * for the whole scan is returned at least once; a key created or deleted meanwhile may or
+ * may not be. A page that fails (timeout, cancelled coroutine, lost connection) leaves the
+ * scan where it was: calling `nextPage()` again asks for the same page.
+ */
+public protocol PagerProtocol: AnyObject, Sendable {
+    
+    /**
+     * Whether the last page has been returned (false while a page is being fetched).
+     */
+    func isDone()  -> Bool
+    
+    /**
+     * The next page's keys (possibly none while more pages follow), or none once the last
+     * page has been returned. Cancelling the coroutine cancels the page's request.
+     */
+    func nextPage() async throws  -> [Data]?
+    
+}
+/**
+ * A scan of the keys matching a glob pattern, one page per `nextPage()`. Every key present
+ * for the whole scan is returned at least once; a key created or deleted meanwhile may or
+ * may not be. A page that fails (timeout, cancelled coroutine, lost connection) leaves the
+ * scan where it was: calling `nextPage()` again asks for the same page.
+ */
+open class Pager: PagerProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_mqstate_uniffi_fn_clone_pager(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_mqstate_uniffi_fn_free_pager(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * Whether the last page has been returned (false while a page is being fetched).
+     */
+open func isDone() -> Bool  {
+    return try!  FfiConverterBool.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_mqstate_uniffi_fn_method_pager_is_done(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * The next page's keys (possibly none while more pages follow), or none once the last
+     * page has been returned. Cancelling the coroutine cancels the page's request.
+     */
+open func nextPage()async throws  -> [Data]?  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_mqstate_uniffi_fn_method_pager_next_page(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_mqstate_uniffi_rust_future_poll_rust_buffer,
+            completeFunc: ffi_mqstate_uniffi_rust_future_complete_rust_buffer,
+            freeFunc: ffi_mqstate_uniffi_rust_future_free_rust_buffer,
+            liftFunc: FfiConverterOptionSequenceData.lift,
+            errorHandler: FfiConverterTypeMqstateError_lift
+        )
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypePager: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = Pager
+
+    public static func lift(_ handle: UInt64) throws -> Pager {
+        return Pager(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: Pager) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Pager {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: Pager, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePager_lift(_ handle: UInt64) throws -> Pager {
+    return try FfiConverterTypePager.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypePager_lower(_ value: Pager) -> UInt64 {
+    return FfiConverterTypePager.lower(value)
 }
 
 
@@ -2698,6 +2882,65 @@ public func FfiConverterTypeObserveOptions_lift(_ buf: RustBuffer) throws -> Obs
 #endif
 public func FfiConverterTypeObserveOptions_lower(_ value: ObserveOptions) -> RustBuffer {
     return FfiConverterTypeObserveOptions.lower(value)
+}
+
+
+/**
+ * Options of a `scan`.
+ */
+public struct ScanOptions: Equatable, Hashable {
+    /**
+     * The time each page may take instead of the client's request timeout.
+     */
+    public var timeout: TimeInterval?
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The time each page may take instead of the client's request timeout.
+         */timeout: TimeInterval? = nil) {
+        self.timeout = timeout
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension ScanOptions: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeScanOptions: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ScanOptions {
+        return
+            try ScanOptions(
+                timeout: FfiConverterOptionDuration.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: ScanOptions, into buf: inout [UInt8]) {
+        FfiConverterOptionDuration.write(value.timeout, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeScanOptions_lift(_ buf: RustBuffer) throws -> ScanOptions {
+    return try FfiConverterTypeScanOptions.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeScanOptions_lower(_ value: ScanOptions) -> RustBuffer {
+    return FfiConverterTypeScanOptions.lower(value)
 }
 
 
@@ -4504,6 +4747,55 @@ fileprivate struct FfiConverterOptionTypeSetCondition: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionSequenceData: FfiConverterRustBuffer {
+    typealias SwiftType = [Data]?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterSequenceData.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterSequenceData.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+fileprivate struct FfiConverterSequenceData: FfiConverterRustBuffer {
+    typealias SwiftType = [Data]
+
+    public static func write(_ value: [Data], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterData.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [Data] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [Data]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterData.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterSequenceTypeErrorInfo: FfiConverterRustBuffer {
     typealias SwiftType = [ErrorInfo]
 
@@ -4722,6 +5014,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_mqstate_uniffi_checksum_method_client_observe() != 7629) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_mqstate_uniffi_checksum_method_client_scan() != 61889) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_mqstate_uniffi_checksum_method_client_set() != 9597) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -4795,6 +5090,12 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_mqstate_uniffi_checksum_method_lock_watch_status() != 47501) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_mqstate_uniffi_checksum_method_pager_is_done() != 38370) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_mqstate_uniffi_checksum_method_pager_next_page() != 54638) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_mqstate_uniffi_checksum_method_subscription_close() != 55591) {

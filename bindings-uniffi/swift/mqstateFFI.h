@@ -348,6 +348,11 @@ uint64_t uniffi_mqstate_uniffi_fn_method_client_lock(uint64_t ptr, RustBuffer ke
 uint64_t uniffi_mqstate_uniffi_fn_method_client_observe(uint64_t ptr, RustBuffer key, RustBuffer options
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_METHOD_CLIENT_SCAN
+#define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_METHOD_CLIENT_SCAN
+uint64_t uniffi_mqstate_uniffi_fn_method_client_scan(uint64_t ptr, RustBuffer pattern, RustBuffer options, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_METHOD_CLIENT_SET
 #define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_METHOD_CLIENT_SET
 uint64_t uniffi_mqstate_uniffi_fn_method_client_set(uint64_t ptr, RustBuffer key, RustBuffer value, RustBuffer options
@@ -491,6 +496,26 @@ uint64_t uniffi_mqstate_uniffi_fn_method_lock_watch_holder(uint64_t ptr
 #ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_METHOD_LOCK_WATCH_STATUS
 #define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_METHOD_LOCK_WATCH_STATUS
 uint64_t uniffi_mqstate_uniffi_fn_method_lock_watch_status(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_CLONE_PAGER
+#define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_CLONE_PAGER
+uint64_t uniffi_mqstate_uniffi_fn_clone_pager(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_FREE_PAGER
+#define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_FREE_PAGER
+void uniffi_mqstate_uniffi_fn_free_pager(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_METHOD_PAGER_IS_DONE
+#define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_METHOD_PAGER_IS_DONE
+int8_t uniffi_mqstate_uniffi_fn_method_pager_is_done(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_METHOD_PAGER_NEXT_PAGE
+#define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_METHOD_PAGER_NEXT_PAGE
+uint64_t uniffi_mqstate_uniffi_fn_method_pager_next_page(uint64_t ptr
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_CLONE_SUBSCRIPTION
@@ -913,6 +938,12 @@ uint16_t uniffi_mqstate_uniffi_checksum_method_client_observe(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_METHOD_CLIENT_SCAN
+#define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_METHOD_CLIENT_SCAN
+uint16_t uniffi_mqstate_uniffi_checksum_method_client_scan(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_METHOD_CLIENT_SET
 #define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_METHOD_CLIENT_SET
 uint16_t uniffi_mqstate_uniffi_checksum_method_client_set(void
@@ -1060,6 +1091,18 @@ uint16_t uniffi_mqstate_uniffi_checksum_method_lock_watch_holder(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_METHOD_LOCK_WATCH_STATUS
 #define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_METHOD_LOCK_WATCH_STATUS
 uint16_t uniffi_mqstate_uniffi_checksum_method_lock_watch_status(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_METHOD_PAGER_IS_DONE
+#define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_METHOD_PAGER_IS_DONE
+uint16_t uniffi_mqstate_uniffi_checksum_method_pager_is_done(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_METHOD_PAGER_NEXT_PAGE
+#define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_METHOD_PAGER_NEXT_PAGE
+uint16_t uniffi_mqstate_uniffi_checksum_method_pager_next_page(void
     
 );
 #endif

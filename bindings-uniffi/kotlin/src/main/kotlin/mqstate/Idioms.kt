@@ -1,6 +1,6 @@
 // The idiomatic Kotlin layer over the generated bindings (mqstate.kt): text overloads of
 // every key and value, settings as pairs, the error's stable code on the base exception,
-// notifications as a Flow, a listener from lambdas, fenced edits and leadership from
+// notifications and scanned keys as Flows, a listener from lambdas, fenced edits and leadership from
 // suspending lambdas, and scoped lock/leadership helpers. No protocol logic lives here:
 // every function converts and calls one generated method.
 
@@ -9,6 +9,7 @@ package mqstate
 import java.util.concurrent.atomic.AtomicReference
 import kotlinx.coroutines.NonCancellable
 import kotlinx.coroutines.flow.Flow
+import kotlinx.coroutines.flow.emitAll
 import kotlinx.coroutines.flow.flow
 import kotlinx.coroutines.runBlocking
 import kotlinx.coroutines.withContext
@@ -144,6 +145,36 @@ fun Subscription.listen(onEnd: () -> Unit = {}, onEvent: (Event) -> Unit) {
         override fun onEnd() = onEnd()
     })
 }
+
+// ---- scans ----------------------------------------------------------------------------
+
+/** A pager over the keys matching the glob [pattern] (UTF-8). */
+fun Client.scan(pattern: String, options: ScanOptions = ScanOptions()): Pager = scan(pattern.bytes(), options)
+
+/**
+ * The remaining keys of this scan as a Flow, one page asked for when the keys of the last
+ * one are used up. A failed page ends the collection with its exception (collecting the
+ * pager again asks for that page again); cancelling the collection cancels the page.
+ */
+fun Pager.asFlow(): Flow<ByteArray> = flow {
+    while (true) {
+        val keys = nextPage() ?: break
+        for (key in keys) emit(key)
+    }
+}
+
+/**
+ * The keys matching the glob [pattern] as a cold Flow: each collection is a new scan
+ * (nothing is sent before it starts). `client.scanFlow(pattern).take(10).toList()` stops
+ * asking for pages once it has enough.
+ */
+fun Client.scanFlow(pattern: ByteArray, options: ScanOptions = ScanOptions()): Flow<ByteArray> = flow {
+    emitAll(scan(pattern, options).asFlow())
+}
+
+/** [scanFlow] of a UTF-8 pattern. */
+fun Client.scanFlow(pattern: String, options: ScanOptions = ScanOptions()): Flow<ByteArray> =
+    scanFlow(pattern.bytes(), options)
 
 // ---- locks and elections --------------------------------------------------------------
 

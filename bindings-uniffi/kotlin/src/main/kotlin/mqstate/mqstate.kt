@@ -758,6 +758,8 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_mqstate_uniffi_checksum_method_client_observe(
     ): Int
+    external fun uniffi_mqstate_uniffi_checksum_method_client_scan(
+    ): Int
     external fun uniffi_mqstate_uniffi_checksum_method_client_set(
     ): Int
     external fun uniffi_mqstate_uniffi_checksum_method_client_vdel(
@@ -807,6 +809,10 @@ internal object IntegrityCheckingUniffiLib {
     external fun uniffi_mqstate_uniffi_checksum_method_lock_watch_holder(
     ): Int
     external fun uniffi_mqstate_uniffi_checksum_method_lock_watch_status(
+    ): Int
+    external fun uniffi_mqstate_uniffi_checksum_method_pager_is_done(
+    ): Int
+    external fun uniffi_mqstate_uniffi_checksum_method_pager_next_page(
     ): Int
     external fun uniffi_mqstate_uniffi_checksum_method_subscription_close(
     ): Int
@@ -876,6 +882,8 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_mqstate_uniffi_fn_method_client_observe(`ptr`: Long,`key`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,
     ): Long
+    external fun uniffi_mqstate_uniffi_fn_method_client_scan(`ptr`: Long,`pattern`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
     external fun uniffi_mqstate_uniffi_fn_method_client_set(`ptr`: Long,`key`: RustBuffer.ByValue,`value`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_mqstate_uniffi_fn_method_client_vdel(`ptr`: Long,`key`: RustBuffer.ByValue,`value`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,
@@ -933,6 +941,14 @@ internal object UniffiLib {
     external fun uniffi_mqstate_uniffi_fn_method_lock_watch_holder(`ptr`: Long,
     ): Long
     external fun uniffi_mqstate_uniffi_fn_method_lock_watch_status(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_mqstate_uniffi_fn_clone_pager(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_mqstate_uniffi_fn_free_pager(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_mqstate_uniffi_fn_method_pager_is_done(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Byte
+    external fun uniffi_mqstate_uniffi_fn_method_pager_next_page(`ptr`: Long,
     ): Long
     external fun uniffi_mqstate_uniffi_fn_clone_subscription(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
@@ -1124,6 +1140,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_mqstate_uniffi_checksum_method_client_observe() and 0xFFFF) != 7629) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_mqstate_uniffi_checksum_method_client_scan() and 0xFFFF) != 61889) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_mqstate_uniffi_checksum_method_client_set() and 0xFFFF) != 9597) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
@@ -1197,6 +1216,12 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_mqstate_uniffi_checksum_method_lock_watch_status() and 0xFFFF) != 47501) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_mqstate_uniffi_checksum_method_pager_is_done() and 0xFFFF) != 38370) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_mqstate_uniffi_checksum_method_pager_next_page() and 0xFFFF) != 54638) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_mqstate_uniffi_checksum_method_subscription_close() and 0xFFFF) != 55591) {
@@ -1839,6 +1864,13 @@ public interface ClientInterface {
     suspend fun `observe`(`key`: kotlin.ByteArray, `options`: ObserveOptions = ObserveOptions()): Subscription
     
     /**
+     * Lists the keys matching the glob `pattern` (`*`, `?`, `[abc]`, `[a-z]`, `[^a]`, `\`
+     * escapes; byte-wise), a page at a time: a pager that sends nothing until its first
+     * `nextPage()`. An empty pattern fails with `invalid_argument`.
+     */
+    fun `scan`(`pattern`: kotlin.ByteArray, `options`: ScanOptions = ScanOptions()): Pager
+    
+    /**
      * Sets `key` to `value`.
      */
     suspend fun `set`(`key`: kotlin.ByteArray, `value`: kotlin.ByteArray, `options`: SetOptions = SetOptions()): SetResult
@@ -2147,6 +2179,27 @@ open class Client: Disposable, AutoCloseable, ClientInterface
         MqstateException.ErrorHandler,
     )
     }
+
+    
+    /**
+     * Lists the keys matching the glob `pattern` (`*`, `?`, `[abc]`, `[a-z]`, `[^a]`, `\`
+     * escapes; byte-wise), a page at a time: a pager that sends nothing until its first
+     * `nextPage()`. An empty pattern fails with `invalid_argument`.
+     */
+    @Throws(MqstateException::class)override fun `scan`(`pattern`: kotlin.ByteArray, `options`: ScanOptions): Pager {
+            return FfiConverterTypePager.lift(
+    callWithHandle {
+    uniffiRustCallWithError(MqstateException) { _status ->
+    UniffiLib.uniffi_mqstate_uniffi_fn_method_client_scan(
+        it,
+        
+        FfiConverterByteArray.lower(`pattern`),
+        FfiConverterTypeScanOptions.lower(`options`),_status)
+}
+    }
+    )
+    }
+    
 
     
     /**
@@ -3468,6 +3521,310 @@ public object FfiConverterTypeLock: FfiConverter<Lock, Long> {
 
 
 /**
+ * A scan of the keys matching a glob pattern, one page per `nextPage()`. Every key present
+ * for the whole scan is returned at least once; a key created or deleted meanwhile may or
+ * may not be. A page that fails (timeout, cancelled coroutine, lost connection) leaves the
+ * scan where it was: calling `nextPage()` again asks for the same page.
+ */
+public interface PagerInterface {
+    
+    /**
+     * Whether the last page has been returned (false while a page is being fetched).
+     */
+    fun `isDone`(): kotlin.Boolean
+    
+    /**
+     * The next page's keys (possibly none while more pages follow), or none once the last
+     * page has been returned. Cancelling the coroutine cancels the page's request.
+     */
+    suspend fun `nextPage`(): List<kotlin.ByteArray>?
+    
+    companion object
+}
+
+/**
+ * A scan of the keys matching a glob pattern, one page per `nextPage()`. Every key present
+ * for the whole scan is returned at least once; a key created or deleted meanwhile may or
+ * may not be. A page that fails (timeout, cancelled coroutine, lost connection) leaves the
+ * scan where it was: calling `nextPage()` again asks for the same page.
+ */
+open class Pager: Disposable, AutoCloseable, PagerInterface
+{
+
+    @Suppress("UNUSED_PARAMETER")
+    /**
+     * @suppress
+     */
+    constructor(withHandle: UniffiWithHandle, handle: Long) {
+        this.handle = handle
+        this.cleanable = UniffiLib.CLEANER.register(this, UniffiCleanAction(handle))
+    }
+
+    /**
+     * @suppress
+     *
+     * This constructor can be used to instantiate a fake object. Only used for tests. Any
+     * attempt to actually use an object constructed this way will fail as there is no
+     * connected Rust object.
+     */
+    @Suppress("UNUSED_PARAMETER")
+    constructor(noHandle: NoHandle) {
+        this.handle = 0
+        this.cleanable = null
+    }
+
+    protected val handle: Long
+    protected val cleanable: UniffiCleaner.Cleanable?
+
+    private val wasDestroyed = AtomicBoolean(false)
+    private val callCounter = AtomicLong(1)
+
+    /**
+     * Whether the current object has been destroyed and its reference is gone in the Rust side.
+     */
+    val uniffiIsDestroyed: Boolean get() = wasDestroyed.get()
+
+    override fun destroy() {
+        // Only allow a single call to this method.
+        // TODO: maybe we should log a warning if called more than once?
+        if (this.wasDestroyed.compareAndSet(false, true)) {
+            // This decrement always matches the initial count of 1 given at creation time.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    @Synchronized
+    override fun close() {
+        this.destroy()
+    }
+
+    internal inline fun <R> callWithHandle(block: (handle: Long) -> R): R {
+        // Check and increment the call counter, to keep the object alive.
+        // This needs a compare-and-set retry loop in case of concurrent updates.
+        do {
+            val c = this.callCounter.get()
+            if (c == 0L) {
+                throw IllegalStateException("${this.javaClass.simpleName} object has already been destroyed")
+            }
+            if (c == Long.MAX_VALUE) {
+                throw IllegalStateException("${this.javaClass.simpleName} call counter would overflow")
+            }
+        } while (! this.callCounter.compareAndSet(c, c + 1L))
+        // Now we can safely do the method call without the handle being freed concurrently.
+        try {
+            return block(this.uniffiCloneHandle())
+        } finally {
+            // This decrement always matches the increment we performed above.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    // Use a static inner class instead of a closure so as not to accidentally
+    // capture `this` as part of the cleanable's action.
+    private class UniffiCleanAction(private val handle: Long) : Runnable {
+        override fun run() {
+            if (handle == 0.toLong()) {
+                // Fake object created with `NoHandle`, don't try to free.
+                return;
+            }
+            uniffiRustCall { status ->
+                UniffiLib.uniffi_mqstate_uniffi_fn_free_pager(handle, status)
+            }
+        }
+    }
+
+    /**
+     * @suppress
+     */
+    fun uniffiCloneHandle(): Long {
+        if (handle == 0.toLong()) {
+            throw InternalException("uniffiCloneHandle() called on NoHandle object");
+        }
+        return uniffiRustCall() { status ->
+            UniffiLib.uniffi_mqstate_uniffi_fn_clone_pager(handle, status)
+        }
+    }
+
+    
+    /**
+     * Whether the last page has been returned (false while a page is being fetched).
+     */override fun `isDone`(): kotlin.Boolean {
+            return FfiConverterBoolean.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_mqstate_uniffi_fn_method_pager_is_done(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * The next page's keys (possibly none while more pages follow), or none once the last
+     * page has been returned. Cancelling the coroutine cancels the page's request.
+     */
+    @Throws(MqstateException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `nextPage`() : List<kotlin.ByteArray>? {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_mqstate_uniffi_fn_method_pager_next_page(
+                uniffiHandle,
+                
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_mqstate_uniffi_rust_future_poll_rust_buffer(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_mqstate_uniffi_rust_future_complete_rust_buffer(future, continuation) },
+        { future -> UniffiLib.ffi_mqstate_uniffi_rust_future_free_rust_buffer(future) },
+        // lift function
+        { FfiConverterOptionalSequenceByteArray.lift(it) },
+        // Error FFI converter
+        MqstateException.ErrorHandler,
+    )
+    }
+
+    
+
+    
+
+
+    
+    
+    /**
+     * @suppress
+     */
+    companion object
+    
+}
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypePager: FfiConverter<Pager, Long> {
+    override fun lower(value: Pager): Long {
+        return value.uniffiCloneHandle()
+    }
+
+    override fun lift(value: Long): Pager {
+        return Pager(UniffiWithHandle, value)
+    }
+
+    override fun read(buf: ByteBuffer): Pager {
+        return lift(buf.getLong())
+    }
+
+    override fun allocationSize(value: Pager) = 8UL
+
+    override fun write(value: Pager, buf: ByteBuffer) {
+        buf.putLong(lower(value))
+    }
+}
+
+
+// This template implements a class for working with a Rust struct via a handle
+// to the live Rust struct on the other side of the FFI.
+//
+// There's some subtlety here, because we have to be careful not to operate on a Rust
+// struct after it has been dropped, and because we must expose a public API for freeing
+// theq Kotlin wrapper object in lieu of reliable finalizers. The core requirements are:
+//
+//   * Each instance holds an opaque handle to the underlying Rust struct.
+//     Method calls need to read this handle from the object's state and pass it in to
+//     the Rust FFI.
+//
+//   * When an instance is no longer needed, its handle should be passed to a
+//     special destructor function provided by the Rust FFI, which will drop the
+//     underlying Rust struct.
+//
+//   * Given an instance, calling code is expected to call the special
+//     `destroy` method in order to free it after use, either by calling it explicitly
+//     or by using a higher-level helper like the `use` method. Failing to do so risks
+//     leaking the underlying Rust struct.
+//
+//   * We can't assume that calling code will do the right thing, and must be prepared
+//     to handle Kotlin method calls executing concurrently with or even after a call to
+//     `destroy`, and to handle multiple (possibly concurrent!) calls to `destroy`.
+//
+//   * We must never allow Rust code to operate on the underlying Rust struct after
+//     the destructor has been called, and must never call the destructor more than once.
+//     Doing so may trigger memory unsafety.
+//
+//   * To mitigate many of the risks of leaking memory and use-after-free unsafety, a `Cleaner`
+//     is implemented to call the destructor when the Kotlin object becomes unreachable.
+//     This is done in a background thread. This is not a panacea, and client code should be aware that
+//      1. the thread may starve if some there are objects that have poorly performing
+//     `drop` methods or do significant work in their `drop` methods.
+//      2. the thread is shared across the whole library. This can be tuned by using `android_cleaner = true`,
+//         or `android = true` in the [`kotlin` section of the `uniffi.toml` file](https://mozilla.github.io/uniffi-rs/kotlin/configuration.html).
+//
+// If we try to implement this with mutual exclusion on access to the handle, there is the
+// possibility of a race between a method call and a concurrent call to `destroy`:
+//
+//    * Thread A starts a method call, reads the value of the handle, but is interrupted
+//      before it can pass the handle over the FFI to Rust.
+//    * Thread B calls `destroy` and frees the underlying Rust struct.
+//    * Thread A resumes, passing the already-read handle value to Rust and triggering
+//      a use-after-free.
+//
+// One possible solution would be to use a `ReadWriteLock`, with each method call taking
+// a read lock (and thus allowed to run concurrently) and the special `destroy` method
+// taking a write lock (and thus blocking on live method calls). However, we aim not to
+// generate methods with any hidden blocking semantics, and a `destroy` method that might
+// block if called incorrectly seems to meet that bar.
+//
+// So, we achieve our goals by giving each instance an associated `AtomicLong` counter to track
+// the number of in-flight method calls, and an `AtomicBoolean` flag to indicate whether `destroy`
+// has been called. These are updated according to the following rules:
+//
+//    * The initial value of the counter is 1, indicating a live object with no in-flight calls.
+//      The initial value for the flag is false.
+//
+//    * At the start of each method call, we atomically check the counter.
+//      If it is 0 then the underlying Rust struct has already been destroyed and the call is aborted.
+//      If it is nonzero them we atomically increment it by 1 and proceed with the method call.
+//
+//    * At the end of each method call, we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+//    * When `destroy` is called, we atomically flip the flag from false to true.
+//      If the flag was already true we silently fail.
+//      Otherwise we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+// Astute readers may observe that this all sounds very similar to the way that Rust's `Arc<T>` works,
+// and indeed it is, with the addition of a flag to guard against multiple calls to `destroy`.
+//
+// The overall effect is that the underlying Rust struct is destroyed only when `destroy` has been
+// called *and* all in-flight method calls have completed, avoiding violating any of the expectations
+// of the underlying Rust code.
+//
+// This makes a cleaner a better alternative to _not_ calling `destroy()` as
+// and when the object is finished with, but the abstraction is not perfect: if the Rust object's `drop`
+// method is slow, and/or there are many objects to cleanup, and it's on a low end Android device, then the cleaner
+// thread may be starved, and the app will leak memory.
+//
+// In this case, `destroy`ing manually may be a better solution.
+//
+// The cleaner can live side by side with the manual calling of `destroy`. In the order of responsiveness, uniffi objects
+// with Rust peers are reclaimed:
+//
+// 1. By calling the `destroy` method of the object, which calls `rustObject.free()`. If that doesn't happen:
+// 2. When the object becomes unreachable, AND the Cleaner thread gets to call `rustObject.free()`. If the thread is starved then:
+// 3. The memory is reclaimed when the process terminates.
+//
+// [1] https://stackoverflow.com/questions/24376768/can-java-finalize-an-object-when-it-is-still-in-scope/24380219
+//
+
+
+/**
  * A stream of [`Event`]s. It ends when stopped (`stop()` in Kotlin, `close()` in Swift),
  * when its last reference is dropped (Kotlin's `close()` / `use {}` with no `next()`
  * pending), or when its client closes. Ending a key's subscription sends `KEYNOTIFY … STOP`
@@ -4260,6 +4617,45 @@ public object FfiConverterTypeObserveOptions: FfiConverterRustBuffer<ObserveOpti
     )
 
     override fun write(value: ObserveOptions, buf: ByteBuffer) {
+            FfiConverterOptionalDuration.write(value.`timeout`, buf)
+    }
+}
+
+
+
+/**
+ * Options of a `scan`.
+ */
+data class ScanOptions (
+    /**
+     * The time each page may take instead of the client's request timeout.
+     */
+    val `timeout`: java.time.Duration? = null 
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeScanOptions: FfiConverterRustBuffer<ScanOptions> {
+    override fun read(buf: ByteBuffer): ScanOptions {
+        return ScanOptions(
+            FfiConverterOptionalDuration.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: ScanOptions) = (
+            FfiConverterOptionalDuration.allocationSize(value.`timeout`)
+    )
+
+    override fun write(value: ScanOptions, buf: ByteBuffer) {
             FfiConverterOptionalDuration.write(value.`timeout`, buf)
     }
 }
@@ -6057,6 +6453,66 @@ public object FfiConverterOptionalTypeSetCondition: FfiConverterRustBuffer<SetCo
         } else {
             buf.put(1)
             FfiConverterTypeSetCondition.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterOptionalSequenceByteArray: FfiConverterRustBuffer<List<kotlin.ByteArray>?> {
+    override fun read(buf: ByteBuffer): List<kotlin.ByteArray>? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterSequenceByteArray.read(buf)
+    }
+
+    override fun allocationSize(value: List<kotlin.ByteArray>?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterSequenceByteArray.allocationSize(value)
+        }
+    }
+
+    override fun write(value: List<kotlin.ByteArray>?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterSequenceByteArray.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterSequenceByteArray: FfiConverterRustBuffer<List<kotlin.ByteArray>> {
+    override fun read(buf: ByteBuffer): List<kotlin.ByteArray> {
+        val len = buf.getInt()
+        return List<kotlin.ByteArray>(len) {
+            FfiConverterByteArray.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<kotlin.ByteArray>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterByteArray.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<kotlin.ByteArray>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterByteArray.write(it, buf)
         }
     }
 }

@@ -6,6 +6,9 @@ package mqstate
 import java.io.File
 import java.time.Duration
 import java.util.UUID
+import kotlinx.coroutines.async
+import kotlinx.coroutines.awaitAll
+import kotlinx.coroutines.coroutineScope
 import kotlinx.coroutines.delay
 import kotlinx.coroutines.runBlocking
 import kotlinx.coroutines.withTimeout
@@ -23,9 +26,13 @@ class ScenarioFailure(message: String) : AssertionError(message)
 private fun ms(step: JSONObject, name: String): Duration? =
     if (step.has(name)) Duration.ofMillis(step.getLong(name)) else null
 
+private fun unhex(hex: String): ByteArray = hex.chunked(2).map { it.toInt(16).toByte() }.toByteArray()
+
+private fun ByteArray.hex(): String = joinToString("") { "%02x".format(it) }
+
 private fun valueOf(step: JSONObject): ByteArray? = when {
     step.has("value") -> step.get("value").toString().encodeToByteArray()
-    step.has("value_hex") -> step.getString("value_hex").chunked(2).map { it.toInt(16).toByte() }.toByteArray()
+    step.has("value_hex") -> unhex(step.getString("value_hex"))
     else -> null
 }
 
@@ -40,10 +47,90 @@ class ScenarioRunner(private val url: String) {
     private val locks = mutableMapOf<String, Lock>()
     private val elections = mutableMapOf<String, Election>()
     private val vars = mutableMapOf<String, Hlc>()
+    /** Scan pagers and the keys each returned so far. */
+    private val pagers = mutableMapOf<String, Pair<Pager, MutableList<ByteArray>>>()
 
     private fun key(step: JSONObject, field: String = "key"): ByteArray {
         val key = step.get(field).toString()
         return (if (key.isEmpty()) key else prefix + key).encodeToByteArray()
+    }
+
+    /** A `set` step's key: `key`, or `key_hex` (bytes), namespaced. */
+    private fun setKey(step: JSONObject): ByteArray =
+        if (step.has("key_hex")) prefix.encodeToByteArray() + unhex(step.getString("key_hex")) else key(step)
+
+    /** A scan step's pattern (`pattern` or `pattern_hex`) after the run prefix (which holds
+     *  no glob metacharacter); an empty pattern stays empty. */
+    private fun pattern(step: JSONObject): ByteArray {
+        val raw = if (step.has("pattern_hex")) unhex(step.getString("pattern_hex")) else step.getString("pattern").encodeToByteArray()
+        return if (raw.isEmpty()) raw else prefix.encodeToByteArray() + raw
+    }
+
+    /** The scan expectations of tests/scenarios/README.md over the keys a scan returned. */
+    private fun expectKeys(step: JSONObject, got: List<ByteArray>) {
+        val p = prefix.encodeToByteArray()
+        val bare = got.map { key ->
+            if (key.size < p.size || !key.copyOfRange(0, p.size).contentEquals(p)) {
+                throw ScenarioFailure("key ${key.decodeToString()} is outside this run")
+            }
+            key.copyOfRange(p.size, key.size).hex()
+        }
+        val found = bare.toSet()
+        fun list(field: String): List<String>? = step.optJSONArray(field)?.let { a ->
+            (0 until a.length()).map { if (field.endsWith("_hex")) a.getString(it).lowercase() else a.getString(it).encodeToByteArray().hex() }
+        }
+        val keys = list("keys")
+        val keysHex = list("keys_hex")
+        if (keys != null || keysHex != null) {
+            val want = (keys.orEmpty() + keysHex.orEmpty()).toSet()
+            if (want != found) {
+                throw ScenarioFailure("keys ${found.map { unhex(it).decodeToString() }.sorted()}, want ${want.map { unhex(it).decodeToString() }.sorted()}")
+            }
+        }
+        for (k in list("includes").orEmpty()) if (k !in found) throw ScenarioFailure("${unhex(k).decodeToString()} is missing")
+        for (k in list("excludes").orEmpty()) if (k in found) throw ScenarioFailure("${unhex(k).decodeToString()} is listed")
+        val total = found.size.toLong()
+        if ((step.has("total") && step.getLong("total") != total) ||
+            (step.has("min_total") && total < step.getLong("min_total")) ||
+            (step.has("max_total") && total > step.getLong("max_total"))
+        ) {
+            throw ScenarioFailure("$total distinct keys")
+        }
+        if (step.optBoolean("no_repeats") && found.size != bare.size) {
+            throw ScenarioFailure("${bare.size} keys returned, ${found.size} distinct")
+        }
+    }
+
+    private suspend fun scanStep(op: String, step: JSONObject) {
+        when (op) {
+            "fill" -> {
+                val value = valueOf(step) ?: throw ScenarioFailure("fill needs a value")
+                val client = client(step)
+                val keyPrefix = step.getString("key_prefix")
+                coroutineScope {
+                    (0 until step.getInt("count")).chunked(64).forEach { chunk ->
+                        chunk.map { i -> async { client.set("$prefix$keyPrefix${"%04d".format(i)}".encodeToByteArray(), value) } }.awaitAll()
+                    }
+                }
+            }
+            "scan" -> {
+                val pager = client(step).scan(pattern(step), ScanOptions(ms(step, "timeout_ms")))
+                val keys = mutableListOf<ByteArray>()
+                pager.use { while (true) keys += it.nextPage() ?: break }
+                expectKeys(step, keys)
+            }
+            "scan_start" -> pagers[step.getString("as")] = client(step).scan(pattern(step)) to mutableListOf()
+            "scan_page" -> {
+                val (pager, seen) = pagers.getValue(step.getString("pager"))
+                seen += pager.nextPage() ?: throw ScenarioFailure("the scan had already ended")
+                expect(step, "last", pager.isDone())
+            }
+            else -> {
+                val (pager, seen) = pagers.getValue(step.getString("pager"))
+                while (true) seen += pager.nextPage() ?: break
+                expectKeys(step, seen)
+            }
+        }
     }
 
     private fun client(step: JSONObject): Client = clients.getValue(step.optString("client", "a"))
@@ -113,7 +200,7 @@ class ScenarioRunner(private val url: String) {
                     else -> null
                 }
                 val options = SetOptions(condition, ms(step, "expiry_ms"), token(step), step.optBoolean("persist"), ms(step, "timeout_ms"))
-                val r = client(step).set(key(step), valueOf(step)!!, options)
+                val r = client(step).set(setKey(step), valueOf(step)!!, options)
                 expect(step, "applied", r.applied)
                 checkVersion(step, r.version)
             }
@@ -142,6 +229,7 @@ class ScenarioRunner(private val url: String) {
             "try_acquire", "acquire", "renew", "release", "holder", "is_held", "edit" -> lockStep(op, step)
             "election" -> elections[step.getString("as")] = client(step).election(key(step, "name"), step.getString("candidate"))
             "campaign", "try_campaign", "resign", "leader", "is_leader" -> electionStep(op, step)
+            "fill", "scan", "scan_start", "scan_page", "scan_rest" -> scanStep(op, step)
             else -> throw ScenarioFailure("unknown op $op")
         }
     }
@@ -228,7 +316,7 @@ class ScenarioRunner(private val url: String) {
     /** Runs [scenario]; throws [ScenarioFailure] at the first step that does not do as it says. */
     fun run(scenario: JSONObject) = runBlocking {
         val steps: JSONArray = scenario.getJSONArray("steps")
-        val clientOps = setOf("close", "set", "get", "del", "vdel", "observe", "lock", "election")
+        val clientOps = setOf("close", "set", "get", "del", "vdel", "observe", "lock", "election", "fill", "scan", "scan_start")
         val names = (0 until steps.length()).map { steps.getJSONObject(it) }
             .filter { it.getString("op") in clientOps }.map { it.optString("client", "a") }.toSortedSet()
         try {
@@ -250,6 +338,7 @@ class ScenarioRunner(private val url: String) {
             subs.values.forEach { it.close() }
             locks.values.forEach { it.close() }
             elections.values.forEach { it.close() }
+            pagers.values.forEach { it.first.close() }
             for (client in clients.values) {
                 try {
                     client.closeAndWait()
