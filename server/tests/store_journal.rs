@@ -437,7 +437,9 @@ fn the_latest_clock_record_survives_compaction() {
     };
     let dir = tempfile::tempdir().unwrap();
     let (mut journal, _) = Journal::open(dir.path()).unwrap();
-    journal.append(&[put("a", "1", 1), put("b", "2", 3)]).unwrap();
+    journal
+        .append(&[put("a", "1", 1), put("b", "2", 3)])
+        .unwrap();
     journal.append(&[remove("a"), clock(7)]).unwrap();
     journal.append(&[remove("b"), clock(9)]).unwrap();
     drop(journal);

@@ -102,7 +102,11 @@ pub unsafe extern "C" fn mqstate_scan_next(
         let out = unsafe { out_arg(page, std::ptr::null_mut(), "page") }?;
         // SAFETY: per the caller.
         let state = unsafe { guard::enter(scan, "scan") }?;
-        let call = state.pager.next_page();
+        // The page's own timeout (a plain timeout, never "may have been applied": a SCAN
+        // only reads); the wait below has no limit of its own.
+        let timeout =
+            (timeout_ms > 0).then(|| std::time::Duration::from_millis(u64::from(timeout_ms)));
+        let call = state.pager.next_page_within(timeout);
         let id = {
             let mut next = state.next_id.lock().unwrap_or_else(|e| e.into_inner());
             *next += 1;
@@ -114,7 +118,7 @@ pub unsafe extern "C" fn mqstate_scan_next(
             .unwrap_or_else(|e| e.into_inner())
             .push((id, call.canceller()));
         // SAFETY: per the caller.
-        let got = unsafe { run(call, timeout_ms, cancel) };
+        let got = unsafe { run(call, 0, cancel) };
         state
             .in_flight
             .lock()

@@ -2,6 +2,7 @@
 //! may share, each page one [`Call`].
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 
@@ -34,6 +35,15 @@ impl Pager {
         let scanner = Arc::clone(&self.scanner);
         self.store
             .call(async move { scanner.lock().await.next_page().await })
+    }
+
+    /// [`next_page`](Self::next_page) with this page's own timeout (`None`: the scan's),
+    /// enforced by the request itself, so a page that runs out of time is a plain timeout
+    /// (a SCAN never "may have been applied"); wait for the call without a limit of its own.
+    pub fn next_page_within(&self, timeout: Option<Duration>) -> Call<Option<Vec<Bytes>>> {
+        let scanner = Arc::clone(&self.scanner);
+        self.store
+            .call(async move { scanner.lock().await.next_page_within(timeout).await })
     }
 
     /// Whether the last page has been returned (false while a page is being fetched).

@@ -84,17 +84,28 @@ impl Scanner {
     /// the scan where it was: calling again asks for the same page. Dropping the future
     /// (cancelling) does the same.
     pub async fn next_page(&mut self) -> Result<Option<Vec<Bytes>>, Error> {
+        self.next_page_within(None).await
+    }
+
+    /// [`next_page`](Self::next_page) with this page's own timeout (`None`: the scan's).
+    /// A page that runs out of time fails with [`ErrorKind::Timeout`], never "may have been
+    /// applied": a SCAN only reads.
+    pub async fn next_page_within(
+        &mut self,
+        timeout: Option<Duration>,
+    ) -> Result<Option<Vec<Bytes>>, Error> {
         if self.done {
             return Ok(None);
+        }
+        let timeout = timeout.unwrap_or(self.timeout);
+        if timeout.is_zero() {
+            return Err(Error::invalid_argument("the page timeout must be positive"));
         }
         let request = Request::Scan {
             pattern: &self.pattern[..],
             token: self.token.as_deref(),
         };
-        let reply = self
-            .client
-            .request(request, None, false, self.timeout)
-            .await?;
+        let reply = self.client.request(request, None, false, timeout).await?;
         let Response::Page(page) = reply.response else {
             // `request` accepts only the forms a SCAN can receive.
             return Err(Error::new(
