@@ -111,7 +111,7 @@ fn encode_scan<'py>(
 ) -> PyResult<Bound<'py, PyBytes>> {
     let request = Request::Scan {
         pattern: pattern.as_ref(),
-        token: token.as_ref().map(AsRef::as_ref),
+        token: token.as_ref().map(|t| t.as_ref()),
     };
     encode(py, request)
 }

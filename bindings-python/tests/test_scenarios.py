@@ -8,7 +8,7 @@ import asyncio
 import json
 import uuid
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Set
 
 import pytest
 
@@ -76,7 +76,7 @@ class Runner:
     def expect_keys(self, step: Dict[str, Any], got: List[bytes]) -> None:
         """The scan expectations of ``step`` against the keys a scan returned."""
         prefix = self.prefix.encode()
-        found = set()
+        found: Set[bytes] = set()
         for key in got:
             if not isinstance(key, bytes):
                 raise ScenarioFailure(f"key {key!r} is not bytes")
