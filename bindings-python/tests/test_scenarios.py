@@ -114,11 +114,12 @@ class Runner:
                 await asyncio.gather(*(client.set(k, value) for k in keys))
         elif op == "scan":
             pager = self.client(step).scan(self.pattern(step), timeout=_ms(step, "timeout_ms"))
+            got: List[bytes]
             if self.blocking:
-                keys = await asyncio.to_thread(list, pager)
+                got = await asyncio.to_thread(list, pager)
             else:
-                keys = [key async for key in pager]
-            self.expect_keys(step, keys)
+                got = [key async for key in pager]
+            self.expect_keys(step, got)
         elif op == "scan_start":
             self.pagers[step["as"]] = self.client(step).scan(self.pattern(step))
             self.seen[step["as"]] = []
