@@ -4,6 +4,10 @@ pages that time out or are cancelled leaving the pager usable (retried from its 
 from __future__ import annotations
 
 import asyncio
+import signal
+import subprocess
+import sys
+import time
 from typing import List
 
 import pytest
@@ -135,3 +139,36 @@ def test_failed_and_cancelled_pages_leave_the_pager_usable(fresh_mosquitto: Live
         assert len(rest) == 50, "the scan restarted instead of continuing from its token"
         assert sorted(first + rest) == keys
 
+
+
+CTRL_C_PAGE = r"""
+import sys, time, mqstate
+c = mqstate.Client(sys.argv[1])
+pager = c.scan("ctrl-c/*", timeout=30)
+print("waiting", flush=True)
+try:
+    pager.next_page()
+except KeyboardInterrupt:
+    print(f"interrupted {time.monotonic()!r} done={pager.done}", flush=True)
+    c.close()
+    sys.exit(0)
+sys.exit(3)
+"""
+
+
+def test_ctrl_c_interrupts_a_page_and_keeps_the_pager(fresh_mosquitto: LiveStore) -> None:
+    fresh_mosquitto.stop_store()  # the page is never answered
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CTRL_C_PAGE, fresh_mosquitto.url],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    assert proc.stdout.readline().strip() == b"waiting"
+    time.sleep(0.3)
+    sent = time.monotonic()  # CLOCK_MONOTONIC: the same clock in both processes
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    caught, done = out.decode().split("interrupted ")[1].split()
+    assert float(caught) - sent < 2.0, f"the page noticed Ctrl-C after {float(caught) - sent:.2f} s"
+    assert done == "done=False"
