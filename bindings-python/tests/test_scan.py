@@ -142,7 +142,9 @@ def test_failed_and_cancelled_pages_leave_the_pager_usable(fresh_mosquitto: Live
 
 
 CTRL_C_PAGE = r"""
-import sys, time, mqstate
+import signal, sys, time, mqstate
+# Python leaves SIGINT ignored when it starts ignored (a background job of a shell).
+signal.signal(signal.SIGINT, signal.default_int_handler)
 c = mqstate.Client(sys.argv[1])
 pager = c.scan("ctrl-c/*", timeout=30)
 print("waiting", flush=True)
