@@ -184,6 +184,27 @@ export declare class Subscription<E> implements AsyncIterableIterator<E, undefin
   [Symbol.asyncDispose] (): Promise<void>
 }
 
+/** Options of `scan`. */
+export interface ScanOptions extends CallOptions {
+  /** Each page's timeout in milliseconds instead of the client's `requestTimeout`. */
+  timeout?: number
+}
+
+/**
+ * A SCAN: the keys matching a glob pattern, one request per page, the continuation token
+ * kept inside. A page that failed, timed out or was aborted leaves the pager where it was:
+ * asking again retries that page. `for await (const key of pager)` yields every remaining
+ * key; leaving the loop and iterating again continues with the next page.
+ */
+export declare class Pager implements AsyncIterable<Buffer> {
+  private constructor ()
+  /** The next page's keys (possibly none while more follow), or `null` after the last page. */
+  nextPage (options?: CallOptions): Promise<Buffer[] | null>
+  /** Whether the last page has been returned. */
+  readonly done: boolean
+  [Symbol.asyncIterator] (): AsyncGenerator<Buffer, void, undefined>
+}
+
 /** Returned by an edit function: delete the key. */
 export declare const DELETE: unique symbol
 /** Returned by an edit function (as `undefined` / `null` are): leave the key as it is. */
@@ -323,6 +344,12 @@ export declare class Client {
   vdel (key: Bytes, value: Bytes, options?: DeleteOptions): Promise<'deleted' | 'not_found' | 'value_mismatch'>
   /** The key's changes (registration starts now; `ready()` waits for it). */
   observe (key: Bytes, options?: RequestOptions): Subscription<Change | ConnectionEvent>
+  /**
+   * The keys matching the glob `pattern` (`*`, `?`, `[abc]`, `[a-z]`, `[^a]`, `\` escapes)
+   * as a pager; nothing is sent before the first page. Throws `invalid_argument` for an
+   * empty pattern.
+   */
+  scan (pattern: Bytes, options?: ScanOptions): Pager
   /** A leased lock on `key`. */
   lock (key: Bytes, options?: LockOptions): Lock
   /** Candidate `candidate` in the election `name`. */

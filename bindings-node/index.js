@@ -11,6 +11,7 @@
 const native = require('./native.js')
 const { Client } = require('./lib/client.js')
 const { Subscription } = require('./lib/subscription.js')
+const { Pager } = require('./lib/scan.js')
 const { Lock, Election } = require('./lib/locks.js')
 const { Value, Change, HolderChange, LockStatus, ConnectionEvent, EditResult, DELETE, KEEP } = require('./lib/events.js')
 const { MqstateError, StoreError, RpcError, ConnectError, AbortError } = require('./lib/errors.js')
@@ -27,6 +28,7 @@ function settings () {
 
 module.exports.Client = Client
 module.exports.Subscription = Subscription
+module.exports.Pager = Pager
 module.exports.Lock = Lock
 module.exports.Election = Election
 module.exports.Value = Value

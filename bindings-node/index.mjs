@@ -2,7 +2,7 @@
 import cjs from './index.js'
 
 export const {
-  Client, Subscription, Lock, Election, Value, Change, HolderChange, LockStatus, ConnectionEvent,
+  Client, Subscription, Pager, Lock, Election, Value, Change, HolderChange, LockStatus, ConnectionEvent,
   EditResult, DELETE, KEEP, MqstateError, StoreError, RpcError, ConnectError, AbortError, settings,
   errorCodes, storeErrorKinds, codec, hlc, topics
 } = cjs

@@ -75,6 +75,17 @@ export declare class NativeLock {
   edit(key: Buffer | Uint8Array | string, decide: (previous: RawValue | null) => Promise<RawDecision>, lease: number, timeout: number, cancel?: CancelHandle | undefined | null): Promise<RawEditResult>
 }
 
+/** A pager over the keys matching a glob pattern. */
+export declare class NativePager {
+  /**
+   * The next page's keys (possibly none, with more to come), or `null` after the last
+   * page. A failed or cancelled page can be asked for again.
+   */
+  nextPage(cancel?: CancelHandle | undefined | null): Promise<Buffer[] | null>
+  /** Whether the last page has been returned. */
+  get done(): boolean
+}
+
 /** A connection to the state store (see `Client` in the JS layer). */
 export declare class NativeStore {
   /** The MQTT client id. */
@@ -91,6 +102,12 @@ export declare class NativeStore {
   vdel(key: unknown, value: unknown, fencingToken?: unknown | undefined | null, timeout?: unknown | undefined | null, cancel?: CancelHandle | undefined | null): Promise<'deleted' | 'not_found' | 'value_mismatch'>
   /** Observes a key: resolves to a subscription once registered. */
   observe(key: unknown, timeout?: unknown | undefined | null, cancel?: CancelHandle | undefined | null): Promise<NativeSubscription>
+  /**
+   * SCAN: a pager over the keys matching the glob `pattern` (throws `invalid_argument`
+   * for an empty one); nothing is sent before the first page is asked for. `timeout`
+   * (ms) bounds each page.
+   */
+  scan(pattern: unknown, timeout?: unknown | undefined | null): NativePager
   /** A leased lock on `key`. */
   lock(key: unknown, holder?: unknown | undefined | null, sessionId?: unknown | undefined | null, autoRenew?: unknown | undefined | null): NativeLock
   /** Candidate `candidate` in the election `name`. */
@@ -250,8 +267,8 @@ export declare namespace codec {
   /** A request payload decoded as the service reads it. */
   export interface DecodedRequest {
     /** The verb, as on the wire. */
-    verb: 'SET' | 'GET' | 'DEL' | 'VDEL' | 'KEYNOTIFY'
-    /** The key. */
+    verb: 'SET' | 'GET' | 'DEL' | 'VDEL' | 'KEYNOTIFY' | 'SCAN'
+    /** The key (SCAN's pattern). */
     key: Buffer
     /** SET's and VDEL's value. */
     value?: Buffer
@@ -261,6 +278,10 @@ export declare namespace codec {
     pxMs?: number
     /** KEYNOTIFY's `STOP` (always present on KEYNOTIFY). */
     stop?: boolean
+    /** SCAN's glob pattern (always present on SCAN). */
+    pattern?: Buffer
+    /** SCAN's continuation token, when it asks for a page after the first. */
+    token?: Buffer
   }
   /**
    * A response payload decoded by the client. A store error (`-ERR …`) is a value here,
@@ -268,11 +289,18 @@ export declare namespace codec {
    */
   export interface DecodedResponse {
     /** Which form the response has. */
-    kind: 'ok' | 'not_applied' | 'not_found' | 'value' | 'count' | 'error'
+    kind: 'ok' | 'not_applied' | 'not_found' | 'value' | 'count' | 'keys' | 'error'
     /** GET's value (`kind === 'value'`). */
     value?: Buffer
     /** Keys deleted, or `0` for a STOP that found no registration (`kind === 'count'`). */
     count?: number
+    /** One SCAN page's keys, possibly none (`kind === 'keys'`). */
+    keys?: Array<Buffer>
+    /**
+     * The continuation token of a SCAN page with more to come (`kind === 'keys'`); absent
+     * on the final page.
+     */
+    token?: Buffer
     /** The store error's kind (`kind === 'error'`), `'unknown'` for a new text. */
     errorKind?: string
     /** The store error's exact text (`kind === 'error'`). */
@@ -292,13 +320,19 @@ export declare namespace codec {
    * Decodes a response payload; with `verb`, also refuses forms that verb cannot receive.
    * A malformed payload throws (`code === 'malformed'`); a store error does not.
    */
-  export function decodeResponse(payload: Uint8Array | string, verb?: 'SET' | 'GET' | 'DEL' | 'VDEL' | 'KEYNOTIFY'): codec.DecodedResponse
+  export function decodeResponse(payload: Uint8Array | string, verb?: 'SET' | 'GET' | 'DEL' | 'VDEL' | 'KEYNOTIFY' | 'SCAN'): codec.DecodedResponse
   /** `DEL key` as a request payload. */
   export function encodeDel(key: Uint8Array | string): Buffer
   /** `GET key` as a request payload. */
   export function encodeGet(key: Uint8Array | string): Buffer
   /** `KEYNOTIFY key [STOP]` as a request payload. */
   export function encodeKeynotify(key: Uint8Array | string, options?: KeynotifyOptions): Buffer
+  /**
+   * `SCAN pattern [token]` (spec §3.1) as a request payload: the first page without
+   * `token`, each next page with the previous page's token. An empty pattern throws
+   * (`code === 'invalid_argument'`).
+   */
+  export function encodeScan(pattern: Uint8Array | string, options?: { token?: Uint8Array | string | null }): Buffer
   /** `SET key value [NX|NEX] [PX ms]` as a request payload. */
   export function encodeSet(key: Uint8Array | string, value: Uint8Array | string, options?: SetOptions): Buffer
   /** `VDEL key value` (delete only if the key holds `value`) as a request payload. */

@@ -838,6 +838,7 @@ module.exports = nativeBinding
 module.exports.CancelHandle = nativeBinding.CancelHandle
 module.exports.NativeElection = nativeBinding.NativeElection
 module.exports.NativeLock = nativeBinding.NativeLock
+module.exports.NativePager = nativeBinding.NativePager
 module.exports.NativeStore = nativeBinding.NativeStore
 module.exports.NativeSubscription = nativeBinding.NativeSubscription
 module.exports.connect = nativeBinding.connect

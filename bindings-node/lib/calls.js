@@ -119,4 +119,4 @@ function settingPairs (options) {
   return [names, values]
 }
 
-module.exports = { call, sync, settingPairs, SETTINGS }
+module.exports = { call, sync, settingPairs, signalOf, SETTINGS }

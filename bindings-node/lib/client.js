@@ -6,10 +6,11 @@
  */
 
 const native = require('../native.js')
-const { call, settingPairs, sync } = require('./calls.js')
+const { call, settingPairs, sync, signalOf } = require('./calls.js')
 const { MqstateError, invalidArgument } = require('./errors.js')
 const { Value, ms } = require('./events.js')
 const { Subscription } = require('./subscription.js')
+const { Pager } = require('./scan.js')
 const { Lock, Election } = require('./locks.js')
 
 /** The default lease of a lock and term of an election, in milliseconds. */
@@ -161,6 +162,23 @@ class Client {
     const store = this.#store()
     const start = call(o.signal, (c) => store.observe(key, ms(o.timeout, 'timeout'), c))
     return new Subscription(start, this.#subscriptions)
+  }
+
+  /**
+   * Lists the keys matching the glob `pattern` (`*`, `?`, `[abc]`, `[a-z]`, `[^a]`, `\`
+   * escapes), one request per page: `for await (const key of client.scan('sensor/*'))`,
+   * or `await pager.nextPage()` for a page at a time (`null` after the last). Keys are
+   * `Buffer`s. Nothing is sent until the first page is asked for; an empty pattern throws
+   * (code `'invalid_argument'`).
+   * @param {string | Uint8Array} pattern
+   * @param {Record<string, any>} [options] `timeout` (ms, of each page), `signal` (aborts the page in flight)
+   */
+  scan (pattern, options) {
+    const o = opts(options)
+    const signal = sync(() => signalOf(o.signal))
+    const store = this.#store()
+    const pager = sync(() => store.scan(pattern, ms(o.timeout, 'timeout')))
+    return new Pager(pager, signal)
   }
 
   /**

@@ -187,7 +187,7 @@ pub fn verb(env: &Env, value: Unknown, what: &str) -> napi::Result<Verb> {
     Verb::from_wire(name.as_bytes()).ok_or_else(|| {
         invalid_argument(
             env,
-            format!("{what} must be one of SET, GET, DEL, VDEL, KEYNOTIFY, not {name:?}"),
+            format!("{what} must be one of SET, GET, DEL, VDEL, KEYNOTIFY, SCAN, not {name:?}"),
         )
     })
 }

@@ -36,9 +36,9 @@ pub struct KeynotifyOptions {
 #[napi(object, namespace = "codec")]
 pub struct DecodedRequest {
     /// The verb, as on the wire.
-    #[napi(ts_type = "'SET' | 'GET' | 'DEL' | 'VDEL' | 'KEYNOTIFY'")]
+    #[napi(ts_type = "'SET' | 'GET' | 'DEL' | 'VDEL' | 'KEYNOTIFY' | 'SCAN'")]
     pub verb: String,
-    /// The key.
+    /// The key (SCAN's pattern).
     pub key: Buffer,
     /// SET's and VDEL's value.
     pub value: Option<Buffer>,
@@ -49,6 +49,10 @@ pub struct DecodedRequest {
     pub px_ms: Option<f64>,
     /// KEYNOTIFY's `STOP` (always present on KEYNOTIFY).
     pub stop: Option<bool>,
+    /// SCAN's glob pattern (always present on SCAN).
+    pub pattern: Option<Buffer>,
+    /// SCAN's continuation token, when it asks for a page after the first.
+    pub token: Option<Buffer>,
 }
 
 /// A response payload decoded by the client. A store error (`-ERR …`) is a value here,
@@ -56,12 +60,17 @@ pub struct DecodedRequest {
 #[napi(object, namespace = "codec")]
 pub struct DecodedResponse {
     /// Which form the response has.
-    #[napi(ts_type = "'ok' | 'not_applied' | 'not_found' | 'value' | 'count' | 'error'")]
+    #[napi(ts_type = "'ok' | 'not_applied' | 'not_found' | 'value' | 'count' | 'keys' | 'error'")]
     pub kind: String,
     /// GET's value (`kind === 'value'`).
     pub value: Option<Buffer>,
     /// Keys deleted, or `0` for a STOP that found no registration (`kind === 'count'`).
     pub count: Option<f64>,
+    /// One SCAN page's keys, possibly none (`kind === 'keys'`).
+    pub keys: Option<Vec<Buffer>>,
+    /// The continuation token of a SCAN page with more to come (`kind === 'keys'`); absent
+    /// on the final page.
+    pub token: Option<Buffer>,
     /// The store error's kind (`kind === 'error'`), `'unknown'` for a new text.
     pub error_kind: Option<String>,
     /// The store error's exact text (`kind === 'error'`).
@@ -183,6 +192,25 @@ pub fn encode_keynotify(env: &Env, key: Unknown, options: Option<Unknown>) -> na
     encode(env, Request::KeyNotify { key, stop })
 }
 
+/// `SCAN pattern [token]` (spec §3.1) as a request payload: the first page without
+/// `token`, each next page with the previous page's token. An empty pattern throws
+/// (`code === 'invalid_argument'`).
+#[napi(
+    namespace = "codec",
+    ts_args_type = "pattern: Uint8Array | string, options?: { token?: Uint8Array | string | null }"
+)]
+pub fn encode_scan(env: &Env, pattern: Unknown, options: Option<Unknown>) -> napi::Result<Buffer> {
+    let pattern = args::bytes(env, pattern, "pattern")?;
+    let token = match args::options(env, options, "options")? {
+        Some(o) => match args::property(env, &o, "token")? {
+            Some(t) => Some(args::bytes(env, t, "option token")?),
+            None => None,
+        },
+        None => None,
+    };
+    encode(env, Request::Scan { pattern, token })
+}
+
 fn payload(env: &Env, value: Unknown) -> napi::Result<Bytes> {
     let bytes = args::bytes(env, value, "payload")?;
     Ok(Bytes::copy_from_slice(bytes.as_ref()))
@@ -201,6 +229,8 @@ pub fn decode_request(env: &Env, payload: Unknown) -> napi::Result<DecodedReques
         condition: None,
         px_ms: None,
         stop: None,
+        pattern: None,
+        token: None,
     };
     match request {
         Request::Set {
@@ -215,6 +245,10 @@ pub fn decode_request(env: &Env, payload: Unknown) -> napi::Result<DecodedReques
         }
         Request::VDel { value, .. } => out.value = Some(value.to_vec().into()),
         Request::KeyNotify { stop, .. } => out.stop = Some(stop),
+        Request::Scan { pattern, token } => {
+            out.pattern = Some(pattern.to_vec().into());
+            out.token = token.map(|t| t.to_vec().into());
+        }
         Request::Get { .. } | Request::Del { .. } => {}
     }
     Ok(out)
@@ -224,7 +258,7 @@ pub fn decode_request(env: &Env, payload: Unknown) -> napi::Result<DecodedReques
 /// A malformed payload throws (`code === 'malformed'`); a store error does not.
 #[napi(
     namespace = "codec",
-    ts_args_type = "payload: Uint8Array | string, verb?: 'SET' | 'GET' | 'DEL' | 'VDEL' | 'KEYNOTIFY'"
+    ts_args_type = "payload: Uint8Array | string, verb?: 'SET' | 'GET' | 'DEL' | 'VDEL' | 'KEYNOTIFY' | 'SCAN'"
 )]
 pub fn decode_response(
     env: &Env,
@@ -245,6 +279,8 @@ pub fn decode_response(
         kind: response.kind_name().to_owned(),
         value: None,
         count: None,
+        keys: None,
+        token: None,
         error_kind: None,
         error_text: None,
     };
@@ -254,6 +290,10 @@ pub fn decode_response(
         Response::Error(e) => {
             out.error_kind = Some(e.kind().as_str().to_owned());
             out.error_text = Some(e.text().to_owned());
+        }
+        Response::Page(page) => {
+            out.keys = Some(page.keys.iter().map(|k| k.to_vec().into()).collect());
+            out.token = page.token.map(|t| t.to_vec().into());
         }
         Response::Ok | Response::NotApplied | Response::NotFound => {}
     }

@@ -40,6 +40,67 @@ class Runner {
     this.elections = new Map()
     /** @type {Map<string, import('mqstate').hlc.Hlc>} */
     this.vars = new Map()
+    /** @type {Map<string, { pager: import('mqstate').Pager, seen: Buffer[] }>} */
+    this.pagers = new Map()
+  }
+
+  /** A `set` step's key: `key`, or `key_hex` (bytes), namespaced. @param {Step} step */
+  setKey (step) {
+    if ('key_hex' in step) return Buffer.concat([Buffer.from(this.prefix), Buffer.from(step.key_hex, 'hex')])
+    return this.key(step)
+  }
+
+  /** A scan step's pattern (`pattern` or `pattern_hex`), namespaced; empty stays empty. @param {Step} step */
+  pattern (step) {
+    const raw = 'pattern_hex' in step ? Buffer.from(step.pattern_hex, 'hex') : Buffer.from(String(step.pattern), 'utf8')
+    if (raw.length === 0) return raw
+    // The run prefix holds no glob metacharacter, so it matches itself.
+    return Buffer.concat([Buffer.from(this.prefix), raw])
+  }
+
+  /**
+   * Checks the scan expectations of `step` against the keys a scan returned.
+   * @param {Step} step @param {Buffer[]} got
+   */
+  expectKeys (step, got) {
+    const prefix = Buffer.from(this.prefix)
+    /** @type {Set<string>} keys without the run prefix, as hex */
+    const found = new Set()
+    for (const key of got) {
+      if (!Buffer.isBuffer(key)) throw new ScenarioFailure(`a key is not a Buffer: ${key}`)
+      if (!key.subarray(0, prefix.length).equals(prefix)) throw new ScenarioFailure(`key ${key.toString('latin1')} is outside this run`)
+      found.add(key.subarray(prefix.length).toString('hex'))
+    }
+    const text = (/** @type {string} */ t) => Buffer.from(t, 'utf8').toString('hex')
+    const show = (/** @type {Iterable<string>} */ keys) => JSON.stringify([...keys].map((h) => Buffer.from(h, 'hex').toString('latin1')).sort())
+    if ('keys' in step || 'keys_hex' in step) {
+      const want = new Set([...(step.keys ?? []).map(text), ...(step.keys_hex ?? []).map((/** @type {string} */ h) => h.toLowerCase())])
+      if (want.size !== found.size || [...want].some((k) => !found.has(k))) {
+        throw new ScenarioFailure(`keys ${show(found)}, want ${show(want)}`)
+      }
+    }
+    for (const key of step.includes ?? []) {
+      if (!found.has(text(key))) throw new ScenarioFailure(`${key} is missing`)
+    }
+    for (const key of step.excludes ?? []) {
+      if (found.has(text(key))) throw new ScenarioFailure(`${key} is listed`)
+    }
+    const total = found.size
+    if ((step.total !== undefined && total !== step.total) ||
+        (step.min_total !== undefined && total < step.min_total) ||
+        (step.max_total !== undefined && total > step.max_total)) {
+      throw new ScenarioFailure(`${total} distinct keys`)
+    }
+    if (step.no_repeats === true && found.size !== got.length) {
+      throw new ScenarioFailure(`${got.length} keys returned, ${found.size} distinct`)
+    }
+  }
+
+  /** @param {Step} step */
+  pager (step) {
+    const entry = this.pagers.get(step.pager)
+    if (!entry) throw new ScenarioFailure(`no pager ${step.pager}`)
+    return entry
   }
 
   /** @param {Step} step @param {string} [field] */
@@ -122,7 +183,7 @@ class Runner {
       case 'close': return this.client(step).close()
       case 'sleep': return sleep(step.ms)
       case 'set': {
-        const r = await this.client(step).set(this.key(step), valueOf(step) ?? '', {
+        const r = await this.client(step).set(this.setKey(step), valueOf(step) ?? '', {
           condition: step.condition, expiry: ms('expiry_ms'), fencingToken: this.token(step),
           persist: step.persist ?? false, timeout: ms('timeout_ms')
         })
@@ -159,6 +220,38 @@ class Runner {
           holder: step.holder, sessionId: step.session_id, autoRenew: step.auto_renew_ms
         }))
         return
+      case 'fill': {
+        const client = this.client(step)
+        const value = valueOf(step)
+        if (value === undefined) throw new ScenarioFailure('fill needs a value')
+        const sets = []
+        for (let i = 0; i < step.count; i++) {
+          sets.push(client.set(`${this.prefix}${step.key_prefix}${String(i).padStart(4, '0')}`, value))
+        }
+        await Promise.all(sets)
+        return
+      }
+      case 'scan': {
+        /** @type {Buffer[]} */
+        const keys = []
+        for await (const key of this.client(step).scan(this.pattern(step), { timeout: ms('timeout_ms') })) keys.push(key)
+        return this.expectKeys(step, keys)
+      }
+      case 'scan_start':
+        this.pagers.set(step.as, { pager: this.client(step).scan(this.pattern(step)), seen: [] })
+        return
+      case 'scan_page': {
+        const { pager, seen } = this.pager(step)
+        const page = await pager.nextPage()
+        if (page === null) throw new ScenarioFailure('the scan had already ended')
+        seen.push(...page)
+        return this.expect(step, 'last', pager.done)
+      }
+      case 'scan_rest': {
+        const { pager, seen } = this.pager(step)
+        for (let page = await pager.nextPage(); page !== null; page = await pager.nextPage()) seen.push(...page)
+        return this.expectKeys(step, seen)
+      }
       case 'election':
         this.elections.set(step.as, this.client(step).election(this.key(step, 'name'), step.candidate))
         return
@@ -271,7 +364,7 @@ class Runner {
 
   /** @param {{ steps: Step[] }} scenario */
   async run (scenario) {
-    const clientOps = new Set(['close', 'set', 'get', 'del', 'vdel', 'observe', 'lock', 'election'])
+    const clientOps = new Set(['close', 'set', 'get', 'del', 'vdel', 'observe', 'lock', 'election', 'fill', 'scan', 'scan_start'])
     const names = [...new Set(scenario.steps.filter((s) => clientOps.has(s.op)).map((s) => s.client ?? 'a'))].sort()
     for (const name of names) await this.connect({ client: name })
     try {

@@ -9,7 +9,7 @@ const { Hlc } = hlc
 
 test('the vector folder holds exactly the files this suite runs', () => {
   const files = readdirSync(vectorsDir).filter((f) => f.endsWith('.json')).sort()
-  assert.deepEqual(files, ['hlc.json', 'notifications.json', 'requests.json', 'responses.json', 'topics.json'])
+  assert.deepEqual(files, ['hlc.json', 'notifications.json', 'requests.json', 'responses.json', 'scan.json', 'topics.json'])
 })
 
 test('the lossless JSON reader keeps u64 values exact', () => {
@@ -87,6 +87,67 @@ test('responses.json: decode each payload for its verb', () => {
     }
     if (expect.applied !== undefined) assert.equal(got.kind === 'ok', expect.applied, `${c.name}: applied`)
     // Without a verb the form is the same (the verb only refuses forms).
+    assert.deepEqual(codec.decodeResponse(payload), got, `${c.name}: without verb`)
+  }
+})
+
+test('scan.json requests: encode each SCAN, and decode it back as the service does', () => {
+  for (const c of cases(loadVectors('scan.json').requests, 'scan.json requests')) {
+    const cmd = c.command
+    assert.equal(cmd.verb, 'SCAN', c.name)
+    const expected = bytes(c.payload)
+    const options = cmd.token === null ? undefined : { token: bytes(cmd.token) }
+    const encoded = codec.encodeScan(bytes(cmd.pattern), options)
+    assert.ok(Buffer.isBuffer(encoded), c.name)
+    assert.deepEqual(encoded, expected, `${c.name}: encode`)
+    // The same bytes from a Uint8Array and from an explicit null token.
+    assert.deepEqual(codec.encodeScan(new Uint8Array(bytes(cmd.pattern)), { token: cmd.token === null ? null : new Uint8Array(bytes(cmd.token)) }), expected, `${c.name}: Uint8Array`)
+
+    const decoded = codec.decodeRequest(expected)
+    assert.equal(decoded.verb, 'SCAN', `${c.name}: verb`)
+    assert.deepEqual(decoded.pattern, bytes(cmd.pattern), `${c.name}: pattern`)
+    assert.deepEqual(decoded.key, bytes(cmd.pattern), `${c.name}: key is the pattern`)
+    if (cmd.token === null) {
+      assert.equal(decoded.token, undefined, `${c.name}: token`)
+    } else {
+      assert.deepEqual(decoded.token, bytes(cmd.token), `${c.name}: token`)
+    }
+  }
+  throwsCode(() => codec.encodeScan(''), 'invalid_argument', 'empty pattern')
+  throwsCode(() => codec.encodeScan(Buffer.alloc(0), { token: 't' }), 'invalid_argument', 'empty pattern with a token')
+})
+
+test('scan.json responses: decode each page for SCAN', () => {
+  for (const c of cases(loadVectors('scan.json').responses, 'scan.json responses')) {
+    const payload = bytes(c.payload)
+    const expect = c.expect
+    if (expect.kind === 'malformed') {
+      throwsCode(() => codec.decodeResponse(payload, c.verb), 'malformed', c.name)
+      continue
+    }
+    const got = codec.decodeResponse(payload, c.verb)
+    assert.equal(got.kind, expect.kind, c.name)
+    switch (expect.kind) {
+      case 'keys':
+        assert.ok(Array.isArray(got.keys), `${c.name}: keys`)
+        assert.deepEqual(got.keys, expect.keys.map(bytes), `${c.name}: keys`)
+        for (const key of got.keys) assert.ok(Buffer.isBuffer(key), `${c.name}: key type`)
+        if (expect.token === null) {
+          assert.equal(got.token, undefined, `${c.name}: final page has no token`)
+        } else {
+          assert.deepEqual(got.token, bytes(expect.token), `${c.name}: token`)
+        }
+        assert.equal(got.value, undefined, c.name)
+        assert.equal(got.count, undefined, c.name)
+        break
+      case 'error':
+        assert.equal(got.errorKind, expect.error_kind === 'unknown' ? 'unknown_store_error' : expect.error_kind, c.name)
+        assert.equal(got.errorText, expect.error_text, c.name)
+        assert.equal(got.keys, undefined, c.name)
+        break
+      default:
+        assert.fail(`${c.name}: unknown expected kind ${expect.kind}`)
+    }
     assert.deepEqual(codec.decodeResponse(payload), got, `${c.name}: without verb`)
   }
 })

@@ -1,5 +1,5 @@
 //! The client half of the native module: `connect` → `Store`, and the objects it hands out
-//! (`PendingCall`, `Subscription`, `Lock`, `Election`), each method a thin conversion over
+//! (`PendingCall`, `Subscription`, `Pager`, `Lock`, `Election`), each method a thin conversion over
 //! the core's binding layer (`mqstate::bridge`). The Python classes users see
 //! (`mqstate.AsyncClient`, `mqstate.Client` …, in `python/mqstate/client.py`) wrap these.
 
@@ -17,6 +17,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<pending::Waker>()?;
     m.add_class::<store::NativeStore>()?;
     m.add_class::<store::NativeSubscription>()?;
+    m.add_class::<store::NativePager>()?;
     m.add_class::<locks::NativeLock>()?;
     m.add_class::<locks::NativeElection>()?;
     m.add_function(wrap_pyfunction!(store::connect, m)?)?;

@@ -100,6 +100,22 @@ fn encode_keynotify<'py>(
     encode(py, request)
 }
 
+/// `SCAN pattern [token]` (spec §3.1) as a request payload: the first page without `token`,
+/// each next page with the previous page's token. An empty pattern is refused.
+#[pyfunction]
+#[pyo3(signature = (pattern, *, token = None))]
+fn encode_scan<'py>(
+    py: Python<'py>,
+    pattern: ByteArg,
+    token: Option<ByteArg>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let request = Request::Scan {
+        pattern: pattern.as_ref(),
+        token: token.as_ref().map(|t| t.as_ref()),
+    };
+    encode(py, request)
+}
+
 /// A request as the service decodes it (immutable).
 #[pyclass(frozen, eq, hash, module = "mqstate._mqstate", name = "Request")]
 #[derive(PartialEq, Eq, Hash)]
@@ -109,13 +125,13 @@ pub(crate) struct PyRequest {
 
 #[pymethods]
 impl PyRequest {
-    /// The verb, upper case: "SET", "GET", "DEL", "VDEL" or "KEYNOTIFY".
+    /// The verb, upper case: "SET", "GET", "DEL", "VDEL", "KEYNOTIFY" or "SCAN".
     #[getter]
     fn verb(&self) -> &'static str {
         self.inner.verb().as_str()
     }
 
-    /// The key.
+    /// The key (a SCAN's pattern).
     #[getter]
     fn key<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
         to_bytes(py, self.inner.key())
@@ -152,6 +168,26 @@ impl PyRequest {
     #[getter]
     fn stop(&self) -> bool {
         matches!(self.inner, Request::KeyNotify { stop: true, .. })
+    }
+
+    /// The glob pattern of a SCAN; None for the other verbs.
+    #[getter]
+    fn pattern<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
+        match &self.inner {
+            Request::Scan { pattern, .. } => Some(to_bytes(py, pattern)),
+            _ => None,
+        }
+    }
+
+    /// The continuation token of a SCAN for a page after the first; None otherwise.
+    #[getter]
+    fn token<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
+        match &self.inner {
+            Request::Scan {
+                token: Some(token), ..
+            } => Some(to_bytes(py, token)),
+            _ => None,
+        }
     }
 
     /// The request payload (the canonical encoding).
@@ -193,6 +229,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(encode_del, m)?)?;
     m.add_function(wrap_pyfunction!(encode_vdel, m)?)?;
     m.add_function(wrap_pyfunction!(encode_keynotify, m)?)?;
+    m.add_function(wrap_pyfunction!(encode_scan, m)?)?;
     m.add_function(wrap_pyfunction!(decode_request, m)?)?;
     Ok(())
 }

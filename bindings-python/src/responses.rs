@@ -7,11 +7,11 @@
 
 use bytes::Bytes;
 use mqstate::Error;
-use mqstate::codec::{Response, StoreError, Verb};
+use mqstate::codec::{Response, ScanPage, StoreError, Verb};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use crate::args::{ByteArg, bytes_repr, to_bytes};
+use crate::args::{ByteArg, bytes_repr, opt_bytes_repr, to_bytes};
 use crate::errors::{store_to_py, to_py};
 
 /// A decoded response (immutable).
@@ -23,7 +23,7 @@ pub(crate) struct PyResponse {
 
 #[pymethods]
 impl PyResponse {
-    /// "ok", "not_applied", "not_found", "value", "count" or "error".
+    /// "ok", "not_applied", "not_found", "value", "count", "keys" or "error".
     #[getter]
     fn kind(&self) -> &'static str {
         self.inner.kind_name()
@@ -43,6 +43,27 @@ impl PyResponse {
     fn count(&self) -> Option<u64> {
         match &self.inner {
             Response::Count(n) => Some(*n),
+            _ => None,
+        }
+    }
+
+    /// One SCAN page's keys, possibly none (kind "keys"); None otherwise.
+    #[getter]
+    fn keys<'py>(&self, py: Python<'py>) -> Option<Vec<Bound<'py, PyBytes>>> {
+        match &self.inner {
+            Response::Page(page) => Some(page.keys.iter().map(|k| to_bytes(py, k)).collect()),
+            _ => None,
+        }
+    }
+
+    /// The continuation token of a SCAN page with more to come (kind "keys"); None on the
+    /// final page and for the other kinds.
+    #[getter]
+    fn token<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
+        match &self.inner {
+            Response::Page(ScanPage {
+                token: Some(token), ..
+            }) => Some(to_bytes(py, token)),
             _ => None,
         }
     }
@@ -83,6 +104,15 @@ impl PyResponse {
         match &self.inner {
             Response::Value(v) => format!("Response(kind='value', value={})", bytes_repr(v)),
             Response::Count(n) => format!("Response(kind='count', count={n})"),
+            Response::Page(page) => format!(
+                "Response(kind='keys', keys=[{}], token={})",
+                page.keys
+                    .iter()
+                    .map(|k| bytes_repr(k))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                opt_bytes_repr(page.token.as_deref())
+            ),
             Response::Error(e) => format!(
                 "Response(kind='error', error_kind='{}', error_text={:?})",
                 e.kind().as_str(),
@@ -96,7 +126,7 @@ impl PyResponse {
 fn parse_verb(name: &str) -> Result<Verb, Error> {
     Verb::from_wire(name.as_bytes()).ok_or_else(|| {
         Error::invalid_argument(format!(
-            "verb must be one of SET, GET, DEL, VDEL, KEYNOTIFY, not {name:?}"
+            "verb must be one of SET, GET, DEL, VDEL, KEYNOTIFY, SCAN, not {name:?}"
         ))
     })
 }
@@ -115,13 +145,53 @@ fn decode_response(payload: ByteArg, verb: Option<&str>) -> PyResult<PyResponse>
     Ok(PyResponse { inner })
 }
 
-/// Builds the response of `kind` from the one field that kind takes.
-fn build_response(
-    kind: &str,
+/// The fields a response of some kind is built from (`encode_response`'s keywords).
+struct Fields<'a> {
     value: Option<ByteArg>,
     count: Option<u64>,
-    error_text: Option<&str>,
-) -> Result<Response, Error> {
+    error_text: Option<&'a str>,
+    keys: Option<Vec<ByteArg>>,
+    token: Option<ByteArg>,
+}
+
+/// Builds a SCAN page (kind "keys") from `keys` and an optional `token`.
+fn build_page(fields: Fields<'_>) -> Result<Response, Error> {
+    match fields {
+        Fields {
+            value: None,
+            count: None,
+            error_text: None,
+            keys: Some(keys),
+            token,
+        } => Ok(Response::Page(ScanPage {
+            keys: keys
+                .iter()
+                .map(|k| Bytes::copy_from_slice(k.as_ref()))
+                .collect(),
+            token: token.map(|t| Bytes::copy_from_slice(t.as_ref())),
+        })),
+        _ => Err(Error::invalid_argument(
+            "a response of kind \"keys\" takes keys, optionally token, and nothing else",
+        )),
+    }
+}
+
+/// Builds the response of `kind` from the field(s) that kind takes.
+fn build_response(kind: &str, fields: Fields<'_>) -> Result<Response, Error> {
+    if kind == "keys" {
+        return build_page(fields);
+    }
+    if fields.keys.is_some() || fields.token.is_some() {
+        return Err(Error::invalid_argument(format!(
+            "a response of kind {kind:?} takes no keys or token"
+        )));
+    }
+    let Fields {
+        value,
+        count,
+        error_text,
+        ..
+    } = fields;
     let response = match (kind, value, count, error_text) {
         ("ok", None, None, None) => Response::Ok,
         ("not_applied", None, None, None) => Response::NotApplied,
@@ -144,24 +214,34 @@ fn build_response(
         }
         _ => {
             return Err(Error::invalid_argument(format!(
-                "kind must be one of ok, not_applied, not_found, value, count, error, not {kind:?}"
+                "kind must be one of ok, not_applied, not_found, value, count, keys, error, not {kind:?}"
             )));
         }
     };
     Ok(response)
 }
 
-/// Encodes a response payload (the service's side): `kind` with its one field.
+/// Encodes a response payload (the service's side): `kind` with its field (`keys` and an
+/// optional `token` for a SCAN page).
 #[pyfunction]
-#[pyo3(signature = (kind, *, value = None, count = None, error_text = None))]
+#[pyo3(signature = (kind, *, value = None, count = None, error_text = None, keys = None, token = None))]
 fn encode_response<'py>(
     py: Python<'py>,
     kind: &str,
     value: Option<ByteArg>,
     count: Option<u64>,
     error_text: Option<&str>,
+    keys: Option<Vec<ByteArg>>,
+    token: Option<ByteArg>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let response = build_response(kind, value, count, error_text).map_err(to_py)?;
+    let fields = Fields {
+        value,
+        count,
+        error_text,
+        keys,
+        token,
+    };
+    let response = build_response(kind, fields).map_err(to_py)?;
     Ok(to_bytes(py, &response.encode()))
 }
 

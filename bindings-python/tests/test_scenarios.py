@@ -8,7 +8,7 @@ import asyncio
 import json
 import uuid
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Set
 
 import pytest
 
@@ -48,6 +48,9 @@ class Runner:
         self.locks: Dict[str, Any] = {}
         self.elections: Dict[str, Any] = {}
         self.vars: Dict[str, mqstate.Hlc] = {}
+        # Scan pagers and the keys each returned so far.
+        self.pagers: Dict[str, Any] = {}
+        self.seen: Dict[str, List[bytes]] = {}
 
     async def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         if self.blocking:
@@ -57,6 +60,81 @@ class Runner:
     def key(self, step: Dict[str, Any], field: str = "key") -> str:
         key = str(step[field])
         return key if key == "" else self.prefix + key
+
+    def set_key(self, step: Dict[str, Any]) -> Any:
+        """A ``set`` step's key: ``key``, or ``key_hex`` (bytes), namespaced."""
+        if "key_hex" in step:
+            return self.prefix.encode() + bytes.fromhex(step["key_hex"])
+        return self.key(step)
+
+    def pattern(self, step: Dict[str, Any]) -> bytes:
+        """A scan step's pattern (``pattern`` or ``pattern_hex``), namespaced; empty stays
+        empty. The run prefix holds no glob metacharacter, so it matches itself."""
+        raw = bytes.fromhex(step["pattern_hex"]) if "pattern_hex" in step else str(step["pattern"]).encode()
+        return raw if raw == b"" else self.prefix.encode() + raw
+
+    def expect_keys(self, step: Dict[str, Any], got: List[bytes]) -> None:
+        """The scan expectations of ``step`` against the keys a scan returned."""
+        prefix = self.prefix.encode()
+        found: Set[bytes] = set()
+        for key in got:
+            if not isinstance(key, bytes):
+                raise ScenarioFailure(f"key {key!r} is not bytes")
+            if not key.startswith(prefix):
+                raise ScenarioFailure(f"key {key!r} is outside this run")
+            found.add(key[len(prefix):])
+        if "keys" in step or "keys_hex" in step:
+            want = {k.encode() for k in step.get("keys", [])} | {bytes.fromhex(h) for h in step.get("keys_hex", [])}
+            if want != found:
+                raise ScenarioFailure(f"keys {sorted(found)}, want {sorted(want)}")
+        for key in step.get("includes", []):
+            if key.encode() not in found:
+                raise ScenarioFailure(f"{key} is missing")
+        for key in step.get("excludes", []):
+            if key.encode() in found:
+                raise ScenarioFailure(f"{key} is listed")
+        total = len(found)
+        if (
+            ("total" in step and total != step["total"])
+            or ("min_total" in step and total < step["min_total"])
+            or ("max_total" in step and total > step["max_total"])
+        ):
+            raise ScenarioFailure(f"{total} distinct keys")
+        if step.get("no_repeats") is True and len(found) != len(got):
+            raise ScenarioFailure(f"{len(got)} keys returned, {len(found)} distinct")
+
+    async def scan_step(self, op: str, step: Dict[str, Any]) -> None:
+        if op == "fill":
+            client = self.client(step)
+            value = _value(step)
+            keys = [f"{self.prefix}{step['key_prefix']}{i:04d}" for i in range(step["count"])]
+            if self.blocking:
+                await asyncio.to_thread(lambda: [client.set(k, value) for k in keys])
+            else:
+                await asyncio.gather(*(client.set(k, value) for k in keys))
+        elif op == "scan":
+            pager = self.client(step).scan(self.pattern(step), timeout=_ms(step, "timeout_ms"))
+            got: List[bytes]
+            if self.blocking:
+                got = await asyncio.to_thread(list, pager)
+            else:
+                got = [key async for key in pager]
+            self.expect_keys(step, got)
+        elif op == "scan_start":
+            self.pagers[step["as"]] = self.client(step).scan(self.pattern(step))
+            self.seen[step["as"]] = []
+        elif op == "scan_page":
+            pager = self.pagers[step["pager"]]
+            page = await self.call(pager.next_page)
+            if page is None:
+                raise ScenarioFailure("the scan had already ended")
+            self.seen[step["pager"]].extend(page)
+            self.expect(step, "last", pager.done)
+        else:
+            pager = self.pagers[step["pager"]]
+            while (page := await self.call(pager.next_page)) is not None:
+                self.seen[step["pager"]].extend(page)
+            self.expect_keys(step, self.seen[step["pager"]])
 
     def client(self, step: Dict[str, Any]) -> Any:
         return self.clients[step.get("client", "a")]
@@ -119,7 +197,7 @@ class Runner:
             await asyncio.sleep(step["ms"] / 1000.0)
         elif op == "set":
             r = await self.call(
-                self.client(step).set, self.key(step), _value(step),
+                self.client(step).set, self.set_key(step), _value(step),
                 condition=step.get("condition"), expiry=_ms(step, "expiry_ms"),
                 fencing_token=self.token(step), persist=step.get("persist", False),
                 timeout=_ms(step, "timeout_ms"),
@@ -165,6 +243,8 @@ class Runner:
             self.elections[step["as"]] = self.client(step).election(self.key(step, "name"), step["candidate"])
         elif op in ("campaign", "try_campaign", "resign", "leader", "is_leader"):
             await self.election_step(op, step)
+        elif op in ("fill", "scan", "scan_start", "scan_page", "scan_rest"):
+            await self.scan_step(op, step)
         else:
             raise ScenarioFailure(f"unknown op {op}")
 
@@ -255,7 +335,9 @@ class Runner:
 
     async def run(self, scenario: Dict[str, Any]) -> None:
         steps: List[Dict[str, Any]] = scenario["steps"]
-        client_ops = {"close", "set", "get", "del", "vdel", "observe", "lock", "election"}
+        client_ops = {
+            "close", "set", "get", "del", "vdel", "observe", "lock", "election", "fill", "scan", "scan_start"
+        }
         for name in sorted({s.get("client", "a") for s in steps if s["op"] in client_ops}):
             await self.connect({"client": name})
         try:

@@ -19,6 +19,7 @@ RESPONSES = load("responses.json")
 NOTIFICATIONS = load("notifications.json")
 TOPICS = load("topics.json")
 HLC = load("hlc.json")
+SCAN = load("scan.json")
 
 # Every bytes-like type the API accepts; each must give the same result.
 BYTE_FORMS: List[Callable[[bytes], Any]] = [bytes, bytearray, memoryview]
@@ -129,6 +130,85 @@ def test_response(case: Dict[str, Any]) -> None:
         fields["count"] = response.count
     elif kind == "error":
         fields["error_text"] = response.error_text
+    assert codec.encode_response(kind, **fields) == response.encode()
+
+
+# ---------------------------------------------------------------- scan.json
+
+
+def test_every_vector_file_is_run() -> None:
+    """A new vector file must get a test here (each file is loaded above)."""
+    from conftest import vectors_dir
+
+    files = sorted(p.name for p in vectors_dir().glob("*.json"))
+    assert files == [
+        "hlc.json", "notifications.json", "requests.json", "responses.json", "scan.json", "topics.json"
+    ]
+
+
+@pytest.mark.parametrize("case", cases(SCAN["requests"], "scan.requests"))
+def test_scan_request(case: Dict[str, Any]) -> None:
+    cmd = case["command"]
+    assert cmd["verb"] == "SCAN"
+    payload = latin1(case["payload"])
+    pattern = latin1(cmd["pattern"])
+    token: Optional[bytes] = None if cmd["token"] is None else latin1(cmd["token"])
+    for as_type in BYTE_FORMS:
+        got = codec.encode_scan(
+            as_type(pattern), token=None if token is None else as_type(token)
+        )
+        assert isinstance(got, bytes)
+        assert got == payload, as_type
+
+    request = codec.decode_request(payload)
+    assert request.verb == "SCAN"
+    assert request.pattern == pattern
+    assert request.key == pattern
+    assert request.token == token
+    assert request.value is None and request.condition is None and request.px_ms is None
+    assert request.encode() == payload
+
+
+def test_scan_request_refuses_an_empty_pattern() -> None:
+    for pattern in (b"", "", bytearray()):
+        with pytest.raises(errors.InvalidArgumentError) as info:
+            codec.encode_scan(pattern)
+        assert info.value.code == "invalid_argument"
+    with pytest.raises(errors.InvalidArgumentError):
+        codec.encode_scan(b"", token=b"t")
+
+
+@pytest.mark.parametrize("case", cases(SCAN["responses"], "scan.responses"))
+def test_scan_response(case: Dict[str, Any]) -> None:
+    payload = latin1(case["payload"])
+    expect = case["expect"]
+    kind = expect["kind"]
+    if kind == "malformed":
+        with pytest.raises(errors.MalformedError) as malformed:
+            codec.decode_response(payload, case["verb"])
+        assert malformed.value.code == "malformed"
+        return
+
+    response = codec.decode_response(payload, case["verb"])
+    assert response.kind == kind
+    assert response.value is None and response.count is None
+    if kind == "keys":
+        assert response.keys == [latin1(k) for k in expect["keys"]]
+        want_token = None if expect["token"] is None else latin1(expect["token"])
+        assert response.token == want_token
+        assert response.error_kind is None and response.error_text is None
+        fields: Dict[str, Any] = {"keys": response.keys, "token": response.token}
+    else:
+        assert kind == "error", kind
+        assert response.keys is None and response.token is None
+        assert response.error_kind == store_code(expect["error_kind"])
+        assert response.error_text == expect["error_text"]
+        with pytest.raises(errors.StoreError) as info:
+            response.raise_for_error()
+        assert type(info.value) is errors.error_class(store_code(expect["error_kind"]))
+        fields = {"error_text": response.error_text}
+    assert codec.decode_response(payload) == response
+    assert codec.decode_response(response.encode(), "SCAN") == response
     assert codec.encode_response(kind, **fields) == response.encode()
 
 

@@ -6,7 +6,8 @@
 //!   [`Call`](mqstate::bridge::Call)'s completion; a [`CancelHandle`](pending::CancelHandle)
 //!   passed last lets an `AbortSignal` cancel the core call;
 //! - [`settings`]: connecting with settings by name (the core's one settings table);
-//! - [`store`]: `NativeStore` (set, get, del, vdel, observe, lock, election, close);
+//! - [`store`]: `NativeStore` (set, get, del, vdel, observe, scan, lock, election, close);
+//! - [`pager`]: `NativePager`, a SCAN one page per call;
 //! - [`subscription`]: `NativeSubscription`, the one event stream;
 //! - [`locks`]: `NativeLock` (with the fenced edit) and `NativeElection`;
 //! - [`convert`]: core values as the plain JS objects the JS layer wraps.
@@ -16,6 +17,7 @@
 
 pub mod convert;
 pub mod locks;
+pub mod pager;
 pub mod pending;
 pub mod settings;
 pub mod store;

@@ -3,12 +3,15 @@
 
 use mqstate::bridge::Store;
 use mqstate::codec::SetCondition;
-use mqstate::{DelOptions, GetOptions, LockOptions, ObserveOptions, SetOptions, VdelOutcome};
+use mqstate::{
+    DelOptions, GetOptions, LockOptions, ObserveOptions, ScanOptions, SetOptions, VdelOutcome,
+};
 use napi::bindgen_prelude::{Env, Object, Unknown};
 use napi_derive::napi;
 
 use super::convert::{self, RawSetResult, RawValue, bytes, millis, thrown, token};
 use super::locks::{NativeElection, NativeLock};
+use super::pager::NativePager;
 use napi::bindgen_prelude::ClassInstance;
 
 use super::pending::{CancelHandle, promise};
@@ -171,6 +174,27 @@ impl NativeStore {
         };
         let call = self.store.observe(bytes(env, key, "key")?, options);
         promise(env, call, cancel, NativeSubscription::from)
+    }
+
+    /// SCAN: a pager over the keys matching the glob `pattern` (throws `invalid_argument`
+    /// for an empty one); nothing is sent before the first page is asked for. `timeout`
+    /// (ms) bounds each page.
+    #[napi]
+    pub fn scan(
+        &self,
+        env: &Env,
+        pattern: Unknown,
+        timeout: Option<Unknown>,
+    ) -> napi::Result<NativePager> {
+        let options = ScanOptions {
+            timeout: millis(env, timeout, "timeout")?,
+        };
+        let pattern = bytes(env, pattern, "pattern")?;
+        let pager = self
+            .store
+            .scan(pattern, options)
+            .map_err(|e| thrown(env, &e))?;
+        Ok(NativePager::from(pager))
     }
 
     /// A leased lock on `key`.

@@ -4,7 +4,7 @@ The clients, over the shared Rust core (one connection, correlation engine, obse
 locks and elections for every language):
 
 - :class:`AsyncClient` (asyncio) and :class:`Client` (blocking, thread-safe): ``set``,
-  ``get``, ``delete``, ``vdel``, ``observe``, ``lock``, ``election``;
+  ``get``, ``delete``, ``vdel``, ``observe``, ``scan``, ``lock``, ``election``;
 - locks and elections (:mod:`mqstate.locks`), subscriptions of changes
   (:class:`AsyncSubscription`, :class:`Subscription`), and the values they return
   (:class:`Value`, :class:`SetResult`, :class:`Change` …).
@@ -36,6 +36,7 @@ from ._events import (
     Value,
 )
 from ._mqstate import __version__
+from ._scan import AsyncPager, Pager
 from ._subscriptions import AsyncSubscription, Subscription
 from .client import AsyncClient, Client
 from .locks import AsyncElection, AsyncLock, Election, Lock
@@ -51,6 +52,7 @@ from .codec import (
     encode_keynotify,
     encode_notification,
     encode_response,
+    encode_scan,
     encode_set,
     encode_vdel,
 )
@@ -113,6 +115,8 @@ __all__ = [
     "Election",
     "AsyncSubscription",
     "Subscription",
+    "AsyncPager",
+    "Pager",
     "Value",
     "SetResult",
     "Change",
@@ -140,6 +144,7 @@ __all__ = [
     "encode_keynotify",
     "encode_notification",
     "encode_response",
+    "encode_scan",
     "encode_set",
     "encode_vdel",
     # hlc

@@ -6,8 +6,8 @@ from typing import Any, Callable, Final, List, Literal, Optional, Tuple, Union, 
 
 _BytesLike = Union[bytes, bytearray, memoryview, str]
 _Condition = Optional[Literal["NX", "NEX"]]
-_Verb = Literal["SET", "GET", "DEL", "VDEL", "KEYNOTIFY"]
-_ResponseKind = Literal["ok", "not_applied", "not_found", "value", "count", "error"]
+_Verb = Literal["SET", "GET", "DEL", "VDEL", "KEYNOTIFY", "SCAN"]
+_ResponseKind = Literal["ok", "not_applied", "not_found", "value", "count", "keys", "error"]
 
 __all__ = [
     "__version__",
@@ -15,6 +15,7 @@ __all__ = [
     "Waker",
     "Store",
     "Subscription",
+    "Pager",
     "Lock",
     "Election",
     "connect",
@@ -30,6 +31,7 @@ __all__ = [
     "encode_del",
     "encode_vdel",
     "encode_keynotify",
+    "encode_scan",
     "decode_request",
     "Response",
     "decode_response",
@@ -78,6 +80,7 @@ def encode_get(key: _BytesLike) -> bytes: ...
 def encode_del(key: _BytesLike) -> bytes: ...
 def encode_vdel(key: _BytesLike, value: _BytesLike) -> bytes: ...
 def encode_keynotify(key: _BytesLike, *, stop: bool = False) -> bytes: ...
+def encode_scan(pattern: _BytesLike, *, token: Optional[_BytesLike] = None) -> bytes: ...
 def decode_request(payload: _BytesLike) -> Request: ...
 @final
 class Request:
@@ -93,6 +96,10 @@ class Request:
     def px_ms(self) -> Optional[int]: ...
     @property
     def stop(self) -> bool: ...
+    @property
+    def pattern(self) -> Optional[bytes]: ...
+    @property
+    def token(self) -> Optional[bytes]: ...
     def encode(self) -> bytes: ...
     def __eq__(self, other: object, /) -> bool: ...
     def __ne__(self, other: object, /) -> bool: ...
@@ -107,6 +114,8 @@ def encode_response(
     value: Optional[_BytesLike] = None,
     count: Optional[int] = None,
     error_text: Optional[str] = None,
+    keys: Optional[List[_BytesLike]] = None,
+    token: Optional[_BytesLike] = None,
 ) -> bytes: ...
 @final
 class Response:
@@ -116,6 +125,10 @@ class Response:
     def value(self) -> Optional[bytes]: ...
     @property
     def count(self) -> Optional[int]: ...
+    @property
+    def keys(self) -> Optional[List[bytes]]: ...
+    @property
+    def token(self) -> Optional[bytes]: ...
     @property
     def error_kind(self) -> Optional[str]: ...
     @property
@@ -246,6 +259,7 @@ class Store:
         timeout: Optional[float],
     ) -> PendingCall: ...
     def observe(self, key: _BytesLike, timeout: Optional[float]) -> PendingCall: ...
+    def scan(self, pattern: _BytesLike, timeout: Optional[float]) -> Pager: ...
     def lock(
         self,
         key: _BytesLike,
@@ -270,6 +284,12 @@ class Subscription:
     def close(self) -> None: ...
     @property
     def closed(self) -> bool: ...
+
+@final
+class Pager:
+    def next_page(self) -> PendingCall: ...
+    @property
+    def done(self) -> bool: ...
 
 @final
 class Lock:

@@ -20,6 +20,7 @@ from typing import Any, Optional, Type, Union
 from . import _mqstate
 from ._calls import BytesLike, Seconds, seconds, wait, wait_async
 from ._events import SetResult, Value, _value
+from ._scan import AsyncPager, Pager
 from ._settings import pairs
 from ._subscriptions import AsyncSubscription, Subscription
 from .errors import ClosedError
@@ -84,6 +85,9 @@ class _Settings:
         return self._native().set(
             key, value, condition, seconds(expiry), _token(fencing_token), persist, seconds(timeout)
         )
+
+    def _scan(self, pattern: BytesLike, timeout: Optional[Seconds]) -> _mqstate.Pager:
+        return self._native().scan(pattern, seconds(timeout))
 
     def _lock(
         self,
@@ -204,6 +208,14 @@ class AsyncClient(_Settings):
         ``async for change in changes``. Registered when entered or awaited."""
         return AsyncSubscription(start=self._native().observe(key, seconds(timeout)))
 
+    def scan(self, pattern: BytesLike, *, timeout: Optional[Seconds] = None) -> AsyncPager:
+        """The keys (``bytes``) matching the glob ``pattern`` (``*``, ``?``, ``[abc]``,
+        ``[a-z]``, ``[^a]``, ``\\`` escapes), one request per page: ``async for key in
+        client.scan("sensor/*")``, or ``await pager.next_page()``. ``timeout`` bounds each
+        page. Nothing is sent before the first page; an empty pattern raises
+        InvalidArgumentError."""
+        return AsyncPager(self._scan(pattern, timeout))
+
     def lock(
         self,
         key: BytesLike,
@@ -323,6 +335,12 @@ class Client(_Settings):
         """The key's changes, registered when this returns: ``with client.observe(key) as
         changes: for change in changes: …``."""
         return Subscription(wait(self._native().observe(key, seconds(timeout))))
+
+    def scan(self, pattern: BytesLike, *, timeout: Optional[Seconds] = None) -> Pager:
+        """The keys (``bytes``) matching the glob ``pattern``, one request per page:
+        ``for key in client.scan("sensor/*")``, or ``pager.next_page()`` (see
+        :meth:`AsyncClient.scan`)."""
+        return Pager(self._scan(pattern, timeout))
 
     def lock(
         self,

@@ -14,10 +14,18 @@ Client side (an application that publishes with its own MQTT client)::
         response.raise_for_error()        # the StoreError subclass of its kind
     applied = response.kind == "ok"
 
+SCAN (listing keys by glob pattern, one page per request)::
+
+    payload = encode_scan(b"sensor/*")                  # the first page
+    page = decode_response(reply_payload, "SCAN")      # kind "keys"
+    keys, token = page.keys, page.token                # token None on the last page
+    payload = encode_scan(b"sensor/*", token=token)    # the next page
+
 Decoders:
 
 - :func:`decode_response` returns a :class:`Response` whose ``kind`` is ``"ok"``,
-  ``"not_applied"``, ``"not_found"``, ``"value"``, ``"count"`` or ``"error"``. A store
+  ``"not_applied"``, ``"not_found"``, ``"value"``, ``"count"``, ``"keys"`` (a SCAN page:
+  ``keys`` and ``token``) or ``"error"``. A store
   error (``-ERR …``) is a decoded value, not an exception; only a payload that follows no
   response form raises :class:`~mqstate.errors.MalformedError`. With ``verb``, a form that
   verb cannot receive (a value in answer to SET) is malformed too.
@@ -44,6 +52,7 @@ from ._mqstate import (
     encode_keynotify,
     encode_notification,
     encode_response,
+    encode_scan,
     encode_set,
     encode_vdel,
 )
@@ -60,6 +69,7 @@ __all__ = [
     "encode_keynotify",
     "encode_notification",
     "encode_response",
+    "encode_scan",
     "encode_set",
     "encode_vdel",
 ]

@@ -3,12 +3,15 @@
 //! [`PendingCall`] (or a plain value).
 
 use bytes::Bytes;
-use mqstate::bridge::{Settings, Store, Subscription};
+use mqstate::bridge::{Pager, Settings, Store, Subscription};
 use mqstate::codec::SetCondition;
 use mqstate::lock::LockOptions;
-use mqstate::{DelOptions, Error, GetOptions, Hlc, ObserveOptions, SetOptions, VdelOutcome};
+use mqstate::{
+    DelOptions, Error, GetOptions, Hlc, ObserveOptions, ScanOptions, SetOptions, VdelOutcome,
+};
 use pyo3::IntoPyObjectExt;
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 
 use super::convert::{self, opt_seconds};
 use super::locks::{NativeElection, NativeLock};
@@ -200,6 +203,18 @@ impl NativeStore {
         ))
     }
 
+    /// A pager over the keys matching the glob `pattern` (an empty one raises
+    /// InvalidArgumentError); nothing is sent before the first page. `timeout` (seconds)
+    /// bounds each page.
+    #[pyo3(signature = (pattern, timeout))]
+    fn scan(&self, pattern: ByteArg, timeout: Option<f64>) -> PyResult<NativePager> {
+        let options = ScanOptions {
+            timeout: opt_seconds("timeout", timeout)?,
+        };
+        let pager = self.store.scan(bytes(&pattern), options).map_err(to_py)?;
+        Ok(NativePager { pager })
+    }
+
     #[pyo3(signature = (key, holder, session_id, auto_renew))]
     fn lock(
         &self,
@@ -295,5 +310,34 @@ impl NativeSubscription {
     #[getter]
     fn closed(&self) -> bool {
         self.sub.is_closed()
+    }
+}
+
+/// A SCAN: one page per `next_page()` call, the continuation token kept in the core (a
+/// failed or cancelled page leaves it unchanged, so asking again retries that page).
+#[pyclass(frozen, module = "mqstate._mqstate", name = "Pager")]
+pub(crate) struct NativePager {
+    pager: Pager,
+}
+
+#[pymethods]
+impl NativePager {
+    /// The next page as a pending call: a list of keys (`bytes`, possibly empty while more
+    /// pages follow), or None after the last page.
+    fn next_page(&self) -> PendingCall {
+        pending(self.pager.next_page(), |py, page| match page {
+            Some(keys) => keys
+                .iter()
+                .map(|k| PyBytes::new(py, k))
+                .collect::<Vec<_>>()
+                .into_py_any(py),
+            None => Ok(py.None()),
+        })
+    }
+
+    /// Whether the last page has been returned.
+    #[getter]
+    fn done(&self) -> bool {
+        self.pager.is_done()
     }
 }

@@ -1,0 +1,56 @@
+'use strict'
+/**
+ * @file `Pager`: a SCAN (listing the keys that match a glob pattern), one request per page.
+ * The continuation token stays in the core; a page that failed, timed out or was aborted
+ * leaves it unchanged, so `nextPage()` asks for the same page again. `for await (const key
+ * of pager)` yields every remaining key (an adapter over `nextPage()`; leaving the loop
+ * early and iterating again continues with the next page).
+ */
+
+const { call } = require('./calls.js')
+
+/** @typedef {import('../native.js').NativePager} NativePager */
+
+/** A caller-driven pager over the keys matching a glob pattern; see the file overview. */
+class Pager {
+  /** @type {NativePager} */
+  #native
+  /** @type {AbortSignal | undefined} */
+  #signal
+
+  /**
+   * Use `client.scan()`.
+   * @param {NativePager} pager
+   * @param {AbortSignal | undefined} signal cancels any page in flight
+   */
+  constructor (pager, signal) {
+    this.#native = pager
+    this.#signal = signal
+  }
+
+  /**
+   * The next page's keys (possibly none while more pages follow), or `null` after the
+   * last page. `signal` (default: the scan's) aborts this page with an `AbortError`; a
+   * timeout rejects with code `'timeout'`. Either way the pager stays usable.
+   * @param {{ signal?: AbortSignal }} [options]
+   * @returns {Promise<Buffer[] | null>}
+   */
+  async nextPage (options) {
+    const signal = options?.signal ?? this.#signal
+    return call(signal, (cancel) => this.#native.nextPage(cancel))
+  }
+
+  /** Whether the last page has been returned. */
+  get done () {
+    return this.#native.done
+  }
+
+  /** Every remaining key, page by page. */
+  async * [Symbol.asyncIterator] () {
+    for (let page = await this.nextPage(); page !== null; page = await this.nextPage()) {
+      yield * page
+    }
+  }
+}
+
+module.exports = { Pager }
