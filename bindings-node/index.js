@@ -50,6 +50,8 @@ module.exports.storeErrorKinds = native.storeErrorKinds
 module.exports.codec = native.codec
 module.exports.hlc = native.hlc
 module.exports.topics = native.topics
+/** The package's version (one version for every mqstate artifact: the Rust workspace's). */
+module.exports.version = require('./package.json').version
 
 // `console.log` shows a version as its text.
 Object.defineProperty(native.hlc.Hlc.prototype, Symbol.for('nodejs.util.inspect.custom'), {

@@ -4,6 +4,6 @@ import cjs from './index.js'
 export const {
   Client, Subscription, Pager, Lock, Election, Value, Change, HolderChange, LockStatus, ConnectionEvent,
   EditResult, DELETE, KEEP, MqstateError, StoreError, RpcError, ConnectError, AbortError, settings,
-  errorCodes, storeErrorKinds, codec, hlc, topics
+  errorCodes, storeErrorKinds, codec, hlc, topics, version
 } = cjs
 export default cjs

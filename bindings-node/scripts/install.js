@@ -1,5 +1,7 @@
 'use strict'
-// npm install: builds the native addon from source with cargo (release; debug when
+// npm install: nothing to do when the prebuilt addon of this platform was installed (the
+// optional dependency mqstate-<platform>, e.g. mqstate-linux-x64-gnu, that native.js loads).
+// Otherwise (another platform, or optional dependencies omitted) it builds the addon from source with cargo (release; debug when
 // MQSTATE_NODE_PROFILE=debug), honouring CARGO_TARGET_DIR, and copies it beside the loader
 // under the name native.js looks for. The Rust sources are the ones packed into rust/ (an
 // npm tarball) or, in a checkout of the repository, the workspace around this folder.
@@ -46,9 +48,20 @@ function manifest () {
   return fail('the Rust sources are missing (neither rust/Cargo.toml in the package nor the mqstate workspace around it)')
 }
 
+/** Whether the platform package with the prebuilt addon is installed beside this one. */
+function prebuilt () {
+  try {
+    require.resolve(`mqstate-${suffix()}/package.json`, { paths: [pkg] })
+    return true
+  } catch {
+    return false
+  }
+}
+
 function main () {
   const target = path.join(pkg, `mqstate.${suffix()}.node`)
   if (process.env.MQSTATE_NODE_SKIP_BUILD === '1') return
+  if (process.env.MQSTATE_NODE_FORCE_BUILD !== '1' && prebuilt()) return
   if (fs.existsSync(target) && process.env.MQSTATE_NODE_FORCE_BUILD !== '1') return
   const cargo = process.env.CARGO || 'cargo'
   const probe = spawnSync(cargo, ['--version'], { encoding: 'utf8' })
