@@ -176,6 +176,8 @@ struct Events {
     filters: Mutex<HashMap<String, Vec<String>>>,
     /// The notification topics subscribed on each client's behalf.
     added: Mutex<HashMap<String, HashSet<String>>>,
+    /// The task watching each disconnected client's kept session.
+    watchers: Mutex<HashMap<String, tokio::task::AbortHandle>>,
     /// Set once the broker exists: its session storage.
     storage: OnceLock<Arc<DynamicStorage>>,
     /// At most this many per client (the store's key quota, which also bounds how many keys
@@ -219,27 +221,42 @@ impl Events {
     }
 
     /// Watches a session kept after its connection closed until it expires or the client
-    /// comes back.
+    /// comes back (one task per client id: a connect stops it, see [`Events::stop_watch`]).
     fn watch(&self, mut watch: session_ends::Watch) {
         let Some(events) = self.this.upgrade() else {
             return;
         };
-        tokio::spawn(async move {
+        let client_id = watch.client_id().to_owned();
+        let id = client_id.clone();
+        let mut watchers = lock(&self.watchers);
+        let task = tokio::spawn(async move {
             loop {
                 tokio::time::sleep(watch.wait()).await;
                 let Some(sessions) = events.sessions.get() else {
                     return;
                 };
-                let client_id = watch.client_id().to_owned();
-                match sessions
-                    .recheck(watch, || events.session_ended(&client_id))
-                    .await
-                {
+                match sessions.recheck(watch, || events.session_ended(&id)).await {
                     Some(next) => watch = next,
-                    None => return,
+                    None => break,
                 }
             }
+            let me = tokio::task::id();
+            let mut watchers = lock(&events.watchers);
+            if watchers.get(&id).is_some_and(|t| t.id() == me) {
+                watchers.remove(&id);
+            }
         });
+        if let Some(previous) = watchers.insert(client_id, task.abort_handle()) {
+            previous.abort();
+        }
+    }
+
+    /// Stops watching the session of `client_id` (it connected again: the connect decides
+    /// whether that session ended).
+    fn stop_watch(&self, client_id: &str) {
+        if let Some(task) = lock(&self.watchers).remove(client_id) {
+            task.abort();
+        }
     }
 
     /// Keeps the subscription `topic` added on behalf of `client_id` in its stored session
@@ -371,6 +388,7 @@ impl BrokerEventHandler for Events {
     ) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
         Box::pin(async move {
             let client_id = &*event.client_id;
+            self.stop_watch(client_id);
             let replaced = match self.sessions.get() {
                 Some(sessions) => {
                     sessions
@@ -431,6 +449,7 @@ impl EmbeddedBroker {
             commands,
             sessions: OnceLock::new(),
             storage: OnceLock::new(),
+            watchers: Mutex::new(HashMap::new()),
             router: OnceLock::new(),
             filters: Mutex::new(HashMap::new()),
             added: Mutex::new(HashMap::new()),
