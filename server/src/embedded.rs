@@ -322,7 +322,8 @@ impl Events {
             topics.insert(topic.clone())
         };
         if new {
-            let request = SubscriptionRequest::new(client_id, topic.clone(), mqtt5::QoS::AtLeastOnce);
+            let request =
+                SubscriptionRequest::new(client_id, topic.clone(), mqtt5::QoS::AtLeastOnce);
             if let Err(e) = router.subscribe(request).await {
                 tracing::warn!(client_id, error = %e, "could not route notifications to a client");
             }

@@ -86,7 +86,10 @@ async fn a_session_resumes_with_its_subscription_and_messages(kind: BrokerKind) 
     wire.ack(&again).await.unwrap();
 
     // The subscription still delivers.
-    let pkid = publisher.publish("sess/t", "after", None, None).await.unwrap();
+    let pkid = publisher
+        .publish("sess/t", "after", None, None)
+        .await
+        .unwrap();
     publisher.puback(pkid).await.unwrap();
     let p = wire.next_publish().await.unwrap();
     assert_eq!(&p.payload[..], b"after");
@@ -94,7 +97,10 @@ async fn a_session_resumes_with_its_subscription_and_messages(kind: BrokerKind) 
 
     // A QoS 1 publish whose PUBACK the client never saw is sent again (DUP) on the resumed
     // session, acknowledged, and reaches the subscriber at least once.
-    let pkid = wire.publish("sess/in", "inbound", None, None).await.unwrap();
+    let pkid = wire
+        .publish("sess/in", "inbound", None, None)
+        .await
+        .unwrap();
     wire.cut();
     let (mut wire, present) = connect(&f, "sess-keeper", false, 60).await;
     assert!(present);
@@ -218,7 +224,11 @@ async fn request(wire: &mut Wire, client_id: &str, payload: &[u8]) -> Bytes {
     loop {
         let p = wire.next_publish().await.unwrap();
         wire.ack(&p).await.unwrap();
-        if p.properties.as_ref().and_then(|p| p.correlation_data.clone()) == correlation {
+        if p.properties
+            .as_ref()
+            .and_then(|p| p.correlation_data.clone())
+            == correlation
+        {
             return p.payload;
         }
     }
@@ -264,7 +274,11 @@ async fn registrations_last_as_long_as_the_session() {
     )
     .await;
     assert_eq!(&set[..], b"+OK\r\n");
-    assert_eq!(f.stats().registrations_dropped, before, "kept across the cut");
+    assert_eq!(
+        f.stats().registrations_dropped,
+        before,
+        "kept across the cut"
+    );
     let (mut wire, present) = connect(&f, id, false, 60).await;
     assert!(present);
     let n = wire.next_publish().await.unwrap();
@@ -273,7 +287,10 @@ async fn registrations_last_as_long_as_the_session() {
         std::str::from_utf8(&n.topic).unwrap(),
         topics::notification_topic(id, b"kept")
     );
-    assert!(n.payload.starts_with(b"*4\r\n$6\r\nNOTIFY\r\n$3\r\nSET\r\n"));
+    assert!(
+        n.payload
+            .starts_with(b"*4\r\n$6\r\nNOTIFY\r\n$3\r\nSET\r\n")
+    );
 
     // A clean start replaces the session: the registration ends with the old one.
     wire.cut();
@@ -287,10 +304,17 @@ async fn registrations_last_as_long_as_the_session() {
         b"*3\r\n$3\r\nSET\r\n$4\r\nkept\r\n$2\r\nv2\r\n",
     )
     .await;
-    let pkid = writer.publish("reg/barrier", "b", None, None).await.unwrap();
+    let pkid = writer
+        .publish("reg/barrier", "b", None, None)
+        .await
+        .unwrap();
     writer.puback(pkid).await.unwrap();
     let p = wire.next_publish().await.unwrap();
-    assert_eq!(&p.payload[..], b"b", "no notification after the session ended");
+    assert_eq!(
+        &p.payload[..],
+        b"b",
+        "no notification after the session ended"
+    );
     wire.disconnect().await.unwrap();
 
     // With a short expiry, the registration ends at the expiry, not at the cut.
@@ -322,7 +346,11 @@ async fn client_ids_the_embedded_broker_refuses() {
             let (wire, ack) = Wire::connect(addr(&f), &id, true, 0).await.unwrap();
             match kind {
                 BrokerKind::Embedded => {
-                    assert_eq!(ack.code, ConnectReturnCode::ClientIdentifierNotValid, "{id}");
+                    assert_eq!(
+                        ack.code,
+                        ConnectReturnCode::ClientIdentifierNotValid,
+                        "{id}"
+                    );
                 }
                 BrokerKind::Mosquitto => {
                     assert_eq!(ack.code, ConnectReturnCode::Success, "{id}");
