@@ -17,6 +17,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
@@ -33,13 +34,19 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 /// SETs in flight at each cut.
 const IN_FLIGHT: usize = 20;
 
+/// A proxy's address, its cut switch, and how many connections it accepted.
+type Proxy = (SocketAddr, watch::Sender<u64>, Arc<AtomicU64>);
+
 /// Forwards every connection on a loopback port to `target` until told to cut them all.
-async fn proxy(target: SocketAddr) -> anyhow::Result<(SocketAddr, watch::Sender<u64>)> {
+async fn proxy(target: SocketAddr) -> anyhow::Result<Proxy> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     let (cut, cuts) = watch::channel(0u64);
+    let accepted = Arc::new(AtomicU64::new(0));
+    let counter = Arc::clone(&accepted);
     tokio::spawn(async move {
         while let Ok((mut inbound, _)) = listener.accept().await {
+            counter.fetch_add(1, Ordering::Relaxed);
             let mut cuts = cuts.clone();
             cuts.mark_unchanged();
             tokio::spawn(async move {
@@ -53,7 +60,7 @@ async fn proxy(target: SocketAddr) -> anyhow::Result<(SocketAddr, watch::Sender<
             });
         }
     });
-    Ok((addr, cut))
+    Ok((addr, cut, accepted))
 }
 
 fn parse_url() -> anyhow::Result<(SocketAddr, usize)> {
@@ -99,7 +106,7 @@ async fn main() {
 
 async fn run() -> anyhow::Result<String> {
     let (target, cuts) = parse_url()?;
-    let (addr, cut) = proxy(target).await?;
+    let (addr, cut, accepted) = proxy(target).await?;
     let settings = MqttConnectionSettingsBuilder::default()
         .client_id(format!("sdk-cut-{}", std::process::id()))
         .hostname(addr.ip().to_string())
@@ -130,6 +137,18 @@ async fn run() -> anyhow::Result<String> {
         .await
         .context("the SDK never connected")?;
 
+    // The SDK subscribes to its response topic at its first request: do that before any
+    // cut, so that what is tested is the session, not a subscription cut half-way.
+    client
+        .set(
+            b"sdk-cut/warm-up".to_vec(),
+            b"1".to_vec(),
+            TIMEOUT,
+            None,
+            state_store::SetOptions::default(),
+        )
+        .await
+        .map_err(|e| anyhow::anyhow!("the first SET failed: {e}"))?;
     let mut completed = 0usize;
     for round in 0..cuts {
         let mut requests = tokio::task::JoinSet::new();
@@ -147,6 +166,8 @@ async fn run() -> anyhow::Result<String> {
                     .await
             });
         }
+        // Let the requests leave, then cut with them (or their responses) in flight.
+        tokio::time::sleep(Duration::from_millis(2)).await;
         cut.send_modify(|n| *n += 1);
         while let Some(joined) = requests.join_next().await {
             let response = joined?
@@ -171,6 +192,11 @@ async fn run() -> anyhow::Result<String> {
         "the final GET read {:?}",
         last.response
     );
+    let connections = accepted.load(Ordering::Relaxed);
+    anyhow::ensure!(
+        connections > cuts as u64,
+        "only {connections} connection(s) for {cuts} cut(s): the cuts did not land"
+    );
     let _ = client.shutdown().await;
     if exit.try_exit().is_err() {
         exit.force_exit();
@@ -185,6 +211,7 @@ async fn run() -> anyhow::Result<String> {
         }
     }
     Ok(format!(
-        "{cuts} cut(s), {completed} SETs in flight all completed, the session was kept"
+        "{cuts} cut(s), {connections} connections, {completed} SETs in flight all completed, \
+         the session was kept"
     ))
 }
