@@ -202,13 +202,13 @@ async fn run() -> anyhow::Result<String> {
         exit.force_exit();
     }
     let ended = tokio::time::timeout(Duration::from_secs(5), session_task).await;
-    if let Ok(Ok(Err(e))) = &ended {
-        if !matches!(
+    if let Ok(Ok(Err(e))) = &ended
+        && !matches!(
             e.kind(),
             azure_iot_operations_mqtt::session::SessionErrorKind::ForceExit
-        ) {
-            bail!("the SDK's session ended with {e}");
-        }
+        )
+    {
+        bail!("the SDK's session ended with {e}");
     }
     Ok(format!(
         "{cuts} cut(s), {connections} connections, {completed} SETs in flight all completed, \
