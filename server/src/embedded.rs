@@ -1,10 +1,14 @@
 //! The embedded MQTT5 broker (the `mqtt5` crate's broker, in the same process), so that
 //! `mqstate serve` needs nothing installed.
 //!
-//! Storage is in memory with persistence off (the crate's default is a file backend in
-//! `./mqtt_storage`). The broker reports every clean and abrupt disconnect through
-//! [`BrokerEventHandler::on_client_disconnect`]; those events become
-//! [`Command::Disconnected`] for the store, which drops the client's registrations. The
+//! Sessions are kept in memory (the crate's session storage on its memory backend; its
+//! default is a file backend in `./mqtt_storage`): a client that connects with clean start 0
+//! and a session expiry resumes its session after a reconnect (`session_present = 1`, its
+//! subscriptions and its queued and in-flight QoS 1 messages kept), until the session
+//! expires; a clean start discards it. Sessions do not survive a restart of the server.
+//! When a client's *session* ends — with its connection when its expiry is 0, else at
+//! expiry or at a clean start that replaces it ([`session_ends`]) — the store is told
+//! ([`Command::SessionEnded`]) and drops the client's KEYNOTIFY registrations. The
 //! broker also vouches for each publisher's client id (user property `x-mqtt-client-id`,
 //! which it overwrites), and can drop a client's connection: used for requests with a
 //! forbidden response topic. The store's responses and notifications are handed straight
@@ -31,7 +35,7 @@ use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use mqstate::codec::Request;
 use mqtt5::broker::MqttBroker;
@@ -42,7 +46,11 @@ use mqtt5::broker::events::{
 };
 use mqtt5::broker::router::{MessageRouter, SubscriptionRequest};
 use mqtt5::broker::server::BrokerShutdownHandle;
-use mqtt5::broker::{BrokerConfig, BrokerEventHandler, ClientConnectEvent, ClientDisconnectEvent};
+use mqtt5::broker::storage::StoredSubscription;
+use mqtt5::broker::{
+    BrokerConfig, BrokerEventHandler, ClientConnectEvent, ClientDisconnectEvent, DynamicStorage,
+    StorageBackend as _,
+};
 use tokio::sync::mpsc::UnboundedSender as Sender;
 use tokio::task::JoinHandle;
 
@@ -55,6 +63,7 @@ use crate::outbox::{Message, Sink};
 use crate::service::{BrokerControl, Command};
 
 pub(crate) mod session;
+pub(crate) mod session_ends;
 
 /// The Maximum Packet Size the embedded broker announces in its CONNACK: MQTT 5's maximum.
 pub(crate) const MAX_PACKET_SIZE: u32 = 268_435_455;
@@ -149,16 +158,28 @@ fn to_packet(message: Message) -> PublishPacket {
     packet
 }
 
+/// How often the broker sweeps expired sessions out of its router and storage (the crate's
+/// default is an hour; the store itself learns of an expiry on time from [`session_ends`]).
+const SWEEP_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Forwards the broker's connection events to the log and the store, and routes
 /// notifications to clients that did not subscribe to them.
 struct Events {
+    /// Itself, for the tasks that watch kept sessions.
+    this: Weak<Events>,
     commands: Sender<Command>,
     /// Set once the broker exists (the handler is created before it).
     router: OnceLock<Arc<MessageRouter>>,
+    /// Set once the broker exists: which sessions ended.
+    sessions: OnceLock<session_ends::SessionEnds>,
     /// Each client's granted subscription filters.
     filters: Mutex<HashMap<String, Vec<String>>>,
     /// The notification topics subscribed on each client's behalf.
     added: Mutex<HashMap<String, HashSet<String>>>,
+    /// The task watching each disconnected client's kept session.
+    watchers: Mutex<HashMap<String, tokio::task::AbortHandle>>,
+    /// Set once the broker exists: its session storage.
+    storage: OnceLock<Arc<DynamicStorage>>,
     /// At most this many per client (the store's key quota, which also bounds how many keys
     /// a client observes): a client cannot grow them beyond what the store would register.
     max_added: Option<usize>,
@@ -187,10 +208,83 @@ pub(crate) fn filter_matches(filter: &str, topic: &str) -> bool {
 }
 
 impl Events {
-    /// Forgets what is known of a client's subscriptions (its session ended).
-    fn forget(&self, client_id: &str) {
+    /// A client's session ended: the store drops its registrations, and what is known of
+    /// its subscriptions is forgotten.
+    fn session_ended(&self, client_id: &str) {
+        tracing::debug!(client_id, "session ended");
+        // The store thread may already be gone during shutdown: nothing to do then.
+        let _ = self
+            .commands
+            .send(Command::SessionEnded(client_id.to_owned()));
         lock(&self.filters).remove(client_id);
         lock(&self.added).remove(client_id);
+    }
+
+    /// Watches a session kept after its connection closed until it expires or the client
+    /// comes back (one task per client id: a connect stops it, see [`Events::stop_watch`]).
+    fn watch(&self, mut watch: session_ends::Watch) {
+        let Some(events) = self.this.upgrade() else {
+            return;
+        };
+        let client_id = watch.client_id().to_owned();
+        let id = client_id.clone();
+        let mut watchers = lock(&self.watchers);
+        let task = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(watch.wait()).await;
+                let Some(sessions) = events.sessions.get() else {
+                    return;
+                };
+                match sessions.recheck(watch, || events.session_ended(&id)).await {
+                    Some(next) => watch = next,
+                    None => break,
+                }
+            }
+            let me = tokio::task::id();
+            let mut watchers = lock(&events.watchers);
+            if watchers.get(&id).is_some_and(|t| t.id() == me) {
+                watchers.remove(&id);
+            }
+        });
+        if let Some(previous) = watchers.insert(client_id, task.abort_handle()) {
+            previous.abort();
+        }
+    }
+
+    /// Stops watching the session of `client_id` (it connected again: the connect decides
+    /// whether that session ended).
+    fn stop_watch(&self, client_id: &str) {
+        if let Some(task) = lock(&self.watchers).remove(client_id) {
+            task.abort();
+        }
+    }
+
+    /// Keeps the subscription `topic` added on behalf of `client_id` in its stored session
+    /// (or takes it out with `stop`), so that a resumed session gets it back with the
+    /// client's own subscriptions.
+    async fn store_added(&self, client_id: &str, topic: &str, stop: bool) {
+        let Some(storage) = self.storage.get() else {
+            return;
+        };
+        let Ok(Some(session)) = storage.get_session(client_id).await else {
+            return;
+        };
+        let topic = topic.to_owned();
+        let stored = storage
+            .update_session(client_id, session.connection_token, move |session| {
+                if stop {
+                    session.subscriptions.remove(&topic);
+                } else {
+                    session
+                        .subscriptions
+                        .entry(topic)
+                        .or_insert_with(|| StoredSubscription::new(mqtt5::QoS::AtLeastOnce));
+                }
+            })
+            .await;
+        if let Err(e) = stored {
+            tracing::warn!(client_id, error = %e, "could not keep a notification route in the session");
+        }
     }
 
     /// Subscribes `client_id` to the notification topic of `key` on its behalf (or drops
@@ -209,6 +303,7 @@ impl Events {
                 .is_some_and(|topics| topics.remove(&topic));
             if removed {
                 router.unsubscribe(client_id, &topic, None).await;
+                self.store_added(client_id, &topic, true).await;
             }
             return;
         }
@@ -227,10 +322,12 @@ impl Events {
             topics.insert(topic.clone())
         };
         if new {
-            let request = SubscriptionRequest::new(client_id, topic, mqtt5::QoS::AtLeastOnce);
+            let request =
+                SubscriptionRequest::new(client_id, topic.clone(), mqtt5::QoS::AtLeastOnce);
             if let Err(e) = router.subscribe(request).await {
                 tracing::warn!(client_id, error = %e, "could not route notifications to a client");
             }
+            self.store_added(client_id, &topic, false).await;
         }
     }
 }
@@ -290,8 +387,25 @@ impl BrokerEventHandler for Events {
         &'a self,
         event: ClientConnectEvent,
     ) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
-        tracing::info!(client_id = %event.client_id, clean_start = event.clean_start, "client connected");
-        Box::pin(async {})
+        Box::pin(async move {
+            let client_id = &*event.client_id;
+            self.stop_watch(client_id);
+            let replaced = match self.sessions.get() {
+                Some(sessions) => {
+                    sessions
+                        .connected(client_id, || self.session_ended(client_id))
+                        .await
+                }
+                None => false,
+            };
+            tracing::info!(
+                client_id,
+                clean_start = event.clean_start,
+                session_expiry = event.session_expiry_interval,
+                previous_session_ended = replaced,
+                "client connected"
+            );
+        })
     }
 
     fn on_client_disconnect<'a>(
@@ -304,14 +418,20 @@ impl BrokerEventHandler for Events {
             reason = ?event.reason,
             "client disconnected"
         );
-        // The store thread may already be gone during shutdown: nothing to do then.
-        let _ = self
-            .commands
-            .send(Command::Disconnected(event.client_id.to_string()));
-        // Sessions are not kept (persistence is off): every subscription, own or added,
-        // ends with the connection.
-        self.forget(&event.client_id);
-        Box::pin(async {})
+        Box::pin(async move {
+            let client_id = &*event.client_id;
+            let Some(sessions) = self.sessions.get() else {
+                self.session_ended(client_id);
+                return;
+            };
+            let after = sessions
+                .disconnected(client_id, || self.session_ended(client_id))
+                .await;
+            if let session_ends::AfterDisconnect::Kept(watch) = after {
+                tracing::debug!(client_id, wait = ?watch.wait(), "session kept");
+                self.watch(watch);
+            }
+        })
     }
 }
 
@@ -325,8 +445,12 @@ impl EmbeddedBroker {
         tls: Option<&TlsFiles>,
         max_keys: Option<usize>,
     ) -> std::io::Result<EmbeddedBroker> {
-        let events = Arc::new(Events {
+        let events = Arc::new_cyclic(|this| Events {
+            this: Weak::clone(this),
             commands,
+            sessions: OnceLock::new(),
+            storage: OnceLock::new(),
+            watchers: Mutex::new(HashMap::new()),
             router: OnceLock::new(),
             filters: Mutex::new(HashMap::new()),
             added: Mutex::new(HashMap::new()),
@@ -334,7 +458,8 @@ impl EmbeddedBroker {
         });
         let storage = StorageConfig::default()
             .with_backend(StorageBackend::Memory)
-            .with_persistence(false)
+            .with_persistence(true)
+            .with_cleanup_interval(SWEEP_INTERVAL)
             .with_max_queued_bytes_per_client(client_queue_bytes.max(1));
         // With TLS, clients get the TLS listener on `listen`; the plain one, for the
         // server's own connection, moves to a free loopback port.
@@ -364,6 +489,13 @@ impl EmbeddedBroker {
             .map_err(|e| std::io::Error::other(format!("embedded broker on {listen}: {e}")))?
             .with_auth_provider(Arc::new(gate));
         let _ = events.router.set(broker.router());
+        let storage = broker
+            .storage()
+            .ok_or_else(|| std::io::Error::other("embedded broker keeps no sessions"))?;
+        let _ = events
+            .sessions
+            .set(session_ends::SessionEnds::new(Arc::clone(&storage)));
+        let _ = events.storage.set(storage);
         let internal = broker
             .local_addr()
             .ok_or_else(|| std::io::Error::other("embedded broker has no listener"))?;

@@ -24,8 +24,9 @@ use crate::store::{Invocation, JournalOp, Notice, Store};
 /// What the store is told besides the requests it serves.
 #[derive(Debug)]
 pub enum Command {
-    /// A client's connection ended: drop its registrations and queued notifications.
-    Disconnected(String),
+    /// A client's MQTT session ended (with its connection, at its expiry, or replaced by a
+    /// clean start): drop its registrations and queued notifications.
+    SessionEnded(String),
 }
 
 /// The current time in ms since the Unix epoch.
@@ -93,7 +94,7 @@ impl Service {
     /// Handles one command.
     pub(crate) fn command(&mut self, command: Command) {
         match command {
-            Command::Disconnected(client_id) => self.disconnected(&client_id),
+            Command::SessionEnded(client_id) => self.disconnected(&client_id),
         }
     }
 
@@ -105,6 +106,8 @@ impl Service {
         }
     }
 
+    /// Drops the registrations and queued notifications of a client that is gone (its
+    /// session ended on the embedded broker; its connection closed behind an external one).
     pub(crate) fn disconnected(&mut self, client_id: &str) {
         if client_id == self.own_client_id {
             return;

@@ -18,6 +18,7 @@ pub mod mosquitto;
 pub mod pki;
 pub mod proxy;
 pub mod raw;
+pub mod wire;
 
 pub use fixture::{BrokerKind, StateStoreFixture, server_config};
 pub use mosquitto::{Mosquitto, free_port};

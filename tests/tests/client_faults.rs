@@ -84,6 +84,23 @@ async fn cut_with_requests_in_flight() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_on_the_embedded_broker_completes_requests_in_flight() {
+    // The client keeps a session (expiry 3600 s) and the embedded broker resumes it: the
+    // requests, and their responses queued while the client was away, survive the cut.
+    let env = Env::embedded().await;
+    let (proxy, client) = proxied_client(&env, "resumer").await;
+    let (ok, failed) = burst(&client, 300, || proxy.cut()).await;
+    assert_eq!(
+        (ok, failed),
+        (300, 0),
+        "every request completes on the resumed session"
+    );
+    assert!(proxy.connections() >= 2, "the connection was cut");
+    assert_eq!(client.pending_requests(), 0);
+    client.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_wait_out_a_short_outage() {
     let env = Env::embedded().await;
     let (proxy, client) = proxied_client(&env, "outage").await;

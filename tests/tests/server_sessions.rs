@@ -1,0 +1,367 @@
+//! MQTT 5 sessions across a lost connection, packet by packet ([`Wire`]): clean start 0 with
+//! a session expiry resumes the session (`session_present = 1`, subscriptions kept, QoS 1
+//! messages queued or in flight delivered after the reconnect), expiry 0 or a short expiry
+//! ends it, clean start 1 discards it — on mosquitto and on the embedded broker alike. On
+//! the embedded broker, a client's KEYNOTIFY registrations (and the notification routes
+//! added for them) last as long as its session, not its connection. And the client ids the
+//! embedded broker refuses, with what the client sees.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::Bytes;
+use mqstate::envelope::{self, property};
+use mqstate::topics;
+use mqstate_tests::raw::now_ms;
+use mqstate_tests::wire::Wire;
+use mqstate_tests::{BrokerKind, StateStoreFixture};
+use rumqttc::v5::mqttbytes::v5::{ConnectReturnCode, Packet, PublishProperties};
+
+async fn fixture(kind: BrokerKind) -> StateStoreFixture {
+    mqstate_tests::init_tracing();
+    match kind {
+        BrokerKind::Mosquitto => StateStoreFixture::mosquitto().await,
+        BrokerKind::Embedded => StateStoreFixture::embedded().await,
+    }
+    .expect("fixture")
+}
+
+fn addr(f: &StateStoreFixture) -> SocketAddr {
+    SocketAddr::new(f.host().parse().expect("an IP host"), f.port())
+}
+
+async fn connect(f: &StateStoreFixture, id: &str, clean: bool, expiry: u32) -> (Wire, bool) {
+    let (wire, ack) = Wire::connect(addr(f), id, clean, expiry)
+        .await
+        .expect("connect");
+    assert_eq!(ack.code, ConnectReturnCode::Success, "CONNACK of {id}");
+    (wire, ack.session_present)
+}
+
+macro_rules! both_brokers {
+    ($($name:ident),* $(,)?) => {
+        mod on_mosquitto {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() { super::$name(mqstate_tests::BrokerKind::Mosquitto).await; })*
+        }
+        mod on_embedded {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() { super::$name(mqstate_tests::BrokerKind::Embedded).await; })*
+        }
+    };
+}
+
+both_brokers!(
+    a_session_resumes_with_its_subscription_and_messages,
+    clean_start_discards_the_session,
+    expiry_ends_the_session,
+);
+
+async fn a_session_resumes_with_its_subscription_and_messages(kind: BrokerKind) {
+    let f = fixture(kind).await;
+    let (mut publisher, _) = connect(&f, "sess-publisher", true, 0).await;
+    let (mut wire, present) = connect(&f, "sess-keeper", false, 60).await;
+    assert!(!present, "a new session");
+    wire.subscribe("sess/t").await.unwrap();
+    wire.subscribe("sess/in").await.unwrap();
+
+    // Cut; a QoS 1 message published meanwhile waits in the session.
+    wire.cut();
+    let pkid = publisher
+        .publish("sess/t", "while-away", None, None)
+        .await
+        .unwrap();
+    publisher.puback(pkid).await.unwrap();
+    let (mut wire, present) = connect(&f, "sess-keeper", false, 60).await;
+    assert!(present, "the session resumed");
+    let p = wire.next_publish().await.unwrap();
+    assert_eq!(&p.payload[..], b"while-away");
+
+    // Delivered but not acknowledged when the connection drops: delivered again.
+    wire.cut();
+    let (mut wire, present) = connect(&f, "sess-keeper", false, 60).await;
+    assert!(present);
+    let again = wire.next_publish().await.unwrap();
+    assert_eq!(&again.payload[..], b"while-away", "redelivered");
+    wire.ack(&again).await.unwrap();
+
+    // The subscription still delivers.
+    let pkid = publisher
+        .publish("sess/t", "after", None, None)
+        .await
+        .unwrap();
+    publisher.puback(pkid).await.unwrap();
+    let p = wire.next_publish().await.unwrap();
+    assert_eq!(&p.payload[..], b"after");
+    wire.ack(&p).await.unwrap();
+
+    // A QoS 1 publish whose PUBACK the client never saw is sent again (DUP) on the resumed
+    // session, acknowledged, and reaches the subscriber at least once.
+    let pkid = wire
+        .publish("sess/in", "inbound", None, None)
+        .await
+        .unwrap();
+    wire.cut();
+    let (mut wire, present) = connect(&f, "sess-keeper", false, 60).await;
+    assert!(present);
+    wire.publish("sess/in", "inbound", None, Some(pkid))
+        .await
+        .unwrap();
+    let mut acked = false;
+    let mut seen = 0;
+    while !acked || seen == 0 {
+        match wire.read().await.unwrap() {
+            Packet::PubAck(ack) if ack.pkid == pkid => acked = true,
+            Packet::PubAck(_) => {}
+            Packet::Publish(p) => {
+                // "after" again if its PUBACK was lost with the cut: redelivered, as it must.
+                assert!(
+                    &p.payload[..] == b"inbound" || (&p.payload[..] == b"after" && p.dup),
+                    "unexpected {p:?}"
+                );
+                seen += usize::from(&p.payload[..] == b"inbound");
+                wire.ack(&p).await.unwrap();
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    wire.disconnect().await.unwrap();
+    f.shutdown().await;
+}
+
+async fn clean_start_discards_the_session(kind: BrokerKind) {
+    let f = fixture(kind).await;
+    let (mut publisher, _) = connect(&f, "discard-publisher", true, 0).await;
+    let (mut wire, _) = connect(&f, "discarder", false, 60).await;
+    wire.subscribe("discard/t").await.unwrap();
+    wire.cut();
+    let pkid = publisher
+        .publish("discard/t", "queued", None, None)
+        .await
+        .unwrap();
+    publisher.puback(pkid).await.unwrap();
+    let (mut wire, present) = connect(&f, "discarder", true, 60).await;
+    assert!(!present, "clean start 1: no session");
+    // Neither the queued message nor the subscription survived: a barrier on a fresh
+    // subscription arrives first.
+    wire.subscribe("discard/barrier").await.unwrap();
+    let pkid = publisher
+        .publish("discard/t", "not-subscribed", None, None)
+        .await
+        .unwrap();
+    publisher.puback(pkid).await.unwrap();
+    let pkid = publisher
+        .publish("discard/barrier", "barrier", None, None)
+        .await
+        .unwrap();
+    publisher.puback(pkid).await.unwrap();
+    let p = wire.next_publish().await.unwrap();
+    assert_eq!(&p.payload[..], b"barrier");
+    wire.disconnect().await.unwrap();
+    f.shutdown().await;
+}
+
+async fn expiry_ends_the_session(kind: BrokerKind) {
+    let f = fixture(kind).await;
+    // Expiry 0: the session ends with the connection.
+    let (mut wire, _) = connect(&f, "expiry-zero", false, 0).await;
+    wire.subscribe("expiry/t").await.unwrap();
+    wire.cut();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let (wire, present) = connect(&f, "expiry-zero", false, 60).await;
+    assert!(!present, "expiry 0: no session after the connection");
+    wire.disconnect().await.unwrap();
+
+    // Expiry 1 s: resumable before, gone after.
+    let (mut wire, _) = connect(&f, "expiry-short", false, 1).await;
+    wire.subscribe("expiry/t").await.unwrap();
+    wire.cut();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let (wire, present) = connect(&f, "expiry-short", false, 1).await;
+    assert!(present, "within its expiry the session resumes");
+    wire.cut();
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let (wire, present) = connect(&f, "expiry-short", false, 1).await;
+    assert!(!present, "past its expiry the session is gone");
+    wire.disconnect().await.unwrap();
+    f.shutdown().await;
+}
+
+/// A state store request from a [`Wire`] client (what the official SDKs send).
+fn request_properties(client_id: &str) -> PublishProperties {
+    PublishProperties {
+        response_topic: Some(topics::response_topic(client_id)),
+        correlation_data: Some(Bytes::copy_from_slice(uuid::Uuid::new_v4().as_bytes())),
+        content_type: Some(envelope::CONTENT_TYPE.to_owned()),
+        message_expiry_interval: Some(10),
+        user_properties: vec![
+            (property::SOURCE_ID.to_owned(), client_id.to_owned()),
+            (
+                property::TIMESTAMP.to_owned(),
+                format!("{:015}:00000:{client_id}", now_ms()),
+            ),
+            (
+                property::PROTOCOL_VERSION.to_owned(),
+                envelope::PROTOCOL_VERSION.to_owned(),
+            ),
+        ],
+        ..PublishProperties::default()
+    }
+}
+
+/// Sends a request and returns its response's payload, acknowledging what arrives.
+async fn request(wire: &mut Wire, client_id: &str, payload: &[u8]) -> Bytes {
+    let properties = request_properties(client_id);
+    let correlation = properties.correlation_data.clone();
+    wire.publish(
+        topics::REQUEST_TOPIC,
+        Bytes::copy_from_slice(payload),
+        Some(properties),
+        None,
+    )
+    .await
+    .unwrap();
+    loop {
+        let p = wire.next_publish().await.unwrap();
+        wire.ack(&p).await.unwrap();
+        if p.properties
+            .as_ref()
+            .and_then(|p| p.correlation_data.clone())
+            == correlation
+        {
+            return p.payload;
+        }
+    }
+}
+
+/// Waits until the server has dropped more than `before` registrations in all.
+async fn dropped_beyond(f: &StateStoreFixture, before: u64) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while f.stats().registrations_dropped <= before {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the registration was never dropped"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn registrations_last_as_long_as_the_session() {
+    let f = fixture(BrokerKind::Embedded).await;
+    let (mut writer, _) = connect(&f, "reg-writer", true, 0).await;
+    writer
+        .subscribe(&topics::response_topic("reg-writer"))
+        .await
+        .unwrap();
+    let id = "reg-observer";
+    // The observer subscribes to its responses only: notifications reach it through the
+    // route the broker adds at KEYNOTIFY (as for the official Go SDK).
+    let (mut wire, _) = connect(&f, id, false, 60).await;
+    wire.subscribe(&topics::response_topic(id)).await.unwrap();
+    let ok = request(&mut wire, id, b"*2\r\n$9\r\nKEYNOTIFY\r\n$4\r\nkept\r\n").await;
+    assert_eq!(&ok[..], b"+OK\r\n");
+    let before = f.stats().registrations_dropped;
+
+    // A cut keeps the registration and its route: the notification of a SET made while
+    // the observer is away waits in its session.
+    wire.cut();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let set = request(
+        &mut writer,
+        "reg-writer",
+        b"*3\r\n$3\r\nSET\r\n$4\r\nkept\r\n$2\r\nv1\r\n",
+    )
+    .await;
+    assert_eq!(&set[..], b"+OK\r\n");
+    assert_eq!(
+        f.stats().registrations_dropped,
+        before,
+        "kept across the cut"
+    );
+    let (mut wire, present) = connect(&f, id, false, 60).await;
+    assert!(present);
+    let n = wire.next_publish().await.unwrap();
+    wire.ack(&n).await.unwrap();
+    assert_eq!(
+        std::str::from_utf8(&n.topic).unwrap(),
+        topics::notification_topic(id, b"kept")
+    );
+    assert!(
+        n.payload
+            .starts_with(b"*4\r\n$6\r\nNOTIFY\r\n$3\r\nSET\r\n")
+    );
+
+    // A clean start replaces the session: the registration ends with the old one.
+    wire.cut();
+    let (mut wire, present) = connect(&f, id, true, 60).await;
+    assert!(!present);
+    dropped_beyond(&f, before).await;
+    wire.subscribe("reg/barrier").await.unwrap();
+    request(
+        &mut writer,
+        "reg-writer",
+        b"*3\r\n$3\r\nSET\r\n$4\r\nkept\r\n$2\r\nv2\r\n",
+    )
+    .await;
+    let pkid = writer
+        .publish("reg/barrier", "b", None, None)
+        .await
+        .unwrap();
+    writer.puback(pkid).await.unwrap();
+    let p = wire.next_publish().await.unwrap();
+    assert_eq!(
+        &p.payload[..],
+        b"b",
+        "no notification after the session ended"
+    );
+    wire.disconnect().await.unwrap();
+
+    // With a short expiry, the registration ends at the expiry, not at the cut.
+    let id = "reg-short";
+    let (mut wire, _) = connect(&f, id, false, 1).await;
+    wire.subscribe(&topics::response_topic(id)).await.unwrap();
+    request(&mut wire, id, b"*2\r\n$9\r\nKEYNOTIFY\r\n$5\r\nshort\r\n").await;
+    let before = f.stats().registrations_dropped;
+    wire.cut();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        f.stats().registrations_dropped,
+        before,
+        "still within the expiry"
+    );
+    dropped_beyond(&f, before).await;
+    f.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_ids_the_embedded_broker_refuses() {
+    // MQTT allows any UTF-8 client id; the embedded broker (the mqtt5 crate's check, made
+    // before any hook runs) refuses ids with `/`, `\`, NUL or control characters, ids
+    // longer than 128 bytes, and `.`/`..`: the client gets CONNACK 0x85 (Client Identifier
+    // not valid) and the server logs a warning. mosquitto accepts them.
+    for kind in [BrokerKind::Embedded, BrokerKind::Mosquitto] {
+        let f = fixture(kind).await;
+        for id in ["with/slash".to_owned(), "x".repeat(129)] {
+            let (wire, ack) = Wire::connect(addr(&f), &id, true, 0).await.unwrap();
+            match kind {
+                BrokerKind::Embedded => {
+                    assert_eq!(
+                        ack.code,
+                        ConnectReturnCode::ClientIdentifierNotValid,
+                        "{id}"
+                    );
+                }
+                BrokerKind::Mosquitto => {
+                    assert_eq!(ack.code, ConnectReturnCode::Success, "{id}");
+                    wire.disconnect().await.unwrap();
+                }
+            }
+        }
+        // 128 bytes is still fine.
+        let (wire, present) = connect(&f, &"y".repeat(128), true, 0).await;
+        assert!(!present);
+        wire.disconnect().await.unwrap();
+        f.shutdown().await;
+    }
+}
