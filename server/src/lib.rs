@@ -31,6 +31,7 @@
 mod access;
 pub mod config;
 mod connection;
+mod dedup;
 mod embedded;
 pub mod envelope;
 pub mod journal;

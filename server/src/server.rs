@@ -193,6 +193,7 @@ impl Server {
             own_client_id: client_id.clone(),
             log_values: config.log_values,
             warned_unrouted: false,
+            answered: Default::default(),
         };
         let connection = match (mqtt, &embedded) {
             (Some((client, eventloop)), _) => tokio::spawn(connection::run(Loop {

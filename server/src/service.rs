@@ -14,6 +14,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
+use mqstate::codec::Response;
 use rumqttc::v5::mqttbytes::v5::Publish;
 
 use crate::envelope::{self, Failure, RequestMeta, Verdict};
@@ -64,6 +65,8 @@ pub(crate) struct Service {
     /// Whether the warning that an external broker cannot deliver notifications to
     /// clients without a subscription was given (once, at the first KEYNOTIFY).
     pub(crate) warned_unrouted: bool,
+    /// The answers of recent writes, for requests delivered twice (see [`dedup`](crate::dedup)).
+    pub(crate) answered: crate::dedup::Answered,
 }
 
 impl Service {
@@ -172,6 +175,19 @@ impl Service {
     fn answer(&mut self, payload: &Bytes, meta: &RequestMeta) {
         let client_id = meta.client_id().unwrap_or_default();
         let now = now_ms();
+        if let (Some(correlation), true) = (&meta.correlation, meta.response_topic.is_some())
+            && let Some(kept) = self.answered.get(now, client_id, correlation)
+        {
+            // A redelivered write: the same answer again, the store untouched.
+            let message = kept.clone();
+            tracing::debug!(
+                client_id,
+                "a request delivered twice: answered again, not applied again"
+            );
+            self.outbox
+                .send_response(&*self.sink, message, &self.counters);
+            return;
+        }
         let journal = &mut self.journal;
         let mut writer = |ops: &[JournalOp]| match journal {
             Some(journal) => match journal.append(ops) {
@@ -237,6 +253,13 @@ impl Service {
                 reply.version.map(|v| v.to_text()),
             ),
         };
+        // Writes are kept for duplicates; reads may simply run again.
+        if !matches!(
+            reply.response,
+            Response::Value(_) | Response::NotFound | Response::Page(_)
+        ) {
+            self.answered.keep(now, client_id, correlation, &message);
+        }
         self.outbox
             .send_response(&*self.sink, message, &self.counters);
         for notice in reply.notifications {
@@ -412,6 +435,7 @@ mod tests {
             own_client_id: "server".to_owned(),
             log_values: false,
             warned_unrouted: false,
+            answered: Default::default(),
         };
         let set = |key: &'static [u8]| {
             Request::Set {
@@ -441,6 +465,49 @@ mod tests {
         );
         assert_eq!(status(&sent[2]), Some("200"));
         assert_eq!(&sent[2].payload[..], b"+OK\r\n");
+        assert_eq!(service.store.len(), 1);
+    }
+
+    /// A write delivered twice (a resumed session redelivers a request whose PUBACK was
+    /// lost) is applied once and answered twice alike; a read runs again.
+    #[test]
+    fn a_redelivered_write_is_answered_again_not_applied_again() {
+        let sent = Collect::default();
+        let mut service = Service {
+            store: Store::new(StoreConfig::default(), super::now_ms()),
+            journal: None,
+            outbox: Arc::new(Outbox::new(16, 16)),
+            sink: Box::new(sent.clone()),
+            counters: Arc::new(Counters::default()),
+            disconnector: None,
+            trust_broker_id: false,
+            own_client_id: "server".to_owned(),
+            log_values: false,
+            warned_unrouted: false,
+            answered: Default::default(),
+        };
+        let nx = Request::Set {
+            key: &b"k"[..],
+            value: &b"v"[..],
+            condition: SetCondition::NotExists,
+            expiry_ms: None,
+        }
+        .encode();
+        let once = request(nx, false);
+        service.request(&once);
+        service.request(&once);
+        let sent = sent.0.lock().unwrap();
+        assert_eq!(sent.len(), 2);
+        assert_eq!(&sent[0].payload[..], b"+OK\r\n");
+        assert_eq!(
+            &sent[1].payload[..],
+            b"+OK\r\n",
+            "the duplicate NX saw its own write"
+        );
+        assert_eq!(
+            sent[0].properties.user_properties, sent[1].properties.user_properties,
+            "the same version"
+        );
         assert_eq!(service.store.len(), 1);
     }
 
