@@ -47,8 +47,13 @@ impl Answered {
         correlation: &Bytes,
         answer: &Message,
     ) {
+        // Copied: as received, the correlation data is a slice of the request's packet,
+        // which it would otherwise keep alive (a whole 64 KiB SET per kept answer).
+        let correlation = Bytes::copy_from_slice(correlation);
         let id = (client_id.to_owned(), correlation.clone());
-        if self.by_id.insert(id.clone(), answer.clone()).is_none() {
+        let mut answer = answer.clone();
+        answer.properties.correlation_data = Some(correlation);
+        if self.by_id.insert(id.clone(), answer).is_none() {
             self.order.push_back((now_ms, id));
         }
         while self.order.len() > MAX_KEPT {
