@@ -152,6 +152,7 @@ impl<T: Send + 'static> Call<T> {
             guard.0 = None;
             slot.complete(result);
         });
+        super::runtime::note_started();
         call
     }
 

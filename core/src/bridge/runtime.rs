@@ -3,8 +3,18 @@
 //! to finish before it exits.
 //!
 //! The runtime is created lazily, on the first call that needs it (nothing runs before a
-//! first `connect`, which keeps `fork()` after loading the library safe), with two worker
-//! threads named `mqstate-worker`. It lives for the rest of the process.
+//! first `connect`, which keeps `fork()` after loading the library safe), with **one**
+//! worker thread named `mqstate-worker`. It lives for the rest of the process.
+//!
+//! One worker, because the callers are threads of their own (a C thread, Python's event
+//! loop, Node's): every call is started from outside the runtime, and with two workers each
+//! of those starts woke both (the first to take the task, the second because the first
+//! stopped searching — tokio's wake-up chain), and every response took two more wake-ups —
+//! about seven context switches per request at one request in flight where one thread needs
+//! three, and on a busy machine each is a wait for a core. A connection's event loop is one
+//! task anyway; what a second worker could run in parallel (decoding, converting) runs on
+//! the callers' threads instead. Blocking work (credentials, edit callbacks) goes to tokio's
+//! blocking pool, never to the worker.
 //!
 //! **fork()**: a child process inherits no threads, so the parent's runtime is dead there.
 //! A binding calls [`after_fork_in_child`] from its at-fork hook (Python's
@@ -21,6 +31,11 @@ use tokio::runtime::{Builder, Handle, Runtime};
 static RUNTIME: Mutex<Option<&'static Runtime>> = Mutex::new(None);
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+/// Calls handed to the runtime so far (see [`spin_before_park`]).
+static STARTED: AtomicU64 = AtomicU64::new(0);
+/// How long the worker, out of work with no call in flight, waits for the next call before
+/// it parks (see [`spin_before_park`]).
+const SPIN: Duration = Duration::from_micros(50);
 static IDLE: (Mutex<()>, Condvar) = (Mutex::new(()), Condvar::new());
 
 /// The library's own runtime, created on first use (in this process).
@@ -33,8 +48,9 @@ pub fn shared_runtime() -> &'static Runtime {
         return runtime;
     }
     let runtime = Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(1)
         .thread_name("mqstate-worker")
+        .on_thread_park(spin_before_park)
         .enable_all()
         .build()
         .expect("the mqstate runtime's threads could not be started");
@@ -42,6 +58,35 @@ pub fn shared_runtime() -> &'static Runtime {
     let runtime: &'static Runtime = Box::leak(Box::new(runtime));
     *slot = Some(runtime);
     runtime
+}
+
+/// Runs when the worker is out of work, before it parks (sleeps in the kernel until the
+/// next I/O event or task). When no call is in flight, so that no response is expected, it
+/// waits up to [`SPIN`] for the next call to start: a caller making one call after
+/// another (the common pattern: `await` after `await`, or a C loop) starts its next call a
+/// few microseconds after the last completed, and a worker still awake takes it without
+/// being woken — a wake-up is a system call for the caller and, on a busy machine, a wait
+/// for a core. With calls in flight it parks at once (their responses are I/O events).
+fn spin_before_park() {
+    if IN_FLIGHT.load(Ordering::Relaxed) != 0 {
+        return;
+    }
+    let seen = STARTED.load(Ordering::Relaxed);
+    let start = Instant::now();
+    loop {
+        std::thread::yield_now();
+        if STARTED.load(Ordering::Relaxed) != seen {
+            return;
+        }
+        if start.elapsed() >= SPIN {
+            return;
+        }
+    }
+}
+
+/// Counts a call just handed to the runtime (see [`spin_before_park`]).
+pub(crate) fn note_started() {
+    STARTED.fetch_add(1, Ordering::Relaxed);
 }
 
 /// The process generation: it changes in a child after [`after_fork_in_child`].
