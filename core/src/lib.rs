@@ -63,6 +63,7 @@ pub use client::{
 };
 #[cfg(feature = "client")]
 pub use election::Election;
+pub use envelope::MQTT_MAX_PACKET_SIZE;
 pub use error::{
     CallbackPayload, ERROR_BASE_CLASS, ERROR_FAMILIES, ERROR_TABLE, Error, ErrorInfo, ErrorKind,
     Result, RpcDetails,
@@ -76,6 +77,6 @@ pub use lock::{
 pub use observe::{KeyNotification, Observer, ObserverEvent};
 #[cfg(feature = "client")]
 pub use settings::{
-    ConnectionSettings, MQTT_MAX_PACKET_SIZE, SETTINGS, SettingInfo, SettingType, TlsSettings,
-    parse_bool, parse_count, parse_duration, setting_info,
+    ConnectionSettings, SETTINGS, SettingInfo, SettingType, TlsSettings, parse_bool, parse_count,
+    parse_duration, setting_info,
 };
