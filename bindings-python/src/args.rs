@@ -59,14 +59,17 @@ impl<'a, 'py> FromPyObject<'a, 'py> for ByteArg {
             let copy = copy.cast::<PyBytes>()?;
             return Ok(ByteArg::Owned(copy.as_bytes().to_vec()));
         }
-        let type_name = obj
-            .get_type()
-            .name()
-            .map_or_else(|_| "?".to_owned(), |n| n.to_string());
-        Err(PyTypeError::new_err(format!(
-            "expected bytes, bytearray, memoryview or str, not {type_name}"
-        )))
+        Err(wrong_type(obj, "bytes, bytearray, memoryview or str"))
     }
+}
+
+/// The `TypeError` for an argument of none of the `expected` types.
+fn wrong_type(obj: Borrowed<'_, '_, PyAny>, expected: &str) -> PyErr {
+    let type_name = obj
+        .get_type()
+        .name()
+        .map_or_else(|_| "?".to_owned(), |n| n.to_string());
+    PyTypeError::new_err(format!("expected {expected}, not {type_name}"))
 }
 
 /// A duration argument as seconds: an `int`, a `float` or a `datetime.timedelta` (its
@@ -88,15 +91,14 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Seconds {
         }
         let timedelta = TIMEDELTA.import(py, "datetime", "timedelta")?;
         if obj.is_instance(timedelta)? {
-            return Ok(Seconds(obj.call_method0("total_seconds")?.extract::<f64>()?));
+            return Ok(Seconds(
+                obj.call_method0("total_seconds")?.extract::<f64>()?,
+            ));
         }
-        let type_name = obj
-            .get_type()
-            .name()
-            .map_or_else(|_| "?".to_owned(), |n| n.to_string());
-        Err(PyTypeError::new_err(format!(
-            "expected seconds (int or float) or datetime.timedelta, not {type_name}"
-        )))
+        Err(wrong_type(
+            obj,
+            "seconds (int or float) or datetime.timedelta",
+        ))
     }
 }
 

@@ -99,7 +99,9 @@ impl PendingCall {
     /// settles many calls.
     fn on_done_batched(&self, waker: Py<Waker>, token: u64) -> PyResult<()> {
         let Some(call) = self.take_call() else {
-            return Err(PyRuntimeError::new_err("on_done_batched was already called"));
+            return Err(PyRuntimeError::new_err(
+                "on_done_batched was already called",
+            ));
         };
         let outcome = std::sync::Arc::clone(&self.outcome);
         call.on_complete(move |result| {
