@@ -12,6 +12,7 @@ from typing import List
 import pytest
 
 from live import LiveStore
+from mqstate import _mqstate
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCBLOCKS = ROOT / "scripts" / "docblocks"
@@ -58,3 +59,9 @@ def test_every_block_runs_against_a_live_store(blocks: List[Path], embedded: Liv
             exec(compiled, {"__name__": "__main__"})
         except Exception as e:  # name the block: the page and line are in its file name
             raise AssertionError(f"{path.name} failed: {e!r}") from e
+
+
+def test_the_readme_names_every_setting() -> None:
+    text = (ROOT / "bindings-python" / "README.md").read_text(encoding="utf-8")
+    missing = [name for name, _ in _mqstate.setting_names() if f"`{name}`" not in text]
+    assert not missing, f"the README's settings lack {missing}"
