@@ -119,6 +119,14 @@ def test_settings_errors_and_connect_errors() -> None:
         mqstate.Client.from_env()  # AIO_BROKER_HOSTNAME is not set
 
 
+def test_settings_in_camel_case_and_their_text_grammar(live: LiveStore, ns: str) -> None:
+    # The core maps camelCase names and parses every value as text, as in every language.
+    with mqstate.Client(live.url, requestTimeout="2s", keepAlive=30, connect_timeout="500ms") as c:
+        c.set(ns + "k", "v")
+    with pytest.raises(errors.InvalidArgumentError, match="request_timeout|requestTimeout"):
+        mqstate.Client(live.url, requestTimeout="soon")
+
+
 def test_from_env(live: LiveStore, monkeypatch: pytest.MonkeyPatch, ns: str) -> None:
     monkeypatch.setenv("AIO_BROKER_HOSTNAME", "127.0.0.1")
     monkeypatch.setenv("AIO_BROKER_TCP_PORT", str(live.port))
