@@ -5,7 +5,7 @@
  */
 
 const native = require('../native.js')
-const { AbortError, fromNative, invalidArgument } = require('./errors.js')
+const { errorOf, fromNative, invalidArgument } = require('./errors.js')
 
 /**
  * Checks a `signal` option.
@@ -57,7 +57,7 @@ async function call (signalOption, start, kept) {
       throw mapped(e, undefined, kept)
     }
   }
-  if (signal.aborted) throw new AbortError('the call was aborted before it started', { cause: signal.reason })
+  if (signal.aborted) throw errorOf('cancelled', 'the call was aborted before it started', { cause: signal.reason })
   const handle = new native.CancelHandle()
   const onAbort = () => handle.cancel()
   signal.addEventListener('abort', onAbort, { once: true })
@@ -84,21 +84,16 @@ function sync (fn) {
   }
 }
 
-/** The core's settings table by snake_case name. */
-const SETTINGS = new Map(native.settingsTable().map((row) => [row.name, row]))
+/** The names of the core's duration settings (snake_case and camelCase). */
+const DURATIONS = new Set(native.settingsTable().filter((row) => row.type === 'duration')
+  .flatMap((row) => [row.name, row.name.replace(/_([a-z])/g, (_, c) => c.toUpperCase())]))
 
 /**
- * `camelCase` → `snake_case`.
- * @param {string} name
- */
-function snake (name) {
-  return name.replace(/[A-Z]/g, (c) => '_' + c.toLowerCase())
-}
-
-/**
- * An options object as the `(names, values)` texts the core's `Settings::set` parses: names
- * in snake_case, numbers of duration settings as milliseconds, everything else as its text.
- * `url` and `signal` are not settings and are skipped.
+ * An options object as the `(names, values)` texts the core's settings parse: names as
+ * given (the core takes its table's names in camelCase), values as text. A duration
+ * setting takes text only (`'500ms'`, `'2s'`, `'1m'`; bare digits are seconds, as in every
+ * language): a number there is refused, since in JavaScript it would read as
+ * milliseconds. `url` and `signal` are not settings and are skipped.
  * @param {Record<string, unknown>} options
  * @returns {[string[], string[]]}
  */
@@ -107,16 +102,16 @@ function settingPairs (options) {
   const values = []
   for (const [name, value] of Object.entries(options)) {
     if (name === 'url' || name === 'signal' || value === undefined) continue
-    const key = snake(name)
-    let text
-    if (typeof value === 'string') text = value
-    else if (typeof value === 'number') text = SETTINGS.get(key)?.type === 'duration' ? `${value}ms` : String(value)
-    else if (typeof value === 'boolean') text = String(value)
-    else throw invalidArgument(`setting ${name} must be a string, number or boolean`)
-    names.push(key)
-    values.push(text)
+    if (typeof value === 'number' && DURATIONS.has(name)) {
+      throw invalidArgument(`setting ${name} is a duration: give it as text such as '${value}ms' or '${value / 1000}s'`)
+    }
+    if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
+      throw invalidArgument(`setting ${name} must be a string, number or boolean`)
+    }
+    names.push(name)
+    values.push(String(value))
   }
   return [names, values]
 }
 
-module.exports = { call, sync, settingPairs, signalOf, SETTINGS }
+module.exports = { call, sync, settingPairs, signalOf }

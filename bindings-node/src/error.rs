@@ -19,7 +19,9 @@ use napi::Status;
 use napi::bindgen_prelude::{Env, JsObjectValue, JsValue, Object};
 use napi_derive::napi;
 
-use crate::client::convert::CallbackId;
+/// The payload of a `callback` error: the id under which the JS layer keeps what the
+/// user's edit function threw, so that the edit rejects with that very value.
+pub struct CallbackId(pub u32);
 
 /// Converts a core error into the JS error thrown for it.
 pub fn to_js(env: &Env, err: &Error) -> napi::Error {

@@ -17,7 +17,7 @@ use napi::bindgen_prelude::{Buffer, Env, Unknown};
 use napi_derive::napi;
 
 use crate::args;
-use crate::error::{invalid_argument, to_js};
+use crate::error::{CallbackId, invalid_argument};
 use crate::hlc::{Hlc, hlc_arg};
 
 /// `{ applied, version }` of a SET.
@@ -175,10 +175,6 @@ pub struct RawDecision {
     pub error_id: Option<u32>,
 }
 
-/// The payload of a `callback` error: the id under which the JS layer keeps what the
-/// user's function threw.
-pub struct CallbackId(pub u32);
-
 impl RawDecision {
     /// The core's edit, or the callback error carrying the rejection's id.
     pub fn into_edit(self) -> Result<Edit, Error> {
@@ -301,9 +297,4 @@ pub fn flag(env: &Env, value: Option<Unknown>, what: &str) -> napi::Result<bool>
 pub fn bytes(env: &Env, value: Unknown, what: &str) -> napi::Result<Bytes> {
     let arg = args::bytes(env, value, what)?;
     Ok(Bytes::copy_from_slice(arg.as_ref()))
-}
-
-/// A core error thrown synchronously (an argument the core refused before any call).
-pub fn thrown(env: &Env, e: &Error) -> napi::Error {
-    to_js(env, e)
 }

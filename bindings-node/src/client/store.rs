@@ -9,14 +9,14 @@ use mqstate::{
 use napi::bindgen_prelude::{Env, Object, Unknown};
 use napi_derive::napi;
 
-use super::convert::{self, RawSetResult, RawValue, bytes, millis, thrown, token};
+use super::convert::{self, RawSetResult, RawValue, bytes, millis, token};
 use super::locks::{NativeElection, NativeLock};
 use super::pager::NativePager;
 use napi::bindgen_prelude::ClassInstance;
 
 use super::pending::{CancelHandle, promise};
 use super::subscription::NativeSubscription;
-use crate::error::invalid_argument;
+use crate::error::{invalid_argument, to_js};
 
 /// A connection to the state store (see `Client` in the JS layer).
 #[napi]
@@ -193,7 +193,7 @@ impl NativeStore {
         let pager = self
             .store
             .scan(pattern, options)
-            .map_err(|e| thrown(env, &e))?;
+            .map_err(|e| to_js(env, &e))?;
         Ok(NativePager::from(pager))
     }
 
@@ -213,7 +213,7 @@ impl NativeStore {
             auto_renew: millis(env, auto_renew, "autoRenew")?,
         };
         let key = bytes(env, key, "key")?;
-        let lock = self.store.lock(key, options).map_err(|e| thrown(env, &e))?;
+        let lock = self.store.lock(key, options).map_err(|e| to_js(env, &e))?;
         Ok(NativeLock::from(lock))
     }
 
@@ -237,7 +237,7 @@ impl NativeStore {
         let election = self
             .store
             .election(name, candidate, options)
-            .map_err(|e| thrown(env, &e))?;
+            .map_err(|e| to_js(env, &e))?;
         Ok(NativeElection::from(election))
     }
 
