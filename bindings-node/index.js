@@ -19,12 +19,7 @@ const { CLASSES, ...errorClasses } = require('./lib/error-classes.js')
 
 /** Every setting the client accepts: `{ name (camelCase), type, env, description }`. */
 function settings () {
-  return native.settingsTable().map((row) => ({
-    name: row.name.replace(/_([a-z])/g, (_, c) => c.toUpperCase()),
-    type: row.type,
-    env: row.env ?? null,
-    description: row.description
-  }))
+  return native.settingsTable().map((row) => ({ ...row, env: row.env ?? null }))
 }
 
 module.exports.Client = Client

@@ -1,7 +1,7 @@
 'use strict'
 /**
  * @file Running one native call: `AbortSignal` support (an abort cancels the core call,
- * which then rejects with an `AbortError`) and error mapping. Settings by name.
+ * which then rejects with a `CallCancelledError`) and error mapping. Settings by name.
  */
 
 const native = require('../native.js')
@@ -84,32 +84,19 @@ function sync (fn) {
   }
 }
 
-/** The names of the core's duration settings (snake_case and camelCase). */
-const DURATIONS = new Set(native.settingsTable().filter((row) => row.type === 'duration')
-  .flatMap((row) => [row.name, row.name.replace(/_([a-z])/g, (_, c) => c.toUpperCase())]))
-
 /**
- * An options object as the `(names, values)` texts the core's settings parse: names as
- * given (the core takes its table's names in camelCase), values as text. A duration
- * setting takes text only (`'500ms'`, `'2s'`, `'1m'`; bare digits are seconds, as in every
- * language): a number there is refused, since in JavaScript it would read as
- * milliseconds. `url` and `signal` are not settings and are skipped.
+ * An options object as the `(names, values)` the native `connect` takes (the core parses
+ * and checks both). `url` and `signal` are not settings and are skipped.
  * @param {Record<string, unknown>} options
- * @returns {[string[], string[]]}
+ * @returns {[string[], any[]]}
  */
 function settingPairs (options) {
   const names = []
   const values = []
   for (const [name, value] of Object.entries(options)) {
     if (name === 'url' || name === 'signal' || value === undefined) continue
-    if (typeof value === 'number' && DURATIONS.has(name)) {
-      throw invalidArgument(`setting ${name} is a duration: give it as text such as '${value}ms' or '${value / 1000}s'`)
-    }
-    if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
-      throw invalidArgument(`setting ${name} must be a string, number or boolean`)
-    }
     names.push(name)
-    values.push(String(value))
+    values.push(value)
   }
   return [names, values]
 }

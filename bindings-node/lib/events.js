@@ -74,7 +74,7 @@ class LockStatus {
     /** `'held' | 'not_held' | 'lost'`. */
     this.state = /** @type {'held' | 'not_held' | 'lost'} */ (raw.state)
     /** The fencing token while held. */
-    this.token = raw.token ?? null
+    this.fencingToken = raw.token ?? null
     /** The lease in milliseconds while held. */
     this.leaseMs = raw.leaseMs ?? null
     /** Why it was lost: `'expired' | 'taken_over' | 'renewal_failed'`. */

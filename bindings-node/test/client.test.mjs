@@ -4,7 +4,11 @@
 import { after, before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { Client, MqstateError, StoreError, ConnectError, AbortError, Value, errorCodes, settings, hlc } from 'mqstate'
+import {
+  Client, MqstateError, StoreError, ConnectError, CallCancelledError, Value, errorCodes, settings, hlc,
+  FencingTokenSkewError, FencingTokenLowerVersionError, FencingTokenRequiredError, ConnectRefusedError,
+  InvalidArgumentError, MalformedError, ClosedError, MqstateTimeoutError, CallbackError
+} from 'mqstate'
 import { LiveStore, freePort, haveMosquitto, ns } from './live.mjs'
 
 /**
@@ -89,45 +93,90 @@ for (const kind of /** @type {const} */ (['embedded', 'mosquitto'])) {
       await rejectsCode(client.get(''), 'invalid_argument')
     })
 
+    test('options: unknown names refused, unit-less duration names refused naming the new one', async () => {
+      const k = ns()
+      const old = await rejectsCode(client.set(`${k}o`, 'v', /** @type {any} */ ({ expiry: 60 })), 'invalid_argument')
+      assert.match(old.message, /option expiry is now expiryMs \(milliseconds\)/)
+      assert.equal(await client.get(`${k}o`), null, 'nothing was sent')
+      const typo = await rejectsCode(client.get(`${k}o`, /** @type {any} */ ({ timout: 5 })), 'invalid_argument')
+      assert.match(typo.message, /unknown option timout/)
+      assert.throws(() => client.lock(`${k}L`, /** @type {any} */ ({ lease: 5 })), /option lease is now leaseMs/)
+      assert.throws(() => client.election(`${k}E`, 'c', /** @type {any} */ ({ term: 5 })), /option term is now termMs/)
+      await rejectsCode(client.lock(`${k}L`).acquire(/** @type {any} */ ({ timeout: 5 })), 'invalid_argument')
+      await rejectsCode(client.lock(`${k}L`).tryAcquire({ leaseMs: 0.5 }), 'invalid_argument')
+      await rejectsCode(client.set(`${k}x`, 'v', { expiryMs: 0.5 }), 'invalid_argument')
+      await rejectsCode(client.set(`${k}x`, 'v', { expiryMs: Number.NaN }), 'invalid_argument')
+      await rejectsCode(client.set(`${k}x`, 'v', { expiryMs: /** @type {any} */ ('60s') }), 'invalid_argument')
+      const sub = client.observe(`${k}o`)
+      await rejectsCode(sub.next(/** @type {any} */ ({ timeout: 5 })), 'invalid_argument')
+      const late = await rejectsCode(sub.next({ timeoutMs: 50 }), 'timeout')
+      assert.ok(late instanceof MqstateTimeoutError)
+      sub.close()
+      // the lock's lease is its acquires' lease; a call's own lease overrides it
+      const lock = client.lock(`${k}L`, { leaseMs: 2500 })
+      const status = lock.watchStatus()
+      await lock.acquire()
+      let held = await status.next({ timeoutMs: 5000 })
+      while (held.value?.type === 'status' && held.value.state !== 'held') held = await status.next({ timeoutMs: 5000 })
+      assert.equal(held.value?.type === 'status' && held.value.leaseMs, 2500)
+      await lock.release()
+      await lock.tryAcquire({ leaseMs: 1500 })
+      held = await status.next({ timeoutMs: 5000 })
+      while (held.value?.type === 'status' && held.value.state !== 'held') held = await status.next({ timeoutMs: 5000 })
+      assert.equal(held.value?.type === 'status' && held.value.leaseMs, 1500)
+      await lock.release()
+      status.close()
+    })
+
     test('every user-provokable error kind by code and class', async () => {
       const k = ns()
       const store = await rejectsCode(client.set(`${k}f`, 'v', { fencingToken: '004102444800000:00000:far-future' }), 'fencing_token_skew')
-      assert.ok(store instanceof StoreError)
+      assert.ok(store instanceof FencingTokenSkewError && store instanceof StoreError)
+      assert.equal(store.name, 'FencingTokenSkewError')
       assert.equal(typeof store.message, 'string')
       const lock = client.lock(`${k}L`)
       const t1 = await lock.tryAcquire({ leaseMs: 5000 })
       await client.set(`${k}g`, 'v', { fencingToken: /** @type {any} */ (t1) })
       const t2 = await lock.renew()
       await client.set(`${k}g`, 'v', { fencingToken: /** @type {any} */ (t2) })
-      await rejectsCode(client.set(`${k}g`, 'v', { fencingToken: /** @type {any} */ (t1) }), 'fencing_token_lower_version')
+      const lower = await rejectsCode(client.set(`${k}g`, 'v', { fencingToken: /** @type {any} */ (t1) }), 'fencing_token_lower_version')
+      assert.ok(lower instanceof FencingTokenLowerVersionError)
+      assert.ok((await rejectsCode(client.delete(`${k}g`), 'fencing_token_required')) instanceof FencingTokenRequiredError)
       await lock.release()
       await rejectsCode(lock.renew().then((t) => { if (t === null) throw new MqstateError('not held', 'not_held') }), 'not_held')
       const refused = await rejectsCode(Client.connect(`mqtt://127.0.0.1:${await freePort()}`, { connectTimeout: '2s' }), 'connect_refused')
-      assert.ok(refused instanceof ConnectError)
-      await rejectsCode(Client.connect(live.url, { hots: 'x' }), 'invalid_argument')
+      assert.ok(refused instanceof ConnectRefusedError && refused instanceof ConnectError)
+      assert.ok((await rejectsCode(Client.connect(live.url, { hots: 'x' }), 'invalid_argument')) instanceof InvalidArgumentError)
       await rejectsCode(Client.connect(live.url, { keepAlive: 'soon' }), 'invalid_argument')
       await rejectsCode(Client.connect('http://nope'), 'invalid_argument')
+      assert.ok((await rejectsCode(client.set(`${k}x`, 'v', { fencingToken: 'not a clock' }), 'malformed')) instanceof MalformedError)
       const ac = new AbortController()
       ac.abort()
       const aborted = await rejectsCode(client.get(`${k}x`, { signal: ac.signal }), 'cancelled')
-      assert.ok(aborted instanceof AbortError)
+      assert.ok(aborted instanceof CallCancelledError)
       assert.equal(aborted.name, 'AbortError')
       const other = await Client.connect(live.url)
       await other.close()
-      await rejectsCode(other.get(`${k}x`), 'closed')
+      assert.ok((await rejectsCode(other.get(`${k}x`), 'closed')) instanceof ClosedError)
+      assert.throws(() => other.observe(`${k}x`), ClosedError)
       await other.close() // idempotent
-      const fail = new MqstateError('mine', 'callback')
+      const fail = new CallbackError('mine')
+      assert.equal(fail.code, 'callback')
       await assert.rejects(lock.edit(`${k}x`, () => { throw fail }), (err) => err === fail)
       for (const code of ['invalid_argument', 'malformed', 'timeout', 'connect_refused', 'closed', 'not_held', 'cancelled', 'callback', 'fencing_token_required', 'fencing_token_skew', 'fencing_token_lower_version']) {
         assert.ok(errorCodes().includes(code), code)
       }
     })
 
-    test('settings by name: camelCase names, numbers as milliseconds, text as the core parses it', async () => {
+    test('settings by name: camelCase names, text as the core parses it, durations never numbers', async () => {
       const names = settings().map((s) => s.name)
       for (const name of ['host', 'port', 'clientId', 'keepAlive', 'requestTimeout', 'observerCapacity', 'connectTimeout']) {
         assert.ok(names.includes(name), name)
       }
+      const refused = await rejectsCode(Client.connect(live.url, /** @type {any} */ ({ requestTimeout: 2000 })), 'invalid_argument')
+      assert.match(refused.message, /requestTimeout is a duration: give it as text, such as '2000ms' or '2s'/)
+      await rejectsCode(Client.connect(live.url, { request_timeout: 5 }), 'invalid_argument')
+      await rejectsCode(Client.connect(live.url, { port: /** @type {any} */ ({}) }), 'invalid_argument')
       const url = new URL(live.url)
       const c = await Client.connect({ host: url.hostname, port: Number(url.port), clientId: `node-settings-${Date.now()}`, keepAlive: '30s', requestTimeout: '2s', cleanStart: true, observerCapacity: 8 })
       assert.match(c.clientId, /^node-settings-/)

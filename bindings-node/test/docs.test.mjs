@@ -95,7 +95,8 @@ let live
 let dir
 /** @type {string} */
 let app
-const blocks = extractBlocks(mkdtempSync(path.join(os.tmpdir(), 'mqstate-docblocks-')))
+const extracted = mkdtempSync(path.join(os.tmpdir(), 'mqstate-docblocks-'))
+const blocks = extractBlocks(extracted)
 
 before(async () => {
   live = await LiveStore.start('embedded')
@@ -109,8 +110,9 @@ before(async () => {
   symlinkSync(path.join(pkg, 'node_modules', 'mqtt'), path.join(app, 'node_modules', 'mqtt'), 'dir')
 })
 after(async () => {
-  await live.close()
-  rmSync(dir, { recursive: true, force: true })
+  rmSync(extracted, { recursive: true, force: true })
+  if (dir) rmSync(dir, { recursive: true, force: true })
+  await live?.close()
 })
 
 describe('documentation blocks run against a live store', () => {
@@ -123,13 +125,14 @@ describe('documentation blocks run against a live store', () => {
 
   for (const block of blocks) {
     const kind = kindOf(block.code)
-    test(`${block.name} (${kind})`, { timeout: 60000 }, async () => {
+    test(`${block.name} (${kind})`, { timeout: 60000 }, async (t) => {
       assert.ok(block.code.includes(DOC_URL) || kind === 'snippet' || !block.code.includes('mqtt://'),
         'a block connects to another address than the documented one')
       const code = block.code.replaceAll(DOC_URL, live.url)
       const file = path.join(app, `${block.name}.${kind === 'cjs' ? 'js' : 'mjs'}`)
       writeFileSync(file, kind === 'snippet' ? wrapSnippet(code, live.url) : code)
       const r = await runNode(file, app, 45000)
+      for (const line of r.out.trimEnd().split('\n').filter(Boolean)) t.diagnostic(line)
       assert.equal(r.code, 0, `${block.name} ${r.code === null ? 'did not finish' : `exited with ${r.code}`}:\n${r.out}`)
     })
   }
