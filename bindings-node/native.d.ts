@@ -271,6 +271,12 @@ export declare function settingsTable(): Array<SettingRow>
  */
 export declare function storeErrorKinds(): Array<string>
 
+/**
+ * Registers the error classes: `classes[code]` is the class of each code, constructed
+ * with the message. Errors thrown from then on are instances of them.
+ */
+export declare function useErrorClasses(classes: Record<string, new (message: string) => Error>): void
+
 export declare namespace codec {
   /** A notification decoded from its topic and payload. */
   export interface DecodedNotification {

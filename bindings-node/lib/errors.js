@@ -5,12 +5,16 @@
  * `'not_held'`, `'fencing_token_required'` …), and whose class is the one the core's error
  * table names for that code (`NotHeldError`, `FencingTokenRequiredError` …, under the
  * families `StoreError`, `ClockError`, `ConnectError`): generated into `error-classes.js`.
- * The native layer throws and rejects with plain `Error`s carrying the code and the
- * details; {@link fromNative} gives them their class.
+ * The classes are registered with the native layer here, at load, so that what it throws
+ * or rejects with (the client's errors, and those of `codec`, `hlc` and `topics`) is
+ * already of its class; {@link fromNative} adds what only the JS layer knows.
  */
 
+const native = require('../native.js')
 const { MqstateError } = require('./error-base.js')
 const { CLASSES } = require('./error-classes.js')
+
+native.useErrorClasses(CLASSES)
 
 /**
  * The error of `code` (its class from the core's table; `MqstateError` for a code this
@@ -26,19 +30,20 @@ function errorOf (code, message, details = {}) {
 }
 
 /**
- * The `MqstateError` for what the native layer threw or rejected with; anything else is
- * returned as it is.
+ * What the client rejects with for what the native layer threw or rejected with: the same
+ * error, except that a cancellation by the call's aborted `signal` carries the signal's
+ * reason as `cause`, and an error of another class than its code's (none, once the classes
+ * are registered) gets its class.
  * @param {any} err
- * @param {AbortSignal | undefined} [signal] the call's signal: an abort gives its reason as `cause`
+ * @param {AbortSignal | undefined} [signal] the call's signal
  * @returns {unknown}
  */
 function fromNative (err, signal) {
-  if (err instanceof MqstateError || err === null || typeof err !== 'object' || typeof err.code !== 'string') {
-    return err
+  if (err === null || typeof err !== 'object' || typeof err.code !== 'string') return err
+  if (err.code === 'cancelled' && signal !== undefined && signal.aborted) {
+    return errorOf('cancelled', err.message, { cause: signal.reason })
   }
-  if (err.code === 'cancelled') {
-    return errorOf('cancelled', err.message, signal && signal.aborted ? { cause: signal.reason } : {})
-  }
+  if (err instanceof MqstateError) return err
   return errorOf(err.code, err.message, err)
 }
 
