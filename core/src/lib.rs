@@ -80,3 +80,9 @@ pub use settings::{
     ConnectionSettings, SETTINGS, SettingInfo, SettingType, TlsSettings, parse_bool, parse_count,
     parse_duration, setting_info,
 };
+
+/// The Rust blocks of the project's README, compiled as doctests (the other languages'
+/// blocks run in their own suites, the shell blocks in `scripts/test-docs`).
+#[cfg(all(doctest, feature = "client"))]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;
