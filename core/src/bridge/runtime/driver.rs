@@ -20,7 +20,7 @@ use super::IN_FLIGHT;
 pub const LINGER: Duration = Duration::from_millis(1);
 /// How long the thread driving the runtime, out of work with no call in flight, waits for
 /// the next call before it sleeps.
-pub const SPIN: Duration = Duration::from_micros(50);
+pub const SPIN: Duration = Duration::from_micros(100);
 
 /// The library's runtime and who drives it.
 pub(super) struct Library {
