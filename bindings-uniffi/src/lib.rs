@@ -14,8 +14,11 @@
 //! - [`Lock`] / [`Election`]: `tryAcquire`, `acquire`, `renew`, `release`, `holder`,
 //!   `fencingToken`, `edit` (an [`EditFunction`] callback); `campaign`, `tryCampaign`,
 //!   `resign`, `leader`, `isLeader`;
-//! - [`MqstateError`]: the one error (Kotlin `MqstateException`), carrying the stable `code`
-//!   of the core's error table.
+//! - [`MqstateError`]: the one error, carrying the stable `code` of the core's error table
+//!   (Kotlin: the raw `NativeException`, which the idiomatic layer turns into the class of
+//!   the code: `kotlin/src/main/kotlin/mqstate/Errors.kt`, generated from the table by
+//!   `kotlin_errors`);
+//! - [`Seconds`]: every duration (Kotlin `kotlin.time.Duration`, Swift `TimeInterval`).
 //!
 //! Cancelling the coroutine of a call cancels the call in the core: every awaited bridge
 //! call is wrapped in a guard that cancels it when uniffi drops the future.
@@ -29,19 +32,21 @@
 mod call;
 mod client;
 mod error;
+#[cfg(test)]
+mod kotlin_errors;
 mod locks;
 mod scan;
 mod subscription;
 mod values;
 
-pub use client::{Client, SettingInfo, check_settings, settings_table};
+pub use client::{Client, Setting, SettingInfo, check_settings, settings_table};
 pub use error::{ErrorInfo, MqstateError, error_table};
 pub use locks::{EditFunction, Election, ElectionOptions, Lock, LockOptions};
 pub use scan::{Pager, ScanOptions};
 pub use subscription::{EventListener, Subscription};
 pub use values::{
     ChangeKind, DelOptions, Edit, EditResult, Event, GetOptions, Hlc, LinkInfo, LockStatus,
-    ObserveOptions, SetCondition, SetOptions, SetResult, Value, VdelOutcome, parse_hlc,
+    ObserveOptions, Seconds, SetCondition, SetOptions, SetResult, Value, parse_hlc,
 };
 
 uniffi::setup_scaffolding!("mqstate");
