@@ -52,15 +52,18 @@ pub mod observe;
 mod rpc;
 #[cfg(feature = "client")]
 mod settings;
+#[cfg(feature = "client")]
+pub mod vocabulary;
 
 #[cfg(feature = "client")]
 pub use client::{
     Client, ClientOptions, DEFAULT_OBSERVER_CAPACITY, DEFAULT_REQUEST_TIMEOUT, DelOptions,
-    GetOptions, KeyStream, LinkInfo, ObserveOptions, ScanOptions, Scanner, SetOptions, SetOutcome,
-    VdelOutcome, Versioned,
+    GetOptions, KeyStream, LinkInfo, MIN_EXPIRY, ObserveOptions, ScanOptions, Scanner, SetOptions,
+    SetOutcome, VdelOutcome, Versioned,
 };
 #[cfg(feature = "client")]
 pub use election::Election;
+pub use envelope::MQTT_MAX_PACKET_SIZE;
 pub use error::{
     CallbackPayload, ERROR_BASE_CLASS, ERROR_FAMILIES, ERROR_TABLE, Error, ErrorInfo, ErrorKind,
     Result, RpcDetails,
@@ -74,6 +77,12 @@ pub use lock::{
 pub use observe::{KeyNotification, Observer, ObserverEvent};
 #[cfg(feature = "client")]
 pub use settings::{
-    ConnectionSettings, MQTT_MAX_PACKET_SIZE, SETTINGS, SettingInfo, SettingType, TlsSettings,
-    parse_bool, parse_count, parse_duration, setting_info,
+    ConnectionSettings, SETTINGS, SettingInfo, SettingType, TlsSettings, parse_bool, parse_count,
+    parse_duration, setting_info,
 };
+
+/// The Rust blocks of the project's README, compiled as doctests (the other languages'
+/// blocks run in their own suites, the shell blocks in `scripts/test-docs`).
+#[cfg(all(doctest, feature = "client"))]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;

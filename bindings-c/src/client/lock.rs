@@ -182,6 +182,7 @@ pub unsafe extern "C" fn mqstate_lock_new(
                 opt_str(o.map_or(std::ptr::null(), |o| o.session_id), "session_id")
             }?,
             auto_renew: ms(o.map_or(0, |o| o.auto_renew_ms)),
+            lease: None,
         };
         let lock = store.lock(key, options)?;
         let holder_id =
@@ -212,7 +213,7 @@ pub unsafe extern "C" fn mqstate_lock_try_acquire(
         }
         // SAFETY: per the caller.
         let lock = unsafe { guard::enter(lock, "lock") }?;
-        let call = lock.try_acquire(duration(lease_ms, "lease_ms")?);
+        let call = lock.try_acquire(Some(duration(lease_ms, "lease_ms")?));
         // SAFETY: no token.
         let got = unsafe { run(call, timeout_ms, std::ptr::null()) }?;
         // SAFETY: per the caller.
@@ -244,7 +245,7 @@ pub unsafe extern "C" fn mqstate_lock_acquire(
         // SAFETY: per the caller.
         let lock = unsafe { guard::enter(lock, "lock") }?;
         let wait = ms(u64::from(timeout_ms));
-        let call = lock.acquire(duration(lease_ms, "lease_ms")?, wait);
+        let call = lock.acquire(Some(duration(lease_ms, "lease_ms")?), wait);
         // SAFETY: per the caller.
         let got = unsafe { run(call, 0, cancel) }?;
         // SAFETY: per the caller.
@@ -520,8 +521,8 @@ pub unsafe extern "C" fn mqstate_lock_edit(
         let timeout = ms(u64::from(timeout_ms)).unwrap_or(std::time::Duration::from_secs(10));
         let call = lock.edit(
             Bytes::copy_from_slice(key),
-            duration(lease_ms, "lease_ms")?,
-            timeout,
+            Some(duration(lease_ms, "lease_ms")?),
+            Some(timeout),
             decide,
         );
         // SAFETY: per the caller.
@@ -588,7 +589,10 @@ pub unsafe extern "C" fn mqstate_election_campaign(
         unsafe { reset_string(token) };
         // SAFETY: per the caller.
         let e = unsafe { guard::enter(election, "election") }?;
-        let call = e.campaign(duration(term_ms, "term_ms")?, ms(u64::from(timeout_ms)));
+        let call = e.campaign(
+            Some(duration(term_ms, "term_ms")?),
+            ms(u64::from(timeout_ms)),
+        );
         // SAFETY: per the caller.
         let got = unsafe { run(call, 0, cancel) }?;
         // SAFETY: per the caller.
@@ -610,7 +614,7 @@ pub unsafe extern "C" fn mqstate_election_try_campaign(
     // SAFETY: per the caller.
     unsafe {
         flag_call(election, "election", timeout_ms, elected, |e| {
-            Ok(e.try_campaign(duration(term_ms, "term_ms")?))
+            Ok(e.try_campaign(Some(duration(term_ms, "term_ms")?)))
         })
     }
 }
