@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use mqstate::SETTINGS;
+use mqstate::{SETTINGS, VdelOutcome};
 use mqstate::bridge::{Settings, Store};
 
 use crate::MqstateError;
@@ -13,7 +13,7 @@ use crate::locks::{Election, ElectionOptions, Lock, LockOptions};
 use crate::scan::{Pager, ScanOptions};
 use crate::subscription::Subscription;
 use crate::values::{
-    DelOptions, GetOptions, LinkInfo, ObserveOptions, SetOptions, SetResult, Value, VdelOutcome,
+    DelOptions, GetOptions, LinkInfo, ObserveOptions, SetOptions, SetResult, Value,
     value, version,
 };
 
@@ -72,6 +72,26 @@ pub fn check_settings(url: Option<String>, settings: Vec<Setting>) -> Result<(),
     self::settings(url, false, settings).map(|_| ())
 }
 
+/// Connects to `url` (`mqtt://host:port`, `mqtts://…`; default `localhost:1883`) with
+/// `settings` by name on top (`clientId`, `requestTimeout`, … as in `settingsTable()`).
+/// (A function rather than a constructor of [`Client`]: uniffi's Kotlin renames miss the
+/// return types of constructors, and Kotlin's idiomatic `Client` wraps this one.)
+#[uniffi::export(default(url = None, settings))]
+pub async fn connect(url: Option<String>, settings: Vec<Setting>) -> Result<Arc<Client>, MqstateError> {
+    let s = self::settings(url, false, settings)?;
+    let store = settle(Store::connect(s)).await?;
+    Ok(Arc::new(Client { store }))
+}
+
+/// Connects with the Azure IoT Operations environment variables (`AIO_BROKER_HOSTNAME` …),
+/// `settings` by name on top.
+#[uniffi::export(default(settings))]
+pub async fn connect_from_env(settings: Vec<Setting>) -> Result<Arc<Client>, MqstateError> {
+    let s = self::settings(None, true, settings)?;
+    let store = settle(Store::connect(s)).await?;
+    Ok(Arc::new(Client { store }))
+}
+
 /// A connection to the state store. Closing it (`closeAndWait()` in Kotlin, `close()` in
 /// Swift, or dropping the last reference: Kotlin's `close()` / `use {}`) closes the
 /// connection for every lock and subscription made from it.
@@ -90,27 +110,6 @@ impl Drop for Client {
 
 #[uniffi::export]
 impl Client {
-    /// Connects to `url` (`mqtt://host:port`, `mqtts://…`; default `localhost:1883`) with
-    /// `settings` by name on top (`clientId`, `requestTimeout`, … as in `settingsTable()`).
-    #[uniffi::constructor(default(url = None, settings))]
-    pub async fn connect(
-        url: Option<String>,
-        settings: Vec<Setting>,
-    ) -> Result<Arc<Client>, MqstateError> {
-        let s = self::settings(url, false, settings)?;
-        let store = settle(Store::connect(s)).await?;
-        Ok(Arc::new(Client { store }))
-    }
-
-    /// Connects with the Azure IoT Operations environment variables (`AIO_BROKER_HOSTNAME`
-    /// …), `settings` by name on top.
-    #[uniffi::constructor(default(settings))]
-    pub async fn from_env(settings: Vec<Setting>) -> Result<Arc<Client>, MqstateError> {
-        let s = self::settings(None, true, settings)?;
-        let store = settle(Store::connect(s)).await?;
-        Ok(Arc::new(Client { store }))
-    }
-
     /// The MQTT client id.
     pub fn client_id(&self) -> String {
         self.store.client_id().to_owned()

@@ -75,7 +75,42 @@ impl ElectionOptions {
 pub trait EditFunction: Send + Sync {
     /// From the value read under the lock (none: missing) to what to write. An error ends
     /// the edit with the `callback` error.
-    fn decide(&self, current: Option<Value>) -> Result<Edit, MqstateError>;
+    fn decide(&self, current: Option<Value>) -> Result<Edit, DecideError>;
+}
+
+/// Why an [`EditFunction`] gave no decision (Kotlin `DecideException`, Swift `DecideError`):
+/// what it raised, as text. The edit then ends with the core's `callback` error; the Kotlin
+/// layer keeps the exception itself and rethrows it from `edit`.
+#[derive(Clone, Debug, PartialEq, Eq, uniffi::Error)]
+pub enum DecideError {
+    /// The function failed.
+    Failed {
+        /// What it raised, for people.
+        reason: String,
+    },
+}
+
+impl std::fmt::Display for DecideError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let DecideError::Failed { reason } = self;
+        f.write_str(reason)
+    }
+}
+
+impl std::error::Error for DecideError {}
+
+/// The core's `callback` error, carrying what the function raised.
+impl From<DecideError> for Error {
+    fn from(e: DecideError) -> Error {
+        Error::callback(e.to_string(), Arc::new(e))
+    }
+}
+
+/// A callback that failed with something else than a `DecideError`.
+impl From<uniffi::UnexpectedUniFFICallbackError> for DecideError {
+    fn from(e: uniffi::UnexpectedUniFFICallbackError) -> DecideError {
+        DecideError::Failed { reason: e.reason }
+    }
 }
 
 /// A leased lock on one key.
@@ -261,5 +296,19 @@ impl Election {
     /// `Event.Status` events of this candidate's own leadership.
     pub fn watch_status(&self) -> Arc<Subscription> {
         Subscription::new(self.election.watch_status())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_decision_is_the_callback_error() {
+        let core = Error::from(DecideError::Failed {
+            reason: "boom".into(),
+        });
+        assert_eq!(core.kind(), mqstate::ErrorKind::Callback);
+        assert_eq!(MqstateError::from(core).detail(), "boom");
     }
 }

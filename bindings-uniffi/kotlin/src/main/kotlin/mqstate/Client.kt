@@ -23,7 +23,7 @@ class Client private constructor(private val native: NativeClient) : AutoCloseab
          * snake_case, the values text, numbers, booleans or durations (`"requestTimeout" to 5.seconds`).
          */
         suspend fun connect(url: String? = null, settings: Map<String, Any> = emptyMap()): Client =
-            mapped { Client(NativeClient.connect(url, settingList(settings))) }
+            mapped { Client(nativeConnect(url, settingList(settings))) }
 
         /** [connect] with settings as pairs: `Client.connect(url, "clientId" to "me")`. */
         suspend fun connect(url: String?, vararg settings: Pair<String, Any>): Client =
@@ -34,7 +34,7 @@ class Client private constructor(private val native: NativeClient) : AutoCloseab
          * …), [settings] by name on top.
          */
         suspend fun fromEnv(settings: Map<String, Any> = emptyMap()): Client =
-            mapped { Client(NativeClient.fromEnv(settingList(settings))) }
+            mapped { Client(nativeConnectFromEnv(settingList(settings))) }
 
         /** [fromEnv] with settings as pairs. */
         suspend fun fromEnv(vararg settings: Pair<String, Any>): Client = fromEnv(linkedMapOf(*settings))

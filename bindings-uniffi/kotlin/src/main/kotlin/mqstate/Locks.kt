@@ -80,7 +80,7 @@ class Lock internal constructor(private val native: NativeLock) : AutoCloseable 
                 runBlocking { decide(current) }
             } catch (e: Throwable) {
                 raised.set(e)
-                throw NativeException.Callback("callback", "the edit function threw $e", false)
+                throw DecideException.Failed("the edit function threw $e")
             }
         }
         try {

@@ -14,7 +14,6 @@ import kotlin.reflect.full.memberFunctions
 import kotlin.reflect.full.memberProperties
 import kotlin.reflect.full.primaryConstructor
 import kotlin.reflect.full.superclasses
-import kotlin.reflect.jvm.jvmErasure
 import org.json.JSONArray
 import org.json.JSONObject
 import org.junit.jupiter.api.Assertions.assertEquals
@@ -24,6 +23,9 @@ import org.junit.jupiter.api.Test
 private fun JSONArray.objects(): List<JSONObject> = (0 until length()).map { getJSONObject(it) }
 
 private fun JSONArray.strings(): List<String> = (0 until length()).map { getString(it) }
+
+/** The class of this type (null for a function type or a type parameter). */
+private val KType.cls: KClass<*>? get() = classifier as? KClass<*>
 
 /** `not_held` → `NotHeld`. */
 private fun pascal(snake: String): String = snake.split('_').joinToString("") { it.replaceFirstChar(Char::uppercase) }
@@ -58,8 +60,8 @@ class VocabularyTest {
     private fun optionsOf(f: KCallable<*>): Map<String, KType> {
         val found = mutableMapOf<String, KType>()
         for (p in f.parameters.filter { it.kind == KParameter.Kind.VALUE }) {
-            val cls = p.type.jvmErasure
-            if (cls.simpleName?.endsWith("Options") == true) {
+            val cls = p.type.cls
+            if (cls?.simpleName?.endsWith("Options") == true) {
                 cls.memberProperties.forEach { found[it.name] = it.returnType }
             } else {
                 found[p.name!!] = p.type
@@ -89,7 +91,7 @@ class VocabularyTest {
                         continue
                     }
                     units[unit]?.let { want ->
-                        if (type.jvmErasure != want) missing += "${owner.simpleName}.$name: $optName is ${type}, want $want"
+                        if (type.cls != want) missing += "${owner.simpleName}.$name: $optName is ${type}, want $want"
                     }
                 }
             }
@@ -107,10 +109,10 @@ class VocabularyTest {
             val named = op.getJSONArray("options").objects().map { it.getJSONObject("names").getString("kotlin") }.toSet()
             for (f in owner.memberFunctions.filter { it.name == name }) {
                 val fromOptions = f.parameters.flatMap { p ->
-                    val cls = p.type.jvmErasure
-                    if (cls.simpleName?.endsWith("Options") == true) cls.memberProperties.map { it.name } else emptyList()
+                    val cls = p.type.cls
+                    if (cls?.simpleName?.endsWith("Options") == true) cls.memberProperties.map { it.name } else emptyList()
                 }
-                val durations = f.parameters.filter { it.type.jvmErasure == kotlin.time.Duration::class }.map { it.name!! }
+                val durations = f.parameters.filter { it.type.cls == kotlin.time.Duration::class }.map { it.name!! }
                 (fromOptions + durations).filter { it !in named }.forEach { extra += "${owner.simpleName}.$name: $it" }
             }
         }
