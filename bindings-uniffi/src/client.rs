@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use mqstate::{SETTINGS, VdelOutcome};
 use mqstate::bridge::{Settings, Store};
+use mqstate::{SETTINGS, VdelOutcome};
 
 use crate::MqstateError;
 use crate::call::settle;
@@ -13,8 +13,7 @@ use crate::locks::{Election, ElectionOptions, Lock, LockOptions};
 use crate::scan::{Pager, ScanOptions};
 use crate::subscription::Subscription;
 use crate::values::{
-    DelOptions, GetOptions, LinkInfo, ObserveOptions, SetOptions, SetResult, Value,
-    value, version,
+    DelOptions, GetOptions, LinkInfo, ObserveOptions, SetOptions, SetResult, Value, value, version,
 };
 
 /// One setting by name (`clientId` or `client_id`, as in [`settings_table`]) with its text
@@ -77,7 +76,10 @@ pub fn check_settings(url: Option<String>, settings: Vec<Setting>) -> Result<(),
 /// (A function rather than a constructor of [`Client`]: uniffi's Kotlin renames miss the
 /// return types of constructors, and Kotlin's idiomatic `Client` wraps this one.)
 #[uniffi::export(default(url = None, settings))]
-pub async fn connect(url: Option<String>, settings: Vec<Setting>) -> Result<Arc<Client>, MqstateError> {
+pub async fn connect(
+    url: Option<String>,
+    settings: Vec<Setting>,
+) -> Result<Arc<Client>, MqstateError> {
     let s = self::settings(url, false, settings)?;
     let store = settle(Store::connect(s)).await?;
     Ok(Arc::new(Client { store }))
@@ -147,7 +149,9 @@ impl Client {
         key: Vec<u8>,
         options: GetOptions,
     ) -> Result<Option<Value>, MqstateError> {
-        Ok(value(settle(self.store.get(key, options.to_core()?)).await?))
+        Ok(value(
+            settle(self.store.get(key, options.to_core()?)).await?,
+        ))
     }
 
     /// Deletes the key: the number of keys deleted (0 or 1).

@@ -37,7 +37,10 @@ impl From<Duration> for Seconds {
 
 /// The option `name` (canonical snake_case, as in the core's vocabulary) as a duration; an
 /// error names the option as Kotlin and Swift spell it.
-pub(crate) fn duration(name: &str, value: Option<Seconds>) -> Result<Option<Duration>, MqstateError> {
+pub(crate) fn duration(
+    name: &str,
+    value: Option<Seconds>,
+) -> Result<Option<Duration>, MqstateError> {
     value
         .map(|Seconds(secs)| {
             secs_to_duration(&option_name(Language::Kotlin, name, Unit::Duration), secs)

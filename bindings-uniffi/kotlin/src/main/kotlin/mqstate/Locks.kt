@@ -106,14 +106,7 @@ class Lock internal constructor(private val native: NativeLock) : AutoCloseable 
         lease: Duration? = null,
         timeout: Duration? = null,
         block: suspend (token: Hlc) -> T,
-    ): T {
-        val token = acquire(lease, timeout)
-        try {
-            return block(token)
-        } finally {
-            withContext(NonCancellable) { release() }
-        }
-    }
+    ): T = scoped({ acquire(lease, timeout) }, { release() }, block)
 
     /** Frees the lock object (a held lock is not released: its lease runs out). */
     override fun close() = native.close()
@@ -164,15 +157,18 @@ class Election internal constructor(private val native: NativeElection) : AutoCl
         term: Duration? = null,
         timeout: Duration? = null,
         block: suspend (token: Hlc) -> T,
-    ): T {
-        val token = campaign(term, timeout)
-        try {
-            return block(token)
-        } finally {
-            withContext(NonCancellable) { resign() }
-        }
-    }
+    ): T = scoped({ campaign(term, timeout) }, { resign() }, block)
 
     /** Frees the candidate object. */
     override fun close() = native.close()
+}
+
+/** Runs [block] with the token [begin] returns, then [end] whatever happened (also on cancellation). */
+private suspend fun <T> scoped(begin: suspend () -> Hlc, end: suspend () -> Any, block: suspend (Hlc) -> T): T {
+    val token = begin()
+    try {
+        return block(token)
+    } finally {
+        withContext(NonCancellable) { end() }
+    }
 }

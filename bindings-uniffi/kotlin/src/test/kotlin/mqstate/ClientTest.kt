@@ -88,7 +88,8 @@ class ClientTest {
             val token = lock.tryAcquire(5.seconds)!!
             client.set("${ns}fenced", "a", SetOptions(fencingToken = token))
             val unfenced = errorOf { runBlocking { client.set("${ns}fenced", "b") } }
-            assertTrue(unfenced is FencingTokenRequiredError && unfenced is StoreError, "$unfenced")
+            assertEquals(FencingTokenRequiredError::class, unfenced::class)
+            assertTrue(unfenced is StoreError, "$unfenced")
             assertEquals("fencing_token_required", unfenced.code)
             assertTrue(unfenced.detail.isNotEmpty())
             lock.release()
@@ -99,7 +100,8 @@ class ClientTest {
         }
 
         val refused = errorOf { runBlocking { Client.connect("mqtt://127.0.0.1:${LiveStore.freePort()}", mapOf("connectTimeout" to "5")) } }
-        assertTrue(refused is ConnectRefusedError && refused is ConnectError, "$refused")
+        assertEquals(ConnectRefusedError::class, refused::class)
+        assertTrue(refused is ConnectError, "$refused")
         assertEquals("connect_refused", refused.code)
     }
 

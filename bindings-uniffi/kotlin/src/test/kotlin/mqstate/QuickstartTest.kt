@@ -67,7 +67,12 @@ class QuickstartTest {
     @TestFactory
     fun `every program of the documentation runs`(): List<DynamicTest> =
         docblocks.Index.blocks.mapNotNull { (where, main) ->
-            main?.let { DynamicTest.dynamicTest(where) { runMain(it, LiveStore.url) } }
+            main?.let {
+                DynamicTest.dynamicTest(where) {
+                    val printed = runMain(it, LiveStore.url)
+                    assertTrue(printed.isNotBlank(), "$where printed nothing")
+                }
+            }
         }
 }
 
