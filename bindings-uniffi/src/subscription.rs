@@ -7,7 +7,8 @@ use std::sync::Arc;
 use mqstate::bridge::{Event as CoreEvent, EventSink, Subscription as CoreSubscription};
 
 use crate::MqstateError;
-use crate::values::Event;
+use crate::call::settle;
+use crate::values::{Event, Seconds, duration};
 
 /// Receives a subscription's events (see [`Subscription::listen`]).
 #[uniffi::export(callback_interface)]
@@ -52,10 +53,13 @@ impl Subscription {
 
 #[uniffi::export]
 impl Subscription {
-    /// The next event; none once the subscription has ended and is drained. Cancelling the
-    /// coroutine that waits loses no event, so `withTimeoutOrNull { sub.next() }` is safe.
-    pub async fn next(&self) -> Option<Event> {
-        self.sub.next().await.map(Event::from)
+    /// The next event; none once the subscription has ended and is drained. With a
+    /// `timeout`, the `timeout` error when none came in time. Neither the timeout nor
+    /// cancelling the coroutine that waits loses an event.
+    #[uniffi::method(default(timeout = None))]
+    pub async fn next(&self, timeout: Option<Seconds>) -> Result<Option<Event>, MqstateError> {
+        let call = self.sub.next_within(duration("timeout", timeout)?);
+        Ok(settle(call).await?.map(Event::from))
     }
 
     /// The next event if one is buffered now, else none.

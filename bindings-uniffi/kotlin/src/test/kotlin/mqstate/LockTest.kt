@@ -3,7 +3,7 @@
 // never taken later for nobody.
 package mqstate
 
-import java.time.Duration
+import kotlin.time.Duration.Companion.seconds
 import kotlinx.coroutines.CancellationException
 import kotlinx.coroutines.CoroutineStart
 import kotlinx.coroutines.cancelAndJoin
@@ -21,7 +21,7 @@ import org.junit.jupiter.api.Test
 
 class LockTest {
     private val ns = LiveStore.prefix("lock")
-    private val lease = Duration.ofSeconds(5)
+    private val lease = 5.seconds
 
     @Test
     fun `try acquire, holder, fencing, release`() = runBlocking {
@@ -102,11 +102,11 @@ class LockTest {
             Client.connect(LiveStore.url).use { b ->
                 val held = a.lock("${ns}c")
                 val waiting = b.lock("${ns}c")
-                assertNotNull(held.tryAcquire(Duration.ofSeconds(2)))
+                assertNotNull(held.tryAcquire(2.seconds))
                 var outcome: Throwable? = null
                 val job = launch(start = CoroutineStart.UNDISPATCHED) {
                     try {
-                        waiting.acquire(Duration.ofSeconds(30))
+                        waiting.acquire(30.seconds)
                     } catch (e: Throwable) {
                         outcome = e
                         throw e
@@ -131,7 +131,7 @@ class LockTest {
     fun `cancelling a campaign cancels it in the core`() = runBlocking {
         Client.connect(LiveStore.url).use { a ->
             Client.connect(LiveStore.url).use { b ->
-                val leader = a.election("${ns}ce", "first", ElectionOptions(term = Duration.ofSeconds(2)))
+                val leader = a.election("${ns}ce", "first", ElectionOptions(term = 2.seconds))
                 val other = b.election("${ns}ce", "second")
                 leader.campaign()
                 val job = launch(start = CoroutineStart.UNDISPATCHED) { other.campaign() }
