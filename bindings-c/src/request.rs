@@ -212,9 +212,9 @@ pub struct mqstate_request {
 
 /// A decoded request described for C; pointers borrow from the handle.
 #[repr(C)]
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct mqstate_request_info {
-    /// The verb (never `MQSTATE_VERB_ANY`).
+    /// The verb (`MQSTATE_VERB_ANY` only after a failed `mqstate_request_get`).
     pub verb: mqstate_verb,
     /// The key (never empty); for `MQSTATE_VERB_SCAN`, the pattern (the service accepts an
     /// empty one; its token is read with `mqstate_request_token`).
@@ -261,7 +261,8 @@ pub unsafe extern "C" fn mqstate_decode_request(
     })
 }
 
-/// Describes `request` in `*out` (pointers borrow from `request`).
+/// Describes `request` in `*out` (pointers borrow from `request`); on failure `*out` is all
+/// zero (`MQSTATE_VERB_ANY`, NULL pointers).
 ///
 /// # Safety
 /// `request` must be a live handle; `out` must point to a writable `mqstate_request_info`.
@@ -271,19 +272,23 @@ pub unsafe extern "C" fn mqstate_request_get(
     out: *mut mqstate_request_info,
 ) -> mqstate_status {
     boundary(|| {
-        // SAFETY: the caller's promises are forwarded.
-        let (handle, out) = unsafe { (handle_arg(request, "request")?, out_ptr(out)?) };
-        let r = &handle.request;
+        let out = out_ptr(out)?;
         let mut info = mqstate_request_info {
-            verb: mqstate_verb::of(r.verb()),
-            key: bytes_ptr(r.key()),
-            key_len: r.key().len(),
+            verb: mqstate_verb::Any,
+            key: ptr::null(),
+            key_len: 0,
             value: ptr::null(),
             value_len: 0,
             condition: mqstate_set_condition::Always,
             px_ms: 0,
             stop: false,
         };
+        // SAFETY: `out` is non-null and writable per the caller: reset before any failure.
+        unsafe { out.write(info) };
+        // SAFETY: the caller's promises are forwarded.
+        let handle = unsafe { handle_arg(request, "request") }?;
+        let r = &handle.request;
+        (info.verb, info.key, info.key_len) = (mqstate_verb::of(r.verb()), bytes_ptr(r.key()), r.key().len());
         match r {
             Request::Set {
                 value,

@@ -619,7 +619,7 @@ static int step(struct run *r, const cJSON *s, mqstate_status *st) {
         if (*st == MQSTATE_STATUS_OK) put(r->locks, MAX_NAMES, str(s, "as"), lock);
     } else if (str(s, "lock")) {
         mqstate_lock *lock = find(r->locks, MAX_NAMES, str(s, "lock"));
-        uint64_t lease = (uint64_t)num(s, "lease_ms", 5000);
+        uint64_t lease = (uint64_t)num(s, "lease_ms", 0); /* 0: the core's default */
         char *token = NULL;
         bool flag = false;
         int rc = 0;
@@ -646,7 +646,7 @@ static int step(struct run *r, const cJSON *s, mqstate_status *st) {
                 rc = fail(r, "holder %s, want %s", token ? token : "(none)", want ? want : "(none)");
         } else if (strcmp(op, "edit") == 0) {
             struct edit_action ctx = {cJSON_GetObjectItemCaseSensitive(s, "action")};
-            *st = mqstate_lock_edit(lock, (const uint8_t *)key, klen, lease, (uint32_t)num(s, "timeout_ms", 10000),
+            *st = mqstate_lock_edit(lock, (const uint8_t *)key, klen, lease, (uint32_t)num(s, "timeout_ms", 0),
                                     decide, &ctx, NULL);
             if (*st == MQSTATE_STATUS_OK && str(s, "save_version")) {
                 mqstate_value *v = NULL;
@@ -666,7 +666,7 @@ static int step(struct run *r, const cJSON *s, mqstate_status *st) {
         if (*st == MQSTATE_STATUS_OK) put(r->elections, MAX_NAMES, str(s, "as"), e);
     } else if (str(s, "election")) {
         mqstate_election *e = find(r->elections, MAX_NAMES, str(s, "election"));
-        uint64_t term = (uint64_t)num(s, "term_ms", 5000);
+        uint64_t term = (uint64_t)num(s, "term_ms", 0); /* 0: the core's default */
         bool flag = false;
         char *text = NULL;
         int rc = 0;

@@ -29,8 +29,15 @@ static void test_settings_and_connect_errors(void) {
     CHECK_STATUS(mqstate_settings_set(s, "port", "1"), MQSTATE_STATUS_OK, "port 1");
     CHECK_STATUS(mqstate_settings_set(s, "host", "127.0.0.1"), MQSTATE_STATUS_OK, "host");
     CHECK_STATUS(mqstate_settings_set(s, "connect_timeout", "2"), MQSTATE_STATUS_OK, "timeout");
-    CHECK_STATUS(mqstate_client_connect(s, 0, &c), MQSTATE_STATUS_CONNECT_REFUSED, "refused");
+    mqstate_status refused = mqstate_client_connect(s, 0, &c);
+    CHECK_STATUS(refused, MQSTATE_STATUS_CONNECT_REFUSED, "refused");
     CHECK(c == NULL, "no client on failure");
+    CHECK(mqstate_status_family_of(refused) == MQSTATE_STATUS_FAMILY_CONNECT,
+          "a refused connect is in the connect family");
+    CHECK(strcmp(mqstate_status_name(refused), "connect_refused") == 0, "named like the core");
+    CHECK_STATUS(mqstate_client_connect(s, MQSTATE_NO_TIMEOUT, &c), MQSTATE_STATUS_INVALID_ARGUMENT,
+                 "a connect is bounded: no MQSTATE_NO_TIMEOUT");
+    CHECK(strstr(last_error(), "MQSTATE_NO_TIMEOUT") != NULL, "says why: %s", last_error());
     CHECK_STATUS(mqstate_client_connect(NULL, 0, &c), MQSTATE_STATUS_INVALID_ARGUMENT, "NULL s");
     CHECK_STATUS(mqstate_client_connect(s, 0, NULL), MQSTATE_STATUS_INVALID_ARGUMENT, "NULL out");
     mqstate_settings_free(s);
@@ -94,6 +101,36 @@ static void test_set_get_delete_vdel(mqstate_client *c) {
     CHECK_STATUS(mqstate_client_delete(c, (const uint8_t *)key, strlen(key), NULL, &deleted),
                  MQSTATE_STATUS_OK, "delete missing");
     CHECK(deleted == 0, "nothing to delete");
+    CHECK_STATUS(mqstate_client_vdel(c, (const uint8_t *)key, strlen(key), value, sizeof value,
+                                     NULL, &outcome),
+                 MQSTATE_STATUS_OK, "vdel missing");
+    CHECK(outcome == MQSTATE_VDEL_OUTCOME_NOT_FOUND, "not found");
+    CHECK(strcmp(mqstate_vdel_outcome_name(outcome), "not_found") == 0, "its name");
+
+    /* A VDEL that fails leaves no outcome behind (0 used to read as DELETED). */
+    mqstate_call_options malformed;
+    memset(&malformed, 0, sizeof malformed);
+    malformed.fencing_token = "not-a-version";
+    outcome = MQSTATE_VDEL_OUTCOME_VALUE_MISMATCH;
+    CHECK_STATUS(mqstate_client_vdel(c, (const uint8_t *)key, strlen(key), value, sizeof value,
+                                     &malformed, &outcome),
+                 MQSTATE_STATUS_MALFORMED, "vdel with a malformed token");
+    CHECK(outcome == MQSTATE_VDEL_OUTCOME_NONE, "outcome reset to NONE");
+
+    /* timeout_ms: 0 is the client's request_timeout; a request never waits without limit. */
+    mqstate_set_options unbounded;
+    memset(&unbounded, 0, sizeof unbounded);
+    unbounded.timeout_ms = MQSTATE_NO_TIMEOUT;
+    applied = true;
+    CHECK_STATUS(mqstate_client_set(c, (const uint8_t *)key, strlen(key), value, 1, &unbounded,
+                                    &applied, &version),
+                 MQSTATE_STATUS_INVALID_ARGUMENT, "a request with MQSTATE_NO_TIMEOUT");
+    CHECK(!applied && version == NULL, "outs reset");
+    mqstate_call_options defaults;
+    memset(&defaults, 0, sizeof defaults);
+    CHECK_STATUS(mqstate_client_get(c, (const uint8_t *)key, strlen(key), &defaults, &got),
+                 MQSTATE_STATUS_OK, "timeout_ms 0: the default");
+    CHECK(got == NULL, "still missing");
 
     /* Argument errors: nothing is sent. */
     CHECK_STATUS(mqstate_client_set(c, (const uint8_t *)key, 0, value, 1, NULL, NULL, NULL),
@@ -273,6 +310,37 @@ void test_locks(void) {
     CHECK_STATUS(mqstate_lock_edit(la, (const uint8_t *)counter_key, strlen(counter_key), 2000,
                                    10000, NULL, NULL, NULL),
                  MQSTATE_STATUS_INVALID_ARGUMENT, "NULL callback");
+
+    /* 0 is the core's default lease and edit timeout; an edit is bounded. */
+    counter.fail_with = MQSTATE_STATUS_OK;
+    CHECK_STATUS(mqstate_lock_edit(la, (const uint8_t *)counter_key, strlen(counter_key), 0, 0,
+                                   increment, &counter, NULL),
+                 MQSTATE_STATUS_OK, "edit with the default lease and timeout");
+    CHECK_STATUS(mqstate_lock_edit(la, (const uint8_t *)counter_key, strlen(counter_key), 0,
+                                   MQSTATE_NO_TIMEOUT, increment, &counter, NULL),
+                 MQSTATE_STATUS_INVALID_ARGUMENT, "an edit with MQSTATE_NO_TIMEOUT");
+    holder = (char *)&holder;
+    CHECK_STATUS(mqstate_lock_holder(la, MQSTATE_NO_TIMEOUT, &holder),
+                 MQSTATE_STATUS_INVALID_ARGUMENT, "a holder read with MQSTATE_NO_TIMEOUT");
+    CHECK(holder == NULL, "holder reset");
+    CHECK_STATUS(mqstate_lock_try_acquire(la, 0, 0, &flag, NULL), MQSTATE_STATUS_OK,
+                 "try_acquire with the default lease");
+    CHECK(flag && mqstate_lock_is_held(la), "held for the default lease");
+    CHECK_STATUS(mqstate_lock_release(la, 0, NULL), MQSTATE_STATUS_OK, "release");
+    mqstate_lock_options short_lease;
+    memset(&short_lease, 0, sizeof short_lease);
+    short_lease.lease_ms = 300;
+    mqstate_lock *ls = NULL;
+    CHECK_STATUS(mqstate_lock_new(a, (const uint8_t *)key, strlen(key), &short_lease, &ls),
+                 MQSTATE_STATUS_OK, "a lock with its own default lease");
+    CHECK_STATUS(mqstate_lock_acquire(ls, 0, 0, NULL, NULL), MQSTATE_STATUS_OK,
+                 "acquire with the lock's lease");
+    CHECK_STATUS(mqstate_lock_acquire(lb, 0, 10000, NULL, &token), MQSTATE_STATUS_OK,
+                 "the 300 ms lease runs out, so b gets the lock");
+    mqstate_string_free(token);
+    token = NULL;
+    CHECK_STATUS(mqstate_lock_release(lb, 0, NULL), MQSTATE_STATUS_OK, "b release");
+    mqstate_lock_free(ls);
 
     /* Elections. */
     char name[128];

@@ -73,14 +73,15 @@ pub unsafe extern "C" fn mqstate_cancel_free(token: *mut mqstate_cancel) {
     unsafe { guard::close(token, |_| {}) }
 }
 
-/// Waits for `call`: up to `timeout_ms` (0: no limit of its own; the core's request timeout
-/// still applies), cancellable through `cancel` (may be NULL).
+/// Waits for `call`, up to `limit` (`None`: no limit of its own; the core's own timeouts
+/// still apply: a request's timeout, a wait's deadline), cancellable through `cancel` (may
+/// be NULL). When `limit` passes first the call is cancelled and fails with `timeout`.
 ///
 /// # Safety
 /// `cancel` must be NULL or a live token.
 pub(crate) unsafe fn run<T: Send + 'static>(
     call: Call<T>,
-    timeout_ms: u32,
+    limit: Option<Duration>,
     cancel: *const mqstate_cancel,
 ) -> Result<T, Failure> {
     // SAFETY: NULL or a live token per the caller.
@@ -101,8 +102,7 @@ pub(crate) unsafe fn run<T: Send + 'static>(
         }
         None => None,
     };
-    let timeout = (timeout_ms > 0).then(|| Duration::from_millis(u64::from(timeout_ms)));
-    let result = call.wait(timeout);
+    let result = call.wait(limit);
     if let Some((token, id)) = registered {
         let mut state = token.lock().unwrap_or_else(|e| e.into_inner());
         state.calls.retain(|(other, _)| *other != id);

@@ -17,6 +17,7 @@ use super::cancel::{mqstate_cancel, run};
 use super::guard;
 use super::store::{enter_client, mqstate_client};
 use super::text::put;
+use super::timeout;
 use crate::ffi::{bytes_arg, out_arg};
 use crate::status::{boundary, mqstate_status};
 
@@ -104,9 +105,7 @@ pub unsafe extern "C" fn mqstate_scan_next(
         let state = unsafe { guard::enter(scan, "scan") }?;
         // The page's own timeout (a plain timeout, never "may have been applied": a SCAN
         // only reads); the wait below has no limit of its own.
-        let timeout =
-            (timeout_ms > 0).then(|| std::time::Duration::from_millis(u64::from(timeout_ms)));
-        let call = state.pager.next_page_within(timeout);
+        let call = state.pager.next_page_within(timeout::request(timeout_ms)?);
         let id = {
             let mut next = state.next_id.lock().unwrap_or_else(|e| e.into_inner());
             *next += 1;
@@ -118,7 +117,7 @@ pub unsafe extern "C" fn mqstate_scan_next(
             .unwrap_or_else(|e| e.into_inner())
             .push((id, call.canceller()));
         // SAFETY: per the caller.
-        let got = unsafe { run(call, 0, cancel) };
+        let got = unsafe { run(call, None, cancel) };
         state
             .in_flight
             .lock()

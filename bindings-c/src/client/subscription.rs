@@ -1,7 +1,9 @@
 //! `mqstate_subscription`: key changes, lock-holder changes and lock/leader status, read
 //! three ways over the core's one subscription type:
 //!
-//! - **pull**: `mqstate_subscription_next(sub, timeout_ms, &event)`;
+//! - **pull**: `mqstate_subscription_next(sub, timeout_ms, &event)` (waiting; 0 or
+//!   `MQSTATE_NO_TIMEOUT`: without limit) or `mqstate_subscription_try_next(sub, &event)`
+//!   (never waits);
 //! - **callback**: `mqstate_subscription_set_callback(sub, on_event, release, ctx)`:
 //!   `on_event(ctx, event)` is called for every event, in order, on one library thread
 //!   (`mqstate-sink`) that belongs to this subscription, never concurrently; the event is
@@ -9,7 +11,7 @@
 //!   after the last `on_event`, when the subscription ends (freed, or its client closed);
 //! - **file descriptor**: `mqstate_subscription_fd(sub, &fd)`: `fd` becomes readable while
 //!   events are queued (level-triggered, one byte per event), for `poll`/`epoll`/libuv/
-//!   libevent loops; read the events with `mqstate_subscription_next(sub, 0, &event)`.
+//!   libevent loops; read the events with `mqstate_subscription_try_next(sub, &event)`.
 //!
 //! One mode per subscription: after a callback is set, pulls see nothing.
 
@@ -24,34 +26,39 @@ use std::time::Duration;
 use mqstate::bridge::{Event, LockState, Subscription};
 use mqstate::codec::KeyEvent;
 
+use super::cancel::run;
 use super::guard;
 use super::text::put;
+use super::timeout;
 use crate::ffi::out_arg;
 use crate::status::{Failure, boundary, mqstate_status};
 
-/// What a subscription event is.
+/// What a subscription event is. `MQSTATE_SUB_EVENT_TYPE_NONE` (0) is no event: the type
+/// of a NULL event.
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum mqstate_sub_event_type {
+    /// No event (`mqstate_sub_event_type_of(NULL)`).
+    None = 0,
     /// An observed key was set (`mqstate_sub_event_value` is the new value).
-    KeySet = 0,
+    KeySet = 1,
     /// An observed key was deleted (or expired).
-    KeyDeleted = 1,
+    KeyDeleted = 2,
     /// A lock's holder (an election's leader) changed; `mqstate_sub_event_holder` is NULL
     /// when it became free.
-    Holder = 2,
+    Holder = 3,
     /// The lock (candidate) is held now; the token is `mqstate_sub_event_version`.
-    Held = 3,
+    Held = 4,
     /// The lock (candidate) is not held (never acquired, or released).
-    NotHeld = 4,
+    NotHeld = 5,
     /// The lock was lost; `mqstate_sub_event_reason` says why (`expired`, `taken_over`,
     /// `renewal_failed`).
-    Lost = 5,
+    Lost = 6,
     /// After a reconnection the subscription could not be restored yet: changes are being
     /// missed (`mqstate_sub_event_reason` says why).
-    Degraded = 6,
+    Degraded = 7,
     /// Restored after `DEGRADED`.
-    Restored = 7,
+    Restored = 8,
 }
 
 /// One event (opaque): read it with the `mqstate_sub_event_*` accessors; free pulled events
@@ -73,7 +80,7 @@ fn cstring(s: impl Into<Vec<u8>>) -> Option<CString> {
 impl mqstate_sub_event {
     fn of(event: Event) -> mqstate_sub_event {
         let mut e = mqstate_sub_event {
-            kind: mqstate_sub_event_type::Restored,
+            kind: mqstate_sub_event_type::None,
             key: Vec::new(),
             value: Vec::new(),
             version: None,
@@ -114,7 +121,7 @@ impl mqstate_sub_event {
                 e.kind = mqstate_sub_event_type::Degraded;
                 e.text = cstring(reason);
             }
-            Event::Restored => {}
+            Event::Restored => e.kind = mqstate_sub_event_type::Restored,
         }
         e
     }
@@ -146,9 +153,25 @@ pub(crate) fn new_subscription(sub: Subscription) -> *mut mqstate_subscription {
     })
 }
 
-/// Waits up to `timeout_ms` (0: do not wait) for the next event: `MQSTATE_STATUS_OK` with
-/// `*event` set (free it with `mqstate_sub_event_free`), `MQSTATE_STATUS_TIMEOUT` when none
-/// came, `MQSTATE_STATUS_CLOSED` once the subscription has ended and is drained.
+/// Writes a pulled event to `*out`; `closed` once the subscription ended and is drained.
+fn deliver(got: Option<Event>, out: &mut *mut mqstate_sub_event) -> Result<(), Failure> {
+    match got {
+        Some(e) => {
+            *out = Box::into_raw(Box::new(mqstate_sub_event::of(e)));
+            Ok(())
+        }
+        None => Err(Failure::new(
+            mqstate_status::Closed,
+            "the subscription has ended",
+        )),
+    }
+}
+
+/// Waits up to `timeout_ms` (0 or `MQSTATE_NO_TIMEOUT`: without limit) for the next event:
+/// `MQSTATE_STATUS_OK` with `*event` set (free it with `mqstate_sub_event_free`),
+/// `MQSTATE_STATUS_TIMEOUT` when none came (no event is lost by it),
+/// `MQSTATE_STATUS_CLOSED` once the subscription has ended and is drained. `*event` is NULL
+/// on failure.
 ///
 /// # Safety
 /// `sub` must be a live subscription; `event` writable.
@@ -163,58 +186,82 @@ pub unsafe extern "C" fn mqstate_subscription_next(
         let out = unsafe { out_arg(event, std::ptr::null_mut(), "event") }?;
         // SAFETY: per the caller.
         let state = unsafe { guard::enter(sub, "sub") }?;
+        let limit = timeout::wait(timeout_ms);
         let fd = state.fd.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let got = match fd {
-            Some(q) => next_from_fd(&q, timeout_ms, &state.sub),
-            None if timeout_ms == 0 => match state.sub.try_next() {
-                Some(e) => Ok(Some(e)),
-                None if state.sub.is_closed() => Ok(None),
-                None => Err(Failure::new(mqstate_status::Timeout, "no event is queued")),
-            },
-            None => state
-                .sub
-                .next_blocking(Some(Duration::from_millis(u64::from(timeout_ms))))
-                .map_err(Failure::from),
-        }?;
-        match got {
-            Some(e) => {
-                *out = Box::into_raw(Box::new(mqstate_sub_event::of(e)));
-                Ok(())
-            }
-            None => Err(Failure::new(
-                mqstate_status::Closed,
-                "the subscription has ended",
-            )),
+            Some(q) => next_from_fd(&q, limit, &state.sub)?,
+            // SAFETY: no token.
+            None => unsafe { run(state.sub.next_within(limit), None, std::ptr::null()) }?,
+        };
+        deliver(got, out)
+    })
+}
+
+/// The next event if one is queued, without waiting: `MQSTATE_STATUS_OK` with `*event` set
+/// (free it with `mqstate_sub_event_free`) or NULL when none is queued yet,
+/// `MQSTATE_STATUS_CLOSED` once the subscription has ended and is drained. The way to read
+/// events when `mqstate_subscription_fd` is readable.
+///
+/// # Safety
+/// `sub` must be a live subscription; `event` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mqstate_subscription_try_next(
+    sub: *const mqstate_subscription,
+    event: *mut *mut mqstate_sub_event,
+) -> mqstate_status {
+    boundary(|| {
+        // SAFETY: per the caller.
+        let out = unsafe { out_arg(event, std::ptr::null_mut(), "event") }?;
+        // SAFETY: per the caller.
+        let state = unsafe { guard::enter(sub, "sub") }?;
+        let fd = state.fd.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let queued = match &fd {
+            Some(q) => q.pop(),
+            None => state.sub.try_next(),
+        };
+        match queued {
+            Some(e) => deliver(Some(e), out),
+            None if drained(fd.as_deref(), &state.sub) => deliver(None, out),
+            None => Ok(()),
         }
     })
 }
 
-fn next_from_fd(
-    q: &FdQueue,
-    timeout_ms: u32,
-    sub: &Subscription,
-) -> Result<Option<Event>, Failure> {
-    let deadline = std::time::Instant::now() + Duration::from_millis(u64::from(timeout_ms));
-    loop {
-        if let Some(e) = q
+impl FdQueue {
+    /// The oldest queued event, consuming its byte of the descriptor.
+    fn pop(&self) -> Option<Event> {
+        let event = self
             .events
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .pop_front()
-        {
-            let mut byte = [0u8; 1];
-            let _ = (&q.reader).read(&mut byte);
+            .pop_front()?;
+        let mut byte = [0u8; 1];
+        let _ = (&self.reader).read(&mut byte);
+        Some(event)
+    }
+}
+
+/// Whether the subscription has ended and nothing is left to read.
+fn drained(fd: Option<&FdQueue>, sub: &Subscription) -> bool {
+    sub.is_closed()
+        && fd.is_none_or(|q| q.events.lock().unwrap_or_else(|e| e.into_inner()).is_empty())
+}
+
+/// The next event of the descriptor's queue, waiting up to `limit` (`None`: without limit).
+fn next_from_fd(
+    q: &FdQueue,
+    limit: Option<Duration>,
+    sub: &Subscription,
+) -> Result<Option<Event>, Failure> {
+    let deadline = limit.map(|l| std::time::Instant::now() + l);
+    loop {
+        if let Some(e) = q.pop() {
             return Ok(Some(e));
         }
-        if sub.is_closed()
-            && q.events
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .is_empty()
-        {
+        if drained(Some(q), sub) {
             return Ok(None);
         }
-        if std::time::Instant::now() >= deadline {
+        if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
             return Err(Failure::new(mqstate_status::Timeout, "no event is queued"));
         }
         std::thread::sleep(Duration::from_millis(1));
@@ -287,7 +334,7 @@ pub unsafe extern "C" fn mqstate_subscription_set_callback(
 }
 
 /// A file descriptor that is readable while events are queued (one byte per event); read
-/// the events with `mqstate_subscription_next(sub, 0, &event)`, which consumes the byte. The
+/// the events with `mqstate_subscription_try_next(sub, &event)`, which consumes the byte. The
 /// descriptor belongs to the subscription (do not close it); it stays valid until
 /// `mqstate_subscription_free`. Calling it again gives the same descriptor.
 ///
@@ -345,7 +392,7 @@ pub unsafe extern "C" fn mqstate_subscription_free(sub: *mut mqstate_subscriptio
     unsafe { guard::close(sub, |state| state.sub.close()) }
 }
 
-/// The event's type.
+/// The event's type (`MQSTATE_SUB_EVENT_TYPE_NONE` for NULL).
 ///
 /// # Safety
 /// `event` must be a live event.
@@ -354,7 +401,7 @@ pub unsafe extern "C" fn mqstate_sub_event_type_of(
     event: *const mqstate_sub_event,
 ) -> mqstate_sub_event_type {
     // SAFETY: per the caller.
-    unsafe { event.as_ref() }.map_or(mqstate_sub_event_type::Restored, |e| e.kind)
+    unsafe { event.as_ref() }.map_or(mqstate_sub_event_type::None, |e| e.kind)
 }
 
 /// The key of a `KEY_SET`/`KEY_DELETED` event (`*len` bytes; valid while the event lives).

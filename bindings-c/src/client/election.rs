@@ -1,0 +1,174 @@
+//! `mqstate_election`: a candidate in a leader election — campaign (waiting), try, resign,
+//! leader, is-leader, leadership subscriptions — over the core's [`ElectionHandle`].
+//!
+//! Durations follow [`timeout`](super::timeout): a `term_ms` of 0 is the core's default
+//! term (`DEFAULT_LEASE`), a request's `timeout_ms` of 0 the client's `request_timeout`, a
+//! campaign's `timeout_ms` of 0 (or `MQSTATE_NO_TIMEOUT`) a wait without limit.
+
+use std::ffi::c_char;
+
+use mqstate::bridge::ElectionHandle;
+use mqstate::lock::LockOptions;
+
+use super::call::{flag_call, subscription_call, text_call};
+use super::cancel::{mqstate_cancel, run};
+use super::guard;
+use super::store::{enter_client, mqstate_client};
+use super::subscription::mqstate_subscription;
+use super::text::{put_string, reset_string};
+use super::timeout;
+use crate::ffi::{bytes_arg, out_arg, str_arg};
+use crate::status::{boundary, mqstate_status};
+
+/// A candidate in a leader election (opaque; thread-safe). Free it with
+/// `mqstate_election_free`.
+pub struct mqstate_election {
+    guarded: guard::Guarded<ElectionHandle>,
+}
+
+crate::handle!(mqstate_election, ElectionHandle);
+
+/// Candidate `candidate` (NUL-terminated) in the election `name` (`name_len` bytes). On
+/// failure `*out` is NULL.
+///
+/// # Safety
+/// `client` must be a live client; `name` valid; `candidate` NUL-terminated; `out` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mqstate_election_new(
+    client: *const mqstate_client,
+    name: *const u8,
+    name_len: usize,
+    candidate: *const c_char,
+    out: *mut *mut mqstate_election,
+) -> mqstate_status {
+    boundary(|| {
+        // SAFETY: per the caller.
+        let out = unsafe { out_arg(out, std::ptr::null_mut(), "out") }?;
+        // SAFETY: per the caller.
+        let store = unsafe { enter_client(client) }?;
+        // SAFETY: per the caller.
+        let (name, candidate) = unsafe {
+            (
+                bytes_arg(name, name_len, "name")?,
+                str_arg(candidate, "candidate")?,
+            )
+        };
+        *out = guard::new(store.election(name, candidate, LockOptions::default())?);
+        Ok(())
+    })
+}
+
+/// Becomes leader for `term_ms` (0: the default term; renewed automatically until resign),
+/// waiting up to `timeout_ms` (0 or `MQSTATE_NO_TIMEOUT`: without limit) and cancellable
+/// through `cancel` (may be NULL); `*token` (may be NULL) receives the leader's fencing
+/// token, NULL on failure.
+///
+/// # Safety
+/// `election` must be live; `cancel` NULL or live; `token` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mqstate_election_campaign(
+    election: *const mqstate_election,
+    term_ms: u64,
+    timeout_ms: u32,
+    cancel: *const mqstate_cancel,
+    token: *mut *mut c_char,
+) -> mqstate_status {
+    boundary(|| {
+        // SAFETY: per the caller.
+        unsafe { reset_string(token) };
+        // SAFETY: per the caller.
+        let e = unsafe { guard::enter(election, "election") }?;
+        let call = e.campaign(timeout::option(term_ms), timeout::wait(timeout_ms));
+        // SAFETY: per the caller.
+        let got = unsafe { run(call, None, cancel) }?;
+        // SAFETY: per the caller.
+        unsafe { put_string(token, Some(&got.to_text())) }
+    })
+}
+
+/// Becomes leader for `term_ms` (0: the default term) if nobody is; `*elected` says
+/// whether (false on failure). `timeout_ms` bounds the request (0: the client's
+/// `request_timeout`).
+///
+/// # Safety
+/// `election` must be live; `elected` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mqstate_election_try_campaign(
+    election: *const mqstate_election,
+    term_ms: u64,
+    timeout_ms: u32,
+    elected: *mut bool,
+) -> mqstate_status {
+    // SAFETY: per the caller.
+    unsafe {
+        flag_call(election, "election", timeout_ms, elected, |e| {
+            Ok(e.try_campaign(timeout::option(term_ms)))
+        })
+    }
+}
+
+/// Steps down; `*resigned` (may be NULL) is true when this candidate led, false on failure.
+/// `timeout_ms` bounds the request (0: the client's `request_timeout`).
+///
+/// # Safety
+/// `election` must be live; `resigned` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mqstate_election_resign(
+    election: *const mqstate_election,
+    timeout_ms: u32,
+    resigned: *mut bool,
+) -> mqstate_status {
+    // SAFETY: per the caller.
+    unsafe { flag_call(election, "election", timeout_ms, resigned, |e| Ok(e.resign())) }
+}
+
+/// The current leader in `*leader` (free with `mqstate_string_free`), NULL when none or on
+/// failure. `timeout_ms` bounds the request (0: the client's `request_timeout`).
+///
+/// # Safety
+/// `election` must be live; `leader` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mqstate_election_leader(
+    election: *const mqstate_election,
+    timeout_ms: u32,
+    leader: *mut *mut c_char,
+) -> mqstate_status {
+    // SAFETY: per the caller.
+    unsafe { text_call(election, "election", timeout_ms, leader, |e| e.leader()) }
+}
+
+/// Whether this candidate leads now (false at once when a renewal fails).
+///
+/// # Safety
+/// `election` must be NULL or live.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mqstate_election_is_leader(election: *const mqstate_election) -> bool {
+    // SAFETY: per the caller.
+    unsafe { guard::enter(election, "election") }.is_ok_and(|e| e.is_leader())
+}
+
+/// Leadership changes: the current leader first, then each change (`HOLDER` events).
+/// `*out` is NULL on failure; `timeout_ms` bounds the registration (0: the client's
+/// `request_timeout`).
+///
+/// # Safety
+/// `election` must be live; `out` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mqstate_election_watch_leader(
+    election: *const mqstate_election,
+    timeout_ms: u32,
+    out: *mut *mut mqstate_subscription,
+) -> mqstate_status {
+    // SAFETY: per the caller.
+    unsafe { subscription_call(election, "election", timeout_ms, out, |e| e.watch_leader()) }
+}
+
+/// Frees a candidate (NULL is ignored): stops renewal (resign first to hand over at once).
+///
+/// # Safety
+/// `election` must be NULL or live, freed once.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mqstate_election_free(election: *mut mqstate_election) {
+    // SAFETY: per the caller.
+    unsafe { guard::close(election, |_| {}) }
+}
