@@ -218,6 +218,7 @@ impl Client {
             holder: options.holder,
             session_id: options.session_id,
             auto_renew: options.auto_renew,
+            lease: None,
         };
         let handle = self.store.lock(key, core)?;
         Ok(Lock::new(handle, options.lease))
@@ -235,6 +236,7 @@ impl Client {
             holder: None,
             session_id: options.session_id,
             auto_renew: options.renew_every,
+            lease: None,
         };
         let handle = self.store.election(name, candidate, core)?;
         Ok(Election::new(handle, options.term))

@@ -90,7 +90,7 @@ impl Lock {
     /// Tries once: the fencing token, or none when someone else holds it.
     #[uniffi::method(default(lease = None))]
     pub async fn try_acquire(&self, lease: Option<Duration>) -> Result<Option<Hlc>, MqstateError> {
-        let call = self.lock.try_acquire(lease.unwrap_or(self.lease));
+        let call = self.lock.try_acquire(Some(lease.unwrap_or(self.lease)));
         Ok(version(settle(call).await?))
     }
 
@@ -102,7 +102,9 @@ impl Lock {
         lease: Option<Duration>,
         timeout: Option<Duration>,
     ) -> Result<Hlc, MqstateError> {
-        let call = self.lock.acquire(lease.unwrap_or(self.lease), timeout);
+        let call = self
+            .lock
+            .acquire(Some(lease.unwrap_or(self.lease)), timeout);
         Ok(settle(call).await?.into())
     }
 
@@ -177,8 +179,8 @@ impl Lock {
         });
         let call = self.lock.edit(
             key,
-            lease.unwrap_or(self.lease),
-            timeout.unwrap_or(DEFAULT_EDIT_TIMEOUT),
+            Some(lease.unwrap_or(self.lease)),
+            Some(timeout.unwrap_or(DEFAULT_EDIT_TIMEOUT)),
             decide,
         );
         Ok(settle(call).await?.into())
@@ -216,14 +218,16 @@ impl Election {
         term: Option<Duration>,
         timeout: Option<Duration>,
     ) -> Result<Hlc, MqstateError> {
-        let call = self.election.campaign(term.unwrap_or(self.term), timeout);
+        let call = self
+            .election
+            .campaign(Some(term.unwrap_or(self.term)), timeout);
         Ok(settle(call).await?.into())
     }
 
     /// Becomes leader if nobody is; `true` when leader now.
     #[uniffi::method(default(term = None))]
     pub async fn try_campaign(&self, term: Option<Duration>) -> Result<bool, MqstateError> {
-        settle(self.election.try_campaign(term.unwrap_or(self.term))).await
+        settle(self.election.try_campaign(Some(term.unwrap_or(self.term)))).await
     }
 
     /// Steps down; `true` when this candidate led.

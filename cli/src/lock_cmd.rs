@@ -75,6 +75,7 @@ pub async fn lock(target: &Target, args: LockArgs) -> CliResult {
         holder: args.holder.clone(),
         session_id: None,
         auto_renew: Some(renew),
+        lease: Some(lease),
     };
     let lock = Lock::with_options(&client, &key, options).map_err(|e| target.fail(&e))?;
     let shown = crate::output::escape(&key);

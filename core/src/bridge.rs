@@ -43,6 +43,7 @@
 //! ```
 
 mod call;
+mod duration;
 mod lock;
 mod pager;
 pub mod runtime;
@@ -50,7 +51,8 @@ mod store;
 mod subscription;
 
 pub use call::{Call, Canceller};
-pub use lock::{BoxFuture, Decide, ElectionHandle, Lead, LockHandle};
+pub use duration::{millis_to_duration, secs_to_duration};
+pub use lock::{BoxFuture, Decide, ElectionHandle, Lead, LockHandle, blocking_decide};
 pub use pager::Pager;
 pub use store::{Settings, Store};
 pub use subscription::{Event, EventSink, LockState, Subscription};

@@ -40,7 +40,8 @@ use crate::topics;
 
 pub use options::{
     ClientOptions, DEFAULT_OBSERVER_CAPACITY, DEFAULT_REQUEST_TIMEOUT, DelOptions, GetOptions,
-    LinkInfo, ObserveOptions, SetOptions, SetOutcome, VdelOutcome, Versioned,
+    LinkInfo, MIN_EXPIRY, ObserveOptions, SetOptions, SetOutcome, VdelOutcome, Versioned,
+    whole_millis,
 };
 pub use scan::{KeyStream, ScanOptions, Scanner};
 
@@ -247,13 +248,7 @@ impl Client {
     ) -> Result<SetOutcome, Error> {
         let expiry_ms = match options.expiry {
             None => None,
-            Some(d) if d.is_zero() => {
-                return Err(Error::invalid_argument("the expiry must be positive"));
-            }
-            Some(d) => {
-                let ms = d.as_nanos().div_ceil(1_000_000);
-                Some(NonZeroU64::new(u64::try_from(ms).unwrap_or(u64::MAX)).expect("positive"))
-            }
+            Some(d) => NonZeroU64::new(whole_millis("expiry", d, MIN_EXPIRY)?),
         };
         let request = Request::Set {
             key: key.as_ref(),

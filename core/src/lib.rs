@@ -52,12 +52,14 @@ pub mod observe;
 mod rpc;
 #[cfg(feature = "client")]
 mod settings;
+#[cfg(feature = "client")]
+pub mod vocabulary;
 
 #[cfg(feature = "client")]
 pub use client::{
     Client, ClientOptions, DEFAULT_OBSERVER_CAPACITY, DEFAULT_REQUEST_TIMEOUT, DelOptions,
-    GetOptions, KeyStream, LinkInfo, ObserveOptions, ScanOptions, Scanner, SetOptions, SetOutcome,
-    VdelOutcome, Versioned,
+    GetOptions, KeyStream, LinkInfo, MIN_EXPIRY, ObserveOptions, ScanOptions, Scanner, SetOptions,
+    SetOutcome, VdelOutcome, Versioned,
 };
 #[cfg(feature = "client")]
 pub use election::Election;

@@ -76,6 +76,16 @@ pub struct LockOptions {
     /// shorter than the lease (checked at acquire time); `None` (default) renews only when
     /// [`Lock::renew`] is called.
     pub auto_renew: Option<Duration>,
+    /// The lease (or an election's term) of calls through the binding layer that name none;
+    /// `None`: [`DEFAULT_LEASE`].
+    pub lease: Option<Duration>,
+}
+
+impl LockOptions {
+    /// The lease of a call that names none: [`LockOptions::lease`], else [`DEFAULT_LEASE`].
+    pub fn default_lease(&self) -> Duration {
+        self.lease.unwrap_or(DEFAULT_LEASE)
+    }
 }
 
 /// Where a lock stands, as this lock object knows it.
@@ -140,11 +150,7 @@ impl std::fmt::Debug for Lock {
 
 /// Rounds a lease up to whole milliseconds; zero is refused.
 fn whole_ms(lease: Duration) -> Result<Duration, Error> {
-    let ms = u64::try_from(lease.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX);
-    if ms == 0 {
-        return Err(Error::invalid_argument("the lease must be positive"));
-    }
-    Ok(Duration::from_millis(ms))
+    crate::client::whole_millis("lease", lease, MIN_LEASE).map(Duration::from_millis)
 }
 
 /// A short random pause (1–30 ms) so that waiters woken together do not retry together.

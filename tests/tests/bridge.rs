@@ -155,9 +155,12 @@ async fn cancelled_acquire_and_campaign_end_with_cancelled_and_leave_nothing() {
     let waiter = store(&env, "waiter").await;
 
     let held = holder.lock("cancel-lock", LockOptions::default()).unwrap();
-    held.try_acquire(LEASE * 5).await.unwrap().expect("free");
+    held.try_acquire(Some(LEASE * 5))
+        .await
+        .unwrap()
+        .expect("free");
     let wanted = waiter.lock("cancel-lock", LockOptions::default()).unwrap();
-    let call = wanted.acquire(LEASE, None);
+    let call = wanted.acquire(Some(LEASE), None);
     cancel_later(call.canceller(), Duration::from_millis(300));
     let err = call.await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Cancelled);
@@ -178,11 +181,11 @@ async fn cancelled_acquire_and_campaign_end_with_cancelled_and_leave_nothing() {
     let leader = holder
         .election("cancel-election", "a", LockOptions::default())
         .unwrap();
-    assert!(leader.try_campaign(LEASE * 5).await.unwrap());
+    assert!(leader.try_campaign(Some(LEASE * 5)).await.unwrap());
     let rival = waiter
         .election("cancel-election", "b", LockOptions::default())
         .unwrap();
-    let call = rival.campaign(LEASE, None);
+    let call = rival.campaign(Some(LEASE), None);
     cancel_later(call.canceller(), Duration::from_millis(300));
     assert_eq!(call.await.unwrap_err().kind(), ErrorKind::Cancelled);
     assert!(saw_stop(&mut tap, "cancel-election").await);
@@ -198,10 +201,14 @@ async fn cancelled_acquire_and_campaign_end_with_cancelled_and_leave_nothing() {
     let other = holder
         .lock("cancel-lock-2", LockOptions::default())
         .unwrap();
-    other.try_acquire(LEASE * 5).await.unwrap().expect("free");
+    other
+        .try_acquire(Some(LEASE * 5))
+        .await
+        .unwrap()
+        .expect("free");
     let err = thread::spawn(move || {
         again
-            .acquire(LEASE, None)
+            .acquire(Some(LEASE), None)
             .wait(Some(Duration::from_millis(200)))
     })
     .join()
@@ -235,7 +242,7 @@ async fn user_callback_errors_come_back_unchanged() {
         })
     });
     let err = lock
-        .edit("cb-key", LEASE, Duration::from_secs(5), decide)
+        .edit("cb-key", Some(LEASE), Some(Duration::from_secs(5)), decide)
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Callback);
@@ -257,7 +264,7 @@ async fn user_callback_errors_come_back_unchanged() {
         })
     });
     let outcome = lock
-        .edit("cb-key", LEASE, Duration::from_secs(5), decide)
+        .edit("cb-key", Some(LEASE), Some(Duration::from_secs(5)), decide)
         .await
         .unwrap();
     assert_eq!(outcome.edit, Edit::Set("before+1".into()));
@@ -272,7 +279,7 @@ async fn user_callback_errors_come_back_unchanged() {
         Box::pin(async move { Err(Error::callback("leader work raised", payload)) })
     });
     let err = election
-        .lead(LEASE, Some(Duration::from_secs(5)), work)
+        .lead(Some(LEASE), Some(Duration::from_secs(5)), work)
         .await
         .unwrap_err();
     assert!(Arc::ptr_eq(err.callback_payload().unwrap(), &raised));
@@ -354,7 +361,7 @@ async fn lock_status_and_holder_subscriptions() {
         Some(Event::Holder(h)) => assert_eq!(h.holder, None),
         other => panic!("{other:?}"),
     }
-    let token = lock.try_acquire(LEASE).await.unwrap().unwrap();
+    let token = lock.try_acquire(Some(LEASE)).await.unwrap().unwrap();
     assert_eq!(
         status.next().await,
         Some(Event::Status(LockState::Held {
@@ -423,9 +430,9 @@ async fn mapped_calls_convert_and_forward_cancellation() {
         .unwrap();
     assert!(set);
     let held = holder.lock("map-lock", LockOptions::default()).unwrap();
-    held.try_acquire(LEASE * 5).await.unwrap().unwrap();
+    held.try_acquire(Some(LEASE * 5)).await.unwrap().unwrap();
     let wanted = waiter.lock("map-lock", LockOptions::default()).unwrap();
-    let mapped = wanted.acquire(LEASE, None).map(|t| t.to_text());
+    let mapped = wanted.acquire(Some(LEASE), None).map(|t| t.to_text());
     mapped.cancel();
     assert_eq!(mapped.await.unwrap_err().kind(), ErrorKind::Cancelled);
     assert!(held.release().await.unwrap());
@@ -448,4 +455,99 @@ async fn status_subscriptions_end_when_their_client_closes() {
     let end = tokio::time::timeout(Duration::from_secs(5), status.next()).await;
     assert_eq!(end.expect("ends promptly"), None);
     drop(lock);
+}
+
+#[test]
+fn settings_from_pairs_take_either_casing_in_order() {
+    let s = Settings::from_pairs(
+        Some("mqtt://h:1883"),
+        false,
+        [
+            ("requestTimeout", "2s"),
+            ("keep_alive", "7"),
+            ("observerCapacity", "3"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(s.client.request_timeout, Duration::from_secs(2));
+    assert_eq!(s.connection.keep_alive, Duration::from_secs(7));
+    assert_eq!(s.client.observer_capacity, 3);
+    let err = Settings::from_pairs(Some("mqtt://h"), true, [("port", "1")]).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+    let err = Settings::from_pairs(None, false, [("requestTimeoutMs", "5")]).unwrap_err();
+    assert!(err.to_string().contains("request_timeout_ms"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn floors_defaults_and_core_adapters_hold_for_every_binding() {
+    let env = Env::embedded().await;
+    let store = store(&env, "policy").await;
+    // An expiry or a lease under 1 ms is a unit mistake: refused, nothing sent.
+    let options = SetOptions {
+        expiry: Some(Duration::from_micros(500)),
+        ..SetOptions::default()
+    };
+    let err = store.set("floor", "v", options).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+    assert!(
+        err.to_string().contains("expiry must be at least 1ms"),
+        "{err}"
+    );
+    assert!(
+        store
+            .get("floor", GetOptions::default())
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let lock = store.lock("floor-lock", LockOptions::default()).unwrap();
+    let err = lock
+        .try_acquire(Some(Duration::from_micros(10)))
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("lease must be at least 1ms"),
+        "{err}"
+    );
+    // No lease named: the core's default (or the lock's own).
+    assert_eq!(lock.default_lease(), mqstate::lock::DEFAULT_LEASE);
+    let own = LockOptions {
+        lease: Some(Duration::from_secs(3)),
+        ..LockOptions::default()
+    };
+    let lock = store.lock("floor-lock", own).unwrap();
+    assert_eq!(lock.default_lease(), Duration::from_secs(3));
+    lock.try_acquire(None).await.unwrap().expect("free");
+    lock.release().await.unwrap();
+
+    // The one blocking adapter: a decision that panics on its thread is a `callback` error.
+    let decide = mqstate::bridge::blocking_decide(|_previous| panic!("the host crashed"));
+    let err = lock
+        .edit("floor-key", None, None, decide)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Callback, "{err}");
+    let decide = mqstate::bridge::blocking_decide(|_previous| Ok(Edit::Set("blocked".into())));
+    let outcome = lock.edit("floor-key", None, None, decide).await.unwrap();
+    assert_eq!(outcome.edit, Edit::Set("blocked".into()));
+
+    // Next with a timeout: a timeout error, and the event that comes later is not lost.
+    let sub = store
+        .observe("within", ObserveOptions::default())
+        .await
+        .unwrap();
+    let err = sub
+        .next_within(Some(Duration::from_millis(20)))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
+    assert!(err.to_string().contains("no event within"), "{err}");
+    let set = store
+        .set("within", "v", SetOptions::default())
+        .await
+        .unwrap();
+    match sub.next_within(Some(Duration::from_secs(5))).await.unwrap() {
+        Some(Event::Change(n)) => assert_eq!(n.version, set.version),
+        other => panic!("expected the change, got {other:?}"),
+    }
 }

@@ -506,6 +506,7 @@ impl Run {
                         .and_then(Value::as_str)
                         .map(str::to_owned),
                     auto_renew: ms(step, "auto_renew_ms"),
+                    lease: None,
                 };
                 let lock = api!(self.client(step)?.lock(key, options));
                 self.locks.insert(text(step, "as")?.to_owned(), lock);
@@ -516,7 +517,7 @@ impl Run {
                     .get(text(step, "lock")?)
                     .ok_or("no such lock")?
                     .clone();
-                let lease = ms(step, "lease_ms").unwrap_or(Duration::from_secs(5));
+                let lease = ms(step, "lease_ms").or(Some(Duration::from_secs(5)));
                 match op {
                     "try_acquire" => {
                         let token = api!(lock.try_acquire(lease).await);
@@ -558,7 +559,7 @@ impl Run {
                     }
                     _ => {
                         let key = self.key(step, "key")?;
-                        let timeout = ms(step, "timeout_ms").unwrap_or(Duration::from_secs(10));
+                        let timeout = ms(step, "timeout_ms");
                         let decide = decision(step.get("action").ok_or("edit needs an action")?)?;
                         let out = api!(lock.edit(key, lease, timeout, decide).await);
                         self.version(step, out.version.as_ref())?;
@@ -580,7 +581,7 @@ impl Run {
                     .get(text(step, "election")?)
                     .ok_or("no such election")?
                     .clone();
-                let term = ms(step, "term_ms").unwrap_or(Duration::from_secs(5));
+                let term = ms(step, "term_ms").or(Some(Duration::from_secs(5)));
                 match op {
                     "campaign" => {
                         let token = api!(e.campaign(term, ms(step, "timeout_ms")).await);

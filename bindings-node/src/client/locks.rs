@@ -81,7 +81,9 @@ impl NativeLock {
         lease: Unknown,
         cancel: Option<ClassInstance<CancelHandle>>,
     ) -> napi::Result<Object<'env>> {
-        let call = self.lock.try_acquire(millis_required(env, lease, "lease")?);
+        let call = self
+            .lock
+            .try_acquire(Some(millis_required(env, lease, "lease")?));
         promise(env, call, cancel, |t| t.map(Hlc::from))
     }
 
@@ -95,7 +97,9 @@ impl NativeLock {
         cancel: Option<ClassInstance<CancelHandle>>,
     ) -> napi::Result<Object<'env>> {
         let lease = millis_required(env, lease, "lease")?;
-        let call = self.lock.acquire(lease, millis(env, timeout, "timeout")?);
+        let call = self
+            .lock
+            .acquire(Some(lease), millis(env, timeout, "timeout")?);
         promise(env, call, cancel, Hlc::from)
     }
 
@@ -188,9 +192,12 @@ impl NativeLock {
     ) -> napi::Result<Object<'env>> {
         let lease = millis_required(env, lease, "lease")?;
         let timeout = millis_required(env, timeout, "timeout")?;
-        let call = self
-            .lock
-            .edit(bytes(env, key, "key")?, lease, timeout, decide(decide_fn));
+        let call = self.lock.edit(
+            bytes(env, key, "key")?,
+            Some(lease),
+            Some(timeout),
+            decide(decide_fn),
+        );
         promise(env, call, cancel, RawEditResult::from)
     }
 }
@@ -227,7 +234,7 @@ impl NativeElection {
         let term = millis_required(env, term, "term")?;
         let call = self
             .election
-            .campaign(term, millis(env, timeout, "timeout")?);
+            .campaign(Some(term), millis(env, timeout, "timeout")?);
         promise(env, call, cancel, Hlc::from)
     }
 
@@ -241,7 +248,7 @@ impl NativeElection {
     ) -> napi::Result<Object<'env>> {
         let call = self
             .election
-            .try_campaign(millis_required(env, term, "term")?);
+            .try_campaign(Some(millis_required(env, term, "term")?));
         promise(env, call, cancel, |b| b)
     }
 

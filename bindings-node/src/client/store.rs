@@ -211,6 +211,7 @@ impl NativeStore {
             holder: convert::text(env, holder, "holder")?,
             session_id: convert::text(env, session_id, "sessionId")?,
             auto_renew: millis(env, auto_renew, "autoRenew")?,
+            lease: None,
         };
         let key = bytes(env, key, "key")?;
         let lock = self.store.lock(key, options).map_err(|e| thrown(env, &e))?;
@@ -231,6 +232,7 @@ impl NativeStore {
             holder: None,
             session_id: convert::text(env, session_id, "sessionId")?,
             auto_renew: millis(env, renew_every, "renewEvery")?,
+            lease: None,
         };
         let candidate = crate::args::string(env, candidate, "candidate")?;
         let name = bytes(env, name, "name")?;

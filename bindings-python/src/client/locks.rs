@@ -63,15 +63,16 @@ impl NativeLock {
     }
 
     fn try_acquire(&self, lease: f64) -> PyResult<PendingCall> {
-        let call = self.lock.try_acquire(seconds("lease", lease)?);
+        let call = self.lock.try_acquire(Some(seconds("lease", lease)?));
         Ok(pending(call, token))
     }
 
     #[pyo3(signature = (lease, timeout))]
     fn acquire(&self, lease: f64, timeout: Option<f64>) -> PyResult<PendingCall> {
-        let call = self
-            .lock
-            .acquire(seconds("lease", lease)?, opt_seconds("timeout", timeout)?);
+        let call = self.lock.acquire(
+            Some(seconds("lease", lease)?),
+            opt_seconds("timeout", timeout)?,
+        );
         Ok(pending(call, |py, t| token(py, Some(t))))
     }
 
@@ -135,8 +136,8 @@ impl NativeLock {
         });
         let call = self.lock.edit(
             Bytes::copy_from_slice(key.as_ref()),
-            seconds("lease", lease)?,
-            seconds("timeout", timeout)?,
+            Some(seconds("lease", lease)?),
+            Some(seconds("timeout", timeout)?),
             decide,
         );
         Ok(pending(call, convert::edit_outcome))
@@ -164,14 +165,15 @@ impl NativeElection {
 
     #[pyo3(signature = (term, timeout))]
     fn campaign(&self, term: f64, timeout: Option<f64>) -> PyResult<PendingCall> {
-        let call = self
-            .election
-            .campaign(seconds("term", term)?, opt_seconds("timeout", timeout)?);
+        let call = self.election.campaign(
+            Some(seconds("term", term)?),
+            opt_seconds("timeout", timeout)?,
+        );
         Ok(pending(call, |py, t| token(py, Some(t))))
     }
 
     fn try_campaign(&self, term: f64) -> PyResult<PendingCall> {
-        let call = self.election.try_campaign(seconds("term", term)?);
+        let call = self.election.try_campaign(Some(seconds("term", term)?));
         Ok(pending(call, |py, b| b.into_py_any(py)))
     }
 

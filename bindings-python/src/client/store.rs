@@ -227,6 +227,7 @@ impl NativeStore {
             holder,
             session_id,
             auto_renew: opt_seconds("auto_renew", auto_renew)?,
+            lease: None,
         };
         let lock = self.store.lock(key.as_ref(), options).map_err(to_py)?;
         Ok(NativeLock::new(lock))
@@ -244,6 +245,7 @@ impl NativeStore {
             holder: None,
             session_id,
             auto_renew: opt_seconds("renew_every", renew_every)?,
+            lease: None,
         };
         let election = self
             .store

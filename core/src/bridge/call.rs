@@ -182,11 +182,6 @@ impl<T: Send + 'static> Call<T> {
         }))
     }
 
-    /// Whether the call has completed (its result may have been taken already).
-    pub fn is_done(&self) -> bool {
-        !matches!(*self.slot.lock(), State::Pending { .. })
-    }
-
     fn refuse_on_runtime() -> Result<(), Error> {
         if on_runtime_thread() {
             return Err(Error::new(

@@ -13,7 +13,7 @@ use bytes::Bytes;
 use super::{Call, Event, LockState, Store, Subscription};
 use crate::Versioned;
 use crate::election::Election;
-use crate::error::Error;
+use crate::error::{Error, ErrorKind};
 use crate::hlc::Hlc;
 use crate::lock::{Edit, EditOutcome, Lock, LockOptions};
 
@@ -26,6 +26,30 @@ pub type Decide = Arc<dyn Fn(Option<Versioned>) -> BoxFuture<Result<Edit, Error>
 
 /// Work done as leader, given the leader's fencing token; an `Err` is returned unchanged.
 pub type Lead = Arc<dyn Fn(Hlc) -> BoxFuture<Result<(), Error>> + Send + Sync>;
+
+/// A [`Decide`] from a blocking decision function (a call into another language that may
+/// take its time or its interpreter's lock): each attempt runs `decide` on a blocking
+/// thread, never on a runtime worker. What `decide` returns comes back unchanged; if its
+/// thread fails (a panic), the edit ends with [`ErrorKind::Callback`] — the same in every
+/// language.
+pub fn blocking_decide(
+    decide: impl Fn(Option<Versioned>) -> Result<Edit, Error> + Send + Sync + 'static,
+) -> Decide {
+    let decide = Arc::new(decide);
+    Arc::new(move |previous| {
+        let decide = Arc::clone(&decide);
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || decide(previous))
+                .await
+                .unwrap_or_else(|e| {
+                    Err(Error::new(
+                        ErrorKind::Callback,
+                        format!("the edit callback failed on its thread: {e}"),
+                    ))
+                })
+        })
+    })
+}
 
 /// A subscription of a lock's own status: the current one first, then each change; it
 /// ends when the lock is dropped or its client closes.
@@ -69,16 +93,28 @@ fn holder_subscription(store: &Store, lock: Arc<Lock>) -> Call<Subscription> {
 }
 
 /// A leased lock on one key (see [`Lock`]). Clones share the lock (and its renewal).
+///
+/// Every `lease` / `timeout` argument is optional: `None` is the lock's own default lease
+/// ([`LockOptions::lease`], else [`DEFAULT_LEASE`](crate::lock::DEFAULT_LEASE)) and, for an
+/// edit, [`DEFAULT_EDIT_TIMEOUT`](crate::lock::DEFAULT_EDIT_TIMEOUT): no binding writes a
+/// default of its own.
 #[derive(Clone, Debug)]
 pub struct LockHandle {
     store: Store,
     lock: Arc<Lock>,
+    lease: Duration,
 }
 
 impl LockHandle {
     pub(crate) fn new(store: Store, key: &[u8], options: LockOptions) -> Result<Self, Error> {
+        let lease = options.default_lease();
         let lock = Arc::new(Lock::with_options(store.client(), key, options)?);
-        Ok(LockHandle { store, lock })
+        Ok(LockHandle { store, lock, lease })
+    }
+
+    /// The lease of calls that name none.
+    pub fn default_lease(&self) -> Duration {
+        self.lease
     }
 
     fn call<T: Send + 'static>(
@@ -99,12 +135,14 @@ impl LockHandle {
     }
 
     /// Tries once: the fencing token, or `None` when someone else holds it.
-    pub fn try_acquire(&self, lease: Duration) -> Call<Option<Hlc>> {
+    pub fn try_acquire(&self, lease: Option<Duration>) -> Call<Option<Hlc>> {
+        let lease = lease.unwrap_or(self.lease);
         self.call(|lock| Box::pin(async move { lock.try_acquire(lease).await }))
     }
 
     /// Waits for the lock up to `timeout` (`None`: without end; cancel the call to stop).
-    pub fn acquire(&self, lease: Duration, timeout: Option<Duration>) -> Call<Hlc> {
+    pub fn acquire(&self, lease: Option<Duration>, timeout: Option<Duration>) -> Call<Hlc> {
+        let lease = lease.unwrap_or(self.lease);
         self.call(|lock| {
             Box::pin(async move {
                 let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
@@ -158,15 +196,18 @@ impl LockHandle {
         holder_subscription(&self.store, Arc::clone(&self.lock))
     }
 
-    /// Fenced edit of `key` under this lock (see [`Lock::edit_with`]).
+    /// Fenced edit of `key` under this lock (see [`Lock::edit_with`]); `timeout` `None` is
+    /// [`DEFAULT_EDIT_TIMEOUT`](crate::lock::DEFAULT_EDIT_TIMEOUT).
     pub fn edit(
         &self,
         key: impl Into<Bytes>,
-        lease: Duration,
-        timeout: Duration,
+        lease: Option<Duration>,
+        timeout: Option<Duration>,
         decide: Decide,
     ) -> Call<EditOutcome> {
         let key = key.into();
+        let lease = lease.unwrap_or(self.lease);
+        let timeout = timeout.unwrap_or(crate::lock::DEFAULT_EDIT_TIMEOUT);
         self.call(|lock| {
             Box::pin(async move {
                 lock.edit_with(key, lease, timeout, |previous| decide(previous))
@@ -176,11 +217,13 @@ impl LockHandle {
     }
 }
 
-/// A candidate in one election (see [`Election`]).
+/// A candidate in one election (see [`Election`]). A `term` of `None` is the election's own
+/// default ([`LockOptions::lease`], else [`DEFAULT_LEASE`](crate::lock::DEFAULT_LEASE)).
 #[derive(Clone, Debug)]
 pub struct ElectionHandle {
     store: Store,
     election: Arc<Election>,
+    term: Duration,
 }
 
 impl ElectionHandle {
@@ -191,8 +234,18 @@ impl ElectionHandle {
         mut options: LockOptions,
     ) -> Result<Self, Error> {
         options.holder = Some(candidate);
+        let term = options.default_lease();
         let election = Arc::new(Election::with_options(store.client(), name, options)?);
-        Ok(ElectionHandle { store, election })
+        Ok(ElectionHandle {
+            store,
+            election,
+            term,
+        })
+    }
+
+    /// The term of calls that name none.
+    pub fn default_term(&self) -> Duration {
+        self.term
     }
 
     fn call<T: Send + 'static>(
@@ -209,7 +262,8 @@ impl ElectionHandle {
 
     /// Waits to become leader for `term`, up to `timeout` (`None`: without end; cancel the
     /// call to stop); the leader's fencing token.
-    pub fn campaign(&self, term: Duration, timeout: Option<Duration>) -> Call<Hlc> {
+    pub fn campaign(&self, term: Option<Duration>, timeout: Option<Duration>) -> Call<Hlc> {
+        let term = term.unwrap_or(self.term);
         self.call(|e| {
             Box::pin(async move {
                 match timeout {
@@ -221,7 +275,8 @@ impl ElectionHandle {
     }
 
     /// Becomes leader if nobody is; `true` when leader now.
-    pub fn try_campaign(&self, term: Duration) -> Call<bool> {
+    pub fn try_campaign(&self, term: Option<Duration>) -> Call<bool> {
+        let term = term.unwrap_or(self.term);
         self.call(|e| Box::pin(async move { e.try_campaign(term).await }))
     }
 
@@ -260,7 +315,8 @@ impl ElectionHandle {
 
     /// Campaigns (up to `timeout`), runs `work` as leader with the fencing token, then
     /// resigns, whatever `work` returned; an error from `work` comes back unchanged.
-    pub fn lead(&self, term: Duration, timeout: Option<Duration>, work: Lead) -> Call<()> {
+    pub fn lead(&self, term: Option<Duration>, timeout: Option<Duration>, work: Lead) -> Call<()> {
+        let term = term.unwrap_or(self.term);
         self.call(|e| {
             Box::pin(async move {
                 let token = match timeout {

@@ -47,9 +47,35 @@ impl Settings {
         })
     }
 
-    /// Sets the setting `name` from its text `value` (the same names, parsing and messages
-    /// in every language).
+    /// Settings from a URL (or the environment, or the defaults), then each `(name, value)`
+    /// pair on top, in order: what every binding's connect takes.
+    pub fn from_pairs<N: AsRef<str>, V: AsRef<str>>(
+        url: Option<&str>,
+        from_env: bool,
+        pairs: impl IntoIterator<Item = (N, V)>,
+    ) -> Result<Settings, Error> {
+        let mut settings = match (url, from_env) {
+            (Some(_), true) => {
+                return Err(Error::invalid_argument(
+                    "give a URL or the environment, not both",
+                ));
+            }
+            (Some(url), false) => Settings::from_url(url)?,
+            (None, true) => Settings::from_env()?,
+            (None, false) => Settings::new(),
+        };
+        for (name, value) in pairs {
+            settings.set(name.as_ref(), value.as_ref())?;
+        }
+        Ok(settings)
+    }
+
+    /// Sets the setting `name` (snake_case as in [`SETTINGS`](crate::SETTINGS), or its
+    /// camelCase) from its text `value` (the same names, parsing and messages in every
+    /// language).
     pub fn set(&mut self, name: &str, value: &str) -> Result<(), Error> {
+        let name = crate::vocabulary::snake_case(name);
+        let name = name.as_str();
         let info = setting_info(name)?;
         if !info.client_side {
             return self.connection.set(name, value);

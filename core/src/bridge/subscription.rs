@@ -203,6 +203,21 @@ impl Subscription {
         })
     }
 
+    /// The next event as a cancellable call that fails with [`ErrorKind::Timeout`] ("no
+    /// event within …") when nothing came within `timeout` (`None`: without limit); `None`
+    /// once ended. Neither the timeout nor a cancellation loses an event.
+    pub fn next_within(&self, timeout: Option<Duration>) -> super::Call<Option<Event>> {
+        let Some(limit) = timeout else {
+            return self.next_call();
+        };
+        let sub = self.clone();
+        super::Call::spawn(&super::runtime::shared_handle(), async move {
+            tokio::time::timeout(limit, sub.next())
+                .await
+                .map_err(|_| Error::new(ErrorKind::Timeout, format!("no event within {limit:?}")))
+        })
+    }
+
     /// Blocks up to `timeout` (`None`: without limit) for the next event: `Ok(None)` once
     /// ended, [`ErrorKind::Timeout`] when nothing came, [`ErrorKind::Unsupported`] on a
     /// runtime thread.

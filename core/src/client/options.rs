@@ -12,6 +12,21 @@ use crate::hlc::{Clock, Hlc};
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// The default number of notifications buffered per observer.
 pub const DEFAULT_OBSERVER_CAPACITY: usize = 1024;
+/// The shortest expiry a SET may ask for: the protocol counts whole milliseconds, and a
+/// shorter one is surely a unit mistake (seconds taken for milliseconds, or the reverse).
+pub const MIN_EXPIRY: Duration = Duration::from_millis(1);
+
+/// `duration` in whole milliseconds (rounded up), refused below `floor` with a message that
+/// names `what` and the value given: the one rule for every duration the wire carries in
+/// milliseconds (expiries, leases, terms).
+pub fn whole_millis(what: &str, duration: Duration, floor: Duration) -> Result<u64, crate::Error> {
+    if duration < floor {
+        return Err(crate::Error::invalid_argument(format!(
+            "the {what} must be at least {floor:?} (got {duration:?}): check its unit"
+        )));
+    }
+    Ok(u64::try_from(duration.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX))
+}
 
 /// Client-side behaviour beyond the connection.
 #[derive(Clone, Debug)]

@@ -1,0 +1,525 @@
+//! The vocabulary of the public API, decided once for every language: each object's
+//! operations, their options with unit and default, the events, the SET conditions, the
+//! VDEL outcomes, the lock states and the error codes with their class names.
+//!
+//! `core/tests/vocabulary.rs` writes it as `core/vocabulary.json` (committed; the test fails
+//! when the file drifts from this module). Every language's suite checks its public API against that file, in
+//! its own casing ([`operation_name`], [`option_name`]), so a rename or a new option is made
+//! here once and every binding's test says where it has not followed.
+//!
+//! Durations follow one rule per language ([`duration_style`]): a typed duration under the
+//! bare name in Rust and Kotlin, seconds under the bare name in Python, milliseconds with
+//! the unit in the name in Node (`expiryMs`) and C (`expiry_ms`) — so one option name never
+//! means two units.
+
+/// A language mqstate speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Language {
+    /// The `mqstate` crate.
+    Rust,
+    /// The `mqstate` package (PyO3).
+    Python,
+    /// The `mqstate` npm package (napi-rs).
+    Node,
+    /// `mqstate.h`.
+    C,
+    /// The uniffi binding's idiomatic Kotlin layer.
+    Kotlin,
+}
+
+impl Language {
+    /// Every language, in the order of the vocabulary's name maps.
+    pub const ALL: [Language; 5] = [
+        Language::Rust,
+        Language::Python,
+        Language::Node,
+        Language::C,
+        Language::Kotlin,
+    ];
+
+    /// Its key in `vocabulary.json`.
+    pub fn key(self) -> &'static str {
+        match self {
+            Language::Rust => "rust",
+            Language::Python => "python",
+            Language::Node => "node",
+            Language::C => "c",
+            Language::Kotlin => "kotlin",
+        }
+    }
+}
+
+/// What an option's value is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    /// A duration (see [`duration_style`]).
+    Duration,
+    /// Text.
+    Text,
+    /// A boolean.
+    Bool,
+    /// A fencing token (an HLC, or its text).
+    Token,
+    /// A SET condition: `nx` or `nex`, any case ([`SetCondition::parse`]).
+    Condition,
+}
+
+impl Unit {
+    /// Its name in `vocabulary.json`.
+    pub fn key(self) -> &'static str {
+        match self {
+            Unit::Duration => "duration",
+            Unit::Text => "text",
+            Unit::Bool => "bool",
+            Unit::Token => "fencing_token",
+            Unit::Condition => "condition",
+        }
+    }
+}
+
+/// How `language` takes a duration option.
+pub fn duration_style(language: Language) -> &'static str {
+    match language {
+        Language::Rust => "std::time::Duration, under the bare name",
+        Language::Python => "seconds (int or float) or datetime.timedelta, under the bare name",
+        Language::Node => "milliseconds (number), the name ends in Ms",
+        Language::C => "milliseconds (integer), the name ends in _ms; 0 is the default",
+        Language::Kotlin => "kotlin.time.Duration, under the bare name",
+    }
+}
+
+/// One option of an operation.
+#[derive(Clone, Copy, Debug)]
+pub struct OptionSpec {
+    /// The canonical (snake_case, unit-free) name.
+    pub name: &'static str,
+    /// Its unit.
+    pub unit: Unit,
+    /// What it is when not given, for people.
+    pub default: &'static str,
+    /// One line for people.
+    pub description: &'static str,
+}
+
+/// The objects that have operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Owner {
+    /// The client (a connection to the store).
+    Client,
+    /// A leased lock.
+    Lock,
+    /// A candidate in a leader election.
+    Election,
+}
+
+impl Owner {
+    /// Its canonical name.
+    pub fn key(self) -> &'static str {
+        match self {
+            Owner::Client => "client",
+            Owner::Lock => "lock",
+            Owner::Election => "election",
+        }
+    }
+}
+
+/// One operation of an object.
+#[derive(Clone, Copy, Debug)]
+pub struct Operation {
+    /// The object it belongs to.
+    pub owner: Owner,
+    /// The canonical (snake_case) name.
+    pub name: &'static str,
+    /// Its options (keyword arguments, option-object fields, trailing parameters).
+    pub options: &'static [OptionSpec],
+    /// One line for people.
+    pub description: &'static str,
+}
+
+const fn opt(
+    name: &'static str,
+    unit: Unit,
+    default: &'static str,
+    description: &'static str,
+) -> OptionSpec {
+    OptionSpec {
+        name,
+        unit,
+        default,
+        description,
+    }
+}
+
+const TIMEOUT: OptionSpec = opt(
+    "timeout",
+    Unit::Duration,
+    "the client's request_timeout",
+    "how long this call waits for its answer",
+);
+const FENCING_TOKEN: OptionSpec = opt(
+    "fencing_token",
+    Unit::Token,
+    "none",
+    "write fenced by a lock's token (__ft)",
+);
+const LEASE: OptionSpec = opt(
+    "lease",
+    Unit::Duration,
+    "the lock's lease (10 s)",
+    "how long the lock is held unless renewed",
+);
+const TERM: OptionSpec = opt(
+    "term",
+    Unit::Duration,
+    "the election's term (10 s)",
+    "how long leadership lasts unless renewed",
+);
+const WAIT: OptionSpec = opt(
+    "timeout",
+    Unit::Duration,
+    "no limit (cancel to stop)",
+    "how long to wait",
+);
+
+/// Every operation of the public API, with its options.
+pub const OPERATIONS: &[Operation] = &[
+    Operation {
+        owner: Owner::Client,
+        name: "set",
+        options: &[
+            opt(
+                "condition",
+                Unit::Condition,
+                "none",
+                "nx: only if missing; nex: only if missing or equal",
+            ),
+            opt(
+                "expiry",
+                Unit::Duration,
+                "never",
+                "the key expires this long after the SET (at least 1 ms)",
+            ),
+            FENCING_TOKEN,
+            opt(
+                "persist",
+                Unit::Bool,
+                "false",
+                "ask the service to persist the value",
+            ),
+            TIMEOUT,
+        ],
+        description: "sets a key to a value",
+    },
+    Operation {
+        owner: Owner::Client,
+        name: "get",
+        options: &[TIMEOUT],
+        description: "a key's value and version, or nothing",
+    },
+    Operation {
+        owner: Owner::Client,
+        name: "delete",
+        options: &[FENCING_TOKEN, TIMEOUT],
+        description: "deletes a key: the number deleted (0 or 1)",
+    },
+    Operation {
+        owner: Owner::Client,
+        name: "vdel",
+        options: &[FENCING_TOKEN, TIMEOUT],
+        description: "deletes a key only if it holds a value: a VDEL outcome",
+    },
+    Operation {
+        owner: Owner::Client,
+        name: "observe",
+        options: &[TIMEOUT],
+        description: "a subscription of a key's changes",
+    },
+    Operation {
+        owner: Owner::Client,
+        name: "scan",
+        options: &[TIMEOUT],
+        description: "the keys matching a glob, page by page (the timeout is each page's)",
+    },
+    Operation {
+        owner: Owner::Client,
+        name: "lock",
+        options: &[
+            LEASE,
+            opt(
+                "holder",
+                Unit::Text,
+                "the client id",
+                "the holder id written",
+            ),
+            opt(
+                "session_id",
+                Unit::Text,
+                "none",
+                "the holder id becomes holder:session_id",
+            ),
+            opt(
+                "auto_renew",
+                Unit::Duration,
+                "no automatic renewal",
+                "renew this often after each acquire",
+            ),
+        ],
+        description: "a leased lock on a key",
+    },
+    Operation {
+        owner: Owner::Client,
+        name: "election",
+        options: &[
+            TERM,
+            opt(
+                "session_id",
+                Unit::Text,
+                "none",
+                "the candidate id becomes candidate:session_id",
+            ),
+            opt(
+                "renew_every",
+                Unit::Duration,
+                "a third of the term",
+                "renew the term this often while leader",
+            ),
+        ],
+        description: "a candidate in a leader election",
+    },
+    Operation {
+        owner: Owner::Client,
+        name: "close",
+        options: &[],
+        description: "closes the connection (idempotent)",
+    },
+    Operation {
+        owner: Owner::Lock,
+        name: "try_acquire",
+        options: &[LEASE],
+        description: "tries once: the fencing token, or nothing when held by another",
+    },
+    Operation {
+        owner: Owner::Lock,
+        name: "acquire",
+        options: &[LEASE, WAIT],
+        description: "waits for the lock: the fencing token",
+    },
+    Operation {
+        owner: Owner::Lock,
+        name: "renew",
+        options: &[],
+        description: "renews the held lease: the new token, or nothing",
+    },
+    Operation {
+        owner: Owner::Lock,
+        name: "release",
+        options: &[],
+        description: "releases the lock: whether our hold was deleted",
+    },
+    Operation {
+        owner: Owner::Lock,
+        name: "holder",
+        options: &[],
+        description: "the current holder id, or nothing",
+    },
+    Operation {
+        owner: Owner::Lock,
+        name: "watch_holder",
+        options: &[],
+        description: "holder changes: the current holder, then each change",
+    },
+    Operation {
+        owner: Owner::Lock,
+        name: "watch_status",
+        options: &[],
+        description: "this lock's status: the current one, then each change",
+    },
+    Operation {
+        owner: Owner::Lock,
+        name: "edit",
+        options: &[
+            LEASE,
+            opt(
+                "timeout",
+                Unit::Duration,
+                "10 s",
+                "how long the edit may take, retries included",
+            ),
+        ],
+        description: "fenced read-decide-write of a key under the lock",
+    },
+    Operation {
+        owner: Owner::Election,
+        name: "campaign",
+        options: &[TERM, WAIT],
+        description: "waits to become leader: the leader's fencing token",
+    },
+    Operation {
+        owner: Owner::Election,
+        name: "try_campaign",
+        options: &[TERM],
+        description: "becomes leader if nobody is: whether leader now",
+    },
+    Operation {
+        owner: Owner::Election,
+        name: "resign",
+        options: &[],
+        description: "steps down: whether this candidate led",
+    },
+    Operation {
+        owner: Owner::Election,
+        name: "leader",
+        options: &[],
+        description: "the current leader's id, or nothing",
+    },
+    Operation {
+        owner: Owner::Election,
+        name: "watch_leader",
+        options: &[],
+        description: "leadership changes: the current leader, then each change",
+    },
+    Operation {
+        owner: Owner::Election,
+        name: "watch_status",
+        options: &[],
+        description: "this candidate's own status",
+    },
+];
+
+/// The events a subscription yields, by name, with their fields.
+pub const EVENTS: &[(&str, &[&str], &str)] = &[
+    (
+        "change",
+        &["key", "kind", "value", "version"],
+        "an observed key was set or deleted",
+    ),
+    (
+        "holder",
+        &["holder"],
+        "a lock's holder (an election's leader) changed",
+    ),
+    (
+        "status",
+        &["state", "fencing_token", "lease", "reason"],
+        "a lock's own status changed",
+    ),
+    (
+        "degraded",
+        &["reason"],
+        "after a reconnection changes are missed until restored",
+    ),
+    (
+        "restored",
+        &[],
+        "the subscription is restored after degraded",
+    ),
+];
+
+/// A lock's states, and the reasons a held lock is lost.
+pub const LOCK_STATES: [&str; 3] = ["not_held", "held", "lost"];
+/// Why a held lock was lost.
+pub const LOSS_REASONS: [&str; 3] = ["expired", "taken_over", "renewal_failed"];
+
+/// `name` in snake_case: `requestTimeout` → `request_timeout` (snake_case stays).
+pub fn snake_case(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 4);
+    for c in name.chars() {
+        if c.is_ascii_uppercase() {
+            if !out.is_empty() {
+                out.push('_');
+            }
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `name` in camelCase: `request_timeout` → `requestTimeout`.
+pub fn camel_case(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut upper = false;
+    for c in name.chars() {
+        if c == '_' {
+            upper = true;
+        } else if upper {
+            out.push(c.to_ascii_uppercase());
+            upper = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// An option's name in `language`.
+pub fn option_name(language: Language, name: &str, unit: Unit) -> String {
+    let duration = unit == Unit::Duration;
+    match language {
+        Language::Rust | Language::Python => name.to_owned(),
+        Language::Kotlin => camel_case(name),
+        Language::Node if duration => format!("{}Ms", camel_case(name)),
+        Language::Node => camel_case(name),
+        Language::C if duration => format!("{name}_ms"),
+        Language::C => name.to_owned(),
+    }
+}
+
+/// An operation's name in `language` (C: the function's name).
+pub fn operation_name(language: Language, owner: Owner, name: &str) -> String {
+    match language {
+        Language::Rust if name == "delete" => "del".to_owned(),
+        Language::Rust | Language::Python => name.to_owned(),
+        Language::Node | Language::Kotlin => camel_case(name),
+        Language::C => format!("mqstate_{}_{name}", owner.key()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn casing_round_trips() {
+        for name in ["request_timeout", "fencing_token", "get", "renew_every"] {
+            assert_eq!(snake_case(&camel_case(name)), name);
+        }
+        assert_eq!(snake_case("requestTimeout"), "request_timeout");
+        assert_eq!(snake_case("host"), "host");
+    }
+
+    #[test]
+    fn a_duration_name_never_means_two_units() {
+        // Every language's name of a duration option either carries its unit or its type.
+        for op in OPERATIONS {
+            for o in op.options.iter().filter(|o| o.unit == Unit::Duration) {
+                assert!(option_name(Language::Node, o.name, o.unit).ends_with("Ms"));
+                assert!(option_name(Language::C, o.name, o.unit).ends_with("_ms"));
+                assert_eq!(option_name(Language::Python, o.name, o.unit), o.name);
+            }
+        }
+        assert_eq!(
+            option_name(Language::Node, "auto_renew", Unit::Duration),
+            "autoRenewMs"
+        );
+        assert_eq!(
+            operation_name(Language::C, Owner::Lock, "try_acquire"),
+            "mqstate_lock_try_acquire"
+        );
+        assert_eq!(
+            operation_name(Language::Rust, Owner::Client, "delete"),
+            "del"
+        );
+    }
+
+    #[test]
+    fn operations_are_unique_per_owner() {
+        let mut seen = std::collections::HashSet::new();
+        for op in OPERATIONS {
+            assert!(seen.insert((op.owner, op.name)), "{} twice", op.name);
+            let mut options = std::collections::HashSet::new();
+            assert!(op.options.iter().all(|o| options.insert(o.name)));
+        }
+    }
+}
