@@ -29,7 +29,7 @@ static void *worker(void *arg) {
     mqstate_client *client = connect_to(url);
     mqstate_lock *lock = NULL;
     if (client == NULL) return NULL;
-    mqstate_lock_new(client, (const uint8_t *)"counter/lock", 12, NULL, &lock);
+    mqstate_client_lock(client, (const uint8_t *)"counter/lock", 12, NULL, &lock);
     for (int i = 0; i < 25; i++) {
         mqstate_status st = mqstate_lock_edit(lock, (const uint8_t *)"counter", 7, 2000, 30000,
                                               increment, NULL, NULL);
@@ -51,13 +51,13 @@ int main(int argc, char **argv) {
     if (client == NULL) return 1;
     mqstate_lock *lock = NULL;
     char *token = NULL;
-    mqstate_status st = mqstate_lock_new(client, (const uint8_t *)"counter/lock", 12, NULL, &lock);
+    mqstate_status st = mqstate_client_lock(client, (const uint8_t *)"counter/lock", 12, NULL, &lock);
     if (st != MQSTATE_STATUS_OK) return fail("lock", st);
     st = mqstate_lock_acquire(lock, 5000, 10000, NULL, &token);
     if (st != MQSTATE_STATUS_OK) return fail("acquire", st);
     printf("held the lock with token %s\n", token);
     mqstate_string_free(token);
-    mqstate_lock_release(lock, 0, NULL);
+    mqstate_lock_release(lock, NULL);
     /* The counter is protected by the lock: even the reset goes through it. */
     st = mqstate_lock_edit(lock, (const uint8_t *)"counter", 7, 2000, 10000, reset, NULL, NULL);
     if (st != MQSTATE_STATUS_OK) return fail("reset", st);

@@ -85,7 +85,9 @@ pub unsafe extern "C" fn mqstate_hlc_to_string(
 ) -> mqstate_status {
     // SAFETY: the caller's promises are forwarded.
     boundary(|| unsafe {
-        text_out(buf, len, out_len, || Ok(handle_arg(hlc, "hlc")?.0.to_string()))
+        text_out(buf, len, out_len, || {
+            Ok(handle_arg(hlc, "hlc")?.0.to_string())
+        })
     })
 }
 
@@ -137,7 +139,11 @@ pub unsafe extern "C" fn mqstate_hlc_node_id(
     out_len: *mut usize,
 ) -> mqstate_status {
     // SAFETY: the caller's promises are forwarded.
-    boundary(|| unsafe { text_out(buf, len, out_len, || Ok(handle_arg(hlc, "hlc")?.0.node_id())) })
+    boundary(|| unsafe {
+        text_out(buf, len, out_len, || {
+            Ok(handle_arg(hlc, "hlc")?.0.node_id())
+        })
+    })
 }
 
 fn sign(ordering: Ordering) -> i32 {

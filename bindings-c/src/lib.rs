@@ -45,8 +45,8 @@ pub mod topics;
 use std::ffi::c_char;
 
 pub use client::cancel::mqstate_cancel;
+pub use client::election::{mqstate_election, mqstate_election_options};
 pub use client::error::mqstate_error;
-pub use client::election::mqstate_election;
 pub use client::lock::edit::{mqstate_edit, mqstate_edit_fn};
 pub use client::lock::{mqstate_lock, mqstate_lock_options};
 pub use client::scan::{mqstate_scan, mqstate_scan_page};
@@ -59,13 +59,13 @@ pub use client::subscription::{
     mqstate_subscription,
 };
 pub use client::text::mqstate_value;
+pub use client::timeout::MQSTATE_NO_TIMEOUT;
 pub use clock::{mqstate_clock, mqstate_now_fn};
 pub use ffi::mqstate_bytes;
 pub use hlc::mqstate_hlc;
 pub use notification::{mqstate_event_kind, mqstate_notification, mqstate_notification_info};
 pub use request::{mqstate_request, mqstate_request_info, mqstate_set_condition};
 pub use response::{mqstate_response, mqstate_response_info, mqstate_response_kind, mqstate_verb};
-pub use client::timeout::MQSTATE_NO_TIMEOUT;
 pub use status::{
     mqstate_last_error_message, mqstate_status, mqstate_status_family, mqstate_status_name,
 };

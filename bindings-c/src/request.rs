@@ -41,13 +41,18 @@ pub(crate) fn condition_arg(condition: u32) -> Result<SetCondition, Failure> {
     }
 }
 
-/// Validates and encodes `request` into `*out`.
+/// Resets `*out`, then builds `request` from the arguments, validates and encodes it into
+/// `*out`: a failure of any argument leaves `*out` as `{NULL, 0}`.
 ///
 /// # Safety
 /// `out` must be NULL or writable.
-unsafe fn encode(request: Request<&[u8]>, out: *mut mqstate_bytes) -> FfiResult {
+unsafe fn encode<'a>(
+    out: *mut mqstate_bytes,
+    request: impl FnOnce() -> Result<Request<&'a [u8]>, Failure>,
+) -> FfiResult {
     // SAFETY: forwarded from the caller.
     let out = unsafe { out_arg(out, mqstate_bytes::EMPTY, "out")? };
+    let request = request()?;
     request.validate()?;
     let mut payload = Vec::with_capacity(request.encoded_len() + 1);
     request.encode_to(&mut payload);
@@ -78,15 +83,14 @@ pub unsafe extern "C" fn mqstate_encode_set(
     boundary(|| {
         // SAFETY: the caller's promises about key, value and out are forwarded.
         unsafe {
-            let key = bytes_arg(key, key_len, "key")?;
-            let value = bytes_arg(value, value_len, "value")?;
-            let request = Request::Set {
-                key,
-                value,
-                condition: condition_arg(condition)?,
-                expiry_ms: NonZeroU64::new(px_ms),
-            };
-            encode(request, out)
+            encode(out, || {
+                Ok(Request::Set {
+                    key: bytes_arg(key, key_len, "key")?,
+                    value: bytes_arg(value, value_len, "value")?,
+                    condition: condition_arg(condition)?,
+                    expiry_ms: NonZeroU64::new(px_ms),
+                })
+            })
         }
     })
 }
@@ -104,8 +108,11 @@ pub unsafe extern "C" fn mqstate_encode_get(
     boundary(|| {
         // SAFETY: the caller's promises are forwarded.
         unsafe {
-            let key = bytes_arg(key, key_len, "key")?;
-            encode(Request::Get { key }, out)
+            encode(out, || {
+                Ok(Request::Get {
+                    key: bytes_arg(key, key_len, "key")?,
+                })
+            })
         }
     })
 }
@@ -123,8 +130,11 @@ pub unsafe extern "C" fn mqstate_encode_del(
     boundary(|| {
         // SAFETY: the caller's promises are forwarded.
         unsafe {
-            let key = bytes_arg(key, key_len, "key")?;
-            encode(Request::Del { key }, out)
+            encode(out, || {
+                Ok(Request::Del {
+                    key: bytes_arg(key, key_len, "key")?,
+                })
+            })
         }
     })
 }
@@ -146,9 +156,12 @@ pub unsafe extern "C" fn mqstate_encode_vdel(
     boundary(|| {
         // SAFETY: the caller's promises are forwarded.
         unsafe {
-            let key = bytes_arg(key, key_len, "key")?;
-            let value = bytes_arg(value, value_len, "value")?;
-            encode(Request::VDel { key, value }, out)
+            encode(out, || {
+                Ok(Request::VDel {
+                    key: bytes_arg(key, key_len, "key")?,
+                    value: bytes_arg(value, value_len, "value")?,
+                })
+            })
         }
     })
 }
@@ -168,8 +181,12 @@ pub unsafe extern "C" fn mqstate_encode_keynotify(
     boundary(|| {
         // SAFETY: the caller's promises are forwarded.
         unsafe {
-            let key = bytes_arg(key, key_len, "key")?;
-            encode(Request::KeyNotify { key, stop }, out)
+            encode(out, || {
+                Ok(Request::KeyNotify {
+                    key: bytes_arg(key, key_len, "key")?,
+                    stop,
+                })
+            })
         }
     })
 }
@@ -195,12 +212,14 @@ pub unsafe extern "C" fn mqstate_encode_scan(
     boundary(|| {
         // SAFETY: the caller's promises are forwarded.
         unsafe {
-            let pattern = bytes_arg(pattern, pattern_len, "pattern")?;
-            let token = match token.is_null() {
-                true => None,
-                false => Some(bytes_arg(token, token_len, "token")?),
-            };
-            encode(Request::Scan { pattern, token }, out)
+            encode(out, || {
+                let pattern = bytes_arg(pattern, pattern_len, "pattern")?;
+                let token = match token.is_null() {
+                    true => None,
+                    false => Some(bytes_arg(token, token_len, "token")?),
+                };
+                Ok(Request::Scan { pattern, token })
+            })
         }
     })
 }
@@ -288,7 +307,11 @@ pub unsafe extern "C" fn mqstate_request_get(
         // SAFETY: the caller's promises are forwarded.
         let handle = unsafe { handle_arg(request, "request") }?;
         let r = &handle.request;
-        (info.verb, info.key, info.key_len) = (mqstate_verb::of(r.verb()), bytes_ptr(r.key()), r.key().len());
+        (info.verb, info.key, info.key_len) = (
+            mqstate_verb::of(r.verb()),
+            bytes_ptr(r.key()),
+            r.key().len(),
+        );
         match r {
             Request::Set {
                 value,

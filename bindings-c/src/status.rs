@@ -449,7 +449,10 @@ mod tests {
     #[test]
     fn families_follow_the_core_table() {
         use mqstate_status_family as F;
-        assert_eq!(mqstate::ERROR_FAMILIES, ["StoreError", "ClockError", "ConnectError"]);
+        assert_eq!(
+            mqstate::ERROR_FAMILIES,
+            ["StoreError", "ClockError", "ConnectError"]
+        );
         for status in ALL_STATUSES {
             let n = status as u32;
             let want = match mqstate::ERROR_TABLE.iter().find(|r| r.number == n) {

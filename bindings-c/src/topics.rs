@@ -66,7 +66,10 @@ pub unsafe extern "C" fn mqstate_notification_filter(
         // SAFETY: the caller's promises are forwarded.
         unsafe {
             text_out(buf, len, out_len, || {
-                Ok(topics::notification_filter(str_arg(client_id, "client_id")?))
+                Ok(topics::notification_filter(str_arg(
+                    client_id,
+                    "client_id",
+                )?))
             })
         }
     })
@@ -91,7 +94,10 @@ pub unsafe extern "C" fn mqstate_notification_topic(
         unsafe {
             text_out(buf, len, out_len, || {
                 let client_id = str_arg(client_id, "client_id")?;
-                Ok(topics::notification_topic(client_id, bytes_arg(key, key_len, "key")?))
+                Ok(topics::notification_topic(
+                    client_id,
+                    bytes_arg(key, key_len, "key")?,
+                ))
             })
         }
     })

@@ -20,7 +20,9 @@ fn read(relative: &str) -> String {
 /// The `mqstate_status` enum of the committed header, constant → (number, comment).
 fn header_statuses() -> BTreeMap<String, Declared> {
     let header = read("include/mqstate.h");
-    let start = header.find("enum mqstate_status\n").expect("enum mqstate_status");
+    let start = header
+        .find("enum mqstate_status\n")
+        .expect("enum mqstate_status");
     let body = &header[start..start + header[start..].find("};").expect("end of enum")];
     let mut out = BTreeMap::new();
     let mut comment = String::new();
@@ -32,12 +34,12 @@ fn header_statuses() -> BTreeMap<String, Declared> {
                 comment.push(' ');
             }
             comment.push_str(text.trim());
-        } else if let Some((name, number)) = line.trim_end_matches(',').split_once(" = ") {
-            if let Some(name) = name.strip_prefix("MQSTATE_STATUS_") {
-                let number = number.parse().expect("a number");
-                let comment = std::mem::take(&mut comment);
-                out.insert(name.to_owned(), Declared { number, comment });
-            }
+        } else if let Some((name, number)) = line.trim_end_matches(',').split_once(" = ")
+            && let Some(name) = name.strip_prefix("MQSTATE_STATUS_")
+        {
+            let number = number.parse().expect("a number");
+            let comment = std::mem::take(&mut comment);
+            out.insert(name.to_owned(), Declared { number, comment });
         }
     }
     out
@@ -55,7 +57,9 @@ struct Row {
 
 fn readme_rows() -> Vec<Row> {
     let readme = read("README.md");
-    let start = readme.find("### Statuses").expect("a Statuses section in the README");
+    let start = readme
+        .find("### Statuses")
+        .expect("a Statuses section in the README");
     readme[start..]
         .lines()
         .skip_while(|l| !l.starts_with("| number |"))
@@ -66,8 +70,12 @@ fn readme_rows() -> Vec<Row> {
             assert_eq!(cells.len(), 5, "a row of five cells: {line}");
             let unquote = |c: &str| c.trim_matches('`').to_owned();
             Row {
-                number: cells[0].parse().unwrap_or_else(|_| panic!("a number: {line}")),
-                constant: unquote(cells[1]).trim_start_matches("MQSTATE_STATUS_").to_owned(),
+                number: cells[0]
+                    .parse()
+                    .unwrap_or_else(|_| panic!("a number: {line}")),
+                constant: unquote(cells[1])
+                    .trim_start_matches("MQSTATE_STATUS_")
+                    .to_owned(),
                 code: unquote(cells[2]),
                 family: cells[3].to_owned(),
                 meaning: cells[4].to_owned(),
@@ -90,14 +98,32 @@ fn family_of(parent: &str) -> &'static str {
 fn the_readme_lists_every_status_of_the_header_with_its_number() {
     let declared = header_statuses();
     let rows = readme_rows();
-    assert!(declared.len() >= 34, "the header's statuses were read: {}", declared.len());
-    let listed: BTreeMap<&str, u32> = rows.iter().map(|r| (r.constant.as_str(), r.number)).collect();
+    assert!(
+        declared.len() >= 34,
+        "the header's statuses were read: {}",
+        declared.len()
+    );
+    let listed: BTreeMap<&str, u32> = rows
+        .iter()
+        .map(|r| (r.constant.as_str(), r.number))
+        .collect();
     assert_eq!(listed.len(), rows.len(), "no status listed twice");
     for (name, d) in &declared {
-        assert_eq!(listed.get(name.as_str()), Some(&d.number), "README row of MQSTATE_STATUS_{name}");
+        assert_eq!(
+            listed.get(name.as_str()),
+            Some(&d.number),
+            "README row of MQSTATE_STATUS_{name}"
+        );
     }
-    assert_eq!(rows.len(), declared.len(), "the README lists no status the header lacks");
-    assert!(rows.windows(2).all(|w| w[0].number < w[1].number), "rows in number order");
+    assert_eq!(
+        rows.len(),
+        declared.len(),
+        "the README lists no status the header lacks"
+    );
+    assert!(
+        rows.windows(2).all(|w| w[0].number < w[1].number),
+        "rows in number order"
+    );
 }
 
 #[test]
@@ -110,11 +136,23 @@ fn every_core_row_is_in_the_readme_and_the_header_with_its_code_family_and_meani
             .find(|r| r.number == info.number)
             .unwrap_or_else(|| panic!("README: no row for {} ({})", info.code, info.number));
         assert_eq!(row.code, info.code, "README name of {}", info.number);
-        assert_eq!(row.family, family_of(info.parent), "README family of {}", info.code);
+        assert_eq!(
+            row.family,
+            family_of(info.parent),
+            "README family of {}",
+            info.code
+        );
         if info.parent != "StoreError" {
-            assert_eq!(row.meaning, info.description, "README meaning of {}", info.code);
+            assert_eq!(
+                row.meaning, info.description,
+                "README meaning of {}",
+                info.code
+            );
         } else if info.code != "unknown_store_error" {
-            assert!(row.meaning.starts_with('"'), "a store error quotes the service: {row:?}");
+            assert!(
+                row.meaning.starts_with('"'),
+                "a store error quotes the service: {row:?}"
+            );
         }
         let (_, d) = declared
             .iter()
@@ -128,9 +166,18 @@ fn every_core_row_is_in_the_readme_and_the_header_with_its_code_family_and_meani
         );
         let family = family_of(info.parent);
         if family != "—" {
-            assert!(d.comment.contains(&format!("({family} family)")), "{}: {}", info.code, d.comment);
+            assert!(
+                d.comment.contains(&format!("({family} family)")),
+                "{}: {}",
+                info.code,
+                d.comment
+            );
         }
-        assert!(!d.comment.contains("reserved"), "{} is returned, not reserved", info.code);
+        assert!(
+            !d.comment.contains("reserved"),
+            "{} is returned, not reserved",
+            info.code
+        );
     }
 }
 
@@ -146,7 +193,10 @@ fn the_rest_is_success_and_the_c_only_conditions() {
             assert_eq!((row.constant.as_str(), row.code.as_str()), ("OK", "ok"));
             continue;
         }
-        assert!(row.number >= 200, "{row:?}: numbers below 200 belong to the core's table");
+        assert!(
+            row.number >= 200,
+            "{row:?}: numbers below 200 belong to the core's table"
+        );
         assert_eq!(row.family, "C only", "{row:?}");
         let d = &declared[&row.constant];
         assert!(

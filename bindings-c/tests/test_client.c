@@ -159,10 +159,10 @@ static void test_fencing_and_error_object(mqstate_client *c) {
     live_key(key, sizeof key, "fenced");
     live_key(lock_key, sizeof lock_key, "fenced-lock");
 
-    CHECK_STATUS(mqstate_lock_new(c, (const uint8_t *)lock_key, strlen(lock_key), NULL, &lock),
+    CHECK_STATUS(mqstate_client_lock(c, (const uint8_t *)lock_key, strlen(lock_key), NULL, &lock),
                  MQSTATE_STATUS_OK, "lock_new");
     CHECK_STATUS(mqstate_lock_fencing_token(lock, &token), MQSTATE_STATUS_NOT_HELD, "not held");
-    CHECK_STATUS(mqstate_lock_try_acquire(lock, 5000, 0, &acquired, &token), MQSTATE_STATUS_OK,
+    CHECK_STATUS(mqstate_lock_try_acquire(lock, 5000, &acquired, &token), MQSTATE_STATUS_OK,
                  "try_acquire");
     CHECK(acquired && token != NULL, "acquired with a token");
     mqstate_set_options fenced;
@@ -192,7 +192,7 @@ static void test_fencing_and_error_object(mqstate_client *c) {
                  MQSTATE_STATUS_OK, "fenced delete");
     CHECK(mqstate_error_last() == NULL, "no error after success");
     bool released = false;
-    CHECK_STATUS(mqstate_lock_release(lock, 0, &released), MQSTATE_STATUS_OK, "release");
+    CHECK_STATUS(mqstate_lock_release(lock, &released), MQSTATE_STATUS_OK, "release");
     CHECK(released, "released");
     mqstate_string_free(token);
     mqstate_lock_free(lock);
@@ -249,37 +249,37 @@ void test_locks(void) {
     }
     live_key(key, sizeof key, "lock");
     live_key(counter_key, sizeof counter_key, "counter");
-    CHECK_STATUS(mqstate_lock_new(a, (const uint8_t *)key, strlen(key), NULL, &la),
+    CHECK_STATUS(mqstate_client_lock(a, (const uint8_t *)key, strlen(key), NULL, &la),
                  MQSTATE_STATUS_OK, "lock a");
     mqstate_lock_options opts;
     memset(&opts, 0, sizeof opts);
     opts.session_id = "s2";
-    CHECK_STATUS(mqstate_lock_new(b, (const uint8_t *)key, strlen(key), &opts, &lb),
+    CHECK_STATUS(mqstate_client_lock(b, (const uint8_t *)key, strlen(key), &opts, &lb),
                  MQSTATE_STATUS_OK, "lock b");
     mqstate_lock *bad = la;
-    CHECK_STATUS(mqstate_lock_new(a, (const uint8_t *)key, 0, NULL, &bad),
+    CHECK_STATUS(mqstate_client_lock(a, (const uint8_t *)key, 0, NULL, &bad),
                  MQSTATE_STATUS_INVALID_ARGUMENT, "empty lock key");
     CHECK(bad == NULL, "out reset on error");
 
-    CHECK_STATUS(mqstate_lock_try_acquire(la, 5000, 0, &flag, &token), MQSTATE_STATUS_OK, "a");
+    CHECK_STATUS(mqstate_lock_try_acquire(la, 5000, &flag, &token), MQSTATE_STATUS_OK, "a");
     CHECK(flag && mqstate_lock_is_held(la), "a holds it");
-    CHECK_STATUS(mqstate_lock_try_acquire(lb, 5000, 0, &flag, NULL), MQSTATE_STATUS_OK, "b");
+    CHECK_STATUS(mqstate_lock_try_acquire(lb, 5000, &flag, NULL), MQSTATE_STATUS_OK, "b");
     CHECK(!flag && !mqstate_lock_is_held(lb), "b does not");
-    CHECK_STATUS(mqstate_lock_holder(lb, 0, &holder), MQSTATE_STATUS_OK, "holder");
+    CHECK_STATUS(mqstate_lock_holder(lb, &holder), MQSTATE_STATUS_OK, "holder");
     CHECK(holder != NULL, "someone holds it");
     mqstate_string_free(holder);
     CHECK_STATUS(mqstate_lock_acquire(lb, 5000, 300, NULL, NULL), MQSTATE_STATUS_TIMEOUT,
                  "bounded acquire");
-    CHECK_STATUS(mqstate_lock_renew(la, 0, &flag, &renewed_token), MQSTATE_STATUS_OK, "renew");
+    CHECK_STATUS(mqstate_lock_renew(la, &flag, &renewed_token), MQSTATE_STATUS_OK, "renew");
     CHECK(flag && renewed_token != NULL && strcmp(renewed_token, token) != 0, "a new token");
     mqstate_string_free(renewed_token);
     mqstate_string_free(token);
-    CHECK_STATUS(mqstate_lock_release(lb, 0, &flag), MQSTATE_STATUS_OK, "b release");
+    CHECK_STATUS(mqstate_lock_release(lb, &flag), MQSTATE_STATUS_OK, "b release");
     CHECK(!flag, "b held nothing");
-    CHECK_STATUS(mqstate_lock_release(la, 0, &flag), MQSTATE_STATUS_OK, "a release");
+    CHECK_STATUS(mqstate_lock_release(la, &flag), MQSTATE_STATUS_OK, "a release");
     CHECK(flag, "a released");
     CHECK_STATUS(mqstate_lock_acquire(lb, 5000, 5000, NULL, &token), MQSTATE_STATUS_OK, "b");
-    CHECK_STATUS(mqstate_lock_release(lb, 0, NULL), MQSTATE_STATUS_OK, "b release");
+    CHECK_STATUS(mqstate_lock_release(lb, NULL), MQSTATE_STATUS_OK, "b release");
     mqstate_string_free(token);
 
     /* Fenced edits: four increments, then a callback that fails. */
@@ -305,7 +305,7 @@ void test_locks(void) {
     CHECK(e != NULL && mqstate_error_callback_status(e) == MQSTATE_STATUS_QUOTA_EXCEEDED,
           "the callback's own status comes back");
     mqstate_error_free(e);
-    CHECK_STATUS(mqstate_lock_holder(la, 0, &holder), MQSTATE_STATUS_OK, "holder after");
+    CHECK_STATUS(mqstate_lock_holder(la, &holder), MQSTATE_STATUS_OK, "holder after");
     CHECK(holder == NULL, "released after the failed edit");
     CHECK_STATUS(mqstate_lock_edit(la, (const uint8_t *)counter_key, strlen(counter_key), 2000,
                                    10000, NULL, NULL, NULL),
@@ -319,19 +319,15 @@ void test_locks(void) {
     CHECK_STATUS(mqstate_lock_edit(la, (const uint8_t *)counter_key, strlen(counter_key), 0,
                                    MQSTATE_NO_TIMEOUT, increment, &counter, NULL),
                  MQSTATE_STATUS_INVALID_ARGUMENT, "an edit with MQSTATE_NO_TIMEOUT");
-    holder = (char *)&holder;
-    CHECK_STATUS(mqstate_lock_holder(la, MQSTATE_NO_TIMEOUT, &holder),
-                 MQSTATE_STATUS_INVALID_ARGUMENT, "a holder read with MQSTATE_NO_TIMEOUT");
-    CHECK(holder == NULL, "holder reset");
-    CHECK_STATUS(mqstate_lock_try_acquire(la, 0, 0, &flag, NULL), MQSTATE_STATUS_OK,
+    CHECK_STATUS(mqstate_lock_try_acquire(la, 0, &flag, NULL), MQSTATE_STATUS_OK,
                  "try_acquire with the default lease");
     CHECK(flag && mqstate_lock_is_held(la), "held for the default lease");
-    CHECK_STATUS(mqstate_lock_release(la, 0, NULL), MQSTATE_STATUS_OK, "release");
+    CHECK_STATUS(mqstate_lock_release(la, NULL), MQSTATE_STATUS_OK, "release");
     mqstate_lock_options short_lease;
     memset(&short_lease, 0, sizeof short_lease);
     short_lease.lease_ms = 300;
     mqstate_lock *ls = NULL;
-    CHECK_STATUS(mqstate_lock_new(a, (const uint8_t *)key, strlen(key), &short_lease, &ls),
+    CHECK_STATUS(mqstate_client_lock(a, (const uint8_t *)key, strlen(key), &short_lease, &ls),
                  MQSTATE_STATUS_OK, "a lock with its own default lease");
     CHECK_STATUS(mqstate_lock_acquire(ls, 0, 0, NULL, NULL), MQSTATE_STATUS_OK,
                  "acquire with the lock's lease");
@@ -339,7 +335,7 @@ void test_locks(void) {
                  "the 300 ms lease runs out, so b gets the lock");
     mqstate_string_free(token);
     token = NULL;
-    CHECK_STATUS(mqstate_lock_release(lb, 0, NULL), MQSTATE_STATUS_OK, "b release");
+    CHECK_STATUS(mqstate_lock_release(lb, NULL), MQSTATE_STATUS_OK, "b release");
     mqstate_lock_free(ls);
 
     /* Elections. */
@@ -347,27 +343,57 @@ void test_locks(void) {
     mqstate_election *ea = NULL, *eb = NULL;
     char *leader = NULL;
     live_key(name, sizeof name, "election");
-    CHECK_STATUS(mqstate_election_new(a, (const uint8_t *)name, strlen(name), "alpha", &ea),
+    CHECK_STATUS(mqstate_client_election(a, (const uint8_t *)name, strlen(name), "alpha", NULL, &ea),
                  MQSTATE_STATUS_OK, "candidate a");
-    CHECK_STATUS(mqstate_election_new(b, (const uint8_t *)name, strlen(name), "beta", &eb),
+    CHECK_STATUS(mqstate_client_election(b, (const uint8_t *)name, strlen(name), "beta", NULL, &eb),
                  MQSTATE_STATUS_OK, "candidate b");
     mqstate_election *none = NULL;
-    CHECK_STATUS(mqstate_election_new(b, (const uint8_t *)name, strlen(name), NULL, &none),
+    CHECK_STATUS(mqstate_client_election(b, (const uint8_t *)name, strlen(name), NULL, NULL, &none),
                  MQSTATE_STATUS_INVALID_ARGUMENT, "NULL candidate");
-    CHECK_STATUS(mqstate_election_try_campaign(ea, 3000, 0, &flag), MQSTATE_STATUS_OK, "try a");
+    CHECK_STATUS(mqstate_election_try_campaign(ea, 3000, &flag), MQSTATE_STATUS_OK, "try a");
     CHECK(flag && mqstate_election_is_leader(ea), "a leads");
     CHECK_STATUS(mqstate_election_campaign(eb, 3000, 300, NULL, NULL), MQSTATE_STATUS_TIMEOUT,
                  "b waits in vain");
-    CHECK_STATUS(mqstate_election_leader(eb, 0, &leader), MQSTATE_STATUS_OK, "leader");
+    CHECK_STATUS(mqstate_election_leader(eb, &leader), MQSTATE_STATUS_OK, "leader");
     CHECK(leader != NULL && strcmp(leader, "alpha") == 0, "alpha leads");
     mqstate_string_free(leader);
-    CHECK_STATUS(mqstate_election_resign(ea, 0, &flag), MQSTATE_STATUS_OK, "resign");
+    CHECK_STATUS(mqstate_election_resign(ea, &flag), MQSTATE_STATUS_OK, "resign");
     CHECK(flag && !mqstate_election_is_leader(ea), "resigned");
     CHECK_STATUS(mqstate_election_campaign(eb, 3000, 5000, NULL, &token), MQSTATE_STATUS_OK,
                  "b leads");
     CHECK(token != NULL && mqstate_election_is_leader(eb), "with a token");
     mqstate_string_free(token);
-    CHECK_STATUS(mqstate_election_resign(eb, 0, NULL), MQSTATE_STATUS_OK, "b resigns");
+    CHECK_STATUS(mqstate_election_resign(eb, NULL), MQSTATE_STATUS_OK, "b resigns");
+
+    /* Options: a session id in the candidate id, the term of campaigns that pass 0, and the
+       candidate's own status as a subscription. */
+    mqstate_election_options eopts;
+    memset(&eopts, 0, sizeof eopts);
+    eopts.session_id = "s1";
+    eopts.term_ms = 300;
+    mqstate_election *ec = NULL;
+    mqstate_subscription *status = NULL;
+    mqstate_sub_event *ev = NULL;
+    CHECK_STATUS(mqstate_client_election(a, (const uint8_t *)name, strlen(name), "gamma", &eopts,
+                                         &ec),
+                 MQSTATE_STATUS_OK, "candidate with options");
+    CHECK_STATUS(mqstate_election_watch_status(ec, &status), MQSTATE_STATUS_OK, "watch_status");
+    CHECK_STATUS(mqstate_subscription_next(status, 5000, &ev), MQSTATE_STATUS_OK, "first status");
+    CHECK(ev != NULL && mqstate_sub_event_type_of(ev) == MQSTATE_SUB_EVENT_TYPE_NOT_HELD,
+          "not leading yet");
+    mqstate_sub_event_free(ev);
+    CHECK_STATUS(mqstate_election_campaign(ec, 0, 5000, NULL, NULL), MQSTATE_STATUS_OK,
+                 "campaign for the options' term");
+    CHECK_STATUS(mqstate_subscription_next(status, 5000, &ev), MQSTATE_STATUS_OK, "held");
+    CHECK(ev != NULL && mqstate_sub_event_type_of(ev) == MQSTATE_SUB_EVENT_TYPE_HELD, "leading");
+    mqstate_sub_event_free(ev);
+    CHECK_STATUS(mqstate_election_leader(eb, &leader), MQSTATE_STATUS_OK, "leader");
+    CHECK(leader != NULL && strcmp(leader, "gamma:s1") == 0, "the session in the id: %s",
+          leader ? leader : "(none)");
+    mqstate_string_free(leader);
+    CHECK_STATUS(mqstate_election_resign(ec, NULL), MQSTATE_STATUS_OK, "gamma resigns");
+    mqstate_subscription_free(status);
+    mqstate_election_free(ec);
 
     mqstate_election_free(ea);
     mqstate_election_free(eb);

@@ -249,11 +249,11 @@ static void client_layer(void) {
     CHECK(mqstate_value_data(NULL, &n) == NULL && n == 0, "value_data");
 
     mqstate_lock *lock = JUNK;
-    CHECK_STATUS(mqstate_lock_new(NULL, K, 1, NULL, &lock), MQSTATE_STATUS_INVALID_ARGUMENT,
+    CHECK_STATUS(mqstate_client_lock(NULL, K, 1, NULL, &lock), MQSTATE_STATUS_INVALID_ARGUMENT,
                  "lock_new");
     CHECK(lock == NULL, "lock_new: reset");
     flag = true, text = JUNK;
-    CHECK_STATUS(mqstate_lock_try_acquire(NULL, 0, 0, &flag, &text),
+    CHECK_STATUS(mqstate_lock_try_acquire(NULL, 0, &flag, &text),
                  MQSTATE_STATUS_INVALID_ARGUMENT, "lock_try_acquire");
     CHECK(!flag && text == NULL, "lock_try_acquire: reset");
     text = JUNK;
@@ -261,15 +261,15 @@ static void client_layer(void) {
                  "lock_acquire");
     CHECK(text == NULL, "lock_acquire: reset");
     flag = true, text = JUNK;
-    CHECK_STATUS(mqstate_lock_renew(NULL, 0, &flag, &text), MQSTATE_STATUS_INVALID_ARGUMENT,
+    CHECK_STATUS(mqstate_lock_renew(NULL, &flag, &text), MQSTATE_STATUS_INVALID_ARGUMENT,
                  "lock_renew");
     CHECK(!flag && text == NULL, "lock_renew: reset");
     flag = true;
-    CHECK_STATUS(mqstate_lock_release(NULL, 0, &flag), MQSTATE_STATUS_INVALID_ARGUMENT,
+    CHECK_STATUS(mqstate_lock_release(NULL, &flag), MQSTATE_STATUS_INVALID_ARGUMENT,
                  "lock_release");
     CHECK(!flag, "lock_release: reset");
     text = JUNK;
-    CHECK_STATUS(mqstate_lock_holder(NULL, 0, &text), MQSTATE_STATUS_INVALID_ARGUMENT,
+    CHECK_STATUS(mqstate_lock_holder(NULL, &text), MQSTATE_STATUS_INVALID_ARGUMENT,
                  "lock_holder");
     CHECK(text == NULL, "lock_holder: reset");
     text = JUNK;
@@ -277,7 +277,7 @@ static void client_layer(void) {
                  "lock_fencing_token");
     CHECK(text == NULL, "lock_fencing_token: reset");
     sub = JUNK;
-    CHECK_STATUS(mqstate_lock_watch_holder(NULL, 0, &sub), MQSTATE_STATUS_INVALID_ARGUMENT,
+    CHECK_STATUS(mqstate_lock_watch_holder(NULL, &sub), MQSTATE_STATUS_INVALID_ARGUMENT,
                  "lock_watch_holder");
     CHECK(sub == NULL, "lock_watch_holder: reset");
     sub = JUNK;
@@ -286,7 +286,7 @@ static void client_layer(void) {
     CHECK(sub == NULL, "lock_watch_status: reset");
 
     mqstate_election *election = JUNK;
-    CHECK_STATUS(mqstate_election_new(NULL, K, 1, "c", &election),
+    CHECK_STATUS(mqstate_client_election(NULL, K, 1, "c", NULL, &election),
                  MQSTATE_STATUS_INVALID_ARGUMENT, "election_new");
     CHECK(election == NULL, "election_new: reset");
     text = JUNK;
@@ -294,19 +294,19 @@ static void client_layer(void) {
                  MQSTATE_STATUS_INVALID_ARGUMENT, "election_campaign");
     CHECK(text == NULL, "election_campaign: reset");
     flag = true;
-    CHECK_STATUS(mqstate_election_try_campaign(NULL, 0, 0, &flag),
+    CHECK_STATUS(mqstate_election_try_campaign(NULL, 0, &flag),
                  MQSTATE_STATUS_INVALID_ARGUMENT, "election_try_campaign");
     CHECK(!flag, "election_try_campaign: reset");
     flag = true;
-    CHECK_STATUS(mqstate_election_resign(NULL, 0, &flag), MQSTATE_STATUS_INVALID_ARGUMENT,
+    CHECK_STATUS(mqstate_election_resign(NULL, &flag), MQSTATE_STATUS_INVALID_ARGUMENT,
                  "election_resign");
     CHECK(!flag, "election_resign: reset");
     text = JUNK;
-    CHECK_STATUS(mqstate_election_leader(NULL, 0, &text), MQSTATE_STATUS_INVALID_ARGUMENT,
+    CHECK_STATUS(mqstate_election_leader(NULL, &text), MQSTATE_STATUS_INVALID_ARGUMENT,
                  "election_leader");
     CHECK(text == NULL, "election_leader: reset");
     sub = JUNK;
-    CHECK_STATUS(mqstate_election_watch_leader(NULL, 0, &sub), MQSTATE_STATUS_INVALID_ARGUMENT,
+    CHECK_STATUS(mqstate_election_watch_leader(NULL, &sub), MQSTATE_STATUS_INVALID_ARGUMENT,
                  "election_watch_leader");
     CHECK(sub == NULL, "election_watch_leader: reset");
 }

@@ -254,10 +254,10 @@ void test_threads(void) {
         return;
     }
     live_key(key, sizeof key, "threads-lock");
-    CHECK_STATUS(mqstate_lock_new(holder, (const uint8_t *)key, strlen(key), NULL, &held),
+    CHECK_STATUS(mqstate_client_lock(holder, (const uint8_t *)key, strlen(key), NULL, &held),
                  MQSTATE_STATUS_OK, "lock");
-    CHECK_STATUS(mqstate_lock_try_acquire(held, 30000, 0, NULL, NULL), MQSTATE_STATUS_OK, "hold");
-    CHECK_STATUS(mqstate_lock_new(c, (const uint8_t *)key, strlen(key), NULL, &wanted),
+    CHECK_STATUS(mqstate_lock_try_acquire(held, 30000, NULL, NULL), MQSTATE_STATUS_OK, "hold");
+    CHECK_STATUS(mqstate_client_lock(c, (const uint8_t *)key, strlen(key), NULL, &wanted),
                  MQSTATE_STATUS_OK, "lock");
 
     /* Cancellation from another thread. */
@@ -295,7 +295,7 @@ void test_threads(void) {
           mqstate_status_name(next.status));
     CHECK(acquire.returned_at - closed_at < 5000 && next.returned_at - closed_at < 5000,
           "promptly");
-    CHECK_STATUS(mqstate_lock_try_acquire(wanted, 1000, 0, NULL, NULL), MQSTATE_STATUS_CLOSED,
+    CHECK_STATUS(mqstate_lock_try_acquire(wanted, 1000, NULL, NULL), MQSTATE_STATUS_CLOSED,
                  "the lock of a closed client");
     mqstate_sub_event *after = NULL;
     CHECK_STATUS(mqstate_subscription_try_next(sub, &after), MQSTATE_STATUS_CLOSED,
@@ -303,7 +303,7 @@ void test_threads(void) {
     CHECK(after == NULL, "no event from an ended subscription");
     mqstate_subscription_free(sub);
     mqstate_lock_free(wanted);
-    mqstate_lock_release(held, 0, NULL);
+    mqstate_lock_release(held, NULL);
     mqstate_lock_free(held);
     mqstate_client_close(holder);
 }

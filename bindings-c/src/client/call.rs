@@ -1,19 +1,16 @@
 //! The shapes of a blocking call on a lock or an election handle, written once: enter the
-//! handle, start the core's call, wait for it (with the caller's limit), write the result
-//! to the out-parameter that was reset first — so that after a failure there is nothing to
-//! free and no stale value to read.
+//! handle, start the core's call, wait for it (each request bounded by the client's
+//! `request_timeout`), write the result to the out-parameter that was reset first — so that
+//! after a failure there is nothing to free and no stale value to read.
 
 use std::ffi::c_char;
-use std::time::Duration;
 
 use mqstate::bridge::{Call, Subscription};
-use mqstate::{Error, ErrorKind};
 
 use super::cancel::run;
 use super::guard;
 use super::subscription::{mqstate_subscription, new_subscription};
 use super::text::{put, put_string};
-use super::timeout;
 use crate::ffi::{out_arg, str_arg};
 use crate::status::{Failure, boundary, mqstate_status};
 
@@ -29,26 +26,10 @@ pub(crate) unsafe fn opt_str(ptr: *const c_char, what: &str) -> Result<Option<St
     Ok(Some(unsafe { str_arg(ptr, what) }?.to_owned()))
 }
 
-/// Waits for a call that only reads, up to `timeout_ms` (0: the client's `request_timeout`
-/// bounds it). Running out of the caller's limit is a plain `timeout`: a read cannot have
-/// changed anything, so it never claims that it may have been applied.
-fn run_read<T: Send + 'static>(call: Call<T>, timeout_ms: u32) -> Result<T, Failure> {
-    let limit = timeout::request(timeout_ms)?;
+/// Waits for `call`, which the core bounds itself.
+pub(crate) fn wait<T: Send + 'static>(call: Call<T>) -> Result<T, Failure> {
     // SAFETY: no token.
-    unsafe { run(call, limit, std::ptr::null()) }.map_err(|f| match &f.error {
-        Some(e) if e.kind() == ErrorKind::Timeout && e.may_have_applied() => {
-            Failure::from(Error::new(ErrorKind::Timeout, e.message().to_owned()))
-        }
-        _ => f,
-    })
-}
-
-/// Waits for a call that writes, up to `timeout_ms` (0: the client's `request_timeout`
-/// bounds it).
-pub(crate) fn run_write<T: Send + 'static>(call: Call<T>, timeout_ms: u32) -> Result<T, Failure> {
-    let limit: Option<Duration> = timeout::request(timeout_ms)?;
-    // SAFETY: no token.
-    unsafe { run(call, limit, std::ptr::null()) }
+    unsafe { run(std::ptr::null(), || call) }
 }
 
 /// One blocking call whose result is a flag, written to an optional out-flag (false first,
@@ -59,23 +40,22 @@ pub(crate) fn run_write<T: Send + 'static>(call: Call<T>, timeout_ms: u32) -> Re
 pub(crate) unsafe fn flag_call<H: guard::Handle>(
     handle: *const H,
     what: &str,
-    timeout_ms: u32,
     out: *mut bool,
-    call: impl FnOnce(&H::Inner) -> Result<Call<bool>, Failure>,
+    call: impl FnOnce(&H::Inner) -> Call<bool>,
 ) -> mqstate_status {
     boundary(|| {
         // SAFETY: per the caller.
         unsafe { put(out, false) };
         // SAFETY: per the caller.
         let inner = unsafe { guard::enter(handle, what) }?;
-        let got = run_write(call(&inner)?, timeout_ms)?;
+        let got = wait(call(&inner))?;
         // SAFETY: per the caller.
         unsafe { put(out, got) };
         Ok(())
     })
 }
 
-/// One blocking read whose result is optional text, written to `*out` (NULL first; free
+/// One blocking call whose result is optional text, written to `*out` (NULL first; free
 /// with `mqstate_string_free`).
 ///
 /// # Safety
@@ -83,7 +63,6 @@ pub(crate) unsafe fn flag_call<H: guard::Handle>(
 pub(crate) unsafe fn text_call<H: guard::Handle>(
     handle: *const H,
     what: &str,
-    timeout_ms: u32,
     out: *mut *mut c_char,
     call: impl FnOnce(&H::Inner) -> Call<Option<String>>,
 ) -> mqstate_status {
@@ -92,7 +71,7 @@ pub(crate) unsafe fn text_call<H: guard::Handle>(
         let out = unsafe { out_arg(out, std::ptr::null_mut(), "out") }?;
         // SAFETY: per the caller.
         let inner = unsafe { guard::enter(handle, what) }?;
-        let got = run_read(call(&inner), timeout_ms)?;
+        let got = wait(call(&inner))?;
         // SAFETY: `out` is writable.
         unsafe { put_string(out, got.as_deref()) }
     })
@@ -105,7 +84,6 @@ pub(crate) unsafe fn text_call<H: guard::Handle>(
 pub(crate) unsafe fn subscription_call<H: guard::Handle>(
     handle: *const H,
     what: &str,
-    timeout_ms: u32,
     out: *mut *mut mqstate_subscription,
     call: impl FnOnce(&H::Inner) -> Call<Subscription>,
 ) -> mqstate_status {
@@ -114,8 +92,27 @@ pub(crate) unsafe fn subscription_call<H: guard::Handle>(
         let out = unsafe { out_arg(out, std::ptr::null_mut(), "out") }?;
         // SAFETY: per the caller.
         let inner = unsafe { guard::enter(handle, what) }?;
-        let sub = run_read(call(&inner), timeout_ms)?;
-        *out = new_subscription(sub);
+        *out = new_subscription(wait(call(&inner))?);
+        Ok(())
+    })
+}
+
+/// A subscription made at once (no request), written to `*out` (NULL first).
+///
+/// # Safety
+/// `handle` must be NULL or live; `out` writable.
+pub(crate) unsafe fn local_subscription<H: guard::Handle>(
+    handle: *const H,
+    what: &str,
+    out: *mut *mut mqstate_subscription,
+    make: impl FnOnce(&H::Inner) -> Subscription,
+) -> mqstate_status {
+    boundary(|| {
+        // SAFETY: per the caller.
+        let out = unsafe { out_arg(out, std::ptr::null_mut(), "out") }?;
+        // SAFETY: per the caller.
+        let inner = unsafe { guard::enter(handle, what) }?;
+        *out = new_subscription(make(&inner));
         Ok(())
     })
 }

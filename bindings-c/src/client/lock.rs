@@ -3,9 +3,9 @@
 //! over the core's [`LockHandle`]. The fenced edit with its C callback is [`edit`].
 //!
 //! Durations follow [`timeout`](super::timeout): a `lease_ms` of 0 is the lock's default
-//! lease (`mqstate_lock_options.lease_ms`, else the core's `DEFAULT_LEASE`), a request's
-//! `timeout_ms` of 0 the client's `request_timeout`, an acquire's `timeout_ms` of 0 (or
-//! `MQSTATE_NO_TIMEOUT`) a wait without limit.
+//! lease (`mqstate_lock_options.lease_ms`, else the core's `DEFAULT_LEASE`), an acquire's
+//! `timeout_ms` of 0 (or `MQSTATE_NO_TIMEOUT`) a wait without limit. The other calls are
+//! single requests, each bounded by the client's `request_timeout`, as in every language.
 
 pub mod edit;
 
@@ -15,11 +15,11 @@ use mqstate::bridge::LockHandle;
 use mqstate::lock::LockOptions;
 use mqstate::{Error, ErrorKind};
 
-use super::call::{flag_call, opt_str, run_write, subscription_call, text_call};
+use super::call::{flag_call, local_subscription, opt_str, subscription_call, text_call, wait};
 use super::cancel::{mqstate_cancel, run};
 use super::guard;
 use super::store::{enter_client, mqstate_client};
-use super::subscription::{mqstate_subscription, new_subscription};
+use super::subscription::mqstate_subscription;
 use super::text::{put, put_string, reset_string};
 use super::timeout;
 use crate::ffi::{bytes_arg, out_arg};
@@ -45,7 +45,7 @@ impl std::ops::Deref for LockData {
     }
 }
 
-/// Options of `mqstate_lock_new` (zero-initialise; NULL and 0 mean the defaults).
+/// Options of `mqstate_client_lock` (zero-initialise; NULL and 0 mean the defaults).
 #[repr(C)]
 pub struct mqstate_lock_options {
     /// The holder id written as the lock's value; NULL: the client id.
@@ -59,14 +59,15 @@ pub struct mqstate_lock_options {
     pub lease_ms: u64,
 }
 
-/// A lock on `key` made from `client` (`options` may be NULL). The lock keeps working
-/// after the client handle is closed only in the sense that its calls fail with `CLOSED`.
-/// On failure `*out` is NULL.
+/// A lock on `key` made from `client` (`options` may be NULL: the defaults); nothing is
+/// sent yet. Free it with `mqstate_lock_free`. The lock outlives its client only in the
+/// sense that its calls then fail with `CLOSED`. On failure `*out` is NULL.
 ///
 /// # Safety
-/// `client` must be a live client; `key` valid for `key_len`; `out` writable.
+/// `client` must be a live client; `key` valid for `key_len`; `options` NULL or valid;
+/// `out` writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_lock_new(
+pub unsafe extern "C" fn mqstate_client_lock(
     client: *const mqstate_client,
     key: *const u8,
     key_len: usize,
@@ -102,8 +103,7 @@ pub unsafe extern "C" fn mqstate_lock_new(
 
 /// Tries once to take the lock for `lease_ms` (0: the lock's default lease): `*acquired`
 /// says whether it did and `*token` (may be NULL; free with `mqstate_string_free`) is the
-/// fencing token. `timeout_ms` bounds the request (0: the client's `request_timeout`). On
-/// failure `*acquired` is false and `*token` NULL.
+/// fencing token. On failure `*acquired` is false and `*token` NULL.
 ///
 /// # Safety
 /// `lock` must be a live lock; outs NULL or writable.
@@ -111,7 +111,6 @@ pub unsafe extern "C" fn mqstate_lock_new(
 pub unsafe extern "C" fn mqstate_lock_try_acquire(
     lock: *const mqstate_lock,
     lease_ms: u64,
-    timeout_ms: u32,
     acquired: *mut bool,
     token: *mut *mut c_char,
 ) -> mqstate_status {
@@ -123,7 +122,7 @@ pub unsafe extern "C" fn mqstate_lock_try_acquire(
         }
         // SAFETY: per the caller.
         let lock = unsafe { guard::enter(lock, "lock") }?;
-        let got = run_write(lock.try_acquire(timeout::option(lease_ms)), timeout_ms)?;
+        let got = wait(lock.try_acquire(timeout::option(lease_ms)))?;
         // SAFETY: per the caller.
         unsafe {
             put(acquired, got.is_some());
@@ -153,24 +152,22 @@ pub unsafe extern "C" fn mqstate_lock_acquire(
         unsafe { reset_string(token) };
         // SAFETY: per the caller.
         let lock = unsafe { guard::enter(lock, "lock") }?;
-        let call = lock.acquire(timeout::option(lease_ms), timeout::wait(timeout_ms));
+        let acquire = || lock.acquire(timeout::option(lease_ms), timeout::wait(timeout_ms));
         // SAFETY: per the caller.
-        let got = unsafe { run(call, None, cancel) }?;
+        let got = unsafe { run(cancel, acquire) }?;
         // SAFETY: per the caller.
         unsafe { put_string(token, Some(&got.to_text())) }
     })
 }
 
 /// Renews the held lease: `*renewed` false when the lock is not held any more; `*token`
-/// (may be NULL) the new fencing token. `timeout_ms` bounds the request (0: the client's
-/// `request_timeout`). On failure `*renewed` is false and `*token` NULL.
+/// (may be NULL) the new fencing token. On failure `*renewed` is false and `*token` NULL.
 ///
 /// # Safety
 /// `lock` must be a live lock; outs NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mqstate_lock_renew(
     lock: *const mqstate_lock,
-    timeout_ms: u32,
     renewed: *mut bool,
     token: *mut *mut c_char,
 ) -> mqstate_status {
@@ -182,7 +179,7 @@ pub unsafe extern "C" fn mqstate_lock_renew(
         }
         // SAFETY: per the caller.
         let lock = unsafe { guard::enter(lock, "lock") }?;
-        let got = run_write(lock.renew(), timeout_ms)?;
+        let got = wait(lock.renew())?;
         // SAFETY: per the caller.
         unsafe {
             put(renewed, got.is_some());
@@ -193,34 +190,31 @@ pub unsafe extern "C" fn mqstate_lock_renew(
 }
 
 /// Releases the lock (stops renewal; deletes the lock key if it holds our id); `*released`
-/// (may be NULL) is true when our hold was deleted, false on failure. `timeout_ms` bounds
-/// the request (0: the client's `request_timeout`).
+/// (may be NULL) is true when our hold was deleted, false on failure.
 ///
 /// # Safety
 /// `lock` must be a live lock; `released` NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mqstate_lock_release(
     lock: *const mqstate_lock,
-    timeout_ms: u32,
     released: *mut bool,
 ) -> mqstate_status {
     // SAFETY: per the caller.
-    unsafe { flag_call(lock, "lock", timeout_ms, released, |l| Ok(l.release())) }
+    unsafe { flag_call(lock, "lock", released, |l| l.release()) }
 }
 
 /// The current holder id in `*holder` (free with `mqstate_string_free`), NULL when free or
-/// on failure. `timeout_ms` bounds the request (0: the client's `request_timeout`).
+/// on failure.
 ///
 /// # Safety
 /// `lock` must be a live lock; `holder` writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mqstate_lock_holder(
     lock: *const mqstate_lock,
-    timeout_ms: u32,
     holder: *mut *mut c_char,
 ) -> mqstate_status {
     // SAFETY: per the caller.
-    unsafe { text_call(lock, "lock", timeout_ms, holder, |l| l.holder()) }
+    unsafe { text_call(lock, "lock", holder, |l| l.holder()) }
 }
 
 /// The current fencing token in `*token` (free with `mqstate_string_free`) while the lock is
@@ -270,20 +264,18 @@ pub unsafe extern "C" fn mqstate_lock_is_held(lock: *const mqstate_lock) -> bool
     unsafe { guard::enter(lock, "lock") }.is_ok_and(|l| l.is_held())
 }
 
-/// Holder changes of this lock's key: the current holder first, then each change. `*out`
-/// is NULL on failure; `timeout_ms` bounds the registration (0: the client's
-/// `request_timeout`).
+/// Holder changes of this lock's key (`HOLDER` events): the current holder first, then each
+/// change. `*out` is NULL on failure.
 ///
 /// # Safety
 /// `lock` must be a live lock; `out` writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mqstate_lock_watch_holder(
     lock: *const mqstate_lock,
-    timeout_ms: u32,
     out: *mut *mut mqstate_subscription,
 ) -> mqstate_status {
     // SAFETY: per the caller.
-    unsafe { subscription_call(lock, "lock", timeout_ms, out, |l| l.watch_holder()) }
+    unsafe { subscription_call(lock, "lock", out, |l| l.watch_holder()) }
 }
 
 /// This lock's own status: the current one first, then each change (`HELD`, `NOT_HELD`,
@@ -296,14 +288,8 @@ pub unsafe extern "C" fn mqstate_lock_watch_status(
     lock: *const mqstate_lock,
     out: *mut *mut mqstate_subscription,
 ) -> mqstate_status {
-    boundary(|| {
-        // SAFETY: per the caller.
-        let out = unsafe { out_arg(out, std::ptr::null_mut(), "out") }?;
-        // SAFETY: per the caller.
-        let lock = unsafe { guard::enter(lock, "lock") }?;
-        *out = new_subscription(lock.watch_status());
-        Ok(())
-    })
+    // SAFETY: per the caller.
+    unsafe { local_subscription(lock, "lock", out, |l| l.watch_status()) }
 }
 
 /// Frees a lock (NULL is ignored): stops its renewal; the lease runs out on its own unless

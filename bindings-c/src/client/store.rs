@@ -49,7 +49,8 @@ pub struct mqstate_set_options {
 /// Options of GET, DELETE, VDEL and observe (zero-initialise, then set what you need).
 #[repr(C)]
 pub struct mqstate_call_options {
-    /// DELETE / VDEL fenced with this token (HLC text), or NULL.
+    /// DELETE / VDEL fenced with this token (HLC text), or NULL. GET and observe only read:
+    /// they refuse a token (`MQSTATE_STATUS_INVALID_ARGUMENT`) rather than ignore it.
     pub fencing_token: *const c_char,
     /// The request's timeout in milliseconds (0: the client's `request_timeout`;
     /// `MQSTATE_NO_TIMEOUT` is refused).
@@ -78,7 +79,10 @@ impl mqstate_vdel_outcome {
     const OUTCOMES: [(mqstate_vdel_outcome, VdelOutcome); 3] = [
         (mqstate_vdel_outcome::Deleted, VdelOutcome::Deleted),
         (mqstate_vdel_outcome::NotFound, VdelOutcome::NotFound),
-        (mqstate_vdel_outcome::ValueMismatch, VdelOutcome::ValueMismatch),
+        (
+            mqstate_vdel_outcome::ValueMismatch,
+            VdelOutcome::ValueMismatch,
+        ),
     ];
 
     fn of(outcome: VdelOutcome) -> mqstate_vdel_outcome {
@@ -131,6 +135,24 @@ unsafe fn call_options<'a>(
     unsafe { options.as_ref() }
 }
 
+/// Reads the call options of a read (GET, observe), which carry no fencing token.
+///
+/// # Safety
+/// `options` must be NULL or valid.
+unsafe fn read_options<'a>(
+    options: *const mqstate_call_options,
+    verb: &str,
+) -> Result<Option<&'a mqstate_call_options>, Failure> {
+    // SAFETY: per the caller.
+    let o = unsafe { call_options(options) };
+    if o.is_some_and(|o| !o.fencing_token.is_null()) {
+        return Err(Failure::invalid(format!(
+            "{verb} only reads: it takes no fencing_token"
+        )));
+    }
+    Ok(o)
+}
+
 /// Connects with `settings` (which stay the caller's), waiting up to `timeout_ms` (0: the
 /// settings' `connect_timeout`; `MQSTATE_NO_TIMEOUT` is refused). On success `*out` is the
 /// client; on failure NULL.
@@ -157,7 +179,7 @@ pub unsafe extern "C" fn mqstate_client_connect(
             settings.set("connect_timeout", &format!("{}ms", limit.as_millis()))?;
         }
         // SAFETY: no token.
-        let store = unsafe { run(Store::connect(settings), None, std::ptr::null()) }?;
+        let store = unsafe { run(std::ptr::null(), || Store::connect(settings)) }?;
         *out = guard::new(store);
         Ok(())
     })
@@ -222,13 +244,15 @@ pub unsafe extern "C" fn mqstate_client_set(
             persist: o.is_some_and(|o| o.persist),
             timeout: timeout::request(o.map_or(0, |o| o.timeout_ms))?,
         };
-        let call = store.set(
-            Bytes::copy_from_slice(key),
-            Bytes::copy_from_slice(value),
-            set,
-        );
+        let start = || {
+            store.set(
+                Bytes::copy_from_slice(key),
+                Bytes::copy_from_slice(value),
+                set,
+            )
+        };
         // SAFETY: per the caller.
-        let outcome = unsafe { run(call, None, o.map_or(std::ptr::null(), |o| o.cancel)) }?;
+        let outcome = unsafe { run(o.map_or(std::ptr::null(), |o| o.cancel), start) }?;
         // SAFETY: per the caller.
         unsafe {
             put(applied, outcome.applied);
@@ -259,13 +283,13 @@ pub unsafe extern "C" fn mqstate_client_get(
         // SAFETY: per the caller.
         let key = unsafe { bytes_arg(key, key_len, "key") }?;
         // SAFETY: per the caller.
-        let o = unsafe { call_options(options) };
+        let o = unsafe { read_options(options, "GET") }?;
         let get = GetOptions {
             timeout: timeout::request(o.map_or(0, |o| o.timeout_ms))?,
         };
-        let call = store.get(Bytes::copy_from_slice(key), get);
+        let start = || store.get(Bytes::copy_from_slice(key), get);
         // SAFETY: per the caller.
-        if let Some(v) = unsafe { run(call, None, o.map_or(std::ptr::null(), |o| o.cancel)) }? {
+        if let Some(v) = unsafe { run(o.map_or(std::ptr::null(), |o| o.cancel), start) }? {
             *out = new_value(v);
         }
         Ok(())
@@ -298,9 +322,9 @@ pub unsafe extern "C" fn mqstate_client_delete(
             fencing_token: unsafe { token_arg(o.map_or(std::ptr::null(), |o| o.fencing_token)) }?,
             timeout: timeout::request(o.map_or(0, |o| o.timeout_ms))?,
         };
-        let call = store.del(Bytes::copy_from_slice(key), del);
+        let start = || store.del(Bytes::copy_from_slice(key), del);
         // SAFETY: per the caller.
-        let n = unsafe { run(call, None, o.map_or(std::ptr::null(), |o| o.cancel)) }?;
+        let n = unsafe { run(o.map_or(std::ptr::null(), |o| o.cancel), start) }?;
         // SAFETY: per the caller.
         unsafe { put(deleted, n) };
         Ok(())
@@ -341,13 +365,15 @@ pub unsafe extern "C" fn mqstate_client_vdel(
             fencing_token: unsafe { token_arg(o.map_or(std::ptr::null(), |o| o.fencing_token)) }?,
             timeout: timeout::request(o.map_or(0, |o| o.timeout_ms))?,
         };
-        let call = store.vdel(
-            Bytes::copy_from_slice(key),
-            Bytes::copy_from_slice(value),
-            del,
-        );
+        let start = || {
+            store.vdel(
+                Bytes::copy_from_slice(key),
+                Bytes::copy_from_slice(value),
+                del,
+            )
+        };
         // SAFETY: per the caller.
-        let got = unsafe { run(call, None, o.map_or(std::ptr::null(), |o| o.cancel)) }?;
+        let got = unsafe { run(o.map_or(std::ptr::null(), |o| o.cancel), start) }?;
         // SAFETY: per the caller.
         unsafe { put(outcome, mqstate_vdel_outcome::of(got)) };
         Ok(())
@@ -375,13 +401,13 @@ pub unsafe extern "C" fn mqstate_client_observe(
         // SAFETY: per the caller.
         let key = unsafe { bytes_arg(key, key_len, "key") }?;
         // SAFETY: per the caller.
-        let o = unsafe { call_options(options) };
+        let o = unsafe { read_options(options, "observe") }?;
         let observe = ObserveOptions {
             timeout: timeout::request(o.map_or(0, |o| o.timeout_ms))?,
         };
-        let call = store.observe(Bytes::copy_from_slice(key), observe);
+        let start = || store.observe(Bytes::copy_from_slice(key), observe);
         // SAFETY: per the caller.
-        let sub = unsafe { run(call, None, o.map_or(std::ptr::null(), |o| o.cancel)) }?;
+        let sub = unsafe { run(o.map_or(std::ptr::null(), |o| o.cancel), start) }?;
         *out = new_subscription(sub);
         Ok(())
     })

@@ -191,7 +191,7 @@ pub unsafe extern "C" fn mqstate_subscription_next(
         let got = match fd {
             Some(q) => next_from_fd(&q, limit, &state.sub)?,
             // SAFETY: no token.
-            None => unsafe { run(state.sub.next_within(limit), None, std::ptr::null()) }?,
+            None => unsafe { run(std::ptr::null(), || state.sub.next_within(limit)) }?,
         };
         deliver(got, out)
     })
@@ -244,7 +244,12 @@ impl FdQueue {
 /// Whether the subscription has ended and nothing is left to read.
 fn drained(fd: Option<&FdQueue>, sub: &Subscription) -> bool {
     sub.is_closed()
-        && fd.is_none_or(|q| q.events.lock().unwrap_or_else(|e| e.into_inner()).is_empty())
+        && fd.is_none_or(|q| {
+            q.events
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .is_empty()
+        })
 }
 
 /// The next event of the descriptor's queue, waiting up to `limit` (`None`: without limit).

@@ -65,7 +65,11 @@ mod tests {
         assert_eq!(request(250).unwrap(), Some(Duration::from_millis(250)));
         let refused = request(MQSTATE_NO_TIMEOUT).unwrap_err();
         assert_eq!(refused.status, mqstate_status::InvalidArgument);
-        assert!(refused.message.contains("MQSTATE_NO_TIMEOUT"), "{}", refused.message);
+        assert!(
+            refused.message.contains("MQSTATE_NO_TIMEOUT"),
+            "{}",
+            refused.message
+        );
         assert_eq!(wait(0), None);
         assert_eq!(wait(MQSTATE_NO_TIMEOUT), None);
         assert_eq!(wait(7), Some(Duration::from_millis(7)));

@@ -139,14 +139,17 @@ pub unsafe extern "C" fn mqstate_lock_edit(
         let key = unsafe { bytes_arg(key, key_len, "key") }?;
         let f = decide.ok_or_else(|| Failure::invalid("decide is NULL"))?;
         let callback = EditCallback { f, ctx };
-        let call = lock.edit(
-            Bytes::copy_from_slice(key),
-            timeout::option(lease_ms),
-            timeout::request(timeout_ms)?,
-            blocking_decide(move |current| callback.decide(current)),
-        );
+        let edit_timeout = timeout::request(timeout_ms)?;
+        let edit = || {
+            lock.edit(
+                Bytes::copy_from_slice(key),
+                timeout::option(lease_ms),
+                edit_timeout,
+                blocking_decide(move |current| callback.decide(current)),
+            )
+        };
         // SAFETY: per the caller.
-        unsafe { run(call, None, cancel) }?;
+        unsafe { run(cancel, edit) }?;
         Ok(())
     })
 }
