@@ -7,9 +7,11 @@
  * --------------------------
  * - Every name starts with `mqstate_`; types are `mqstate_<thing>`, functions
  *   `mqstate_<thing>_<verb>`, enum constants `MQSTATE_<ENUM>_<VALUE>`.
- * - Objects are opaque handles made by a `_new`/`_connect`/`_from_*` function (or returned
- *   through an out-parameter) and released by exactly one `_free` or `_close`, which accepts
- *   NULL. Nothing else frees them.
+ * - Objects are opaque handles made by a `_new`/`_connect`/`_from_*` function or by the
+ *   object they belong to (`mqstate_client_lock`, `mqstate_client_election`,
+ *   `mqstate_client_observe`, `mqstate_client_scan`: `mqstate_<owner>_<operation>`, the
+ *   names of the core's vocabulary), returned through an out-parameter and released by
+ *   exactly one `_free` or `_close`, which accepts NULL. Nothing else frees them.
  * - Every fallible function returns `mqstate_status` (0 = `MQSTATE_STATUS_OK`; the numbers are
  *   fixed forever and shared with the other languages' error codes). Out-parameters are reset
  *   first: on failure every one holds NULL/0/false, `{NULL, 0}` or its enum's `_NONE` value
