@@ -1696,6 +1696,24 @@ mqstate_status mqstate_clock_current(const struct mqstate_clock *clock, struct m
 void mqstate_clock_free(struct mqstate_clock *clock);
 
 /**
+ * Parses a condition as every language spells it: `"nx"` or `"nex"` in any case, or NULL
+ * for a plain SET (`MQSTATE_SET_CONDITION_ALWAYS`). Any other text is
+ * `MQSTATE_STATUS_INVALID_ARGUMENT` with the core's one message, and `*out` is
+ * `MQSTATE_SET_CONDITION_ALWAYS`.
+ *
+ * # Safety
+ * `text` must be NULL or a NUL-terminated string; `out` NULL or writable.
+ */
+mqstate_status mqstate_set_condition_parse(const char *text, uint32_t *out);
+
+/**
+ * The name of a condition as every language shows it (`"nx"`, `"nex"`), a static
+ * NUL-terminated string; NULL for `MQSTATE_SET_CONDITION_ALWAYS` and for a number that is
+ * no condition.
+ */
+const char *mqstate_set_condition_name(uint32_t condition);
+
+/**
  * Frees a buffer filled in by the library and resets it to `{NULL, 0}`. NULL, and a buffer
  * already reset, are ignored, so freeing twice through the same struct is harmless.
  *

@@ -34,6 +34,7 @@
 
 pub mod client;
 pub mod clock;
+pub mod condition;
 pub mod ffi;
 pub mod hlc;
 pub mod notification;
@@ -61,10 +62,11 @@ pub use client::subscription::{
 pub use client::text::mqstate_value;
 pub use client::timeout::MQSTATE_NO_TIMEOUT;
 pub use clock::{mqstate_clock, mqstate_now_fn};
+pub use condition::mqstate_set_condition;
 pub use ffi::mqstate_bytes;
 pub use hlc::mqstate_hlc;
 pub use notification::{mqstate_event_kind, mqstate_notification, mqstate_notification_info};
-pub use request::{mqstate_request, mqstate_request_info, mqstate_set_condition};
+pub use request::{mqstate_request, mqstate_request_info};
 pub use response::{mqstate_response, mqstate_response_info, mqstate_response_kind, mqstate_verb};
 pub use status::{
     mqstate_last_error_message, mqstate_status, mqstate_status_family, mqstate_status_name,

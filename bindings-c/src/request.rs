@@ -10,36 +10,14 @@ use std::num::NonZeroU64;
 use std::ptr;
 
 use bytes::Bytes;
-use mqstate::codec::{Request, SetCondition};
+use mqstate::codec::Request;
 
+use crate::condition::{condition_arg, mqstate_set_condition};
 use crate::ffi::{
     bytes_arg, bytes_ptr, free_handle, handle_arg, mqstate_bytes, new_handle, out_arg, out_ptr,
 };
 use crate::response::mqstate_verb;
 use crate::status::{Failure, FfiResult, boundary, mqstate_status};
-
-/// The condition of a SET (spec §3). Passed to `mqstate_encode_set` as a `uint32_t`.
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum mqstate_set_condition {
-    /// Set unconditionally.
-    Always = 0,
-    /// `NX`: only if the key does not exist.
-    Nx = 1,
-    /// `NEX`: only if the key does not exist or already holds the same value.
-    Nex = 2,
-}
-
-pub(crate) fn condition_arg(condition: u32) -> Result<SetCondition, Failure> {
-    match condition {
-        c if c == mqstate_set_condition::Always as u32 => Ok(SetCondition::Always),
-        c if c == mqstate_set_condition::Nx as u32 => Ok(SetCondition::NotExists),
-        c if c == mqstate_set_condition::Nex as u32 => Ok(SetCondition::NotExistsOrEqual),
-        other => Err(Failure::invalid(format!(
-            "{other} is not a mqstate_set_condition"
-        ))),
-    }
-}
 
 /// Resets `*out`, then builds `request` from the arguments, validates and encodes it into
 /// `*out`: a failure of any argument leaves `*out` as `{NULL, 0}`.
@@ -320,11 +298,7 @@ pub unsafe extern "C" fn mqstate_request_get(
                 ..
             } => {
                 (info.value, info.value_len) = (bytes_ptr(value), value.len());
-                info.condition = match condition {
-                    SetCondition::NotExists => mqstate_set_condition::Nx,
-                    SetCondition::NotExistsOrEqual => mqstate_set_condition::Nex,
-                    SetCondition::Always => mqstate_set_condition::Always,
-                };
+                info.condition = mqstate_set_condition::of(*condition);
                 info.px_ms = expiry_ms.map_or(0, |ms| ms.get());
             }
             Request::VDel { value, .. } => {

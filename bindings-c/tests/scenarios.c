@@ -510,9 +510,9 @@ static int step(struct run *r, const cJSON *s, mqstate_status *st) {
         char *owned = NULL, *version = NULL;
         bool applied = false;
         memset(&o, 0, sizeof o);
-        const char *cond = str(s, "condition");
-        o.condition = cond == NULL ? MQSTATE_SET_CONDITION_ALWAYS
-                      : strcmp(cond, "nx") == 0 ? MQSTATE_SET_CONDITION_NX : MQSTATE_SET_CONDITION_NEX;
+        /* The condition's text, parsed by the core as in every language. */
+        *st = mqstate_set_condition_parse(str(s, "condition"), &o.condition);
+        if (*st != MQSTATE_STATUS_OK) return 0;
         o.expiry_ms = (uint64_t)num(s, "expiry_ms", 0);
         if (cJSON_GetObjectItemCaseSensitive(s, "expiry_ms") && o.expiry_ms == 0) {
             *st = MQSTATE_STATUS_INVALID_ARGUMENT; /* C has no "zero expiry": 0 means none */

@@ -327,7 +327,27 @@ static void neutral_values(void) {
           "VDEL outcome names are the core's");
 }
 
+/* SET conditions as text, parsed and named by the core. */
+static void conditions(void) {
+    uint32_t condition = 99;
+    CHECK_STATUS(mqstate_set_condition_parse("NX", &condition), MQSTATE_STATUS_OK, "NX");
+    CHECK(condition == MQSTATE_SET_CONDITION_NX, "any case");
+    CHECK_STATUS(mqstate_set_condition_parse("nex", &condition), MQSTATE_STATUS_OK, "nex");
+    CHECK(condition == MQSTATE_SET_CONDITION_NEX, "nex");
+    CHECK_STATUS(mqstate_set_condition_parse("maybe", &condition), MQSTATE_STATUS_INVALID_ARGUMENT,
+                 "unknown condition");
+    CHECK(condition == MQSTATE_SET_CONDITION_ALWAYS, "reset to ALWAYS");
+    CHECK(strstr(last_error(), "\"nx\" or \"nex\"") != NULL, "the core's message: %s",
+          last_error());
+    CHECK_STATUS(mqstate_set_condition_parse(NULL, &condition), MQSTATE_STATUS_OK, "none");
+    CHECK(condition == MQSTATE_SET_CONDITION_ALWAYS, "NULL: a plain SET");
+    CHECK(strcmp(mqstate_set_condition_name(MQSTATE_SET_CONDITION_NEX), "nex") == 0 &&
+              mqstate_set_condition_name(MQSTATE_SET_CONDITION_ALWAYS) == NULL,
+          "names");
+}
+
 void test_outparams(void) {
+    conditions();
     pure_layer();
     client_layer();
     neutral_values();

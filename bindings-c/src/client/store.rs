@@ -16,8 +16,8 @@ use super::settings::mqstate_settings;
 use super::subscription::{mqstate_subscription, new_subscription};
 use super::text::{mqstate_value, new_value, put, put_string, reset_string};
 use super::timeout;
+use crate::condition::condition_arg;
 use crate::ffi::{bytes_arg, out_arg};
-use crate::request::condition_arg;
 use crate::status::{Failure, boundary, mqstate_status};
 
 /// A connection to the state store (opaque; thread-safe: any number of threads may call
