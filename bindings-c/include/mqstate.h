@@ -2074,14 +2074,6 @@ const uint8_t *mqstate_response_token(const struct mqstate_response *response, s
 void mqstate_response_free(struct mqstate_response *response);
 
 /**
- * The family of `status` (`MQSTATE_STATUS_FAMILY_NONE` for success, for statuses in no
- * family and for numbers that are no status): e.g. every connect failure —
- * `CONNECT_FAILED`, `CONNECT_REFUSED`, `CONNECT_TIMEOUT`, `CONNECT_UNAUTHORIZED`, `TLS` —
- * is `MQSTATE_STATUS_FAMILY_CONNECT`.
- */
-mqstate_status_family mqstate_status_family_of(uint32_t status);
-
-/**
  * The name of `status`, e.g. `"malformed"`, as a static NUL-terminated string; for store
  * errors the kind (`"syntax_error"`, `"unknown_store_error"` …); `"ok"` for 0. A number that
  * is no status gives `"unknown_status"`. Never NULL; the caller must not free it.
@@ -2098,6 +2090,14 @@ const char *mqstate_status_name(uint32_t status);
  * `buf` must be NULL or point to `len` writable bytes.
  */
 size_t mqstate_last_error_message(char *buf, size_t len);
+
+/**
+ * The family of `status` (`MQSTATE_STATUS_FAMILY_NONE` for success, for statuses in no
+ * family and for numbers that are no status): e.g. every connect failure —
+ * `CONNECT_FAILED`, `CONNECT_REFUSED`, `CONNECT_TIMEOUT`, `CONNECT_UNAUTHORIZED`, `TLS` —
+ * is `MQSTATE_STATUS_FAMILY_CONNECT`.
+ */
+mqstate_status_family mqstate_status_family_of(uint32_t status);
 
 /**
  * The topic every request is published to, as a static NUL-terminated string (the same
