@@ -3,8 +3,9 @@
  * protocol's pure layers (`codec`, `hlc`, `topics`), over the mqstate Rust core.
  *
  * Versions and fencing tokens are `hlc.Hlc` values (pass an `Hlc` or its text back);
- * durations are milliseconds; keys and values accept `string` (UTF-8), `Buffer` and
- * `Uint8Array`, and values come back as `Buffer`s.
+ * durations are milliseconds, in options named `…Ms` (`expiryMs`, `timeoutMs`, `leaseMs`
+ * …); keys and values accept `string` (UTF-8), `Buffer` and `Uint8Array`, and values come
+ * back as `Buffer`s.
  */
 import { codec, hlc, topics, errorCodes, storeErrorKinds } from './native'
 
@@ -24,15 +25,18 @@ export interface CallOptions {
 /** Options of a call that waits for a response. */
 export interface RequestOptions extends CallOptions {
   /** This call's timeout in milliseconds instead of the client's `requestTimeout`. */
-  timeout?: number
+  timeoutMs?: number
 }
+
+/** A SET condition, in any case: `'nx'`: only if the key is missing; `'nex'`: only if missing or already equal. */
+export type SetCondition = 'nx' | 'nex' | 'NX' | 'NEX'
 
 /** Options of `set`. */
 export interface SetOptions extends RequestOptions {
-  /** `'nx'`: only if the key is missing; `'nex'`: only if missing or already equal. */
-  condition?: 'nx' | 'nex'
-  /** The key expires this many milliseconds after the set. */
-  expiry?: number
+  /** `'nx'`: only if the key is missing; `'nex'`: only if missing or already equal (any case). */
+  condition?: SetCondition
+  /** The key expires this many milliseconds after the set (at least 1). */
+  expiryMs?: number
   /** Write fenced by a lock's token. */
   fencingToken?: FencingToken
   /** Ask the service to persist the value. */
@@ -47,8 +51,8 @@ export interface DeleteOptions extends RequestOptions {
 
 /**
  * Connection and client settings: the core's settings table in camelCase (see
- * `settings()`). Durations given as numbers are milliseconds; text uses the core's syntax
- * (`'30s'`, `'250ms'`, `'2m'`, plain seconds).
+ * `settings()`), with the syntax every mqstate language shares. Durations are text
+ * (`'30s'`, `'250ms'`, `'2m'`; bare digits are seconds): a number is refused there.
  */
 export interface ConnectOptions extends CallOptions {
   /** `mqtt://host:port` or `mqtts://…`; query items are settings. */
@@ -61,19 +65,19 @@ export interface ConnectOptions extends CallOptions {
   keyFile?: string
   keyPasswordFile?: string
   clientId?: string
-  keepAlive?: number | string
+  keepAlive?: string
   cleanStart?: boolean | string
-  sessionExpiry?: number | string
+  sessionExpiry?: string
   username?: string
   password?: string
   passwordFile?: string
   satFile?: string
   maxPacketSize?: number | string
-  connectTimeout?: number | string
-  reconnectMinDelay?: number | string
-  reconnectMaxDelay?: number | string
+  connectTimeout?: string
+  reconnectMinDelay?: string
+  reconnectMaxDelay?: string
   /** Default time a call waits for its answer (default 10 s). */
-  requestTimeout?: number | string
+  requestTimeout?: string
   /** Notifications buffered per subscription before the oldest are dropped. */
   observerCapacity?: number | string
   responseTopic?: string
@@ -139,7 +143,7 @@ export declare class LockStatus {
   /** `'held'`, `'not_held'` or `'lost'`. */
   readonly state: 'held' | 'not_held' | 'lost'
   /** The fencing token while held. */
-  readonly token: hlc.Hlc | null
+  readonly fencingToken: hlc.Hlc | null
   /** The lease in milliseconds while held. */
   readonly leaseMs: number | null
   /** Why it was lost. */
@@ -159,7 +163,7 @@ export declare class ConnectionEvent {
 /** Options of `Subscription.next()`. */
 export interface NextOptions extends CallOptions {
   /** Reject with code `'timeout'` when nothing came within this many milliseconds. */
-  timeout?: number
+  timeoutMs?: number
 }
 
 /**
@@ -187,7 +191,7 @@ export declare class Subscription<E> implements AsyncIterableIterator<E, undefin
 /** Options of `scan`. */
 export interface ScanOptions extends CallOptions {
   /** Each page's timeout in milliseconds instead of the client's `requestTimeout`. */
-  timeout?: number
+  timeoutMs?: number
 }
 
 /**
@@ -229,14 +233,32 @@ export declare class EditResult {
 
 /** Options of `client.lock()`. */
 export interface LockOptions {
-  /** Default lease in milliseconds (10000). */
-  lease?: number
+  /** The lease of this lock's acquires in milliseconds (default: the core's, 10 s). */
+  leaseMs?: number
   /** The holder id written (default: the client id). */
   holder?: string
   /** Tells sessions of one holder apart: the holder id becomes `holder:sessionId`. */
   sessionId?: string
   /** Renew automatically this often (ms) after each acquire; must be shorter than the lease. */
-  autoRenew?: number
+  autoRenewMs?: number
+}
+
+/** Options of `lock.tryAcquire()`. */
+export interface TryAcquireOptions extends CallOptions {
+  /** This acquire's lease in milliseconds instead of the lock's. */
+  leaseMs?: number
+}
+
+/** Options of `lock.acquire()`. */
+export interface AcquireOptions extends TryAcquireOptions {
+  /** Give up after this many milliseconds (default: wait until aborted). */
+  timeoutMs?: number
+}
+
+/** Options of `lock.edit()`. */
+export interface EditOptions extends TryAcquireOptions {
+  /** The whole edit's limit in milliseconds (default: the core's, 10 s). */
+  timeoutMs?: number
 }
 
 /** A leased lock on one key. */
@@ -251,17 +273,17 @@ export declare class Lock {
   /** Whether the lock is held now. */
   readonly isHeld: boolean
   /** Tries once: the fencing token, or `null` when someone else holds it. */
-  tryAcquire (options?: CallOptions & { lease?: number }): Promise<hlc.Hlc | null>
-  /** Waits for the lock (up to `timeout` ms, else until aborted); the fencing token. */
-  acquire (options?: CallOptions & { lease?: number, timeout?: number }): Promise<hlc.Hlc>
+  tryAcquire (options?: TryAcquireOptions): Promise<hlc.Hlc | null>
+  /** Waits for the lock (up to `timeoutMs`, else until aborted); the fencing token. */
+  acquire (options?: AcquireOptions): Promise<hlc.Hlc>
   /** Renews the held lease: the new token, or `null` when no longer held. */
   renew (options?: CallOptions): Promise<hlc.Hlc | null>
   /** Releases the lock; `true` when our hold was deleted. */
   release (options?: CallOptions): Promise<boolean>
   /** The current holder id, or `null` when free. */
   holder (options?: CallOptions): Promise<string | null>
-  /** Renew automatically this often (ms) from the next acquire on; `null`: never. */
-  setAutoRenew (period: number | null): void
+  /** Renew automatically every `periodMs` milliseconds from the next acquire on; `null`: never. */
+  setAutoRenew (periodMs: number | null): void
   /** Holder changes: the current holder, then each change. */
   watchHolder (options?: CallOptions): Subscription<HolderChange | ConnectionEvent>
   /** This lock's status: the current one, then each change. */
@@ -272,19 +294,31 @@ export declare class Lock {
    * with, unchanged.
    */
   edit (key: Bytes, fn: (previous: Value | null) => EditDecision | Promise<EditDecision>,
-    options?: CallOptions & { lease?: number, timeout?: number }): Promise<EditResult>
+    options?: EditOptions): Promise<EditResult>
   /** Releases the lock. */
   [Symbol.asyncDispose] (): Promise<void>
 }
 
 /** Options of `client.election()`. */
 export interface ElectionOptions {
-  /** Default term in milliseconds (10000). */
-  term?: number
+  /** The term of this candidate's campaigns in milliseconds (default: the core's, 10 s). */
+  termMs?: number
   /** Tells sessions of one candidate apart. */
   sessionId?: string
   /** Renew the term this often (ms) while leader. */
-  renewEvery?: number
+  renewEveryMs?: number
+}
+
+/** Options of `election.tryCampaign()`. */
+export interface TryCampaignOptions extends CallOptions {
+  /** This campaign's term in milliseconds instead of the election's. */
+  termMs?: number
+}
+
+/** Options of `election.campaign()`. */
+export interface CampaignOptions extends TryCampaignOptions {
+  /** Give up after this many milliseconds (default: wait until aborted). */
+  timeoutMs?: number
 }
 
 /** A candidate in a leader election. */
@@ -296,10 +330,10 @@ export declare class Election {
   readonly isLeader: boolean
   /** The leader's fencing token while this candidate leads. */
   readonly fencingToken: hlc.Hlc | null
-  /** Waits to become leader (up to `timeout` ms, else until aborted); the leader's fencing token. */
-  campaign (options?: CallOptions & { term?: number, timeout?: number }): Promise<hlc.Hlc>
+  /** Waits to become leader (up to `timeoutMs`, else until aborted); the leader's fencing token. */
+  campaign (options?: CampaignOptions): Promise<hlc.Hlc>
   /** Becomes leader if nobody is; `true` when leader now. */
-  tryCampaign (options?: CallOptions & { term?: number }): Promise<boolean>
+  tryCampaign (options?: TryCampaignOptions): Promise<boolean>
   /** Steps down; `true` when this candidate led. */
   resign (options?: CallOptions): Promise<boolean>
   /** The current leader's id, or `null`. */
@@ -370,9 +404,21 @@ export interface RpcDetails {
   requestProtocolVersion: string | null
 }
 
-/** The base class of every error the client rejects with; branch on `code`. */
+/** What an error carries besides its message and code. */
+export interface ErrorDetails {
+  storeKind?: string
+  status?: number
+  rpc?: RpcDetails
+  mayHaveApplied?: boolean
+  cause?: unknown
+}
+
+/**
+ * The base class of every error the client throws or rejects with: catch by the class of
+ * the code (below) or branch on `code`. A cancelled call's `name` is `'AbortError'`.
+ */
 export declare class MqstateError extends Error {
-  constructor (message: string, code: string, details?: { storeKind?: string, status?: number, rpc?: RpcDetails, mayHaveApplied?: boolean, cause?: unknown })
+  constructor (message: string, code: string, details?: ErrorDetails)
   /** The stable code shared by every mqstate language (see `errorCodes()`). */
   readonly code: string
   /** Whether a sent request may have been applied although it failed. */
@@ -384,16 +430,165 @@ export declare class MqstateError extends Error {
   /** For RPC errors: the details. */
   readonly rpc?: RpcDetails
 }
-/** The store refused the request; `message` is the service's exact text. */
+
+// <generated errors: Generated by scripts/gen-errors.js from core/vocabulary.json: do not edit.>
+/** The family of `timestamp_skew`, `fencing_token_required`, `fencing_token_skew`, `fencing_token_lower_version`, `quota_exceeded`, `syntax_error`, `not_authorized`, `unknown_command`, `wrong_number_of_arguments`, `timestamp_missing`, `timestamp_malformed`, `key_length_zero`, `unknown_store_error`. */
 export declare class StoreError extends MqstateError {}
-/** The RPC layer refused the request. */
-export declare class RpcError extends MqstateError {}
-/** Connecting failed (`connect_failed`, `connect_refused`, `connect_timeout`, `connect_unauthorized`, `tls`). */
+/** The family of `clock_drift`, `clock_overflow`. */
+export declare class ClockError extends MqstateError {}
+/** The family of `connect_failed`, `connect_refused`, `connect_timeout`, `connect_unauthorized`, `tls`. */
 export declare class ConnectError extends MqstateError {}
-/** The call was aborted: `name` `'AbortError'`, `code` `'cancelled'`, `cause` the signal's reason. */
-export declare class AbortError extends MqstateError {
-  constructor (message?: string, details?: { cause?: unknown })
+/** `invalid_argument`: an argument the protocol cannot carry; nothing was sent. */
+export declare class InvalidArgumentError extends MqstateError {
+  constructor (message: string, details?: ErrorDetails)
+  readonly code: 'invalid_argument'
 }
+/** `malformed`: bytes from the wire do not follow the protocol. */
+export declare class MalformedError extends MqstateError {
+  constructor (message: string, details?: ErrorDetails)
+  readonly code: 'malformed'
+}
+/** `clock_drift`: a clock would move too far ahead of the local time. */
+export declare class ClockDriftError extends ClockError {
+  constructor (message: string, details?: ErrorDetails)
+  readonly code: 'clock_drift'
+}
+/** `clock_overflow`: a clock counter would overflow. */
+export declare class ClockOverflowError extends ClockError {
+  constructor (message: string, details?: ErrorDetails)
+  readonly code: 'clock_overflow'
+}
+/** `rpc_error`: the service's RPC layer refused the request (see the status and details). */
+export declare class RpcError extends MqstateError {
+  constructor (message: string, details?: ErrorDetails)
+  readonly code: 'rpc_error'
+}
+/** `timeout`: no answer in time; a sent request may have been applied. */
+export declare class MqstateTimeoutError extends MqstateError {
+  constructor (message: string, details?: ErrorDetails)
+  readonly code: 'timeout'
+}
+/** `connection_lost`: the connection was lost or is not up; a sent request may have been applied. */
+export declare class ConnectionLostError extends MqstateError {
+  constructor (message: string, details?: ErrorDetails)
+  readonly code: 'connection_lost'
+}
+/** `connect_failed`: connecting to the broker failed. */
+export declare class ConnectFailedError extends ConnectError {
+  constructor (message: string, details?: ErrorDetails)
+  readonly code: 'connect_failed'
+}
+/** `closed`: the client or the object is closed. */
+export declare class ClosedError extends MqstateError {
+  constructor (message: string, details?: ErrorDetails)
+  readonly code: 'closed'
+}
+/** `not_held`: the lock (or leadership) is not held. */
+export declare class NotHeldError extends MqstateError {
+  constructor (message: string, details?: ErrorDetails)
+  readonly code: 'not_held'
+}
+/** `cancelled`: the call was cancelled by its caller. */
+export declare class CallCancelledError extends MqstateError {
+  constructor (message: string, details?: ErrorDetails)
+  readonly code: 'cancelled'
+}
+/** `unsupported`: the operation is not supported here. */
+export declare class UnsupportedError extends MqstateError {
+  constructor (message: string, details?: ErrorDetails)
+  readonly code: 'unsupported'
+}
+/** `callback`: a user callback failed; its own error is attached. */
+export declare class CallbackError extends MqstateError {
+  constructor (message: string, details?: ErrorDetails)
+  readonly code: 'callback'
+}
+/** `connect_refused`: the connection was refused; retry later. */
+export declare class ConnectRefusedError extends ConnectError {
+  constructor (message: string, details?: ErrorDetails)
+  readonly code: 'connect_refused'
+}
+/** `connect_timeout`: the connection attempt timed out; retry later. */
+export declare class ConnectTimeoutError extends ConnectError {
+  constructor (message: string, details?: ErrorDetails)
+  readonly code: 'connect_timeout'
+}
+/** `connect_unauthorized`: the broker refused the credentials; fix them. */
+export declare class ConnectUnauthorizedError extends ConnectError {
+  constructor (message: string, details?: ErrorDetails)
+  readonly code: 'connect_unauthorized'
+}
+/** `tls`: the TLS handshake failed; fix the TLS settings. */
+export declare class TlsError extends ConnectError {
+  constructor (message: string, details?: ErrorDetails)
+  readonly code: 'tls'
+}
+/** `timestamp_skew`: the state store refused the request (the message is the service's exact text). */
+export declare class TimestampSkewError extends StoreError {
+  constructor (message: string, details?: ErrorDetails)
+  readonly code: 'timestamp_skew'
+}
+/** `fencing_token_required`: the state store refused the request (the message is the service's exact text). */
+export declare class FencingTokenRequiredError extends StoreError {
+  constructor (message: string, details?: ErrorDetails)
+  readonly code: 'fencing_token_required'
+}
+/** `fencing_token_skew`: the state store refused the request (the message is the service's exact text). */
+export declare class FencingTokenSkewError extends StoreError {
+  constructor (message: string, details?: ErrorDetails)
+  readonly code: 'fencing_token_skew'
+}
+/** `fencing_token_lower_version`: the state store refused the request (the message is the service's exact text). */
+export declare class FencingTokenLowerVersionError extends StoreError {
+  constructor (message: string, details?: ErrorDetails)
+  readonly code: 'fencing_token_lower_version'
+}
+/** `quota_exceeded`: the state store refused the request (the message is the service's exact text). */
+export declare class QuotaExceededError extends StoreError {
+  constructor (message: string, details?: ErrorDetails)
+  readonly code: 'quota_exceeded'
+}
+/** `syntax_error`: the state store refused the request (the message is the service's exact text). */
+export declare class StoreSyntaxError extends StoreError {
+  constructor (message: string, details?: ErrorDetails)
+  readonly code: 'syntax_error'
+}
+/** `not_authorized`: the state store refused the request (the message is the service's exact text). */
+export declare class NotAuthorizedError extends StoreError {
+  constructor (message: string, details?: ErrorDetails)
+  readonly code: 'not_authorized'
+}
+/** `unknown_command`: the state store refused the request (the message is the service's exact text). */
+export declare class UnknownCommandError extends StoreError {
+  constructor (message: string, details?: ErrorDetails)
+  readonly code: 'unknown_command'
+}
+/** `wrong_number_of_arguments`: the state store refused the request (the message is the service's exact text). */
+export declare class WrongNumberOfArgumentsError extends StoreError {
+  constructor (message: string, details?: ErrorDetails)
+  readonly code: 'wrong_number_of_arguments'
+}
+/** `timestamp_missing`: the state store refused the request (the message is the service's exact text). */
+export declare class TimestampMissingError extends StoreError {
+  constructor (message: string, details?: ErrorDetails)
+  readonly code: 'timestamp_missing'
+}
+/** `timestamp_malformed`: the state store refused the request (the message is the service's exact text). */
+export declare class TimestampMalformedError extends StoreError {
+  constructor (message: string, details?: ErrorDetails)
+  readonly code: 'timestamp_malformed'
+}
+/** `key_length_zero`: the state store refused the request (the message is the service's exact text). */
+export declare class KeyLengthZeroError extends StoreError {
+  constructor (message: string, details?: ErrorDetails)
+  readonly code: 'key_length_zero'
+}
+/** `unknown_store_error`: a store error text this version does not know (the text is kept). */
+export declare class UnknownStoreError extends StoreError {
+  constructor (message: string, details?: ErrorDetails)
+  readonly code: 'unknown_store_error'
+}
+// </generated errors>
 
 /** One setting the client accepts. */
 export interface SettingInfo {

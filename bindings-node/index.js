@@ -14,16 +14,12 @@ const { Subscription } = require('./lib/subscription.js')
 const { Pager } = require('./lib/scan.js')
 const { Lock, Election } = require('./lib/locks.js')
 const { Value, Change, HolderChange, LockStatus, ConnectionEvent, EditResult, DELETE, KEEP } = require('./lib/events.js')
-const { MqstateError, StoreError, RpcError, ConnectError, AbortError } = require('./lib/errors.js')
+const { MqstateError } = require('./lib/error-base.js')
+const { CLASSES, ...errorClasses } = require('./lib/error-classes.js')
 
 /** Every setting the client accepts: `{ name (camelCase), type, env, description }`. */
 function settings () {
-  return native.settingsTable().map((row) => ({
-    name: row.name.replace(/_([a-z])/g, (_, c) => c.toUpperCase()),
-    type: row.type,
-    env: row.env ?? null,
-    description: row.description
-  }))
+  return native.settingsTable().map((row) => ({ ...row, env: row.env ?? null }))
 }
 
 module.exports.Client = Client
@@ -40,10 +36,8 @@ module.exports.EditResult = EditResult
 module.exports.DELETE = DELETE
 module.exports.KEEP = KEEP
 module.exports.MqstateError = MqstateError
-module.exports.StoreError = StoreError
-module.exports.RpcError = RpcError
-module.exports.ConnectError = ConnectError
-module.exports.AbortError = AbortError
+// One class per error code and the families, as the core's error table names them.
+Object.assign(module.exports, errorClasses)
 module.exports.settings = settings
 module.exports.errorCodes = native.errorCodes
 module.exports.storeErrorKinds = native.storeErrorKinds

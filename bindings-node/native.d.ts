@@ -24,10 +24,13 @@ export declare class CancelHandle {
 export declare class NativeElection {
   /** The candidate id. */
   get candidateId(): string
-  /** Waits to become leader for `term`, up to `timeout`; the leader's fencing token. */
-  campaign(term: unknown, timeout?: unknown | undefined | null, cancel?: CancelHandle | undefined | null): Promise<hlc.Hlc>
-  /** Becomes leader if nobody is; `true` when leader now. */
-  tryCampaign(term: unknown, cancel?: CancelHandle | undefined | null): Promise<boolean>
+  /**
+   * Waits to become leader for `term` (absent: the election's), up to `timeout`
+   * (absent: without end); the leader's fencing token.
+   */
+  campaign(term?: unknown | undefined | null, timeout?: unknown | undefined | null, cancel?: CancelHandle | undefined | null): Promise<hlc.Hlc>
+  /** Becomes leader if nobody is; `true` when leader now. `term` absent: the election's. */
+  tryCampaign(term?: unknown | undefined | null, cancel?: CancelHandle | undefined | null): Promise<boolean>
   /** Steps down; `true` when this candidate led. */
   resign(cancel?: CancelHandle | undefined | null): Promise<boolean>
   /** The current leader, or `null`. */
@@ -48,10 +51,16 @@ export declare class NativeLock {
   get key(): Buffer
   /** The holder id this lock writes. */
   get holderId(): string
-  /** Tries once: the fencing token, or `null` when someone else holds it. */
-  tryAcquire(lease: unknown, cancel?: CancelHandle | undefined | null): Promise<hlc.Hlc | null>
-  /** Waits for the lock, up to `timeout` (absent: without end). */
-  acquire(lease: unknown, timeout?: unknown | undefined | null, cancel?: CancelHandle | undefined | null): Promise<hlc.Hlc>
+  /**
+   * Tries once: the fencing token, or `null` when someone else holds it. `lease`
+   * absent: the lock's.
+   */
+  tryAcquire(lease?: unknown | undefined | null, cancel?: CancelHandle | undefined | null): Promise<hlc.Hlc | null>
+  /**
+   * Waits for the lock, up to `timeout` (absent: without end). `lease` absent: the
+   * lock's.
+   */
+  acquire(lease?: unknown | undefined | null, timeout?: unknown | undefined | null, cancel?: CancelHandle | undefined | null): Promise<hlc.Hlc>
   /** Renews the held lease: the new token, or `null` when no longer held. */
   renew(cancel?: CancelHandle | undefined | null): Promise<hlc.Hlc | null>
   /** Releases the lock; `true` when our hold was deleted. */
@@ -71,8 +80,11 @@ export declare class NativeLock {
   watchHolder(cancel?: CancelHandle | undefined | null): Promise<NativeSubscription>
   /** Status events: the current status, then each change. */
   watchStatus(): NativeSubscription
-  /** Fenced edit of `key` under this lock; `decide` is the JS layer's decision wrapper. */
-  edit(key: Buffer | Uint8Array | string, decide: (previous: RawValue | null) => Promise<RawDecision>, lease: number, timeout: number, cancel?: CancelHandle | undefined | null): Promise<RawEditResult>
+  /**
+   * Fenced edit of `key` under this lock; `decide` is the JS layer's decision wrapper.
+   * `lease` absent: the lock's; `timeout` absent: the core's edit timeout.
+   */
+  edit(key: Buffer | Uint8Array | string, decide: (previous: RawValue | null) => Promise<RawDecision>, lease?: number | undefined | null, timeout?: number | undefined | null, cancel?: CancelHandle | undefined | null): Promise<RawEditResult>
 }
 
 /** A pager over the keys matching a glob pattern. */
@@ -105,13 +117,19 @@ export declare class NativeStore {
   /**
    * SCAN: a pager over the keys matching the glob `pattern` (throws `invalid_argument`
    * for an empty one); nothing is sent before the first page is asked for. `timeout`
-   * (ms) bounds each page.
+   * (`timeoutMs`) bounds each page.
    */
   scan(pattern: unknown, timeout?: unknown | undefined | null): NativePager
-  /** A leased lock on `key`. */
-  lock(key: unknown, holder?: unknown | undefined | null, sessionId?: unknown | undefined | null, autoRenew?: unknown | undefined | null): NativeLock
-  /** Candidate `candidate` in the election `name`. */
-  election(name: unknown, candidate: unknown, sessionId?: unknown | undefined | null, renewEvery?: unknown | undefined | null): NativeElection
+  /**
+   * A leased lock on `key`; `lease` (`leaseMs`) is its acquires' lease (absent: the
+   * core's default).
+   */
+  lock(key: unknown, lease?: unknown | undefined | null, holder?: unknown | undefined | null, sessionId?: unknown | undefined | null, autoRenew?: unknown | undefined | null): NativeLock
+  /**
+   * Candidate `candidate` in the election `name`; `term` (`termMs`) is its campaigns'
+   * term (absent: the core's default).
+   */
+  election(name: unknown, candidate: unknown, term?: unknown | undefined | null, sessionId?: unknown | undefined | null, renewEvery?: unknown | undefined | null): NativeElection
   /** Closes the connection (every clone); idempotent. */
   close(): Promise<void>
 }
@@ -119,10 +137,11 @@ export declare class NativeStore {
 /** A stream of events. */
 export declare class NativeSubscription {
   /**
-   * The next event; `null` once the subscription has ended and is drained. Cancelling
-   * it loses no event (the wait is dropped before it takes one).
+   * The next event; `null` once the subscription has ended and is drained. With
+   * `timeout` (`timeoutMs`) it rejects with code `timeout` when nothing came. Neither a
+   * timeout nor a cancellation loses an event.
    */
-  next(cancel?: CancelHandle | undefined | null): Promise<RawEvent | null>
+  next(timeout?: unknown | undefined | null, cancel?: CancelHandle | undefined | null): Promise<RawEvent | null>
   /** The next event if one is buffered, else `null`. */
   tryNext(): RawEvent | null
   /** Ends the subscription now (idempotent). */
@@ -135,7 +154,7 @@ export declare class NativeSubscription {
  * Connects: from `url` (or the environment when `fromEnv`, or the defaults), then each
  * named setting in order. Resolves to a `NativeStore`.
  */
-export declare function connect(url: string | undefined | null, fromEnv: boolean, names: Array<string>, values: Array<string>, cancel?: CancelHandle | undefined | null): Promise<NativeStore>
+export declare function connect(url: string | undefined | null, fromEnv: boolean, names: Array<string>, values: Array<string | number | boolean>, cancel?: CancelHandle | undefined | null): Promise<NativeStore>
 
 /**
  * Every stable error code a JS caller can see in `err.code`, as the core lists them
@@ -233,7 +252,7 @@ export interface RawValue {
 
 /** One row of the core's settings table. */
 export interface SettingRow {
-  /** The core's (snake_case) name. */
+  /** The name as the Node client takes it (camelCase). */
   name: string
   /** `'text' | 'path' | 'bool' | 'count' | 'duration'`. */
   type: string
@@ -251,6 +270,12 @@ export declare function settingsTable(): Array<SettingRow>
  * response's `errorKind`.
  */
 export declare function storeErrorKinds(): Array<string>
+
+/**
+ * Registers the error classes: `classes[code]` is the class of each code, constructed
+ * with the message. Errors thrown from then on are instances of them.
+ */
+export declare function useErrorClasses(classes: Record<string, new (message: string) => Error>): void
 
 export declare namespace codec {
   /** A notification decoded from its topic and payload. */
@@ -346,9 +371,9 @@ export declare namespace codec {
   export interface SetOptions {
     /**
      * `'NX'`: only if the key does not exist; `'NEX'`: only if it does not exist or
-     * already holds this value. Left out: set unconditionally.
+     * already holds this value (any case). Left out: set unconditionally.
      */
-    condition?: 'NX' | 'NEX'
+    condition?: 'NX' | 'NEX' | 'nx' | 'nex'
     /** `PX`: the key expires this many milliseconds after the SET (a positive integer). */
     pxMs?: number
   }

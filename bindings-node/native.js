@@ -845,6 +845,7 @@ module.exports.connect = nativeBinding.connect
 module.exports.errorCodes = nativeBinding.errorCodes
 module.exports.settingsTable = nativeBinding.settingsTable
 module.exports.storeErrorKinds = nativeBinding.storeErrorKinds
+module.exports.useErrorClasses = nativeBinding.useErrorClasses
 module.exports.codec = nativeBinding.codec
 module.exports.hlc = nativeBinding.hlc
 module.exports.topics = nativeBinding.topics

@@ -6,16 +6,16 @@ const url = process.env.MQSTATE_URL ?? 'mqtt://localhost:1883'
 const alice = await Client.connect(url)
 const bob = await Client.connect(url)
 try {
-  const a = alice.election('scheduler', 'alice', { term: 5_000 })
-  const b = bob.election('scheduler', 'bob', { term: 5_000 })
+  const a = alice.election('scheduler', 'alice', { termMs: 5_000 })
+  const b = bob.election('scheduler', 'bob', { termMs: 5_000 })
 
   const leaders = a.watchLeader()
   await leaders.ready()
 
-  const token = await a.campaign({ timeout: 10_000 })
+  const token = await a.campaign({ timeoutMs: 10_000 })
   console.log(`alice leads (fencing token ${token}); bob tries: ${await b.tryCampaign()}`)
 
-  const bobWins = b.campaign({ timeout: 10_000 })
+  const bobWins = b.campaign({ timeoutMs: 10_000 })
   await a.resign()
   await bobWins
   console.log(`leader now: ${await a.leader()}`)

@@ -5,9 +5,9 @@ import { Client } from 'mqstate'
 
 const client = await Client.connect(process.env.MQSTATE_URL ?? 'mqtt://localhost:1883')
 try {
-  const lock = client.lock('counter-lock', { lease: 5_000 })
+  const lock = client.lock('counter-lock', { leaseMs: 5_000 })
 
-  const token = await lock.acquire({ timeout: 10_000, signal: AbortSignal.timeout(15_000) })
+  const token = await lock.acquire({ timeoutMs: 10_000, signal: AbortSignal.timeout(15_000) })
   console.log(`holder ${await lock.holder()} with fencing token ${token}`)
   await client.set('counter', '0', { fencingToken: token })
   await lock.release()

@@ -4,7 +4,7 @@ import { Client } from 'mqstate'
 
 const client = await Client.connect(process.env.MQSTATE_URL ?? 'mqtt://localhost:1883')
 try {
-  const { version } = await client.set('greeting', 'hello', { expiry: 60_000 })
+  const { version } = await client.set('greeting', 'hello', { expiryMs: 60_000 })
   console.log(`set greeting at version ${version}`)
 
   const value = await client.get('greeting')

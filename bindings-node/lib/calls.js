@@ -1,11 +1,11 @@
 'use strict'
 /**
  * @file Running one native call: `AbortSignal` support (an abort cancels the core call,
- * which then rejects with an `AbortError`) and error mapping. Settings by name.
+ * which then rejects with a `CallCancelledError`) and error mapping. Settings by name.
  */
 
 const native = require('../native.js')
-const { AbortError, fromNative, invalidArgument } = require('./errors.js')
+const { errorOf, fromNative, invalidArgument } = require('./errors.js')
 
 /**
  * Checks a `signal` option.
@@ -57,7 +57,7 @@ async function call (signalOption, start, kept) {
       throw mapped(e, undefined, kept)
     }
   }
-  if (signal.aborted) throw new AbortError('the call was aborted before it started', { cause: signal.reason })
+  if (signal.aborted) throw errorOf('cancelled', 'the call was aborted before it started', { cause: signal.reason })
   const handle = new native.CancelHandle()
   const onAbort = () => handle.cancel()
   signal.addEventListener('abort', onAbort, { once: true })
@@ -84,39 +84,21 @@ function sync (fn) {
   }
 }
 
-/** The core's settings table by snake_case name. */
-const SETTINGS = new Map(native.settingsTable().map((row) => [row.name, row]))
-
 /**
- * `camelCase` → `snake_case`.
- * @param {string} name
- */
-function snake (name) {
-  return name.replace(/[A-Z]/g, (c) => '_' + c.toLowerCase())
-}
-
-/**
- * An options object as the `(names, values)` texts the core's `Settings::set` parses: names
- * in snake_case, numbers of duration settings as milliseconds, everything else as its text.
- * `url` and `signal` are not settings and are skipped.
+ * An options object as the `(names, values)` the native `connect` takes (the core parses
+ * and checks both). `url` and `signal` are not settings and are skipped.
  * @param {Record<string, unknown>} options
- * @returns {[string[], string[]]}
+ * @returns {[string[], any[]]}
  */
 function settingPairs (options) {
   const names = []
   const values = []
   for (const [name, value] of Object.entries(options)) {
     if (name === 'url' || name === 'signal' || value === undefined) continue
-    const key = snake(name)
-    let text
-    if (typeof value === 'string') text = value
-    else if (typeof value === 'number') text = SETTINGS.get(key)?.type === 'duration' ? `${value}ms` : String(value)
-    else if (typeof value === 'boolean') text = String(value)
-    else throw invalidArgument(`setting ${name} must be a string, number or boolean`)
-    names.push(key)
-    values.push(text)
+    names.push(name)
+    values.push(value)
   }
   return [names, values]
 }
 
-module.exports = { call, sync, settingPairs, signalOf, SETTINGS }
+module.exports = { call, sync, settingPairs, signalOf }

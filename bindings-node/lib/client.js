@@ -7,17 +7,27 @@
 
 const native = require('../native.js')
 const { call, settingPairs, sync, signalOf } = require('./calls.js')
-const { MqstateError, invalidArgument } = require('./errors.js')
-const { Value, ms } = require('./events.js')
+const { invalidArgument, errorOf } = require('./errors.js')
+const { checked } = require('./options.js')
+const { Value } = require('./events.js')
 const { Subscription } = require('./subscription.js')
 const { Pager } = require('./scan.js')
 const { Lock, Election } = require('./locks.js')
 
-/** The default lease of a lock and term of an election, in milliseconds. */
-const DEFAULT_LEASE_MS = 10000
+/** The options each call takes (every duration in milliseconds, named `…Ms`). */
+const OPTIONS = {
+  set: ['condition', 'expiryMs', 'fencingToken', 'persist', 'timeoutMs', 'signal'],
+  get: ['timeoutMs', 'signal'],
+  delete: ['fencingToken', 'timeoutMs', 'signal'],
+  vdel: ['fencingToken', 'timeoutMs', 'signal'],
+  observe: ['timeoutMs', 'signal'],
+  scan: ['timeoutMs', 'signal'],
+  lock: ['leaseMs', 'holder', 'sessionId', 'autoRenewMs'],
+  election: ['termMs', 'sessionId', 'renewEveryMs']
+}
 
 /**
- * Options of a call.
+ * Options of `connect` / `fromEnv`: any object (the names are settings, checked by the core).
  * @param {unknown} options
  * @returns {Record<string, any>}
  */
@@ -62,9 +72,9 @@ class Client {
   /**
    * Connects to the broker (`mqtt://host:port` or `mqtts://…`, whose query items are
    * settings) or with an options object of settings (`host`, `port`, `clientId`,
-   * `keepAlive`, `requestTimeout`, `observerCapacity` … the core's settings table in
-   * camelCase; duration numbers are milliseconds, text uses the core's syntax such as
-   * `'30s'`). Options may also carry `url` and `signal`.
+   * `keepAlive`, `requestTimeout`, `observerCapacity` … the core's settings table, see
+   * `settings()`). Values are text in the core's syntax (`'30s'`, `'250ms'`; a bare number
+   * is seconds), numbers or booleans. Options may also carry `url` and `signal`.
    * @param {string | Record<string, any>} [urlOrOptions]
    * @param {Record<string, any>} [options]
    */
@@ -86,7 +96,7 @@ class Client {
 
   /** @returns {import('../native.js').NativeStore} */
   #store () {
-    if (this.#native === null) throw new MqstateError('the client is closed', 'closed')
+    if (this.#native === null) throw errorOf('closed', 'the client is closed')
     return this.#native
   }
 
@@ -107,60 +117,60 @@ class Client {
 
   /**
    * Sets `key` to `value`. Options: `condition` (`'nx'`: only if missing; `'nex'`: only if
-   * missing or equal), `expiry` (ms), `fencingToken` (an `Hlc` or its text), `persist`,
-   * `timeout` (ms), `signal`. Resolves to `{ applied, version }`.
+   * missing or equal; any case), `expiryMs`, `fencingToken` (an `Hlc` or its text),
+   * `persist`, `timeoutMs`, `signal`. Resolves to `{ applied, version }`.
    * @param {string | Uint8Array} key
    * @param {string | Uint8Array} value
    * @param {Record<string, any>} [options]
    */
   async set (key, value, options) {
-    const o = opts(options)
-    const r = await call(o.signal, (c) => this.#store().set(key, value, o.condition, ms(o.expiry, 'expiry'), o.fencingToken, o.persist, ms(o.timeout, 'timeout'), c))
+    const o = checked(options, OPTIONS.set, 'set()')
+    const r = await call(o.signal, (c) => this.#store().set(key, value, o.condition, o.expiryMs, o.fencingToken, o.persist, o.timeoutMs, c))
     return { applied: r.applied, version: r.version ?? null }
   }
 
   /**
    * The key's value and version, or `null` when it does not exist.
    * @param {string | Uint8Array} key
-   * @param {Record<string, any>} [options] `timeout` (ms), `signal`
+   * @param {Record<string, any>} [options] `timeoutMs`, `signal`
    */
   async get (key, options) {
-    const o = opts(options)
-    const r = await call(o.signal, (c) => this.#store().get(key, ms(o.timeout, 'timeout'), c))
+    const o = checked(options, OPTIONS.get, 'get()')
+    const r = await call(o.signal, (c) => this.#store().get(key, o.timeoutMs, c))
     return r === null ? null : new Value(r.value, r.version ?? null)
   }
 
   /**
    * Deletes the key; resolves to the number of keys deleted (0 or 1).
    * @param {string | Uint8Array} key
-   * @param {Record<string, any>} [options] `fencingToken`, `timeout` (ms), `signal`
+   * @param {Record<string, any>} [options] `fencingToken`, `timeoutMs`, `signal`
    */
   async delete (key, options) {
-    const o = opts(options)
-    return call(o.signal, (c) => this.#store().del(key, o.fencingToken, ms(o.timeout, 'timeout'), c))
+    const o = checked(options, OPTIONS.delete, 'delete()')
+    return call(o.signal, (c) => this.#store().del(key, o.fencingToken, o.timeoutMs, c))
   }
 
   /**
    * Deletes the key only if it holds `value`: `'deleted' | 'not_found' | 'value_mismatch'`.
    * @param {string | Uint8Array} key
    * @param {string | Uint8Array} value
-   * @param {Record<string, any>} [options] `fencingToken`, `timeout` (ms), `signal`
+   * @param {Record<string, any>} [options] `fencingToken`, `timeoutMs`, `signal`
    */
   async vdel (key, value, options) {
-    const o = opts(options)
-    return call(o.signal, (c) => this.#store().vdel(key, value, o.fencingToken, ms(o.timeout, 'timeout'), c))
+    const o = checked(options, OPTIONS.vdel, 'vdel()')
+    return call(o.signal, (c) => this.#store().vdel(key, value, o.fencingToken, o.timeoutMs, c))
   }
 
   /**
    * The key's changes as an async iterator (`for await (const change of client.observe(k))`);
    * registration starts now (`await sub.ready()` waits for it). `break` sends STOP.
    * @param {string | Uint8Array} key
-   * @param {Record<string, any>} [options] `timeout` (ms, of the registration), `signal`
+   * @param {Record<string, any>} [options] `timeoutMs` (of the registration), `signal`
    */
   observe (key, options) {
-    const o = opts(options)
+    const o = checked(options, OPTIONS.observe, 'observe()')
     const store = this.#store()
-    const start = call(o.signal, (c) => store.observe(key, ms(o.timeout, 'timeout'), c))
+    const start = call(o.signal, (c) => store.observe(key, o.timeoutMs, c))
     return new Subscription(start, this.#subscriptions)
   }
 
@@ -171,43 +181,43 @@ class Client {
    * `Buffer`s. Nothing is sent until the first page is asked for; an empty pattern throws
    * (code `'invalid_argument'`).
    * @param {string | Uint8Array} pattern
-   * @param {Record<string, any>} [options] `timeout` (ms, of each page), `signal` (aborts the page in flight)
+   * @param {Record<string, any>} [options] `timeoutMs` (of each page), `signal` (aborts the page in flight)
    */
   scan (pattern, options) {
-    const o = opts(options)
+    const o = checked(options, OPTIONS.scan, 'scan()')
     const signal = sync(() => signalOf(o.signal))
     const store = this.#store()
-    const pager = sync(() => store.scan(pattern, ms(o.timeout, 'timeout')))
+    const pager = sync(() => store.scan(pattern, o.timeoutMs))
     return new Pager(pager, signal)
   }
 
   /**
-   * A leased lock on `key`. Options: `lease` (ms, default 10000), `holder` (default the
-   * client id), `sessionId`, `autoRenew` (ms: renew this often after each acquire).
+   * A leased lock on `key`. Options: `leaseMs` (the lease of its acquires; default the
+   * core's), `holder` (default the client id), `sessionId`, `autoRenewMs` (renew this often
+   * after each acquire).
    * @param {string | Uint8Array} key
    * @param {Record<string, any>} [options]
    */
   lock (key, options) {
-    const o = opts(options)
-    const lease = ms(o.lease, 'lease') ?? DEFAULT_LEASE_MS
+    const o = checked(options, OPTIONS.lock, 'lock()')
     const store = this.#store()
-    const lock = sync(() => store.lock(key, o.holder, o.sessionId, ms(o.autoRenew, 'autoRenew')))
-    return new Lock(lock, lease, this.#subscriptions)
+    const lock = sync(() => store.lock(key, o.leaseMs, o.holder, o.sessionId, o.autoRenewMs))
+    return new Lock(lock, this.#subscriptions)
   }
 
   /**
-   * Candidate `candidate` in the election `name`. Options: `term` (ms, default 10000),
-   * `sessionId`, `renewEvery` (ms: renew the term this often while leader).
+   * Candidate `candidate` in the election `name`. Options: `termMs` (the term of its
+   * campaigns; default the core's), `sessionId`, `renewEveryMs` (renew the term this often
+   * while leader).
    * @param {string | Uint8Array} name
    * @param {string} candidate
    * @param {Record<string, any>} [options]
    */
   election (name, candidate, options) {
-    const o = opts(options)
-    const term = ms(o.term, 'term') ?? DEFAULT_LEASE_MS
+    const o = checked(options, OPTIONS.election, 'election()')
     const store = this.#store()
-    const election = sync(() => store.election(name, candidate, o.sessionId, ms(o.renewEvery, 'renewEvery')))
-    return new Election(election, term, this.#subscriptions)
+    const election = sync(() => store.election(name, candidate, o.termMs, o.sessionId, o.renewEveryMs))
+    return new Election(election, this.#subscriptions)
   }
 
   /** Closes the connection and its subscriptions; pending calls reject with code `'closed'`. Idempotent. */
@@ -227,4 +237,4 @@ if (Symbol.asyncDispose) {
   })
 }
 
-module.exports = { Client, DEFAULT_LEASE_MS }
+module.exports = { Client, OPTIONS }

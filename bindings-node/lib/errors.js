@@ -1,92 +1,50 @@
 'use strict'
 /**
- * @file The client's error classes. Every rejection of the client is an `MqstateError`
- * (or a subclass) whose `code` is the core's stable error code, shared by every mqstate
- * language (`'timeout'`, `'not_held'`, `'fencing_token_required'` …); branch on `code`,
- * never on `message`. The native layer rejects with plain objects carrying the code and
- * the details; {@link fromNative} picks the class.
+ * @file The client's errors. Every rejection of the client is an `MqstateError` whose
+ * `code` is the core's stable error code, shared by every mqstate language (`'timeout'`,
+ * `'not_held'`, `'fencing_token_required'` …), and whose class is the one the core's error
+ * table names for that code (`NotHeldError`, `FencingTokenRequiredError` …, under the
+ * families `StoreError`, `ClockError`, `ConnectError`): generated into `error-classes.js`.
+ * The classes are registered with the native layer here, at load, so that what it throws
+ * or rejects with (the client's errors, and those of `codec`, `hlc` and `topics`) is
+ * already of its class; {@link fromNative} adds what only the JS layer knows.
  */
 
 const native = require('../native.js')
+const { MqstateError } = require('./error-base.js')
+const { CLASSES } = require('./error-classes.js')
 
-/** Codes of the connection failures. */
-const CONNECT_CODES = new Set([
-  'connect_failed', 'connect_refused', 'connect_timeout', 'connect_unauthorized', 'tls'
-])
-/** Codes of the store's own errors (the message is the service's exact text). */
-const STORE_CODES = new Set(native.storeErrorKinds())
-
-/** The base class of every error the client rejects with. */
-class MqstateError extends Error {
-  /**
-   * @param {string} message for people
-   * @param {string} code the stable code (see `errorCodes()`)
-   * @param {{ storeKind?: string, status?: number, rpc?: object, mayHaveApplied?: boolean, cause?: unknown }} [details]
-   */
-  constructor (message, code, details = {}) {
-    super(message, 'cause' in details ? { cause: details.cause } : undefined)
-    this.name = new.target.name
-    /** The stable code. */
-    this.code = code
-    /** Whether a sent request may have been applied although it failed (timeout, lost connection). */
-    this.mayHaveApplied = Boolean(details.mayHaveApplied)
-    if (details.storeKind !== undefined) this.storeKind = details.storeKind
-    if (details.status !== undefined) this.status = details.status
-    if (details.rpc !== undefined) this.rpc = details.rpc
-  }
-}
-
-/** The state store refused the request; `message` is the service's exact text. */
-class StoreError extends MqstateError {}
-
-/** The service's RPC layer refused the request; `status` and `rpc` say why. */
-class RpcError extends MqstateError {}
-
-/** Connecting to the broker failed (`connect_failed`, `connect_refused`, `connect_timeout`, `connect_unauthorized`, `tls`). */
-class ConnectError extends MqstateError {}
+native.useErrorClasses(CLASSES)
 
 /**
- * The call was aborted (its `AbortSignal`) or cancelled: `name` is `'AbortError'`, `code`
- * is `'cancelled'`, and `cause` is the signal's reason.
- */
-class AbortError extends MqstateError {
-  /**
-   * @param {string} [message]
-   * @param {{ cause?: unknown }} [details]
-   */
-  constructor (message = 'the call was aborted', details = {}) {
-    super(message, 'cancelled', details)
-    this.name = 'AbortError'
-  }
-}
-
-/**
- * The error class for a code.
+ * The error of `code` (its class from the core's table; `MqstateError` for a code this
+ * version does not know).
  * @param {string} code
+ * @param {string} message
+ * @param {import('./error-base.js').ErrorDetails} [details]
+ * @returns {MqstateError}
  */
-function classOf (code) {
-  if (code === 'cancelled') return AbortError
-  if (code === 'rpc_error') return RpcError
-  if (STORE_CODES.has(code)) return StoreError
-  if (CONNECT_CODES.has(code)) return ConnectError
-  return MqstateError
+function errorOf (code, message, details = {}) {
+  const Class = Object.hasOwn(CLASSES, code) ? CLASSES[/** @type {keyof typeof CLASSES} */ (code)] : undefined
+  return Class === undefined ? new MqstateError(message, code, details) : new Class(message, details)
 }
 
 /**
- * An `MqstateError` for what the native layer threw or rejected with.
+ * What the client rejects with for what the native layer threw or rejected with: the same
+ * error, except that a cancellation by the call's aborted `signal` carries the signal's
+ * reason as `cause`, and an error of another class than its code's (none, once the classes
+ * are registered) gets its class.
  * @param {any} err
- * @param {AbortSignal | undefined} [signal] the call's signal: an abort gives its reason as `cause`
+ * @param {AbortSignal | undefined} [signal] the call's signal
  * @returns {unknown}
  */
 function fromNative (err, signal) {
-  if (err instanceof MqstateError || err === null || typeof err !== 'object' || typeof err.code !== 'string') {
-    return err
+  if (err === null || typeof err !== 'object' || typeof err.code !== 'string') return err
+  if (err.code === 'cancelled' && signal !== undefined && signal.aborted) {
+    return errorOf('cancelled', err.message, { cause: signal.reason })
   }
-  if (err.code === 'cancelled') {
-    return new AbortError(err.message, signal && signal.aborted ? { cause: signal.reason } : {})
-  }
-  const Class = classOf(err.code)
-  return new Class(err.message, err.code, err)
+  if (err instanceof MqstateError) return err
+  return errorOf(err.code, err.message, err)
 }
 
 /**
@@ -94,7 +52,7 @@ function fromNative (err, signal) {
  * @param {string} message
  */
 function invalidArgument (message) {
-  return new MqstateError(message, 'invalid_argument')
+  return errorOf('invalid_argument', message)
 }
 
-module.exports = { MqstateError, StoreError, RpcError, ConnectError, AbortError, fromNative, invalidArgument }
+module.exports = { errorOf, fromNative, invalidArgument }

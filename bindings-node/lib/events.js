@@ -5,8 +5,6 @@
  * durations are milliseconds.
  */
 
-const { invalidArgument } = require('./errors.js')
-
 /** A key's value (a `Buffer`) with its version. */
 class Value {
   /**
@@ -76,7 +74,7 @@ class LockStatus {
     /** `'held' | 'not_held' | 'lost'`. */
     this.state = /** @type {'held' | 'not_held' | 'lost'} */ (raw.state)
     /** The fencing token while held. */
-    this.token = raw.token ?? null
+    this.fencingToken = raw.token ?? null
     /** The lease in milliseconds while held. */
     this.leaseMs = raw.leaseMs ?? null
     /** Why it was lost: `'expired' | 'taken_over' | 'renewal_failed'`. */
@@ -150,16 +148,4 @@ class EditResult {
   }
 }
 
-/**
- * Checks a duration option (milliseconds) given in JS; `undefined` stays `undefined`.
- * @param {unknown} value
- * @param {string} what
- * @returns {number | undefined}
- */
-function ms (value, what) {
-  if (value === undefined || value === null) return undefined
-  if (typeof value !== 'number') throw invalidArgument(`${what} must be a number of milliseconds`)
-  return value
-}
-
-module.exports = { Value, Change, HolderChange, LockStatus, ConnectionEvent, EditResult, DELETE, KEEP, toEvent, decision, ms }
+module.exports = { Value, Change, HolderChange, LockStatus, ConnectionEvent, EditResult, DELETE, KEEP, toEvent, decision }

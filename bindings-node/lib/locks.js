@@ -5,40 +5,48 @@
  *
  * A lock is held by writing its holder id with `SET key holder NEX PX lease`; the version
  * of that write is the **fencing token** to pass (`fencingToken`) on writes to the keys the
- * lock protects. Automatic renewal (`autoRenew`) starts after a successful acquire and stops
+ * lock protects. Automatic renewal (`autoRenewMs`) starts after a successful acquire and stops
  * at the first failed renewal.
  */
 
 const { call, sync } = require('./calls.js')
-const { EditResult, Value, decision, ms } = require('./events.js')
+const { EditResult, Value, decision } = require('./events.js')
+const { checked } = require('./options.js')
 const { Subscription } = require('./subscription.js')
 
+/** The options each call takes (every duration in milliseconds, named `…Ms`). */
+const OPTIONS = {
+  tryAcquire: ['leaseMs', 'signal'],
+  acquire: ['leaseMs', 'timeoutMs', 'signal'],
+  edit: ['leaseMs', 'timeoutMs', 'signal'],
+  campaign: ['termMs', 'timeoutMs', 'signal'],
+  tryCampaign: ['termMs', 'signal'],
+  signalOnly: ['signal']
+}
+
 /**
- * Options of a call.
+ * The `signal` option of a call that takes no other.
  * @param {unknown} options
- * @returns {Record<string, any>}
+ * @param {string} what
  */
-function opts (options) {
-  return options === undefined || options === null ? {} : /** @type {Record<string, any>} */ (options)
+function signalOnly (options, what) {
+  return checked(options, OPTIONS.signalOnly, what).signal
 }
 
 /** A leased lock on one key. */
 class Lock {
   /** @type {import('../native.js').NativeLock} */
   #native
-  #lease
   /** @type {Set<Subscription>} */
   #owner
 
   /**
    * Use `client.lock()`.
    * @param {import('../native.js').NativeLock} lock
-   * @param {number} lease default lease (ms)
    * @param {Set<Subscription>} owner the client's open subscriptions
    */
-  constructor (lock, lease, owner) {
+  constructor (lock, owner) {
     this.#native = lock
-    this.#lease = lease
     this.#owner = owner
   }
 
@@ -63,22 +71,23 @@ class Lock {
   }
 
   /**
-   * Tries once: the fencing token, or `null` when someone else holds it.
-   * @param {{ lease?: number, signal?: AbortSignal }} [options]
+   * Tries once: the fencing token, or `null` when someone else holds it. `leaseMs`: this
+   * acquire's lease instead of the lock's.
+   * @param {{ leaseMs?: number, signal?: AbortSignal }} [options]
    */
   async tryAcquire (options) {
-    const o = opts(options)
-    return call(o.signal, (c) => this.#native.tryAcquire(ms(o.lease, 'lease') ?? this.#lease, c))
+    const o = checked(options, OPTIONS.tryAcquire, 'tryAcquire()')
+    return call(o.signal, (c) => this.#native.tryAcquire(o.leaseMs, c))
   }
 
   /**
-   * Waits for the lock, up to `timeout` (ms; without end when absent: abort with `signal`);
+   * Waits for the lock, up to `timeoutMs` (without end when absent: abort with `signal`);
    * resolves to the fencing token.
-   * @param {{ lease?: number, timeout?: number, signal?: AbortSignal }} [options]
+   * @param {{ leaseMs?: number, timeoutMs?: number, signal?: AbortSignal }} [options]
    */
   async acquire (options) {
-    const o = opts(options)
-    return call(o.signal, (c) => this.#native.acquire(ms(o.lease, 'lease') ?? this.#lease, ms(o.timeout, 'timeout'), c))
+    const o = checked(options, OPTIONS.acquire, 'acquire()')
+    return call(o.signal, (c) => this.#native.acquire(o.leaseMs, o.timeoutMs, c))
   }
 
   /**
@@ -86,7 +95,7 @@ class Lock {
    * @param {{ signal?: AbortSignal }} [options]
    */
   async renew (options) {
-    return call(opts(options).signal, (c) => this.#native.renew(c))
+    return call(signalOnly(options, 'renew()'), (c) => this.#native.renew(c))
   }
 
   /**
@@ -94,7 +103,7 @@ class Lock {
    * @param {{ signal?: AbortSignal }} [options]
    */
   async release (options) {
-    return call(opts(options).signal, (c) => this.#native.release(c))
+    return call(signalOnly(options, 'release()'), (c) => this.#native.release(c))
   }
 
   /**
@@ -102,15 +111,15 @@ class Lock {
    * @param {{ signal?: AbortSignal }} [options]
    */
   async holder (options) {
-    return call(opts(options).signal, (c) => this.#native.holder(c))
+    return call(signalOnly(options, 'holder()'), (c) => this.#native.holder(c))
   }
 
   /**
-   * Renew automatically this often (ms) from the next acquire on; `null`: never.
-   * @param {number | null} period
+   * Renew automatically every `periodMs` milliseconds from the next acquire on; `null`: never.
+   * @param {number | null} periodMs
    */
-  setAutoRenew (period) {
-    sync(() => this.#native.setAutoRenew(ms(period, 'period')))
+  setAutoRenew (periodMs) {
+    sync(() => this.#native.setAutoRenew(periodMs))
   }
 
   /**
@@ -118,7 +127,8 @@ class Lock {
    * @param {{ signal?: AbortSignal }} [options]
    */
   watchHolder (options) {
-    return new Subscription(call(opts(options).signal, (c) => this.#native.watchHolder(c)), this.#owner)
+    const signal = signalOnly(options, 'watchHolder()')
+    return new Subscription(call(signal, (c) => this.#native.watchHolder(c)), this.#owner)
   }
 
   /** `LockStatus` events of this lock: the current status, then each change. */
@@ -134,10 +144,11 @@ class Lock {
    * throws (or rejects with) is what `edit` rejects with, unchanged.
    * @param {string | Uint8Array} key
    * @param {(previous: Value | null) => unknown} fn
-   * @param {{ lease?: number, timeout?: number, signal?: AbortSignal }} [options]
+   * `leaseMs` (default the lock's) and `timeoutMs` (of the whole edit; default the core's).
+   * @param {{ leaseMs?: number, timeoutMs?: number, signal?: AbortSignal }} [options]
    */
   async edit (key, fn, options) {
-    const o = opts(options)
+    const o = checked(options, OPTIONS.edit, 'edit()')
     /** @type {Map<number, unknown>} */
     const thrown = new Map()
     /** @param {import('../native.js').RawValue | null} raw */
@@ -150,9 +161,7 @@ class Lock {
         return { kind: 'error', errorId: id }
       }
     }
-    const lease = ms(o.lease, 'lease') ?? this.#lease
-    const timeout = ms(o.timeout, 'timeout') ?? 10000
-    const raw = await call(o.signal, (c) => this.#native.edit(key, decide, lease, timeout, c), thrown)
+    const raw = await call(o.signal, (c) => this.#native.edit(key, decide, o.leaseMs, o.timeoutMs, c), thrown)
     return new EditResult(raw)
   }
 }
@@ -161,19 +170,16 @@ class Lock {
 class Election {
   /** @type {import('../native.js').NativeElection} */
   #native
-  #term
   /** @type {Set<Subscription>} */
   #owner
 
   /**
    * Use `client.election()`.
    * @param {import('../native.js').NativeElection} election
-   * @param {number} term default term (ms)
    * @param {Set<Subscription>} owner the client's open subscriptions
    */
-  constructor (election, term, owner) {
+  constructor (election, owner) {
     this.#native = election
-    this.#term = term
     this.#owner = owner
   }
 
@@ -193,22 +199,23 @@ class Election {
   }
 
   /**
-   * Waits to become leader (up to `timeout` ms; abort with `signal`); the leader's
-   * fencing token. The term is then renewed automatically until `resign()`.
-   * @param {{ term?: number, timeout?: number, signal?: AbortSignal }} [options]
+   * Waits to become leader (up to `timeoutMs`; abort with `signal`); the leader's
+   * fencing token. The term (`termMs`, default the election's) is then renewed
+   * automatically until `resign()`.
+   * @param {{ termMs?: number, timeoutMs?: number, signal?: AbortSignal }} [options]
    */
   async campaign (options) {
-    const o = opts(options)
-    return call(o.signal, (c) => this.#native.campaign(ms(o.term, 'term') ?? this.#term, ms(o.timeout, 'timeout'), c))
+    const o = checked(options, OPTIONS.campaign, 'campaign()')
+    return call(o.signal, (c) => this.#native.campaign(o.termMs, o.timeoutMs, c))
   }
 
   /**
    * Becomes leader if nobody is; `true` when leader now.
-   * @param {{ term?: number, signal?: AbortSignal }} [options]
+   * @param {{ termMs?: number, signal?: AbortSignal }} [options]
    */
   async tryCampaign (options) {
-    const o = opts(options)
-    return call(o.signal, (c) => this.#native.tryCampaign(ms(o.term, 'term') ?? this.#term, c))
+    const o = checked(options, OPTIONS.tryCampaign, 'tryCampaign()')
+    return call(o.signal, (c) => this.#native.tryCampaign(o.termMs, c))
   }
 
   /**
@@ -216,7 +223,7 @@ class Election {
    * @param {{ signal?: AbortSignal }} [options]
    */
   async resign (options) {
-    return call(opts(options).signal, (c) => this.#native.resign(c))
+    return call(signalOnly(options, 'resign()'), (c) => this.#native.resign(c))
   }
 
   /**
@@ -224,7 +231,7 @@ class Election {
    * @param {{ signal?: AbortSignal }} [options]
    */
   async leader (options) {
-    return call(opts(options).signal, (c) => this.#native.leader(c))
+    return call(signalOnly(options, 'leader()'), (c) => this.#native.leader(c))
   }
 
   /**
@@ -232,7 +239,8 @@ class Election {
    * @param {{ signal?: AbortSignal }} [options]
    */
   watchLeader (options) {
-    return new Subscription(call(opts(options).signal, (c) => this.#native.watchLeader(c)), this.#owner)
+    const signal = signalOnly(options, 'watchLeader()')
+    return new Subscription(call(signal, (c) => this.#native.watchLeader(c)), this.#owner)
   }
 
   /** `LockStatus` events of this candidate's own leadership. */
@@ -251,4 +259,4 @@ for (const [Class, method] of /** @type {const} */ ([[Lock, 'release'], [Electio
   }
 }
 
-module.exports = { Lock, Election }
+module.exports = { Lock, Election, OPTIONS }

@@ -8,6 +8,10 @@
  */
 
 const { call } = require('./calls.js')
+const { checked } = require('./options.js')
+
+/** The options of `nextPage()`. */
+const PAGE_OPTIONS = ['signal']
 
 /** @typedef {import('../native.js').NativePager} NativePager */
 
@@ -36,7 +40,7 @@ class Pager {
    * @returns {Promise<Buffer[] | null>}
    */
   async nextPage (options) {
-    const signal = options?.signal ?? this.#signal
+    const signal = checked(options, PAGE_OPTIONS, 'nextPage()').signal ?? this.#signal
     return call(signal, (cancel) => this.#native.nextPage(cancel))
   }
 
@@ -53,4 +57,4 @@ class Pager {
   }
 }
 
-module.exports = { Pager }
+module.exports = { Pager, PAGE_OPTIONS }

@@ -8,8 +8,11 @@
  */
 
 const { call } = require('./calls.js')
-const { fromNative, MqstateError } = require('./errors.js')
-const { toEvent, ms } = require('./events.js')
+const { toEvent } = require('./events.js')
+const { checked } = require('./options.js')
+
+/** The options of `next()`. */
+const NEXT_OPTIONS = ['timeoutMs', 'signal']
 
 /** @typedef {import('../native.js').NativeSubscription} NativeSubscription */
 
@@ -47,31 +50,15 @@ class Subscription {
 
   /**
    * The next event: `{ done: false, value }`, or `{ done: true }` once closed. With
-   * `timeout` (ms) rejects with code `'timeout'` when nothing came; with `signal` an abort
+   * `timeoutMs` rejects with code `'timeout'` when nothing came; with `signal` an abort
    * rejects with an `AbortError`. Either way no event is lost.
-   * @param {{ timeout?: number, signal?: AbortSignal }} [options]
+   * @param {{ timeoutMs?: number, signal?: AbortSignal }} [options]
    */
   async next (options) {
+    const o = checked(options, NEXT_OPTIONS, 'next()')
     const sub = await this.#start
-    if (options === undefined || options === null) {
-      const raw = await sub.next()
-      return raw === null ? { done: true, value: undefined } : { done: false, value: toEvent(raw) }
-    }
-    const timeout = ms(options.timeout, 'timeout')
-    let signal = options.signal
-    if (timeout !== undefined) {
-      const timer = AbortSignal.timeout(timeout)
-      signal = signal ? AbortSignal.any([signal, timer]) : timer
-    }
-    try {
-      const raw = await call(signal, (cancel) => sub.next(cancel))
-      return raw === null ? { done: true, value: undefined } : { done: false, value: toEvent(raw) }
-    } catch (e) {
-      if (timeout !== undefined && e instanceof MqstateError && e.code === 'cancelled' && !options.signal?.aborted) {
-        throw new MqstateError(`no event within ${timeout} ms`, 'timeout')
-      }
-      throw e
-    }
+    const raw = await call(o.signal, (cancel) => sub.next(o.timeoutMs, cancel))
+    return raw === null ? { done: true, value: undefined } : { done: false, value: toEvent(raw) }
   }
 
   /** The next event if one is buffered, else `null`. */
@@ -112,4 +99,4 @@ if (Symbol.asyncDispose) {
   })
 }
 
-module.exports = { Subscription, fromNative }
+module.exports = { Subscription, NEXT_OPTIONS }

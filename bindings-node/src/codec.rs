@@ -18,8 +18,8 @@ use crate::error::{invalid_argument, store_to_js, to_js};
 #[napi(object, namespace = "codec")]
 pub struct SetOptions {
     /// `'NX'`: only if the key does not exist; `'NEX'`: only if it does not exist or
-    /// already holds this value. Left out: set unconditionally.
-    #[napi(ts_type = "'NX' | 'NEX'")]
+    /// already holds this value (any case). Left out: set unconditionally.
+    #[napi(ts_type = "'NX' | 'NEX' | 'nx' | 'nex'")]
     pub condition: Option<String>,
     /// `PX`: the key expires this many milliseconds after the SET (a positive integer).
     pub px_ms: Option<f64>,
@@ -99,17 +99,11 @@ fn encode(env: &Env, request: Request<ByteArg>) -> napi::Result<Buffer> {
 }
 
 fn set_condition(env: &Env, value: Option<Unknown>) -> napi::Result<SetCondition> {
-    let Some(value) = value else {
-        return Ok(SetCondition::Always);
+    let text = match value {
+        Some(value) => Some(args::string(env, value, "option condition")?),
+        None => None,
     };
-    match args::string(env, value, "option condition")?.as_str() {
-        "NX" => Ok(SetCondition::NotExists),
-        "NEX" => Ok(SetCondition::NotExistsOrEqual),
-        other => Err(invalid_argument(
-            env,
-            format!("option condition must be 'NX' or 'NEX', not {other:?}"),
-        )),
-    }
+    SetCondition::parse(text.as_deref()).map_err(|e| to_js(env, &e))
 }
 
 fn expiry(env: &Env, value: Option<Unknown>) -> napi::Result<Option<NonZeroU64>> {

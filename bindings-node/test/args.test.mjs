@@ -63,7 +63,10 @@ test('encodeSet options', () => {
   for (const options of ['NX', 5, true]) {
     throwsCode(() => set(options), 'invalid_argument', `options ${String(options)}`)
   }
-  for (const condition of ['nx', 'XX', '', 5, true]) {
+  // any case, as the core parses a condition in every language
+  assert.equal(set({ condition: 'nx' }), set({ condition: 'NX' }))
+  assert.ok(set({ condition: 'Nex' }).endsWith('$3\r\nNEX\r\n'))
+  for (const condition of ['XX', '', 'nxx', 5, true]) {
     throwsCode(() => set({ condition }), 'invalid_argument', `condition ${String(condition)}`)
   }
   for (const pxMs of [0, 0n, -1, -1n, 1.5, NaN, Infinity, 2 ** 53, '10', 18446744073709551616n, {}]) {

@@ -19,6 +19,17 @@ const CODES = [
   ...STORE_KINDS
 ]
 
+test('the pure layers throw the class of the code, as the client does', () => {
+  const malformed = throwsCode(() => Hlc.parse('1:2'), 'malformed')
+  assert.ok(malformed instanceof mqstate.MalformedError && malformed instanceof mqstate.MqstateError)
+  assert.equal(malformed.name, 'MalformedError')
+  assert.ok(throwsCode(() => codec.encodeGet(5), 'invalid_argument') instanceof mqstate.InvalidArgumentError)
+  const store = throwsCode(() => codec.decodeRequest(''), 'syntax_error')
+  assert.ok(store instanceof mqstate.StoreSyntaxError && store instanceof mqstate.StoreError)
+  const drift = throwsCode(() => new Hlc(1000, 0, 'a').tick(0, 10), 'clock_drift')
+  assert.ok(drift instanceof mqstate.ClockDriftError && drift instanceof mqstate.ClockError)
+})
+
 test('errorCodes() and storeErrorKinds() list the core kinds', () => {
   assert.deepEqual([...mqstate.errorCodes()].sort(), [...CODES].sort())
   assert.deepEqual(mqstate.storeErrorKinds(), STORE_KINDS)

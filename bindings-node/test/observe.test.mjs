@@ -26,14 +26,14 @@ describe('observe (mosquitto + serve --broker)', { skip: !haveMosquitto }, () =>
     for (let i = 0; i < 50; i++) versions.push((await client.set(key, String(i))).version)
     await client.delete(key)
     for (let i = 0; i < 50; i++) {
-      const { value } = await sub.next({ timeout: 5000 })
+      const { value } = await sub.next({ timeoutMs: 5000 })
       assert.ok(value instanceof Change)
       assert.equal(value.kind, 'set')
       assert.equal(value.text, String(i))
       assert.equal(String(value.version), String(versions[i]))
       assert.deepEqual(value.key, Buffer.from(key))
     }
-    const { value } = await sub.next({ timeout: 5000 })
+    const { value } = await sub.next({ timeoutMs: 5000 })
     assert.ok(value instanceof Change && value.kind === 'delete' && value.value === null)
     assert.equal(sub.tryNext(), null)
     sub.close()
@@ -64,13 +64,13 @@ describe('observe (mosquitto + serve --broker)', { skip: !haveMosquitto }, () =>
     const key = `${ns()}quiet`
     const sub = await client.observe(`${key}-other`).ready()
     await client.set(key, 'x')
-    await assert.rejects(sub.next({ timeout: 300 }), (e) => /** @type {any} */ (e).code === 'timeout')
+    await assert.rejects(sub.next({ timeoutMs: 300 }), (e) => /** @type {any} */ (e).code === 'timeout')
     const ac = new AbortController()
     const waiting = sub.next({ signal: ac.signal })
     ac.abort()
     await assert.rejects(waiting, (e) => /** @type {any} */ (e).name === 'AbortError')
     await client.set(`${key}-other`, 'seen')
-    const { value } = await sub.next({ timeout: 5000 })
+    const { value } = await sub.next({ timeoutMs: 5000 })
     assert.ok(value?.type === 'change' && value.text === 'seen', 'an event was lost by the aborted next()')
     sub.close()
   })
@@ -102,16 +102,16 @@ describe('observe across a store restart (embedded broker)', () => {
   test('observation is restored after a store restart (resync or live change)', { timeout: 60000 }, async () => {
     const live = await LiveStore.start('embedded')
     try {
-      const client = await Client.connect(live.url, { reconnectMaxDelay: 200, requestTimeout: 2000 })
+      const client = await Client.connect(live.url, { reconnectMaxDelay: '200ms', requestTimeout: '2s' })
       const key = `${ns()}resync`
       const sub = await client.observe(key).ready()
       await client.set(key, 'before')
-      assert.equal((await sub.next({ timeout: 5000 })).value?.type, 'change')
+      assert.equal((await sub.next({ timeoutMs: 5000 })).value?.type, 'change')
       await live.restartStore() // the in-memory store forgets the key; the client reconnects
       const writer = await Client.connect(live.url)
       for (let i = 0; ; i++) {
         try {
-          await writer.set(key, 'after', { timeout: 1000 })
+          await writer.set(key, 'after', { timeoutMs: 1000 })
           break
         } catch (err) {
           if (i > 40) throw err
@@ -121,7 +121,7 @@ describe('observe across a store restart (embedded broker)', () => {
       /** @type {string[]} */
       const seen = []
       for (;;) {
-        const { value } = await sub.next({ timeout: 20000 })
+        const { value } = await sub.next({ timeoutMs: 20000 })
         assert.ok(value, 'the subscription ended')
         if (value.type === 'change') {
           seen.push(`${value.kind}${value.resync ? ' (resync)' : ''} ${value.text}`)

@@ -4,7 +4,7 @@
 import { after, before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { Client, MqstateError, AbortError, Pager } from 'mqstate'
+import { Client, MqstateError, CallCancelledError, Pager } from 'mqstate'
 import { LiveStore, haveMosquitto, ns } from './live.mjs'
 
 /** The emulator's default page size (keys): more keys than this need several pages. */
@@ -68,7 +68,7 @@ describe('scan (embedded)', () => {
   test('nextPage page by page, then null after the last, every time', async () => {
     const k = ns()
     const keys = await fill(client, k, PAGE + 20)
-    const pager = client.scan(Buffer.from(`${k}k/*`), { timeout: 5000 })
+    const pager = client.scan(Buffer.from(`${k}k/*`), { timeoutMs: 5000 })
     assert.ok(pager instanceof Pager)
     assert.equal(pager.done, false)
     const first = await pager.nextPage()
@@ -111,8 +111,8 @@ describe('scan (embedded)', () => {
     for (const pattern of ['', Buffer.alloc(0)]) {
       assert.throws(() => client.scan(pattern), (/** @type {any} */ e) => e instanceof MqstateError && e.code === 'invalid_argument')
     }
-    assert.throws(() => client.scan('x*', { timeout: -1 }), (/** @type {any} */ e) => e.code === 'invalid_argument')
-    assert.throws(() => client.scan('x*', { timeout: /** @type {any} */ ('soon') }), (/** @type {any} */ e) => e.code === 'invalid_argument')
+    assert.throws(() => client.scan('x*', { timeoutMs: -1 }), (/** @type {any} */ e) => e.code === 'invalid_argument')
+    assert.throws(() => client.scan('x*', { timeoutMs: /** @type {any} */ ('soon') }), (/** @type {any} */ e) => e.code === 'invalid_argument')
     assert.throws(() => client.scan(/** @type {any} */ (42)), (/** @type {any} */ e) => e.code === 'invalid_argument')
     assert.throws(() => client.scan('x*', { signal: /** @type {any} */ ({}) }), (/** @type {any} */ e) => e.code === 'invalid_argument')
     const other = await Client.connect(live.url)
@@ -124,7 +124,7 @@ describe('scan (embedded)', () => {
 
   test('an already aborted signal rejects before anything is sent', async () => {
     const pager = client.scan(`${ns()}*`, { signal: AbortSignal.abort() })
-    await assert.rejects(pager.nextPage(), AbortError)
+    await assert.rejects(pager.nextPage(), CallCancelledError)
     assert.deepEqual(await pager.nextPage({ signal: new AbortController().signal }), [])
   })
 })
@@ -146,7 +146,7 @@ describe('scan pages that fail (mosquitto, store stopped)', { skip: !haveMosquit
   test('a timed-out or aborted page is retried from the same token', async () => {
     const k = ns()
     const keys = await fill(client, k, PAGE + 50)
-    const pager = client.scan(`${k}k/*`, { timeout: 500 })
+    const pager = client.scan(`${k}k/*`, { timeoutMs: 500 })
     const first = await pager.nextPage()
     assert.ok(first !== null)
     assert.equal(first.length, PAGE)
@@ -159,12 +159,12 @@ describe('scan pages that fail (mosquitto, store stopped)', { skip: !haveMosquit
     }
     // The scan's signal aborts the page in flight.
     const controller = new AbortController()
-    const slow = client.scan(`${k}k/*`, { timeout: 30000, signal: controller.signal })
+    const slow = client.scan(`${k}k/*`, { timeoutMs: 30000, signal: controller.signal })
     const inFlight = slow.nextPage()
     await sleep(200)
     controller.abort(new Error('enough'))
     const aborted = await rejectsCode(inFlight, 'cancelled')
-    assert.ok(aborted instanceof AbortError)
+    assert.ok(aborted instanceof CallCancelledError)
     assert.equal(slow.done, false)
 
     // The store comes back empty; refilled with the same keys, the scan goes on after the
@@ -173,7 +173,7 @@ describe('scan pages that fail (mosquitto, store stopped)', { skip: !haveMosquit
     await fill(client, k, PAGE + 50)
     /** @type {Buffer[]} */
     const rest = []
-    for await (const key of client.scan(`${k}k/*`, { timeout: 5000 })) rest.push(key)
+    for await (const key of client.scan(`${k}k/*`, { timeoutMs: 5000 })) rest.push(key)
     assert.equal(rest.length, PAGE + 50, 'a fresh scan sees every key')
     /** @type {Buffer[]} */
     const after = []

@@ -166,7 +166,7 @@ class Runner {
     const name = step.client ?? 'a'
     const url = step.target === 'closed_port' ? `mqtt://127.0.0.1:${await freePort()}` : this.url
     /** @type {Record<string, string | number>} */
-    const options = { connectTimeout: 5000 }
+    const options = { connectTimeout: '5s' }
     for (const [setting, value] of Object.entries(step.settings ?? {})) {
       options[setting.replace(/_([a-z])/g, (_, c) => c.toUpperCase())] = value
     }
@@ -184,14 +184,14 @@ class Runner {
       case 'sleep': return sleep(step.ms)
       case 'set': {
         const r = await this.client(step).set(this.setKey(step), valueOf(step) ?? '', {
-          condition: step.condition, expiry: ms('expiry_ms'), fencingToken: this.token(step),
-          persist: step.persist ?? false, timeout: ms('timeout_ms')
+          condition: step.condition, expiryMs: ms('expiry_ms'), fencingToken: this.token(step),
+          persist: step.persist ?? false, timeoutMs: ms('timeout_ms')
         })
         this.expect(step, 'applied', r.applied)
         return this.checkVersion(step, r.version)
       }
       case 'get': {
-        const got = await this.client(step).get(this.key(step), { timeout: ms('timeout_ms') })
+        const got = await this.client(step).get(this.key(step), { timeoutMs: ms('timeout_ms') })
         const want = valueOf(step)
         if (step.missing && got !== null) throw new ScenarioFailure(`want missing, got ${got.text}`)
         if (!step.missing && want !== undefined && (got === null || !got.value.equals(want))) {
@@ -217,7 +217,7 @@ class Runner {
       case 'expect_no_notification': return this.noNotification(step)
       case 'lock':
         this.locks.set(step.as, this.client(step).lock(this.key(step), {
-          holder: step.holder, sessionId: step.session_id, autoRenew: step.auto_renew_ms
+          holder: step.holder, sessionId: step.session_id, autoRenewMs: step.auto_renew_ms
         }))
         return
       case 'fill': {
@@ -234,7 +234,7 @@ class Runner {
       case 'scan': {
         /** @type {Buffer[]} */
         const keys = []
-        for await (const key of this.client(step).scan(this.pattern(step), { timeout: ms('timeout_ms') })) keys.push(key)
+        for await (const key of this.client(step).scan(this.pattern(step), { timeoutMs: ms('timeout_ms') })) keys.push(key)
         return this.expectKeys(step, keys)
       }
       case 'scan_start':
@@ -274,7 +274,7 @@ class Runner {
     const sub = this.sub(step)
     let event
     for (;;) {
-      const next = await sub.next({ timeout: step.timeout_ms ?? 5000 })
+      const next = await sub.next({ timeoutMs: step.timeout_ms ?? 5000 })
       if (next.done) throw new ScenarioFailure('the subscription ended')
       if (next.value.type === 'change') { event = next.value; break }
     }
@@ -295,7 +295,7 @@ class Runner {
       if (left <= 0) return
       let next
       try {
-        next = await sub.next({ timeout: left })
+        next = await sub.next({ timeoutMs: left })
       } catch (e) {
         if (e instanceof MqstateError && e.code === 'timeout') return
         throw e
@@ -312,12 +312,12 @@ class Runner {
     const lease = step.lease_ms ?? 5000
     switch (step.op) {
       case 'try_acquire': {
-        const token = await lock.tryAcquire({ lease })
+        const token = await lock.tryAcquire({ leaseMs: lease })
         this.expect(step, 'acquired', token !== null)
         return this.checkVersion(step, token)
       }
       case 'acquire':
-        return this.checkVersion(step, await lock.acquire({ lease, timeout: step.timeout_ms }))
+        return this.checkVersion(step, await lock.acquire({ leaseMs: lease, timeoutMs: step.timeout_ms }))
       case 'renew': {
         const token = await lock.renew()
         this.expect(step, 'renewed', token !== null)
@@ -339,7 +339,7 @@ class Runner {
           if ('fail' in action) throw new MqstateError(action.fail, 'callback')
           if ('set' in action) return action.set
           return Buffer.concat([current ? current.value : Buffer.alloc(0), Buffer.from(action.append)])
-        }, { lease, timeout: step.timeout_ms ?? 10000 })
+        }, { leaseMs: lease, timeoutMs: step.timeout_ms ?? 10000 })
         return this.checkVersion(step, result.version)
       }
     }
@@ -351,8 +351,8 @@ class Runner {
     if (!e) throw new ScenarioFailure(`no election ${step.election}`)
     const term = step.term_ms ?? 5000
     switch (step.op) {
-      case 'campaign': return this.checkVersion(step, await e.campaign({ term, timeout: step.timeout_ms }))
-      case 'try_campaign': return this.expect(step, 'elected', await e.tryCampaign({ term }))
+      case 'campaign': return this.checkVersion(step, await e.campaign({ termMs: term, timeoutMs: step.timeout_ms }))
+      case 'try_campaign': return this.expect(step, 'elected', await e.tryCampaign({ termMs: term }))
       case 'resign': return this.expect(step, 'resigned', await e.resign())
       case 'is_leader': return this.expect(step, 'leader_now', e.isLeader)
       default: {

@@ -23,7 +23,7 @@ async def main(url: str) -> None:
                 if isinstance(event, mqstate.ConnectionEvent):
                     print(f"connection {event.kind}: {event.reason}")
                     continue
-                assert isinstance(event, mqstate.Change)
+                # A Change here: observe() yields Change | ConnectionEvent.
                 print(f"{event.kind:6} {event.text} @ {event.version}")
                 seen += 1
                 if seen == 4:

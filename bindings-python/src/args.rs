@@ -4,11 +4,20 @@
 //! `bytearray`, `memoryview` or `str` (taken as UTF-8). [`ByteArg`] accepts all four, without
 //! a copy for `bytes` and `str`, and refuses anything else with a `TypeError` that names the
 //! accepted types (PyO3 prefixes the argument's name).
+//!
+//! Durations are seconds (`int` or `float`) or a `datetime.timedelta` ([`Seconds`]); the
+//! core's `secs_to_duration` turns them into a `Duration` ([`duration`]), with the one set of
+//! messages every language shares (negative, NaN or infinite values are refused there).
+
+use std::time::Duration;
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::pybacked::{PyBackedBytes, PyBackedStr};
-use pyo3::types::{PyByteArray, PyBytes, PyMemoryView, PyString};
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBool, PyByteArray, PyBytes, PyFloat, PyInt, PyMemoryView, PyString, PyType};
+
+use crate::errors::to_py;
 
 /// A bytes-like argument: `bytes`, `bytearray`, `memoryview` or `str` (UTF-8).
 pub(crate) enum ByteArg {
@@ -50,14 +59,55 @@ impl<'a, 'py> FromPyObject<'a, 'py> for ByteArg {
             let copy = copy.cast::<PyBytes>()?;
             return Ok(ByteArg::Owned(copy.as_bytes().to_vec()));
         }
-        let type_name = obj
-            .get_type()
-            .name()
-            .map_or_else(|_| "?".to_owned(), |n| n.to_string());
-        Err(PyTypeError::new_err(format!(
-            "expected bytes, bytearray, memoryview or str, not {type_name}"
-        )))
+        Err(wrong_type(obj, "bytes, bytearray, memoryview or str"))
     }
+}
+
+/// The `TypeError` for an argument of none of the `expected` types.
+fn wrong_type(obj: Borrowed<'_, '_, PyAny>, expected: &str) -> PyErr {
+    let type_name = obj
+        .get_type()
+        .name()
+        .map_or_else(|_| "?".to_owned(), |n| n.to_string());
+    PyTypeError::new_err(format!("expected {expected}, not {type_name}"))
+}
+
+/// A duration argument as seconds: an `int`, a `float` or a `datetime.timedelta` (its
+/// `total_seconds()`). `bool` is refused: `True` is not a duration.
+pub(crate) struct Seconds(f64);
+
+/// `datetime.timedelta`, looked up once.
+static TIMEDELTA: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Seconds {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        let py = obj.py();
+        if obj.cast::<PyFloat>().is_ok()
+            || (obj.cast::<PyInt>().is_ok() && obj.cast::<PyBool>().is_err())
+        {
+            return Ok(Seconds(obj.extract::<f64>()?));
+        }
+        let timedelta = TIMEDELTA.import(py, "datetime", "timedelta")?;
+        if obj.is_instance(timedelta)? {
+            return Ok(Seconds(
+                obj.call_method0("total_seconds")?.extract::<f64>()?,
+            ));
+        }
+        Err(wrong_type(
+            obj,
+            "seconds (int or float) or datetime.timedelta",
+        ))
+    }
+}
+
+/// The duration option `name`, converted by the core (`None` stays `None`: the core's
+/// default applies).
+pub(crate) fn duration(name: &str, value: Option<Seconds>) -> PyResult<Option<Duration>> {
+    value
+        .map(|s| mqstate::bridge::secs_to_duration(name, s.0).map_err(to_py))
+        .transpose()
 }
 
 /// `bytes` holding a copy of `data`.

@@ -8,6 +8,7 @@ mod gate;
 mod locks;
 mod pending;
 mod store;
+mod subscription;
 
 use pyo3::prelude::*;
 
@@ -16,7 +17,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<pending::PendingCall>()?;
     m.add_class::<pending::Waker>()?;
     m.add_class::<store::NativeStore>()?;
-    m.add_class::<store::NativeSubscription>()?;
+    m.add_class::<subscription::NativeSubscription>()?;
     m.add_class::<store::NativePager>()?;
     m.add_class::<locks::NativeLock>()?;
     m.add_class::<locks::NativeElection>()?;

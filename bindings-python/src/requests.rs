@@ -20,17 +20,6 @@ fn encode<'py>(py: Python<'py>, request: Request<&[u8]>) -> PyResult<Bound<'py, 
     Ok(to_bytes(py, &request.encode()))
 }
 
-fn parse_condition(condition: Option<&str>) -> Result<SetCondition, Error> {
-    match condition {
-        None => Ok(SetCondition::Always),
-        Some("NX") => Ok(SetCondition::NotExists),
-        Some("NEX") => Ok(SetCondition::NotExistsOrEqual),
-        Some(other) => Err(Error::invalid_argument(format!(
-            "condition must be None, \"NX\" or \"NEX\", not {other:?}"
-        ))),
-    }
-}
-
 fn parse_expiry(px_ms: Option<u64>) -> Result<Option<NonZeroU64>, Error> {
     match px_ms {
         None => Ok(None),
@@ -40,7 +29,8 @@ fn parse_expiry(px_ms: Option<u64>) -> Result<Option<NonZeroU64>, Error> {
     }
 }
 
-/// `SET key value [NX|NEX] [PX ms]` as a request payload.
+/// `SET key value [NX|NEX] [PX ms]` as a request payload; `condition` is spelled as in
+/// every mqstate language (`"nx"` or `"nex"`, any case).
 #[pyfunction]
 #[pyo3(signature = (key, value, *, condition = None, px_ms = None))]
 fn encode_set<'py>(
@@ -53,7 +43,7 @@ fn encode_set<'py>(
     let request = Request::Set {
         key: key.as_ref(),
         value: value.as_ref(),
-        condition: parse_condition(condition).map_err(to_py)?,
+        condition: SetCondition::parse(condition).map_err(to_py)?,
         expiry_ms: parse_expiry(px_ms).map_err(to_py)?,
     };
     encode(py, request)

@@ -68,12 +68,32 @@ def test_argument_errors(live: LiveStore, ns: str) -> None:
     with mqstate.Client(live.url) as c:
         with pytest.raises(errors.InvalidArgumentError):
             c.set("", "v")
-        with pytest.raises(errors.InvalidArgumentError):
+        # Durations: the core's converter and floors, with the option's name.
+        with pytest.raises(errors.InvalidArgumentError, match="expiry"):
             c.set(ns + "k", "v", expiry=0)
-        with pytest.raises(errors.InvalidArgumentError):
+        with pytest.raises(errors.InvalidArgumentError, match="expiry"):
+            c.set(ns + "k", "v", expiry=0.0001)  # under 1 ms: surely a unit mistake
+        with pytest.raises(errors.InvalidArgumentError, match="expiry"):
             c.set(ns + "k", "v", expiry=-1)
-        with pytest.raises(errors.InvalidArgumentError):
+        with pytest.raises(errors.InvalidArgumentError, match="timeout"):
+            c.get(ns + "k", timeout=float("nan"))
+        with pytest.raises(errors.InvalidArgumentError, match="timeout"):
+            c.get(ns + "k", timeout=float("inf"))
+        with pytest.raises(errors.InvalidArgumentError, match="expiry"):
+            c.set(ns + "k", "v", expiry=datetime.timedelta(seconds=-1))
+        with pytest.raises(TypeError, match="seconds .int or float. or datetime.timedelta, not str"):
+            c.set(ns + "k", "v", expiry="10s")  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="not bool"):
+            c.get(ns + "k", timeout=True)
+        with pytest.raises(errors.InvalidArgumentError, match="lease"):
+            c.lock(ns + "lock", lease=0.0001).try_acquire()  # the floor is checked on use
+        with pytest.raises(errors.InvalidArgumentError, match="lease"):
+            c.lock(ns + "lock").try_acquire(lease=datetime.timedelta(microseconds=10))
+        with pytest.raises(errors.InvalidArgumentError, match='condition must be "nx" or "nex"'):
             c.set(ns + "k", "v", condition="sometimes")
+        assert c.set(ns + "cond", "v", condition="NX").applied
+        assert not c.set(ns + "cond", "w", condition="Nx").applied
+        assert c.set(ns + "cond", "v", condition="NEX").applied
         with pytest.raises(errors.MalformedError):
             c.set(ns + "k", "v", fencing_token="not-a-version")
         with pytest.raises(TypeError):
@@ -97,6 +117,14 @@ def test_settings_errors_and_connect_errors() -> None:
     assert isinstance(refused.value, ConnectionError) and refused.value.code == "connect_refused"
     with pytest.raises(errors.InvalidArgumentError):
         mqstate.Client.from_env()  # AIO_BROKER_HOSTNAME is not set
+
+
+def test_settings_in_camel_case_and_their_text_grammar(live: LiveStore, ns: str) -> None:
+    # The core maps camelCase names and parses every value as text, as in every language.
+    with mqstate.Client(live.url, requestTimeout="2s", keepAlive=30, connect_timeout="500ms") as c:
+        c.set(ns + "k", "v")
+    with pytest.raises(errors.InvalidArgumentError, match="request_timeout|requestTimeout"):
+        mqstate.Client(live.url, requestTimeout="soon")
 
 
 def test_from_env(live: LiveStore, monkeypatch: pytest.MonkeyPatch, ns: str) -> None:

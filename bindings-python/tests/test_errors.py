@@ -1,13 +1,22 @@
-"""The exception hierarchy: classes chosen by the core's error code, builtin bases, fields."""
+"""The exception hierarchy: one class per code of the core's error table (as
+core/vocabulary.json has it), chosen by the code, with Python's builtin bases and fields."""
 
 from __future__ import annotations
 
-from typing import Tuple
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from typing import Any, Dict, Tuple
 
 import pytest
 
 import mqstate
 from mqstate import _mqstate, codec, errors, hlc, topics
+
+ROOT = Path(__file__).resolve().parents[2]
+VOCABULARY: Dict[str, Any] = json.loads((ROOT / "core" / "vocabulary.json").read_text(encoding="utf-8"))
+GENERATOR = ROOT / "bindings-python" / "scripts" / "generate_errors.py"
 
 STORE_CLASSES = {
     "timestamp_skew": errors.TimestampSkewError,
@@ -37,6 +46,42 @@ def test_every_core_code_has_its_own_class() -> None:
     assert {c.code for c in errors._BY_CODE.values()} == set(codes)
 
 
+def test_one_class_per_code_of_the_vocabulary_named_and_placed_as_the_table_says() -> None:
+    rows = VOCABULARY["errors"]
+    assert {row["code"] for row in rows} == set(_mqstate.error_codes())
+    base = getattr(errors, VOCABULARY["error_base_class"])
+    assert base is errors.MqstateError
+    families = {name: getattr(errors, name) for name in VOCABULARY["error_families"]}
+    for family in families.values():
+        assert family.__bases__[0] is base, family
+    for row in rows:
+        cls = getattr(errors, row["class"])
+        assert cls.code == row["code"] and errors.error_class(row["code"]) is cls
+        # The table's parent is the first base; Python's own (ValueError …) follow it.
+        assert cls.__bases__[0].__name__ == row["parent"], row["class"]
+        assert cls.__bases__[0] in (base, *families.values())
+        assert getattr(mqstate, row["class"]) is cls
+    # Exactly those: no public class of the module is missing from the table.
+    public = {
+        name for name, obj in vars(errors).items()
+        if isinstance(obj, type) and issubclass(obj, BaseException) and not name.startswith("_")
+    }
+    assert public == {r["class"] for r in rows} | set(families) | {base.__name__}
+    assert set(errors.__all__) == public | {"error_class"}
+
+
+def test_the_generated_classes_are_current() -> None:
+    spec = importlib.util.spec_from_file_location("generate_errors", GENERATOR)
+    assert spec is not None and spec.loader is not None
+    generator = importlib.util.module_from_spec(spec)
+    sys.modules["generate_errors"] = generator
+    spec.loader.exec_module(generator)
+    _, block, _ = generator.split((ROOT / "bindings-python/python/mqstate/errors.py").read_text(encoding="utf-8"))
+    assert block == generator.generated(VOCABULARY), (
+        "mqstate/errors.py is stale: run bindings-python/scripts/generate_errors.py"
+    )
+
+
 def test_every_store_kind_has_its_subclass() -> None:
     kinds = dict(_mqstate.store_error_kinds())
     assert set(kinds) == set(STORE_CLASSES)
@@ -58,6 +103,9 @@ def test_every_store_kind_has_its_subclass() -> None:
         (errors.MqstateTimeoutError, (TimeoutError, OSError)),
         (errors.ConnectionLostError, (ConnectionError, OSError)),
         (errors.ConnectError, (ConnectionError,)),
+        (errors.ConnectFailedError, (errors.ConnectError, ConnectionError)),
+        (errors.ConnectTimeoutError, (errors.ConnectError, TimeoutError)),
+        (errors.ConnectUnauthorizedError, (errors.ConnectError, PermissionError)),
         (errors.ClosedError, ()),
     ],
 )

@@ -43,7 +43,7 @@ def test_lock_status_and_holder_streams(live: LiveStore, ns: str) -> None:
             lock.try_acquire()
             held = status.next(timeout=5)
             assert isinstance(held, mqstate.LockStatus) and held.state == "held"
-            assert held.token == lock.fencing_token and held.lease == 5.0
+            assert held.fencing_token == lock.fencing_token and held.lease == 5.0
             change = holders.next(timeout=5)
             assert isinstance(change, mqstate.HolderChange) and change.holder == f"{c.client_id}:s1"
             lock.release()

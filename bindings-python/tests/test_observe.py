@@ -4,6 +4,7 @@ readers bounded, resynchronisation after a store restart, connection events."""
 from __future__ import annotations
 
 import asyncio
+import datetime
 import gc
 import time
 
@@ -89,3 +90,36 @@ def test_resync_after_a_store_restart(fresh_mosquitto: LiveStore, ns: str) -> No
                 event = changes.next(timeout=20)
                 if isinstance(event, mqstate.Change) and event.text == "after":
                     break
+
+
+def test_next_with_a_timeout_and_cancelled_waits_lose_no_event(live: LiveStore, ns: str) -> None:
+    with mqstate.Client(live.url) as c, c.observe(ns + "k") as changes:
+        try:
+            changes.next(timeout=0.2)
+            raise AssertionError("no event was expected")
+        except mqstate.MqstateTimeoutError as e:
+            assert "no event within" in str(e) and isinstance(e, TimeoutError)
+        c.set(ns + "k", "after the timeout")
+        event = changes.next(timeout=datetime.timedelta(seconds=5))
+        assert isinstance(event, mqstate.Change) and event.text == "after the timeout"
+
+    async def main() -> None:
+        async with mqstate.AsyncClient(live.url) as a, a.observe(ns + "a") as events:
+            waiting = asyncio.ensure_future(events.next())
+            await asyncio.sleep(0.1)
+            waiting.cancel()
+            try:
+                await waiting
+            except asyncio.CancelledError:
+                pass
+            try:
+                await events.next(timeout=0.1)
+                raise AssertionError("no event was expected")
+            except mqstate.MqstateTimeoutError:
+                pass
+            await a.set(ns + "a", "one")
+            await a.set(ns + "a", "two")
+            got = [await events.next(timeout=5) for _ in range(2)]
+            assert [e.text for e in got if isinstance(e, mqstate.Change)] == ["one", "two"]
+
+    asyncio.run(main())

@@ -1,29 +1,67 @@
-"""The README's examples run as written (against a live store, its URL substituted);
-fragments with a top-level ``await`` are compiled only."""
+"""Docs that run: every ```python block of every README and docs page (as
+``scripts/docblocks extract python`` finds them) passes ``mypy --strict`` and runs, as
+written, against a live store (its URL substituted for ``mqtt://localhost:1883``)."""
 
 from __future__ import annotations
 
-import ast
-import inspect
-import re
+import subprocess
+import sys
 from pathlib import Path
+from typing import List
 
-import mqstate
+import pytest
+
 from live import LiveStore
+from mqstate import _mqstate
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+DOCBLOCKS = ROOT / "scripts" / "docblocks"
+README_URL = "mqtt://localhost:1883"
 
 
-def test_readme_examples_run(embedded: LiveStore) -> None:
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
-    assert len(blocks) >= 5, "README lost its python examples"
-    ran = 0
-    for block in blocks:
-        code = block.replace("mqtt://localhost:1883", embedded.url)
-        compiled = compile(code, str(README), "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
-        if compiled.co_flags & inspect.CO_COROUTINE:
-            continue
-        with mqstate.Client(embedded.url) as client:
-            exec(compiled, {"client": client, "mqstate": mqstate})
-        ran += 1
-    assert ran >= 4
+@pytest.fixture(scope="module")
+def blocks(tmp_path_factory: pytest.TempPathFactory) -> List[Path]:
+    out = tmp_path_factory.mktemp("docblocks")
+    listed = subprocess.run(
+        [sys.executable, str(DOCBLOCKS), "extract", "python", str(out)],
+        check=True, capture_output=True, text=True,
+    ).stdout.split()
+    # mypy wants module names: one per block, from its page and line.
+    paths = []
+    for i, name in enumerate(sorted(listed)):
+        path = Path(name)
+        target = path.with_name(f"block_{i:02d}_{path.stem.replace('-', '_').replace('.', '_')}.py")
+        path.rename(target)
+        paths.append(target)
+    return paths
+
+
+def test_the_pages_still_have_their_python_examples(blocks: List[Path]) -> None:
+    assert len(blocks) >= 7, [p.name for p in blocks]
+    assert any("README" in p.name and "bindings_python" in p.name for p in blocks)
+
+
+def test_every_block_passes_mypy_strict(blocks: List[Path]) -> None:
+    from mypy import api
+
+    cache = ROOT / "bindings-python" / ".mypy_cache"
+    stdout, stderr, status = api.run(
+        ["--strict", "--cache-dir", str(cache), "--no-error-summary", *map(str, blocks)]
+    )
+    assert status == 0, stdout + stderr
+
+
+def test_every_block_runs_against_a_live_store(blocks: List[Path], embedded: LiveStore) -> None:
+    for path in blocks:
+        code = path.read_text(encoding="utf-8").replace(README_URL, embedded.url)
+        compiled = compile(code, str(path), "exec")
+        try:
+            exec(compiled, {"__name__": "__main__"})
+        except Exception as e:  # name the block: the page and line are in its file name
+            raise AssertionError(f"{path.name} failed: {e!r}") from e
+
+
+def test_the_readme_names_every_setting() -> None:
+    text = (ROOT / "bindings-python" / "README.md").read_text(encoding="utf-8")
+    missing = [name for name, _ in _mqstate.setting_names() if f"`{name}`" not in text]
+    assert not missing, f"the README's settings lack {missing}"

@@ -18,6 +18,7 @@
 //! ```
 
 mod options;
+mod resync;
 mod scan;
 
 use std::num::NonZeroU64;
@@ -169,7 +170,7 @@ impl Client {
             client.shutdown().await;
             return Err(e);
         }
-        runtime.spawn(crate::observe::resync_on_reconnect(client.downgrade()));
+        runtime.spawn(resync::resync_on_reconnect(client.downgrade()));
         Ok(client)
     }
 

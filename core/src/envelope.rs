@@ -16,6 +16,12 @@ use std::time::Duration;
 /// after the CONNACK (mosquitto's default is 20), so this is both the ceiling and the cost.
 pub const MAX_IN_FLIGHT: u16 = 1024;
 
+/// The largest packet MQTT 5 allows: the largest Remaining Length (a variable byte integer of
+/// four bytes) — the one definition for the client's default, the embedded broker's
+/// announced Maximum Packet Size and the store adapter's limit (rumqttc caps incoming
+/// packets at 10 KiB unless told otherwise).
+pub const MQTT_MAX_PACKET_SIZE: u32 = 268_435_455;
+
 /// The content type of every request and response.
 pub const CONTENT_TYPE: &str = "application/octet-stream";
 

@@ -63,6 +63,7 @@ pub use client::{
 };
 #[cfg(feature = "client")]
 pub use election::Election;
+pub use envelope::MQTT_MAX_PACKET_SIZE;
 pub use error::{
     CallbackPayload, ERROR_BASE_CLASS, ERROR_FAMILIES, ERROR_TABLE, Error, ErrorInfo, ErrorKind,
     Result, RpcDetails,
@@ -76,6 +77,12 @@ pub use lock::{
 pub use observe::{KeyNotification, Observer, ObserverEvent};
 #[cfg(feature = "client")]
 pub use settings::{
-    ConnectionSettings, MQTT_MAX_PACKET_SIZE, SETTINGS, SettingInfo, SettingType, TlsSettings,
-    parse_bool, parse_count, parse_duration, setting_info,
+    ConnectionSettings, SETTINGS, SettingInfo, SettingType, TlsSettings, parse_bool, parse_count,
+    parse_duration, setting_info,
 };
+
+/// The Rust blocks of the project's README, compiled as doctests (the other languages'
+/// blocks run in their own suites, the shell blocks in `scripts/test-docs`).
+#[cfg(all(doctest, feature = "client"))]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;

@@ -99,8 +99,7 @@ impl std::fmt::Debug for ConnectionSettings {
     }
 }
 
-/// The largest packet MQTT allows (variable byte integer limit).
-pub const MQTT_MAX_PACKET_SIZE: u32 = 268_435_455;
+pub use crate::envelope::MQTT_MAX_PACKET_SIZE;
 
 impl Default for ConnectionSettings {
     fn default() -> Self {

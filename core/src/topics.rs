@@ -95,6 +95,24 @@ fn push_hex(out: &mut String, bytes: &[u8]) {
     }
 }
 
+/// Whether the MQTT topic filter `filter` matches `topic` (`+`, `#`; a `$share/group/`
+/// filter counts as not matching: the client may not be the member served).
+pub fn filter_matches(filter: &str, topic: &str) -> bool {
+    if filter.starts_with("$share/") {
+        return false;
+    }
+    let mut levels = topic.split('/');
+    for part in filter.split('/') {
+        match (part, levels.next()) {
+            ("#", _) => return true,
+            ("+", Some(_)) => {}
+            (part, Some(level)) if part == level => {}
+            _ => return false,
+        }
+    }
+    levels.next().is_none()
+}
+
 /// Upper-case base-16 (RFC 4648 §8), two digits per byte, no separators.
 pub fn hex_encode(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(2 * bytes.len());
@@ -129,6 +147,19 @@ fn nibble(digit: u8) -> Option<u8> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn topic_filters_match_like_mqtt() {
+        assert!(filter_matches("a/b", "a/b"));
+        assert!(filter_matches("a/+", "a/b"));
+        assert!(filter_matches("a/#", "a/b/c"));
+        assert!(filter_matches("#", "a"));
+        assert!(filter_matches("a/#", "a"));
+        assert!(!filter_matches("a/+", "a/b/c"));
+        assert!(!filter_matches("a/b/c", "a/b"));
+        assert!(!filter_matches("a/c", "a/b"));
+        assert!(!filter_matches("$share/g/a/b", "a/b"));
+    }
+
     use super::*;
 
     #[test]

@@ -468,10 +468,14 @@ pub fn option_name(language: Language, name: &str, unit: Unit) -> String {
 
 /// An operation's name in `language` (C: the function's name).
 pub fn operation_name(language: Language, owner: Owner, name: &str) -> String {
+    // The objects a client makes are made by their own constructors in Rust and C.
+    let made = owner == Owner::Client && (name == "lock" || name == "election");
     match language {
         Language::Rust if name == "delete" => "del".to_owned(),
+        Language::Rust if made => format!("{}::with_options", camel_case(&format!("_{name}"))),
         Language::Rust | Language::Python => name.to_owned(),
         Language::Node | Language::Kotlin => camel_case(name),
+        Language::C if made => format!("mqstate_{name}_new"),
         Language::C => format!("mqstate_{}_{name}", owner.key()),
     }
 }

@@ -110,3 +110,70 @@ fn vocabulary_json_is_current() {
         path.display()
     );
 }
+
+/// The tables of `docs/api.md` between its `vocabulary` markers: what a user reads is what
+/// every language's suite checks.
+fn api_tables() -> String {
+    let mut out = String::new();
+    out.push_str("| language | a duration option is |\n|---|---|\n");
+    for l in Language::ALL {
+        out.push_str(&format!("| {} | {} |\n", l.key(), duration_style(l)));
+    }
+    out.push_str(
+        "\n| object | operation | option | unit | default | Rust | Python | Node | C | Kotlin |\n",
+    );
+    out.push_str("|---|---|---|---|---|---|---|---|---|---|\n");
+    for op in OPERATIONS {
+        let names: Vec<String> = Language::ALL
+            .iter()
+            .map(|&l| format!("`{}`", operation_name(l, op.owner, op.name)))
+            .collect();
+        out.push_str(&format!(
+            "| {} | **{}** | | | | {} |\n",
+            op.owner.key(),
+            op.name,
+            names.join(" | ")
+        ));
+        for o in op.options {
+            let names: Vec<String> = Language::ALL
+                .iter()
+                .map(|&l| format!("`{}`", option_name(l, o.name, o.unit)))
+                .collect();
+            out.push_str(&format!(
+                "| | | {} | {} | {} | {} |\n",
+                o.name,
+                o.unit.key(),
+                o.default,
+                names.join(" | ")
+            ));
+        }
+    }
+    out.push_str("\n| code | number | class | derives from | meaning |\n|---|---|---|---|---|\n");
+    for e in ERROR_TABLE {
+        out.push_str(&format!(
+            "| `{}` | {} | `{}` | `{}` | {} |\n",
+            e.code, e.number, e.class_name, e.parent, e.description
+        ));
+    }
+    out
+}
+
+#[test]
+fn docs_api_tables_are_current() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/api.md");
+    let doc = std::fs::read_to_string(&path).expect("docs/api.md");
+    let (begin, end) = ("<!-- vocabulary:begin -->\n", "<!-- vocabulary:end -->");
+    let (Some(i), Some(j)) = (doc.find(begin), doc.find(end)) else {
+        panic!("docs/api.md lost its vocabulary markers");
+    };
+    let want = api_tables();
+    if std::env::var_os("MQSTATE_BLESS").is_some() {
+        let updated = format!("{}{}{}{}", &doc[..i], begin, want, &doc[j..]);
+        std::fs::write(&path, updated).unwrap();
+        return;
+    }
+    assert!(
+        doc[i + begin.len()..j] == want,
+        "docs/api.md's tables are stale: run `MQSTATE_BLESS=1 cargo test -p mqstate --test vocabulary`"
+    );
+}

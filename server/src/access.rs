@@ -31,7 +31,7 @@ use mqtt5::error::Result as MqttResult;
 use mqtt5::packet::connect::ConnectPacket;
 use mqtt5::protocol::v5::reason_codes::ReasonCode;
 
-use crate::embedded::filter_matches;
+use mqstate::topics::filter_matches;
 
 /// The enhanced authentication method of Azure IoT Operations (a Kubernetes service
 /// account token in the authentication data).

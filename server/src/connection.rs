@@ -43,11 +43,6 @@ use crate::config::BrokerTarget;
 use crate::outbox::{Message, Sink};
 use crate::service::{Command, Service};
 
-/// The largest packet the adapter accepts or sends (rumqttc caps incoming at 10 KiB
-/// unless told otherwise): MQTT 5's maximum, 268,435,455 bytes (the largest Remaining
-/// Length plus the fixed header is not a valid Maximum Packet Size; 256 MiB is one above it).
-pub(crate) const MAX_PACKET_SIZE: u32 = 268_435_455;
-
 /// mosquitto publishes its log here with `log_dest topic`.
 pub(crate) const SYS_LOG_FILTER: &str = "$SYS/broker/log/#";
 
@@ -78,7 +73,7 @@ pub(crate) fn options(
     options
         .set_keep_alive(Duration::from_secs(30))
         .set_clean_start(true)
-        .set_max_packet_size(Some(MAX_PACKET_SIZE))
+        .set_max_packet_size(Some(mqstate::MQTT_MAX_PACKET_SIZE))
         .set_receive_maximum(Some(u16::MAX))
         .set_outgoing_inflight_upper_limit(mqstate::envelope::MAX_IN_FLIGHT)
         .set_topic_alias_max(None);

@@ -65,9 +65,6 @@ use crate::service::{BrokerControl, Command};
 pub(crate) mod session;
 pub(crate) mod session_ends;
 
-/// The Maximum Packet Size the embedded broker announces in its CONNACK: MQTT 5's maximum.
-pub(crate) const MAX_PACKET_SIZE: u32 = 268_435_455;
-
 /// Messages in each client's delivery lane (the broker's default, 10,000, is counted in
 /// messages only: 10,000 × 64 KB held for one subscriber that never reads). Beyond the lane
 /// messages wait in the client's queue, which is bounded in bytes and drops its oldest.
@@ -189,24 +186,6 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|poison| poison.into_inner())
 }
 
-/// Whether the MQTT topic filter `filter` matches `topic` (`+`, `#`; a `$share/group/`
-/// filter counts as not matching: the client may not be the member served).
-pub(crate) fn filter_matches(filter: &str, topic: &str) -> bool {
-    if filter.starts_with("$share/") {
-        return false;
-    }
-    let mut levels = topic.split('/');
-    for part in filter.split('/') {
-        match (part, levels.next()) {
-            ("#", _) => return true,
-            ("+", Some(_)) => {}
-            (part, Some(level)) if part == level => {}
-            _ => return false,
-        }
-    }
-    levels.next().is_none()
-}
-
 impl Events {
     /// A client's session ended: the store drops its registrations, and what is known of
     /// its subscriptions is forgotten.
@@ -307,9 +286,11 @@ impl Events {
             }
             return;
         }
-        let covered = lock(&self.filters)
-            .get(client_id)
-            .is_some_and(|filters| filters.iter().any(|f| filter_matches(f, &topic)));
+        let covered = lock(&self.filters).get(client_id).is_some_and(|filters| {
+            filters
+                .iter()
+                .any(|f| mqstate::topics::filter_matches(f, &topic))
+        });
         if covered {
             return;
         }
@@ -473,7 +454,7 @@ impl EmbeddedBroker {
             .with_sys_topics_enabled(false)
             // The crate's default (268,435,456) is one above MQTT 5's limit: strict clients
             // such as paho-mqtt reject such a CONNACK and reconnect forever.
-            .with_max_packet_size(MAX_PACKET_SIZE as usize)
+            .with_max_packet_size(mqstate::MQTT_MAX_PACKET_SIZE as usize)
             .with_client_channel_capacity(DELIVERY_LANE)
             .with_server_receive_maximum(mqstate::envelope::MAX_IN_FLIGHT)
             .with_event_handler(Arc::clone(&events) as Arc<dyn BrokerEventHandler>);
@@ -580,23 +561,5 @@ impl EmbeddedBroker {
     pub(crate) async fn shutdown(self) {
         self.shutdown.shutdown();
         let _ = self.task.await;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::filter_matches;
-
-    #[test]
-    fn topic_filters_match_like_mqtt() {
-        assert!(filter_matches("a/b", "a/b"));
-        assert!(filter_matches("a/+", "a/b"));
-        assert!(filter_matches("a/#", "a/b/c"));
-        assert!(filter_matches("#", "a"));
-        assert!(filter_matches("a/#", "a"));
-        assert!(!filter_matches("a/+", "a/b/c"));
-        assert!(!filter_matches("a/b/c", "a/b"));
-        assert!(!filter_matches("a/c", "a/b"));
-        assert!(!filter_matches("$share/g/a/b", "a/b"));
     }
 }

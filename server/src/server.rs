@@ -21,7 +21,7 @@ use crate::embedded::{EmbeddedBroker, RouterSink, session};
 use crate::journal::Journal;
 use crate::outbox::{Counters, Outbox, Sink};
 use crate::service::{BrokerControl, Command, Service, now_ms};
-use crate::store::{Store, StoreConfig};
+use crate::store::{StateMachine, StoreConfig};
 
 /// How long [`Server::start`] waits for the broker to grant the request subscription.
 const READY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -69,7 +69,7 @@ impl Server {
     /// Starts the server and returns once it is subscribed to the request topic.
     pub async fn start(config: ServerConfig) -> std::io::Result<ServerHandle> {
         let now = now_ms();
-        let mut store = Store::new(
+        let mut store = StateMachine::new(
             StoreConfig {
                 node_id: config.node_id.clone(),
                 max_keys: config.max_keys,

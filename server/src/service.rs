@@ -1,6 +1,6 @@
-//! The MQTT adapter around the pure [`Store`]: the connection's poll loop owns it (and the
+//! The MQTT adapter around the pure [`StateMachine`]: the connection's poll loop owns it (and the
 //! journal), hands it requests and disconnect events in arrival order, wakes it exactly
-//! at [`Store::next_expiry_ms`] to fire PX expiries, and it hands responses and
+//! at [`StateMachine::next_expiry_ms`] to fire PX expiries, and it hands responses and
 //! notifications to the [`Outbox`].
 //!
 //! Serving inline in the poll loop saves a hop per request; nothing here awaits (replies
@@ -20,7 +20,7 @@ use rumqttc::v5::mqttbytes::v5::Publish;
 use crate::envelope::{self, Failure, RequestMeta, Verdict};
 use crate::journal::Journal;
 use crate::outbox::{Counters, Message, Outbox, Sink};
-use crate::store::{Invocation, JournalOp, Notice, Store};
+use crate::store::{Invocation, JournalOp, Notice, StateMachine};
 
 /// What the store is told besides the requests it serves.
 #[derive(Debug)]
@@ -47,7 +47,7 @@ pub(crate) trait BrokerControl: Send {
 
 /// The store, its journal, and where its output goes.
 pub(crate) struct Service {
-    pub(crate) store: Store,
+    pub(crate) store: StateMachine,
     pub(crate) journal: Option<Journal>,
     pub(crate) outbox: Arc<Outbox>,
     /// Where replies go when nothing is queued: the MQTT client, or the embedded broker's
@@ -370,7 +370,7 @@ mod tests {
     use super::{Service, describe, is_keynotify};
     use crate::journal::Journal;
     use crate::outbox::{Counters, Message, Outbox, Sink};
-    use crate::store::{Store, StoreConfig};
+    use crate::store::{StateMachine, StoreConfig};
 
     /// Collects what the service sends.
     #[derive(Clone, Default)]
@@ -425,7 +425,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let sent = Collect::default();
         let mut service = Service {
-            store: Store::new(StoreConfig::default(), super::now_ms()),
+            store: StateMachine::new(StoreConfig::default(), super::now_ms()),
             journal: Some(Journal::on_a_full_disk(dir.path()).unwrap()),
             outbox: Arc::new(Outbox::new(16, 16)),
             sink: Box::new(sent.clone()),
@@ -474,7 +474,7 @@ mod tests {
     fn a_redelivered_write_is_answered_again_not_applied_again() {
         let sent = Collect::default();
         let mut service = Service {
-            store: Store::new(StoreConfig::default(), super::now_ms()),
+            store: StateMachine::new(StoreConfig::default(), super::now_ms()),
             journal: None,
             outbox: Arc::new(Outbox::new(16, 16)),
             sink: Box::new(sent.clone()),

@@ -26,11 +26,11 @@
 //! memory beyond it; a KEYNOTIFY whose notification topic would exceed MQTT's 65,535 bytes is
 //! refused. Keys and values are copied out of the request packet before they are stored.
 //!
-//! With [`Store::handle_persisting`], a change to a persisted key is written to the journal
+//! With [`StateMachine::handle_persisting`], a change to a persisted key is written to the journal
 //! before it is applied, and not applied at all if that write fails.
 //!
-//! Every due PX expiry fires at the start of [`Store::handle`], so an expired key is absent
-//! even if the adapter has not called [`Store::expire`] yet, and its DELETE notification
+//! Every due PX expiry fires at the start of [`StateMachine::handle`], so an expired key is absent
+//! even if the adapter has not called [`StateMachine::expire`] yet, and its DELETE notification
 //! (older version) comes before the effects of the request.
 
 mod clock;
@@ -49,7 +49,7 @@ use clock::{ServiceClock, parse_stamp};
 use table::{Entry, Removed, Table};
 use watchers::Watchers;
 
-/// How a [`Store`] behaves.
+/// How a [`StateMachine`] behaves.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StoreConfig {
     /// The service clock's node id; default `"StateStore"`.
@@ -108,9 +108,9 @@ pub struct Reply {
     /// To publish, each to its client's notification topic.
     pub notifications: Vec<Notice>,
     /// What to append to the persistence log (may be empty). Empty with
-    /// [`Store::handle_persisting`], which has written it already.
+    /// [`StateMachine::handle_persisting`], which has written it already.
     pub journal: Vec<JournalOp>,
-    /// [`Store::handle_persisting`] only: the journal refused the write, so the request was
+    /// [`StateMachine::handle_persisting`] only: the journal refused the write, so the request was
     /// not applied (answer it with an RPC error, not with `response`).
     pub journal_failed: bool,
 }
@@ -162,7 +162,7 @@ pub enum JournalOp {
     },
 }
 
-/// What [`Store::expire`] produced.
+/// What [`StateMachine::expire`] produced.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Expired {
     /// DELETE notifications for the expired keys.
@@ -171,9 +171,10 @@ pub struct Expired {
     pub journal: Vec<JournalOp>,
 }
 
-/// The state store.
+/// The state store as a pure state machine: keys, versions, fencing, expiry, registrations
+/// and quota, fed requests and the time (the client-side handle is `mqstate::bridge::Store`).
 #[derive(Debug)]
-pub struct Store {
+pub struct StateMachine {
     config: StoreConfig,
     clock: ServiceClock,
     entries: Table,
@@ -190,7 +191,7 @@ pub type JournalWriter<'w> = dyn FnMut(&[JournalOp]) -> bool + 'w;
 struct Effects<'w> {
     notifications: Vec<Notice>,
     journal: Vec<JournalOp>,
-    /// With [`Store::handle_persisting`]: where journal ops go before a change is applied.
+    /// With [`StateMachine::handle_persisting`]: where journal ops go before a change is applied.
     writer: Option<&'w mut JournalWriter<'w>>,
     journal_failed: bool,
 }
@@ -252,10 +253,10 @@ fn removal(key: &[u8], version: &Hlc) -> Vec<JournalOp> {
 /// A successful answer: the payload and its `__ts`.
 type Answer = (Response, Option<Hlc>);
 
-impl Store {
+impl StateMachine {
     /// An empty store whose clock starts at `now_ms`.
-    pub fn new(config: StoreConfig, now_ms: u64) -> Store {
-        Store {
+    pub fn new(config: StoreConfig, now_ms: u64) -> StateMachine {
+        StateMachine {
             clock: ServiceClock::new(&config.node_id, now_ms),
             config,
             entries: Table::default(),

@@ -4,12 +4,12 @@
 
 use bytes::Bytes;
 use mqstate::codec::{Request, Response, SetCondition, StoreErrorKind};
-use mqstate_server::store::{Invocation, JournalOp, Reply, Store, StoreConfig};
+use mqstate_server::store::{Invocation, JournalOp, Reply, StateMachine, StoreConfig};
 
 const NOW: u64 = 1_700_000_000_000;
 
-fn store() -> Store {
-    Store::new(StoreConfig::default(), NOW)
+fn store() -> StateMachine {
+    StateMachine::new(StoreConfig::default(), NOW)
 }
 
 fn set(key: &[u8], value: &[u8]) -> Bytes {
@@ -22,7 +22,7 @@ fn set(key: &[u8], value: &[u8]) -> Bytes {
     .encode()
 }
 
-fn run(store: &mut Store, client: &str, payload: &Bytes, ts: &str, persist: bool) -> Reply {
+fn run(store: &mut StateMachine, client: &str, payload: &Bytes, ts: &str, persist: bool) -> Reply {
     store.handle(
         NOW,
         Invocation {

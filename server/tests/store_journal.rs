@@ -6,7 +6,7 @@ use std::fs;
 use bytes::Bytes;
 use mqstate::Hlc;
 use mqstate_server::journal::{FILE_NAME, Journal, Recovery};
-use mqstate_server::store::{JournalOp, Store, StoreConfig};
+use mqstate_server::store::{JournalOp, StateMachine, StoreConfig};
 
 /// Far in the future, so the system clock never expires it during a test.
 const FAR: u64 = 9_000_000_000_000;
@@ -281,7 +281,7 @@ fn expired_entries_are_dropped_on_open_and_skipped_on_restore() {
     let (_, entries) = Journal::open(dir.path()).unwrap();
     assert_eq!(entries, vec![put("new", "y", 2)]);
     // The store skips by its own (injected) time.
-    let mut store = Store::new(StoreConfig::default(), FAR + 2);
+    let mut store = StateMachine::new(StoreConfig::default(), FAR + 2);
     store.restore(entries, FAR + 2);
     assert!(store.is_empty());
 }
@@ -372,7 +372,7 @@ fn a_store_survives_a_restart_through_the_journal() {
     let dir = tempfile::tempdir().unwrap();
     let now = 1_700_000_000_000;
     let ts = format!("{now}:0:c");
-    let mut store = Store::new(StoreConfig::default(), now);
+    let mut store = StateMachine::new(StoreConfig::default(), now);
     let (mut journal, _) = Journal::open(dir.path()).unwrap();
     let mut versions = Vec::new();
     for (key, persist) in [(&b"kept"[..], true), (b"memory", false), (b"gone", true)] {
@@ -410,7 +410,7 @@ fn a_store_survives_a_restart_through_the_journal() {
     journal.append(&reply.journal).unwrap();
     drop((store, journal));
     let (_, entries) = Journal::open(dir.path()).unwrap();
-    let mut restarted = Store::new(StoreConfig::default(), now);
+    let mut restarted = StateMachine::new(StoreConfig::default(), now);
     restarted.restore(entries, now);
     assert_eq!(restarted.len(), 1);
     let request: Request<&[u8]> = Request::Get { key: b"kept" };
@@ -452,7 +452,7 @@ fn the_latest_clock_record_survives_compaction() {
     }
     // A store restored from it issues versions past the clock.
     let (_, entries) = Journal::open(dir.path()).unwrap();
-    let mut store = Store::new(StoreConfig::default(), 1_700_000_000_000);
+    let mut store = StateMachine::new(StoreConfig::default(), 1_700_000_000_000);
     store.restore(entries, 1_700_000_000_000);
     assert!(store.clock() >= &Hlc::new(1_800_000_000_000, 9, "StateStore").unwrap());
 }

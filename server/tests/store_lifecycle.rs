@@ -4,7 +4,7 @@
 use bytes::Bytes;
 use mqstate::Hlc;
 use mqstate::codec::{KeyEvent, Request, Response, SetCondition};
-use mqstate_server::store::{Invocation, JournalOp, Reply, Store, StoreConfig};
+use mqstate_server::store::{Invocation, JournalOp, Reply, StateMachine, StoreConfig};
 
 const NOW: u64 = 1_696_374_425_000;
 
@@ -12,7 +12,13 @@ fn hlc(text: &str) -> Hlc {
     Hlc::parse(text).unwrap()
 }
 
-fn send(store: &mut Store, now: u64, request: Request<&[u8]>, ts: &str, persist: bool) -> Reply {
+fn send(
+    store: &mut StateMachine,
+    now: u64,
+    request: Request<&[u8]>,
+    ts: &str,
+    persist: bool,
+) -> Reply {
     store.handle(
         now,
         Invocation {
@@ -40,7 +46,7 @@ fn set(key: &'static [u8], value: &'static [u8], px: Option<u64>) -> Request<&'s
 
 #[test]
 fn spec_example_equal_clocks() {
-    let mut store = Store::new(StoreConfig::default(), NOW);
+    let mut store = StateMachine::new(StoreConfig::default(), NOW);
     let reply = send(
         &mut store,
         NOW,
@@ -63,7 +69,7 @@ fn spec_example_equal_clocks() {
 
 #[test]
 fn versions_of_a_key_only_grow_even_with_stale_client_clocks() {
-    let mut store = Store::new(StoreConfig::default(), NOW);
+    let mut store = StateMachine::new(StoreConfig::default(), NOW);
     let mut last: Option<Hlc> = None;
     for i in 0..50u64 {
         // Client clocks far behind, ahead (within the drift), and the time going backwards.
@@ -79,7 +85,7 @@ fn versions_of_a_key_only_grow_even_with_stale_client_clocks() {
 
 #[test]
 fn the_expiry_timer_fires_on_time_once() {
-    let mut store = Store::new(StoreConfig::default(), NOW);
+    let mut store = StateMachine::new(StoreConfig::default(), NOW);
     let ts = format!("{NOW}:0:c");
     let notify = Request::KeyNotify {
         key: &b"lock"[..],
@@ -130,7 +136,7 @@ fn the_expiry_timer_fires_on_time_once() {
 
 #[test]
 fn many_expiries_fire_in_deadline_order() {
-    let mut store = Store::new(StoreConfig::default(), NOW);
+    let mut store = StateMachine::new(StoreConfig::default(), NOW);
     let ts = format!("{NOW}:0:c");
     for (key, px) in [(&b"c"[..], 30u64), (b"a", 10), (b"b", 20)] {
         let request = Request::Set {
@@ -161,7 +167,7 @@ fn restore_skips_expired_entries_and_raises_the_clock() {
         expires_at_ms,
         fencing_token: Some(hlc("5:0:holder")),
     };
-    let mut store = Store::new(StoreConfig::default(), NOW);
+    let mut store = StateMachine::new(StoreConfig::default(), NOW);
     // A version ahead of the service time (the clock was faster before the restart).
     let ahead = format!("{}:4:StateStore", NOW + 5000);
     store.restore(
@@ -177,7 +183,7 @@ fn restore_skips_expired_entries_and_raises_the_clock() {
     );
     assert_eq!(store.len(), 2);
     assert_eq!(store.next_expiry_ms(), Some(NOW + 100));
-    let get = |store: &mut Store, key: &'static [u8]| {
+    let get = |store: &mut StateMachine, key: &'static [u8]| {
         send(
             store,
             NOW,
@@ -223,7 +229,7 @@ fn restore_skips_expired_entries_and_raises_the_clock() {
 /// the removal's clock record raises the restarted clock (found by the history checker).
 #[test]
 fn a_deleted_key_never_gets_an_older_version_after_a_restart() {
-    let mut store = Store::new(StoreConfig::default(), NOW);
+    let mut store = StateMachine::new(StoreConfig::default(), NOW);
     let ahead = format!("{}:0:fast", NOW + 30_000);
     let created = send(&mut store, NOW, set(b"k", b"v", None), &ahead, true);
     assert_eq!(created.response, Response::Ok);
@@ -249,7 +255,7 @@ fn a_deleted_key_never_gets_an_older_version_after_a_restart() {
             version: deletion.clone()
         }]
     );
-    let mut restarted = Store::new(StoreConfig::default(), NOW + 100);
+    let mut restarted = StateMachine::new(StoreConfig::default(), NOW + 100);
     restarted.restore(kept, NOW + 100);
     let honest = format!("{}:0:slow", NOW + 100);
     let again = send(

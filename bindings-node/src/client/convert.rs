@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use mqstate::bridge::{Event, LockState};
+use mqstate::bridge::{Event, LockState, millis_to_duration};
 use mqstate::codec::KeyEvent;
 use mqstate::lock::{Edit, EditOutcome, HolderChange};
 use mqstate::{Error, KeyNotification, SetOutcome, Versioned};
@@ -17,7 +17,7 @@ use napi::bindgen_prelude::{Buffer, Env, Unknown};
 use napi_derive::napi;
 
 use crate::args;
-use crate::error::{invalid_argument, to_js};
+use crate::error::{CallbackId, invalid_argument, to_js};
 use crate::hlc::{Hlc, hlc_arg};
 
 /// `{ applied, version }` of a SET.
@@ -175,10 +175,6 @@ pub struct RawDecision {
     pub error_id: Option<u32>,
 }
 
-/// The payload of a `callback` error: the id under which the JS layer keeps what the
-/// user's function threw.
-pub struct CallbackId(pub u32);
-
 impl RawDecision {
     /// The core's edit, or the callback error carrying the rejection's id.
     pub fn into_edit(self) -> Result<Edit, Error> {
@@ -243,31 +239,22 @@ fn present<'a>(
     }
 }
 
-/// Optional milliseconds (a finite, non-negative number) as a duration.
-pub fn millis(env: &Env, value: Option<Unknown>, what: &str) -> napi::Result<Option<Duration>> {
-    let Some(value) = present(env, value, what)? else {
+/// An optional duration in milliseconds (a number), converted by the core
+/// ([`millis_to_duration`]: NaN, infinite or negative is refused); `name` is the option's
+/// name in messages (`'expiryMs'`).
+pub fn millis(env: &Env, value: Option<Unknown>, name: &str) -> napi::Result<Option<Duration>> {
+    let Some(value) = present(env, value, name)? else {
         return Ok(None);
     };
-    let wrong = || {
-        invalid_argument(
-            env,
-            format!("{what} must be a finite, non-negative number of milliseconds"),
-        )
-    };
+    let wrong = || invalid_argument(env, format!("{name} must be a number of milliseconds"));
     if value.get_type().map_err(|_| wrong())? != ValueType::Number {
         return Err(wrong());
     }
     // SAFETY: the value was just checked to be a number.
     let ms = unsafe { value.cast::<f64>() }.map_err(|_| wrong())?;
-    Duration::try_from_secs_f64(ms / 1000.0)
+    millis_to_duration(name, ms)
         .map(Some)
-        .map_err(|_| wrong())
-}
-
-/// Required milliseconds.
-pub fn millis_required(env: &Env, value: Unknown, what: &str) -> napi::Result<Duration> {
-    millis(env, Some(value), what)?
-        .ok_or_else(|| invalid_argument(env, format!("{what} is required")))
+        .map_err(|e| to_js(env, &e))
 }
 
 /// An optional fencing token: an `hlc.Hlc` or its text.
@@ -301,9 +288,4 @@ pub fn flag(env: &Env, value: Option<Unknown>, what: &str) -> napi::Result<bool>
 pub fn bytes(env: &Env, value: Unknown, what: &str) -> napi::Result<Bytes> {
     let arg = args::bytes(env, value, what)?;
     Ok(Bytes::copy_from_slice(arg.as_ref()))
-}
-
-/// A core error thrown synchronously (an argument the core refused before any call).
-pub fn thrown(env: &Env, e: &Error) -> napi::Error {
-    to_js(env, e)
 }

@@ -5,7 +5,7 @@
 //! The edit function the JS layer passes wraps the user's one and never rejects: it
 //! resolves to a [`RawDecision`]; when the user's function threw or rejected, the JS layer
 //! keeps that value under an id, and the decision carries the id. The core then ends the
-//! edit with a `callback` error whose payload is the id ([`CallbackId`](super::convert::CallbackId)),
+//! edit with a `callback` error whose payload is the id ([`CallbackId`](crate::error::CallbackId)),
 //! and the JS layer rethrows the very value it kept.
 
 use std::sync::Arc;
@@ -17,7 +17,7 @@ use napi::bindgen_prelude::{Buffer, Env, Object, Promise, Unknown};
 use napi::threadsafe_function::ThreadsafeFunction;
 use napi_derive::napi;
 
-use super::convert::{RawDecision, RawEditResult, RawValue, bytes, millis, millis_required};
+use super::convert::{RawDecision, RawEditResult, RawValue, bytes, millis};
 use napi::bindgen_prelude::ClassInstance;
 
 use super::pending::{CancelHandle, promise};
@@ -28,9 +28,11 @@ use crate::hlc::Hlc;
 type DecideFn =
     ThreadsafeFunction<Option<RawValue>, Promise<RawDecision>, Option<RawValue>, Status, false>;
 
+/// The edit function could not be called, or its Promise not read: the kind every
+/// binding gives a failed callback.
 fn lost(e: napi::Error) -> Error {
     Error::new(
-        ErrorKind::Closed,
+        ErrorKind::Callback,
         format!("the edit function could not be called: {e}"),
     )
 }
@@ -73,33 +75,31 @@ impl NativeLock {
         self.lock.holder_id().to_owned()
     }
 
-    /// Tries once: the fencing token, or `null` when someone else holds it.
+    /// Tries once: the fencing token, or `null` when someone else holds it. `lease`
+    /// absent: the lock's.
     #[napi(ts_return_type = "Promise<hlc.Hlc | null>")]
     pub fn try_acquire<'env>(
         &self,
         env: &'env Env,
-        lease: Unknown,
+        lease: Option<Unknown>,
         cancel: Option<ClassInstance<CancelHandle>>,
     ) -> napi::Result<Object<'env>> {
-        let call = self
-            .lock
-            .try_acquire(Some(millis_required(env, lease, "lease")?));
+        let call = self.lock.try_acquire(millis(env, lease, "leaseMs")?);
         promise(env, call, cancel, |t| t.map(Hlc::from))
     }
 
-    /// Waits for the lock, up to `timeout` (absent: without end).
+    /// Waits for the lock, up to `timeout` (absent: without end). `lease` absent: the
+    /// lock's.
     #[napi(ts_return_type = "Promise<hlc.Hlc>")]
     pub fn acquire<'env>(
         &self,
         env: &'env Env,
-        lease: Unknown,
+        lease: Option<Unknown>,
         timeout: Option<Unknown>,
         cancel: Option<ClassInstance<CancelHandle>>,
     ) -> napi::Result<Object<'env>> {
-        let lease = millis_required(env, lease, "lease")?;
-        let call = self
-            .lock
-            .acquire(Some(lease), millis(env, timeout, "timeout")?);
+        let lease = millis(env, lease, "leaseMs")?;
+        let call = self.lock.acquire(lease, millis(env, timeout, "timeoutMs")?);
         promise(env, call, cancel, Hlc::from)
     }
 
@@ -149,7 +149,7 @@ impl NativeLock {
     /// acquire on.
     #[napi]
     pub fn set_auto_renew(&self, env: &Env, period: Option<Unknown>) -> napi::Result<()> {
-        let period = millis(env, period, "autoRenew")?;
+        let period = millis(env, period, "periodMs")?;
         self.lock
             .set_auto_renew(period)
             .map_err(|e| crate::error::to_js(env, &e))
@@ -177,8 +177,9 @@ impl NativeLock {
     }
 
     /// Fenced edit of `key` under this lock; `decide` is the JS layer's decision wrapper.
+    /// `lease` absent: the lock's; `timeout` absent: the core's edit timeout.
     #[napi(
-        ts_args_type = "key: Buffer | Uint8Array | string, decide: (previous: RawValue | null) => Promise<RawDecision>, lease: number, timeout: number, cancel?: CancelHandle | undefined | null",
+        ts_args_type = "key: Buffer | Uint8Array | string, decide: (previous: RawValue | null) => Promise<RawDecision>, lease?: number | undefined | null, timeout?: number | undefined | null, cancel?: CancelHandle | undefined | null",
         ts_return_type = "Promise<RawEditResult>"
     )]
     pub fn edit<'env>(
@@ -186,18 +187,15 @@ impl NativeLock {
         env: &'env Env,
         key: Unknown,
         decide_fn: DecideFn,
-        lease: Unknown,
-        timeout: Unknown,
+        lease: Option<Unknown>,
+        timeout: Option<Unknown>,
         cancel: Option<ClassInstance<CancelHandle>>,
     ) -> napi::Result<Object<'env>> {
-        let lease = millis_required(env, lease, "lease")?;
-        let timeout = millis_required(env, timeout, "timeout")?;
-        let call = self.lock.edit(
-            bytes(env, key, "key")?,
-            Some(lease),
-            Some(timeout),
-            decide(decide_fn),
-        );
+        let lease = millis(env, lease, "leaseMs")?;
+        let timeout = millis(env, timeout, "timeoutMs")?;
+        let call = self
+            .lock
+            .edit(bytes(env, key, "key")?, lease, timeout, decide(decide_fn));
         promise(env, call, cancel, RawEditResult::from)
     }
 }
@@ -222,33 +220,32 @@ impl NativeElection {
         self.election.candidate_id().to_owned()
     }
 
-    /// Waits to become leader for `term`, up to `timeout`; the leader's fencing token.
+    /// Waits to become leader for `term` (absent: the election's), up to `timeout`
+    /// (absent: without end); the leader's fencing token.
     #[napi(ts_return_type = "Promise<hlc.Hlc>")]
     pub fn campaign<'env>(
         &self,
         env: &'env Env,
-        term: Unknown,
+        term: Option<Unknown>,
         timeout: Option<Unknown>,
         cancel: Option<ClassInstance<CancelHandle>>,
     ) -> napi::Result<Object<'env>> {
-        let term = millis_required(env, term, "term")?;
+        let term = millis(env, term, "termMs")?;
         let call = self
             .election
-            .campaign(Some(term), millis(env, timeout, "timeout")?);
+            .campaign(term, millis(env, timeout, "timeoutMs")?);
         promise(env, call, cancel, Hlc::from)
     }
 
-    /// Becomes leader if nobody is; `true` when leader now.
+    /// Becomes leader if nobody is; `true` when leader now. `term` absent: the election's.
     #[napi(ts_return_type = "Promise<boolean>")]
     pub fn try_campaign<'env>(
         &self,
         env: &'env Env,
-        term: Unknown,
+        term: Option<Unknown>,
         cancel: Option<ClassInstance<CancelHandle>>,
     ) -> napi::Result<Object<'env>> {
-        let call = self
-            .election
-            .try_campaign(Some(millis_required(env, term, "term")?));
+        let call = self.election.try_campaign(millis(env, term, "termMs")?);
         promise(env, call, cancel, |b| b)
     }
 

@@ -1,23 +1,27 @@
-//! Connecting with settings by name: the JS layer turns an options object into
-//! `(snake_case name, text)` pairs, and the core's [`Settings::set`] parses and validates
-//! each one, so that every language accepts and refuses the same values with the same
-//! messages.
+//! Connecting with settings by name: the JS layer hands over an options object's names
+//! (the core's settings table in camelCase, or snake_case) and values, and the core
+//! ([`Settings::from_pairs`]) parses and validates each one, so that every language accepts
+//! and refuses the same values with the same messages. This module only turns JS values
+//! into the core's text: a string as it is, a boolean or a count as its digits. A duration
+//! is text only (`'500ms'`, `'2s'`; bare digits are seconds in every language): a JS number
+//! there would read as milliseconds to a Node user, so it is refused.
 
 use mqstate::bridge::{Settings, Store};
-use mqstate::{Error, SETTINGS};
-use napi::bindgen_prelude::{Env, Object};
+use mqstate::vocabulary::{camel_case, snake_case};
+use mqstate::{SETTINGS, SettingType};
+use napi::ValueType;
+use napi::bindgen_prelude::{ClassInstance, Env, Object, Unknown};
 use napi_derive::napi;
-
-use napi::bindgen_prelude::ClassInstance;
 
 use super::pending::{CancelHandle, promise};
 use super::store::NativeStore;
-use crate::error::to_js;
+use crate::args;
+use crate::error::{invalid_argument, to_js};
 
 /// One row of the core's settings table.
 #[napi(object, object_from_js = false)]
 pub struct SettingRow {
-    /// The core's (snake_case) name.
+    /// The name as the Node client takes it (camelCase).
     pub name: String,
     /// `'text' | 'path' | 'bool' | 'count' | 'duration'`.
     #[napi(js_name = "type")]
@@ -34,7 +38,7 @@ pub fn settings_table() -> Vec<SettingRow> {
     SETTINGS
         .iter()
         .map(|s| SettingRow {
-            name: s.name.into(),
+            name: camel_case(s.name),
             kind: s.value.name().into(),
             env: s.env.map(String::from),
             description: s.description.into(),
@@ -42,37 +46,67 @@ pub fn settings_table() -> Vec<SettingRow> {
         .collect()
 }
 
-fn build(
-    url: Option<String>,
-    from_env: bool,
-    names: Vec<String>,
-    values: Vec<String>,
-) -> Result<Settings, Error> {
-    let mut settings = match (url, from_env) {
-        (Some(url), _) => Settings::from_url(&url)?,
-        (None, true) => Settings::from_env()?,
-        (None, false) => Settings::new(),
-    };
-    if names.len() != values.len() {
-        return Err(Error::invalid_argument("one value per setting name"));
+/// A setting's value as the core's text.
+fn text(env: &Env, name: &str, value: Unknown) -> napi::Result<String> {
+    let what = format!("setting {name}");
+    match value
+        .get_type()
+        .map_err(|_| invalid_argument(env, format!("{what}: cannot read it")))?
+    {
+        ValueType::String => args::string(env, value, &what),
+        ValueType::Boolean => {
+            // SAFETY: the value was just checked to be a boolean.
+            let b = unsafe { value.cast::<bool>() }.map_err(|e| invalid_argument(env, e.reason))?;
+            Ok(b.to_string())
+        }
+        ValueType::Number => {
+            // SAFETY: the value was just checked to be a number.
+            let n = unsafe { value.cast::<f64>() }.map_err(|e| invalid_argument(env, e.reason))?;
+            let snake = snake_case(name);
+            let duration = SETTINGS
+                .iter()
+                .any(|s| s.name == snake && s.value == SettingType::Duration);
+            if duration {
+                return Err(invalid_argument(
+                    env,
+                    format!(
+                        "{what} is a duration: give it as text, such as '{n}ms' or '{}s'",
+                        n / 1000.0
+                    ),
+                ));
+            }
+            Ok(n.to_string())
+        }
+        _ => Err(invalid_argument(
+            env,
+            format!("{what} must be a string, number or boolean"),
+        )),
     }
-    for (name, value) in names.iter().zip(&values) {
-        settings.set(name, value)?;
-    }
-    Ok(settings)
 }
 
 /// Connects: from `url` (or the environment when `fromEnv`, or the defaults), then each
 /// named setting in order. Resolves to a `NativeStore`.
-#[napi(ts_return_type = "Promise<NativeStore>")]
+#[napi(
+    ts_args_type = "url: string | undefined | null, fromEnv: boolean, names: Array<string>, values: Array<string | number | boolean>, cancel?: CancelHandle | undefined | null",
+    ts_return_type = "Promise<NativeStore>"
+)]
 pub fn connect<'env>(
     env: &'env Env,
     url: Option<String>,
     from_env: bool,
     names: Vec<String>,
-    values: Vec<String>,
+    values: Vec<Unknown>,
     cancel: Option<ClassInstance<CancelHandle>>,
 ) -> napi::Result<Object<'env>> {
-    let settings = build(url, from_env, names, values).map_err(|e| to_js(env, &e))?;
+    if names.len() != values.len() {
+        return Err(invalid_argument(env, "one value per setting name"));
+    }
+    let mut pairs = Vec::with_capacity(names.len());
+    for (name, value) in names.into_iter().zip(values) {
+        let value = text(env, &name, value)?;
+        pairs.push((name, value));
+    }
+    let settings =
+        Settings::from_pairs(url.as_deref(), from_env, pairs).map_err(|e| to_js(env, &e))?;
     promise(env, Store::connect(settings), cancel, NativeStore::from)
 }

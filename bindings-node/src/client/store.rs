@@ -9,14 +9,14 @@ use mqstate::{
 use napi::bindgen_prelude::{Env, Object, Unknown};
 use napi_derive::napi;
 
-use super::convert::{self, RawSetResult, RawValue, bytes, millis, thrown, token};
+use super::convert::{self, RawSetResult, RawValue, bytes, millis, token};
 use super::locks::{NativeElection, NativeLock};
 use super::pager::NativePager;
 use napi::bindgen_prelude::ClassInstance;
 
 use super::pending::{CancelHandle, promise};
 use super::subscription::NativeSubscription;
-use crate::error::invalid_argument;
+use crate::error::to_js;
 
 /// A connection to the state store (see `Client` in the JS layer).
 #[napi]
@@ -44,15 +44,8 @@ pub struct RawLinkInfo {
 }
 
 fn condition(env: &Env, value: Option<Unknown>) -> napi::Result<SetCondition> {
-    match convert::text(env, value, "condition")?.as_deref() {
-        None => Ok(SetCondition::Always),
-        Some("nx") => Ok(SetCondition::NotExists),
-        Some("nex") => Ok(SetCondition::NotExistsOrEqual),
-        Some(other) => Err(invalid_argument(
-            env,
-            format!("condition must be 'nx' or 'nex', not {other:?}"),
-        )),
-    }
+    let text = convert::text(env, value, "condition")?;
+    SetCondition::parse(text.as_deref()).map_err(|e| to_js(env, &e))
 }
 
 #[napi]
@@ -92,10 +85,10 @@ impl NativeStore {
     ) -> napi::Result<Object<'env>> {
         let options = SetOptions {
             condition: condition(env, condition_)?,
-            expiry: millis(env, expiry, "expiry")?,
+            expiry: millis(env, expiry, "expiryMs")?,
             fencing_token: token(env, fencing_token)?,
             persist: convert::flag(env, persist, "persist")?,
-            timeout: millis(env, timeout, "timeout")?,
+            timeout: millis(env, timeout, "timeoutMs")?,
         };
         let (key, value) = (bytes(env, key, "key")?, bytes(env, value, "value")?);
         let call = self.store.set(key, value, options);
@@ -112,7 +105,7 @@ impl NativeStore {
         cancel: Option<ClassInstance<CancelHandle>>,
     ) -> napi::Result<Object<'env>> {
         let options = GetOptions {
-            timeout: millis(env, timeout, "timeout")?,
+            timeout: millis(env, timeout, "timeoutMs")?,
         };
         let call = self.store.get(bytes(env, key, "key")?, options);
         promise(env, call, cancel, |v| v.map(RawValue::from))
@@ -130,7 +123,7 @@ impl NativeStore {
     ) -> napi::Result<Object<'env>> {
         let options = DelOptions {
             fencing_token: token(env, fencing_token)?,
-            timeout: millis(env, timeout, "timeout")?,
+            timeout: millis(env, timeout, "timeoutMs")?,
         };
         let call = self.store.del(bytes(env, key, "key")?, options);
         promise(env, call, cancel, |n| n as f64)
@@ -149,15 +142,11 @@ impl NativeStore {
     ) -> napi::Result<Object<'env>> {
         let options = DelOptions {
             fencing_token: token(env, fencing_token)?,
-            timeout: millis(env, timeout, "timeout")?,
+            timeout: millis(env, timeout, "timeoutMs")?,
         };
         let (key, value) = (bytes(env, key, "key")?, bytes(env, value, "value")?);
         let call = self.store.vdel(key, value, options);
-        promise(env, call, cancel, |o| match o {
-            VdelOutcome::Deleted => "deleted",
-            VdelOutcome::NotFound => "not_found",
-            VdelOutcome::ValueMismatch => "value_mismatch",
-        })
+        promise(env, call, cancel, VdelOutcome::name)
     }
 
     /// Observes a key: resolves to a subscription once registered.
@@ -170,7 +159,7 @@ impl NativeStore {
         cancel: Option<ClassInstance<CancelHandle>>,
     ) -> napi::Result<Object<'env>> {
         let options = ObserveOptions {
-            timeout: millis(env, timeout, "timeout")?,
+            timeout: millis(env, timeout, "timeoutMs")?,
         };
         let call = self.store.observe(bytes(env, key, "key")?, options);
         promise(env, call, cancel, NativeSubscription::from)
@@ -178,7 +167,7 @@ impl NativeStore {
 
     /// SCAN: a pager over the keys matching the glob `pattern` (throws `invalid_argument`
     /// for an empty one); nothing is sent before the first page is asked for. `timeout`
-    /// (ms) bounds each page.
+    /// (`timeoutMs`) bounds each page.
     #[napi]
     pub fn scan(
         &self,
@@ -187,22 +176,24 @@ impl NativeStore {
         timeout: Option<Unknown>,
     ) -> napi::Result<NativePager> {
         let options = ScanOptions {
-            timeout: millis(env, timeout, "timeout")?,
+            timeout: millis(env, timeout, "timeoutMs")?,
         };
         let pattern = bytes(env, pattern, "pattern")?;
         let pager = self
             .store
             .scan(pattern, options)
-            .map_err(|e| thrown(env, &e))?;
+            .map_err(|e| to_js(env, &e))?;
         Ok(NativePager::from(pager))
     }
 
-    /// A leased lock on `key`.
+    /// A leased lock on `key`; `lease` (`leaseMs`) is its acquires' lease (absent: the
+    /// core's default).
     #[napi]
     pub fn lock(
         &self,
         env: &Env,
         key: Unknown,
+        lease: Option<Unknown>,
         holder: Option<Unknown>,
         session_id: Option<Unknown>,
         auto_renew: Option<Unknown>,
@@ -210,36 +201,38 @@ impl NativeStore {
         let options = LockOptions {
             holder: convert::text(env, holder, "holder")?,
             session_id: convert::text(env, session_id, "sessionId")?,
-            auto_renew: millis(env, auto_renew, "autoRenew")?,
-            lease: None,
+            auto_renew: millis(env, auto_renew, "autoRenewMs")?,
+            lease: millis(env, lease, "leaseMs")?,
         };
         let key = bytes(env, key, "key")?;
-        let lock = self.store.lock(key, options).map_err(|e| thrown(env, &e))?;
+        let lock = self.store.lock(key, options).map_err(|e| to_js(env, &e))?;
         Ok(NativeLock::from(lock))
     }
 
-    /// Candidate `candidate` in the election `name`.
+    /// Candidate `candidate` in the election `name`; `term` (`termMs`) is its campaigns'
+    /// term (absent: the core's default).
     #[napi]
     pub fn election(
         &self,
         env: &Env,
         name: Unknown,
         candidate: Unknown,
+        term: Option<Unknown>,
         session_id: Option<Unknown>,
         renew_every: Option<Unknown>,
     ) -> napi::Result<NativeElection> {
         let options = LockOptions {
             holder: None,
             session_id: convert::text(env, session_id, "sessionId")?,
-            auto_renew: millis(env, renew_every, "renewEvery")?,
-            lease: None,
+            auto_renew: millis(env, renew_every, "renewEveryMs")?,
+            lease: millis(env, term, "termMs")?,
         };
         let candidate = crate::args::string(env, candidate, "candidate")?;
         let name = bytes(env, name, "name")?;
         let election = self
             .store
             .election(name, candidate, options)
-            .map_err(|e| thrown(env, &e))?;
+            .map_err(|e| to_js(env, &e))?;
         Ok(NativeElection::from(election))
     }
 

@@ -2,11 +2,11 @@
 //! status, connection events). The JS layer makes it an async iterator whose `return()`
 //! closes it (for a key, the core then sends `KEYNOTIFY … STOP` at once).
 
-use mqstate::bridge::{Call, Subscription, runtime};
-use napi::bindgen_prelude::{ClassInstance, Env, Object};
+use mqstate::bridge::Subscription;
+use napi::bindgen_prelude::{ClassInstance, Env, Object, Unknown};
 use napi_derive::napi;
 
-use super::convert::{RawEvent, event};
+use super::convert::{RawEvent, event, millis};
 use super::pending::{CancelHandle, promise};
 
 /// A stream of events.
@@ -23,19 +23,17 @@ impl From<Subscription> for NativeSubscription {
 
 #[napi]
 impl NativeSubscription {
-    /// The next event; `null` once the subscription has ended and is drained. Cancelling
-    /// it loses no event (the wait is dropped before it takes one).
+    /// The next event; `null` once the subscription has ended and is drained. With
+    /// `timeout` (`timeoutMs`) it rejects with code `timeout` when nothing came. Neither a
+    /// timeout nor a cancellation loses an event.
     #[napi(ts_return_type = "Promise<RawEvent | null>")]
     pub fn next<'env>(
         &self,
         env: &'env Env,
+        timeout: Option<Unknown>,
         cancel: Option<ClassInstance<CancelHandle>>,
     ) -> napi::Result<Object<'env>> {
-        let sub = self.sub.clone();
-        let call = Call::spawn(
-            &runtime::shared_handle(),
-            async move { Ok(sub.next().await) },
-        );
+        let call = self.sub.next_within(millis(env, timeout, "timeoutMs")?);
         promise(env, call, cancel, |e| e.map(event))
     }
 

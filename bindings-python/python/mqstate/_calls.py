@@ -7,11 +7,13 @@ from __future__ import annotations
 import asyncio
 import datetime
 import weakref
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, Union
 
 from . import _mqstate
 
-#: A duration argument: seconds, or a ``datetime.timedelta``.
+#: A duration argument: seconds (``int`` or ``float``) or a ``datetime.timedelta``. The
+#: native module converts it with the core's one rule (negative, NaN or infinite is
+#: InvalidArgumentError naming the option; each purpose's floor is the core's).
 Seconds = Union[float, int, datetime.timedelta]
 
 #: A key or value argument: ``str`` is taken as UTF-8.
@@ -19,15 +21,6 @@ BytesLike = Union[bytes, bytearray, memoryview, str]
 
 #: How long one blocking slice lasts: the longest a Ctrl-C waits to be noticed.
 _SLICE = 0.05
-
-
-def seconds(value: Optional[Seconds]) -> Optional[float]:
-    """A duration argument as float seconds (None stays None)."""
-    if value is None:
-        return None
-    if isinstance(value, datetime.timedelta):
-        return value.total_seconds()
-    return float(value)
 
 
 def wait(pending: _mqstate.PendingCall) -> Any:

@@ -90,12 +90,12 @@ class HolderChange:
 
 @dataclass(frozen=True)
 class LockStatus:
-    """This lock's (this candidate's) own status: ``"held"`` (with ``token`` and ``lease``
-    in seconds), ``"not_held"``, or ``"lost"`` (``reason``: ``expired``, ``taken_over``,
-    ``renewal_failed``)."""
+    """This lock's (this candidate's) own status: ``"held"`` (with ``fencing_token`` and
+    ``lease`` in seconds), ``"not_held"``, or ``"lost"`` (``reason``: ``expired``,
+    ``taken_over``, ``renewal_failed``)."""
 
     state: str
-    token: Optional[Hlc] = None
+    fencing_token: Optional[Hlc] = None
     lease: Optional[float] = None
     reason: Optional[str] = None
 

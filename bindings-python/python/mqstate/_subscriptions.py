@@ -1,28 +1,42 @@
 """Subscriptions as Python iterators: :class:`AsyncSubscription` (``async for``,
-``async with``) and :class:`Subscription` (``for``, ``with``). Closing one — explicitly,
-by leaving its ``with`` block, by ``break`` out of a loop followed by garbage collection,
-or at garbage collection — ends it at once (for a key, ``KEYNOTIFY … STOP`` is sent)."""
+``async with``) and :class:`Subscription` (``for``, ``with``), generic over the events they
+yield — ``observe()`` gives ``Subscription[Change | ConnectionEvent]``, ``watch_holder()``
+``Subscription[HolderChange]``, ``watch_status()`` ``Subscription[LockStatus]`` — so a type
+checker narrows each event with one ``isinstance``.
+
+Closing one — explicitly, by leaving its ``with`` block, by ``break`` out of a loop followed
+by garbage collection, or at garbage collection — ends it at once (for a key,
+``KEYNOTIFY … STOP`` is sent). Waiting for the next event with a timeout is the core's
+(``next(timeout=…)`` raises MqstateTimeoutError, and neither a timeout nor a cancellation
+loses an event)."""
 
 from __future__ import annotations
 
 from types import TracebackType
-from typing import Generator, Iterator, Optional, Type
+from typing import Any, Generator, Generic, Iterator, Optional, Type, TypeVar, cast
 
 from . import _mqstate
-from ._calls import Seconds, seconds, wait, wait_async
-from ._events import Event, _event
-from .errors import ClosedError, MqstateTimeoutError
+from ._calls import Seconds, wait, wait_async
+from ._events import _event
+from .errors import ClosedError
 
 __all__ = ["AsyncSubscription", "Subscription"]
 
+#: The events a subscription yields.
+E = TypeVar("E", covariant=True)
 
-class AsyncSubscription:
+
+def _typed(raw: Any) -> Any:
+    return None if raw is None else _event(raw)
+
+
+class AsyncSubscription(Generic[E]):
     """Events of a key, a lock's holder or a lock's status, for asyncio.
 
-    ``async for event in sub`` yields :class:`Change` (or :class:`HolderChange` /
-    :class:`LockStatus`) and :class:`ConnectionEvent` objects until the subscription is
-    closed. The registration completes on ``await sub``, ``async with sub`` or the first
-    iteration.
+    ``async for event in sub`` yields events (:class:`Change` and :class:`ConnectionEvent`
+    for a key, :class:`HolderChange` or :class:`LockStatus` for a lock) until the
+    subscription is closed. The registration completes on ``await sub``, ``async with sub``
+    or the first iteration.
     """
 
     def __init__(
@@ -42,11 +56,11 @@ class AsyncSubscription:
             self._native = await wait_async(start)
         return self._native
 
-    def __await__(self) -> Generator[object, None, "AsyncSubscription"]:
+    def __await__(self) -> Generator[Any, None, AsyncSubscription[E]]:
         yield from self._ready().__await__()
         return self
 
-    async def __aenter__(self) -> "AsyncSubscription":
+    async def __aenter__(self) -> AsyncSubscription[E]:
         await self._ready()
         return self
 
@@ -58,36 +72,26 @@ class AsyncSubscription:
     ) -> None:
         self.close()
 
-    def __aiter__(self) -> "AsyncSubscription":
+    def __aiter__(self) -> AsyncSubscription[E]:
         return self
 
-    async def __anext__(self) -> Event:
+    async def __anext__(self) -> E:
         event = await self.next()
         if event is None:
             raise StopAsyncIteration
         return event
 
-    async def next(self, timeout: Optional[Seconds] = None) -> Optional[Event]:
-        """The next event; None once closed. Raises MqstateTimeoutError after ``timeout``."""
+    async def next(self, timeout: Optional[Seconds] = None) -> Optional[E]:
+        """The next event; None once closed. Raises MqstateTimeoutError when none came
+        within ``timeout``; cancelling the awaiting task loses no event."""
         native = await self._ready()
-        pending = native.next_async()
-        if timeout is None:
-            raw = await wait_async(pending)
-        else:
-            import asyncio
+        return cast(Optional[E], _typed(await wait_async(native.next(timeout))))
 
-            try:
-                raw = await asyncio.wait_for(wait_async(pending), seconds(timeout))
-            except asyncio.TimeoutError:
-                raise MqstateTimeoutError(f"no event within {timeout} s") from None
-        return None if raw is None else _event(raw)
-
-    def try_next(self) -> Optional[Event]:
+    def try_next(self) -> Optional[E]:
         """The next event if one is buffered, else None."""
         if self._native is None:
             return None
-        raw = self._native.try_next()
-        return None if raw is None else _event(raw)
+        return cast(Optional[E], _typed(self._native.try_next()))
 
     def close(self) -> None:
         """Ends the subscription now (idempotent)."""
@@ -104,17 +108,18 @@ class AsyncSubscription:
         return self._closed or (self._native is not None and self._native.closed)
 
 
-class Subscription:
+class Subscription(Generic[E]):
     """Events of a key, a lock's holder or a lock's status, for blocking code.
 
     ``for event in sub`` blocks for each event and ends when the subscription is closed
-    (another thread may call :meth:`close`); :meth:`next` takes a timeout.
+    (another thread may call :meth:`close`); :meth:`next` takes a timeout. Ctrl-C
+    interrupts a wait.
     """
 
     def __init__(self, native: _mqstate.Subscription) -> None:
         self._native = native
 
-    def __enter__(self) -> "Subscription":
+    def __enter__(self) -> Subscription[E]:
         return self
 
     def __exit__(
@@ -125,36 +130,23 @@ class Subscription:
     ) -> None:
         self.close()
 
-    def __iter__(self) -> Iterator[Event]:
+    def __iter__(self) -> Iterator[E]:
         return self
 
-    def __next__(self) -> Event:
+    def __next__(self) -> E:
         event = self.next()
         if event is None:
             raise StopIteration
         return event
 
-    def next(self, timeout: Optional[Seconds] = None) -> Optional[Event]:
-        """The next event; None once closed. Raises MqstateTimeoutError after ``timeout``.
-        Ctrl-C interrupts the wait."""
-        import time
+    def next(self, timeout: Optional[Seconds] = None) -> Optional[E]:
+        """The next event; None once closed. Raises MqstateTimeoutError when none came
+        within ``timeout``; Ctrl-C interrupts the wait and loses no event."""
+        return cast(Optional[E], _typed(wait(self._native.next(timeout))))
 
-        limit = seconds(timeout)
-        deadline = None if limit is None else time.monotonic() + limit
-        while True:
-            left = 0.05 if deadline is None else min(0.05, max(0.0, deadline - time.monotonic()))
-            state, raw = self._native.next_slice(left)
-            if state == "event":
-                return _event(raw)
-            if state == "closed":
-                return None
-            if deadline is not None and time.monotonic() >= deadline:
-                raise MqstateTimeoutError(f"no event within {timeout} s")
-
-    def try_next(self) -> Optional[Event]:
+    def try_next(self) -> Optional[E]:
         """The next event if one is buffered, else None."""
-        raw = self._native.try_next()
-        return None if raw is None else _event(raw)
+        return cast(Optional[E], _typed(self._native.try_next()))
 
     def close(self) -> None:
         """Ends the subscription now (idempotent)."""
@@ -164,7 +156,3 @@ class Subscription:
     def closed(self) -> bool:
         """Whether the subscription has ended."""
         return self._native.closed
-
-
-def _blocking(pending: _mqstate.PendingCall) -> Subscription:
-    return Subscription(wait(pending))

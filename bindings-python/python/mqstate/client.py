@@ -7,7 +7,15 @@ Settings are keyword arguments named as in every mqstate language (``host``, ``p
 ``ca_file``, ``cert_file``, ``key_file``, ``username``, ``password``, ``password_file``,
 ``sat_file``, ``connect_timeout``, ``request_timeout``, ``observer_capacity`` …), on top of
 an optional ``mqtt://`` / ``mqtts://`` URL or the Azure IoT Operations environment
-(``from_env()``). Durations are seconds or ``datetime.timedelta``.
+(``from_env()``). Keyword settings may be spelled in snake_case or camelCase (the core
+maps both); their values keep the settings' text grammar everywhere (a number is seconds,
+or ``"500ms"``, ``"2s"``, ``"1m"``; a ``timedelta`` is taken as its seconds).
+
+Durations of calls (``expiry``, ``timeout``, ``lease``, ``term``, ``auto_renew``,
+``renew_every``) are seconds (``int`` or ``float``) or a ``datetime.timedelta``, under the
+bare names: the same names as in Rust and Kotlin, while Node spells milliseconds ``…Ms``.
+An option left out (None) is the core's default — the client's ``request_timeout``, a
+lock's lease of 10 s — never one written here.
 """
 
 from __future__ import annotations
@@ -18,8 +26,8 @@ from types import TracebackType
 from typing import Any, Optional, Type, Union
 
 from . import _mqstate
-from ._calls import BytesLike, Seconds, seconds, wait, wait_async
-from ._events import SetResult, Value, _value
+from ._calls import BytesLike, Seconds, wait, wait_async
+from ._events import Change, ConnectionEvent, SetResult, Value, _value
 from ._scan import AsyncPager, Pager
 from ._settings import pairs
 from ._subscriptions import AsyncSubscription, Subscription
@@ -43,9 +51,9 @@ def _token(token: Token) -> Optional[str]:
     return None if token is None else str(token)
 
 
-class _Settings:
-    """What both clients share: the settings (checked at construction) and the argument
-    conversion of every call."""
+class _ClientBase:
+    """What both clients share: the settings (checked at construction), the native store
+    once connected, and the argument conversion of every call."""
 
     def __init__(self, url: Optional[str], from_env: bool, settings: dict[str, Any]) -> None:
         self._url = url
@@ -83,32 +91,34 @@ class _Settings:
         timeout: Optional[Seconds],
     ) -> _mqstate.PendingCall:
         return self._native().set(
-            key, value, condition, seconds(expiry), _token(fencing_token), persist, seconds(timeout)
+            key, value, condition, expiry, _token(fencing_token), persist, timeout
         )
 
     def _scan(self, pattern: BytesLike, timeout: Optional[Seconds]) -> _mqstate.Pager:
-        return self._native().scan(pattern, seconds(timeout))
+        return self._native().scan(pattern, timeout)
 
     def _lock(
         self,
         key: BytesLike,
+        lease: Optional[Seconds],
         holder: Optional[str],
         session_id: Optional[str],
         auto_renew: Optional[Seconds],
     ) -> _mqstate.Lock:
-        return self._native().lock(key, holder, session_id, seconds(auto_renew))
+        return self._native().lock(key, lease, holder, session_id, auto_renew)
 
     def _election(
         self,
         name: BytesLike,
         candidate: str,
+        term: Optional[Seconds],
         session_id: Optional[str],
         renew_every: Optional[Seconds],
     ) -> _mqstate.Election:
-        return self._native().election(name, candidate, session_id, seconds(renew_every))
+        return self._native().election(name, candidate, term, session_id, renew_every)
 
 
-class AsyncClient(_Settings):
+class AsyncClient(_ClientBase):
     """A state store client for asyncio.
 
     ::
@@ -128,7 +138,7 @@ class AsyncClient(_Settings):
         """A client configured from the Azure IoT Operations environment variables
         (``AIO_BROKER_HOSTNAME`` …), with keyword settings on top; not yet connected."""
         client = cls.__new__(cls)
-        _Settings.__init__(client, None, True, settings)
+        _ClientBase.__init__(client, None, True, settings)
         return client
 
     async def connect(self) -> "AsyncClient":
@@ -175,7 +185,7 @@ class AsyncClient(_Settings):
 
     async def get(self, key: BytesLike, *, timeout: Optional[Seconds] = None) -> Optional[Value]:
         """The key's value and version, or None when it does not exist."""
-        return _value(await wait_async(self._native().get(key, seconds(timeout))))
+        return _value(await wait_async(self._native().get(key, timeout)))
 
     async def delete(
         self,
@@ -185,7 +195,7 @@ class AsyncClient(_Settings):
         timeout: Optional[Seconds] = None,
     ) -> int:
         """Deletes the key; the number of keys deleted (0 or 1)."""
-        pending = self._native().delete(key, _token(fencing_token), seconds(timeout))
+        pending = self._native().delete(key, _token(fencing_token), timeout)
         result: int = await wait_async(pending)
         return result
 
@@ -199,14 +209,18 @@ class AsyncClient(_Settings):
     ) -> str:
         """Deletes the key only if it holds ``value``: ``"deleted"``, ``"not_found"`` or
         ``"value_mismatch"``."""
-        pending = self._native().vdel(key, value, _token(fencing_token), seconds(timeout))
+        pending = self._native().vdel(key, value, _token(fencing_token), timeout)
         result: str = await wait_async(pending)
         return result
 
-    def observe(self, key: BytesLike, *, timeout: Optional[Seconds] = None) -> AsyncSubscription:
+    def observe(
+        self, key: BytesLike, *, timeout: Optional[Seconds] = None
+    ) -> AsyncSubscription[Union[Change, ConnectionEvent]]:
         """The key's changes: ``async with client.observe(key) as changes:`` then
-        ``async for change in changes``. Registered when entered or awaited."""
-        return AsyncSubscription(start=self._native().observe(key, seconds(timeout)))
+        ``async for event in changes`` (each a :class:`Change` or a
+        :class:`ConnectionEvent`). Registered when entered or awaited; ``timeout`` bounds
+        the registration."""
+        return AsyncSubscription(start=self._native().observe(key, timeout))
 
     def scan(self, pattern: BytesLike, *, timeout: Optional[Seconds] = None) -> AsyncPager:
         """The keys (``bytes``) matching the glob ``pattern`` (``*``, ``?``, ``[abc]``,
@@ -220,29 +234,34 @@ class AsyncClient(_Settings):
         self,
         key: BytesLike,
         *,
-        lease: Seconds = 10.0,
+        lease: Optional[Seconds] = None,
         holder: Optional[str] = None,
         session_id: Optional[str] = None,
         auto_renew: Optional[Seconds] = None,
     ) -> AsyncLock:
-        """A leased lock on ``key`` (``async with lock:`` acquires for ``lease`` and
-        releases)."""
-        return AsyncLock(self._lock(key, holder, session_id, auto_renew), lease)
+        """A leased lock on ``key`` (``async with lock:`` acquires and releases).
+        ``lease``: the lease of calls that name none (default 10 s, the core's);
+        ``holder``: the holder id written (default the client id); ``session_id``: the
+        holder id becomes ``holder:session_id``; ``auto_renew``: renew this often after
+        each acquire."""
+        return AsyncLock(self._lock(key, lease, holder, session_id, auto_renew))
 
     def election(
         self,
         name: BytesLike,
         candidate: str,
         *,
-        term: Seconds = 10.0,
+        term: Optional[Seconds] = None,
         session_id: Optional[str] = None,
         renew_every: Optional[Seconds] = None,
     ) -> AsyncElection:
-        """Candidate ``candidate`` in the election ``name``."""
-        return AsyncElection(self._election(name, candidate, session_id, renew_every), term)
+        """Candidate ``candidate`` in the election ``name``. ``term``: the term of calls
+        that name none (default 10 s, the core's); ``renew_every``: renew the term this
+        often while leader (default a third of the term)."""
+        return AsyncElection(self._election(name, candidate, term, session_id, renew_every))
 
 
-class Client(_Settings):
+class Client(_ClientBase):
     """A blocking state store client; thread-safe (the GIL is released while waiting, and
     Ctrl-C interrupts a wait).
 
@@ -264,7 +283,7 @@ class Client(_Settings):
         """A client connected with the Azure IoT Operations environment variables
         (``AIO_BROKER_HOSTNAME`` …), with keyword settings on top."""
         client = cls.__new__(cls)
-        _Settings.__init__(client, None, True, settings)
+        _ClientBase.__init__(client, None, True, settings)
         client._store = wait(client._connect())
         return client
 
@@ -304,7 +323,7 @@ class Client(_Settings):
 
     def get(self, key: BytesLike, *, timeout: Optional[Seconds] = None) -> Optional[Value]:
         """The key's value and version, or None when it does not exist."""
-        return _value(wait(self._native().get(key, seconds(timeout))))
+        return _value(wait(self._native().get(key, timeout)))
 
     def delete(
         self,
@@ -314,7 +333,7 @@ class Client(_Settings):
         timeout: Optional[Seconds] = None,
     ) -> int:
         """Deletes the key; the number of keys deleted (0 or 1)."""
-        result: int = wait(self._native().delete(key, _token(fencing_token), seconds(timeout)))
+        result: int = wait(self._native().delete(key, _token(fencing_token), timeout))
         return result
 
     def vdel(
@@ -327,14 +346,17 @@ class Client(_Settings):
     ) -> str:
         """Deletes the key only if it holds ``value``: ``"deleted"``, ``"not_found"`` or
         ``"value_mismatch"``."""
-        pending = self._native().vdel(key, value, _token(fencing_token), seconds(timeout))
+        pending = self._native().vdel(key, value, _token(fencing_token), timeout)
         result: str = wait(pending)
         return result
 
-    def observe(self, key: BytesLike, *, timeout: Optional[Seconds] = None) -> Subscription:
+    def observe(
+        self, key: BytesLike, *, timeout: Optional[Seconds] = None
+    ) -> Subscription[Union[Change, ConnectionEvent]]:
         """The key's changes, registered when this returns: ``with client.observe(key) as
-        changes: for change in changes: …``."""
-        return Subscription(wait(self._native().observe(key, seconds(timeout))))
+        changes: for event in changes: …`` (each a :class:`Change` or a
+        :class:`ConnectionEvent`); ``timeout`` bounds the registration."""
+        return Subscription(wait(self._native().observe(key, timeout)))
 
     def scan(self, pattern: BytesLike, *, timeout: Optional[Seconds] = None) -> Pager:
         """The keys (``bytes``) matching the glob ``pattern``, one request per page:
@@ -346,22 +368,23 @@ class Client(_Settings):
         self,
         key: BytesLike,
         *,
-        lease: Seconds = 10.0,
+        lease: Optional[Seconds] = None,
         holder: Optional[str] = None,
         session_id: Optional[str] = None,
         auto_renew: Optional[Seconds] = None,
     ) -> Lock:
-        """A leased lock on ``key`` (``with lock:`` acquires for ``lease`` and releases)."""
-        return Lock(self._lock(key, holder, session_id, auto_renew), lease)
+        """A leased lock on ``key`` (``with lock:`` acquires and releases); see
+        :meth:`AsyncClient.lock`."""
+        return Lock(self._lock(key, lease, holder, session_id, auto_renew))
 
     def election(
         self,
         name: BytesLike,
         candidate: str,
         *,
-        term: Seconds = 10.0,
+        term: Optional[Seconds] = None,
         session_id: Optional[str] = None,
         renew_every: Optional[Seconds] = None,
     ) -> Election:
-        """Candidate ``candidate`` in the election ``name``."""
-        return Election(self._election(name, candidate, session_id, renew_every), term)
+        """Candidate ``candidate`` in the election ``name``; see :meth:`AsyncClient.election`."""
+        return Election(self._election(name, candidate, term, session_id, renew_every))

@@ -35,7 +35,8 @@ Decoders:
   :class:`~mqstate.errors.StoreError` subclass the service would answer with.
 
 Encoders raise :class:`~mqstate.errors.InvalidArgumentError` for what the service would
-refuse (an empty key, ``px_ms=0``, an unknown condition).
+refuse (an empty key, ``px_ms=0``, a condition other than ``"nx"`` or ``"nex"``, in any
+case).
 """
 
 from __future__ import annotations

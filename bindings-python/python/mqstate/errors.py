@@ -1,22 +1,22 @@
 """The exception hierarchy of mqstate.
 
-Every error the Rust core reports carries a stable *code* (``ErrorKind::code()`` in the
-core, the same string in every language binding); the class is chosen from that code,
-never from the message text::
+Every error the Rust core reports carries a stable *code*, the same string in every
+language; the class is chosen from that code, never from the message text. The classes
+are the core's error table (``ERROR_TABLE``, exported as ``core/vocabulary.json``): one per
+code, with the class name every language with classes uses, under the base class or one of
+its three families. Python adds the builtin exceptions idiomatic code catches::
 
-    MqstateError(Exception)                 .code
+    MqstateError(Exception)                 .code, .may_have_applied
     ├── InvalidArgumentError(ValueError)    invalid_argument: nothing was sent
     ├── MalformedError                      malformed: bytes from the wire break the protocol
-    ├── ClockError
+    ├── ClockError                          (family)
     │   ├── ClockDriftError                 clock_drift
     │   └── ClockOverflowError              clock_overflow
-    ├── StoreError                          .kind (vector name), .text (the service's exact text)
-    │   ├── TimestampSkewError … KeyLengthZeroError (one per known store error)
-    │   └── UnknownStoreError               unknown_store_error: a text this version does not know
-    ├── RpcError                            rpc_error, .status (the response's __stat)
+    ├── RpcError                            rpc_error, .status (the response's __stat) and details
     ├── MqstateTimeoutError(TimeoutError)   timeout
     ├── ConnectionLostError(ConnectionError) connection_lost
-    ├── ConnectError(ConnectionError)       connect_failed
+    ├── ConnectError(ConnectionError)       (family)
+    │   ├── ConnectFailedError              connect_failed
     │   ├── ConnectRefusedError             connect_refused (retry later)
     │   ├── ConnectTimeoutError(TimeoutError) connect_timeout (retry later)
     │   ├── ConnectUnauthorizedError(PermissionError) connect_unauthorized (fix credentials)
@@ -25,52 +25,20 @@ never from the message text::
     ├── NotHeldError                        not_held
     ├── CallCancelledError                  cancelled
     ├── UnsupportedError                    unsupported
-    └── CallbackError                       callback
+    ├── CallbackError                       callback
+    └── StoreError                          (family) .kind, .text (the service's exact text)
+        ├── TimestampSkewError … KeyLengthZeroError (one per known store error)
+        └── UnknownStoreError               unknown_store_error: a text this version does not know
 
-A code this version does not know (a newer core) raises a plain :class:`MqstateError`
-whose ``code`` is that code.
+The classes of the codes are generated (``bindings-python/scripts/generate_errors.py``; the
+test suite fails when they drift from the core's table). A code this version does not know
+(a newer core) raises a plain :class:`MqstateError` (or :class:`StoreError` for a store
+refusal) whose ``code`` is that code.
 """
 
 from __future__ import annotations
 
 from typing import Any, Dict, Optional, Type
-
-__all__ = [
-    "MqstateError",
-    "InvalidArgumentError",
-    "MalformedError",
-    "ClockError",
-    "ClockDriftError",
-    "ClockOverflowError",
-    "StoreError",
-    "TimestampSkewError",
-    "FencingTokenRequiredError",
-    "FencingTokenSkewError",
-    "FencingTokenLowerVersionError",
-    "QuotaExceededError",
-    "StoreSyntaxError",
-    "NotAuthorizedError",
-    "UnknownCommandError",
-    "WrongNumberOfArgumentsError",
-    "TimestampMissingError",
-    "TimestampMalformedError",
-    "KeyLengthZeroError",
-    "UnknownStoreError",
-    "RpcError",
-    "MqstateTimeoutError",
-    "ConnectionLostError",
-    "ConnectError",
-    "ConnectRefusedError",
-    "ConnectTimeoutError",
-    "ConnectUnauthorizedError",
-    "TlsError",
-    "ClosedError",
-    "NotHeldError",
-    "CallCancelledError",
-    "UnsupportedError",
-    "CallbackError",
-    "error_class",
-]
 
 
 class MqstateError(Exception):
@@ -91,42 +59,16 @@ class MqstateError(Exception):
         return self.message
 
 
-class InvalidArgumentError(MqstateError, ValueError):
-    """The caller passed a value the protocol cannot carry; nothing was sent."""
-
-    code = "invalid_argument"
-
-
-class MalformedError(MqstateError):
-    """Bytes received from the wire (payload, topic, timestamp) do not follow the protocol."""
-
-    code = "malformed"
-
-
-class ClockError(MqstateError):
-    """A hybrid logical clock step was refused."""
-
-    code = "clock_error"
-
-
-class ClockDriftError(ClockError):
-    """The clock would move more than the maximum drift ahead of the local time."""
-
-    code = "clock_drift"
-
-
-class ClockOverflowError(ClockError):
-    """The clock's counter would overflow."""
-
-    code = "clock_overflow"
+# The families (the table's ``error_families``): never raised themselves, caught to handle
+# every code of a kind. Their ``code`` names the family; an instance carries its own code.
 
 
 class StoreError(MqstateError):
     """The state store answered ``-ERR <text>``.
 
     ``kind`` is the store error's name, the same as its code (``"syntax_error"``, …,
-    ``"unknown_store_error"``) and ``text``
-    the service's exact text, which is also ``str(error)``.
+    ``"unknown_store_error"``) and ``text`` the service's exact text, which is also
+    ``str(error)``.
     """
 
     code = "store_error"
@@ -139,91 +81,24 @@ class StoreError(MqstateError):
             self.kind = kind
 
 
-class TimestampSkewError(StoreError):
-    """The request's ``__ts`` is too far ahead of the service's clock."""
+class ClockError(MqstateError):
+    """A hybrid logical clock step was refused."""
 
-    code = kind = "timestamp_skew"
-
-
-class FencingTokenRequiredError(StoreError):
-    """The key is fenced and the request carries no fencing token."""
-
-    code = kind = "fencing_token_required"
+    code = "clock_error"
 
 
-class FencingTokenSkewError(StoreError):
-    """The fencing token is too far ahead of the service's clock."""
+class ConnectError(MqstateError, ConnectionError):
+    """Connecting to the broker failed (see the subclass for why)."""
 
-    code = kind = "fencing_token_skew"
-
-
-class FencingTokenLowerVersionError(StoreError):
-    """The fencing token is older than the one protecting the key."""
-
-    code = kind = "fencing_token_lower_version"
+    code = "connect_error"
 
 
-class QuotaExceededError(StoreError):
-    """The key quota is reached."""
+class _RpcDetails:
+    """The fields of an RPC refusal: ``status`` is the response's ``__stat``, the others its
+    details (``__stMsg``, ``__propName``, ``__propVal``, ``__apErr``, ``__supProtMajVer``,
+    ``__requestProtVer``), None when absent."""
 
-    code = kind = "quota_exceeded"
-
-
-class StoreSyntaxError(StoreError):
-    """The payload is not a well-formed request (``syntax error``)."""
-
-    code = kind = "syntax_error"
-
-
-class NotAuthorizedError(StoreError):
-    """Authorization failed."""
-
-    code = kind = "not_authorized"
-
-
-class UnknownCommandError(StoreError):
-    """The verb is not recognised."""
-
-    code = kind = "unknown_command"
-
-
-class WrongNumberOfArgumentsError(StoreError):
-    """The argument count is wrong for the verb."""
-
-    code = kind = "wrong_number_of_arguments"
-
-
-class TimestampMissingError(StoreError):
-    """A SET without ``__ts``."""
-
-    code = kind = "timestamp_missing"
-
-
-class TimestampMalformedError(StoreError):
-    """``__ts`` or ``__ft`` is not a hybrid logical clock."""
-
-    code = kind = "timestamp_malformed"
-
-
-class KeyLengthZeroError(StoreError):
-    """The key is empty."""
-
-    code = kind = "key_length_zero"
-
-
-class UnknownStoreError(StoreError):
-    """A store error text this version of mqstate does not know (kept in ``text``)."""
-
-    code = "unknown_store_error"
-    kind = "unknown_store_error"
-
-
-class RpcError(MqstateError):
-    """The RPC layer refused the request; ``status`` is the response's ``__stat``, and the
-    other attributes are the response's details (``__stMsg``, ``__propName``,
-    ``__propVal``, ``__apErr``, ``__supProtMajVer``, ``__requestProtVer``), None when absent."""
-
-    code = "rpc_error"
+    status: int = 0
     status_message: Optional[str] = None
     property_name: Optional[str] = None
     property_value: Optional[str] = None
@@ -231,55 +106,60 @@ class RpcError(MqstateError):
     supported_major_versions: Optional[str] = None
     request_protocol_version: Optional[str] = None
 
-    def __init__(self, message: str = "", status: int = 0) -> None:
-        super().__init__(message)
-        self.status = status
+
+# BEGIN GENERATED by bindings-python/scripts/generate_errors.py from core/vocabulary.json: do not edit
+
+
+class InvalidArgumentError(MqstateError, ValueError):
+    """An argument the protocol cannot carry; nothing was sent."""
+
+    code = "invalid_argument"
+
+
+class MalformedError(MqstateError):
+    """Bytes from the wire do not follow the protocol."""
+
+    code = "malformed"
+
+
+class ClockDriftError(ClockError):
+    """A clock would move too far ahead of the local time."""
+
+    code = "clock_drift"
+
+
+class ClockOverflowError(ClockError):
+    """A clock counter would overflow."""
+
+    code = "clock_overflow"
+
+
+class RpcError(MqstateError, _RpcDetails):
+    """The service's RPC layer refused the request (see the status and details)."""
+
+    code = "rpc_error"
 
 
 class MqstateTimeoutError(MqstateError, TimeoutError):
-    """No response arrived in time."""
+    """No answer in time; a sent request may have been applied."""
 
     code = "timeout"
 
 
 class ConnectionLostError(MqstateError, ConnectionError):
-    """The connection was lost while the request was in flight (it may have been applied)."""
+    """The connection was lost or is not up; a sent request may have been applied."""
 
     code = "connection_lost"
 
 
-class ConnectError(MqstateError, ConnectionError):
+class ConnectFailedError(ConnectError):
     """Connecting to the broker failed."""
 
     code = "connect_failed"
 
 
-class ConnectRefusedError(ConnectError):
-    """The connection was refused (nobody listening, broker unavailable); retry later."""
-
-    code = "connect_refused"
-
-
-class ConnectTimeoutError(ConnectError, TimeoutError):
-    """The connection attempt timed out; retry later."""
-
-    code = "connect_timeout"
-
-
-class ConnectUnauthorizedError(ConnectError, PermissionError):
-    """The broker refused the credentials; fix them before retrying."""
-
-    code = "connect_unauthorized"
-
-
-class TlsError(ConnectError):
-    """The TLS handshake failed; fix the TLS settings."""
-
-    code = "tls"
-
-
 class ClosedError(MqstateError):
-    """The client or object was closed."""
+    """The client or the object is closed."""
 
     code = "closed"
 
@@ -303,46 +183,186 @@ class UnsupportedError(MqstateError):
 
 
 class CallbackError(MqstateError):
-    """A user callback failed."""
+    """A user callback failed; its own error is attached."""
 
     code = "callback"
 
 
+class ConnectRefusedError(ConnectError):
+    """The connection was refused; retry later."""
+
+    code = "connect_refused"
+
+
+class ConnectTimeoutError(ConnectError, TimeoutError):
+    """The connection attempt timed out; retry later."""
+
+    code = "connect_timeout"
+
+
+class ConnectUnauthorizedError(ConnectError, PermissionError):
+    """The broker refused the credentials; fix them."""
+
+    code = "connect_unauthorized"
+
+
+class TlsError(ConnectError):
+    """The TLS handshake failed; fix the TLS settings."""
+
+    code = "tls"
+
+
+class TimestampSkewError(StoreError):
+    """The state store refused the request (the message is the service's exact text)."""
+
+    code = kind = "timestamp_skew"
+
+
+class FencingTokenRequiredError(StoreError):
+    """The state store refused the request (the message is the service's exact text)."""
+
+    code = kind = "fencing_token_required"
+
+
+class FencingTokenSkewError(StoreError):
+    """The state store refused the request (the message is the service's exact text)."""
+
+    code = kind = "fencing_token_skew"
+
+
+class FencingTokenLowerVersionError(StoreError):
+    """The state store refused the request (the message is the service's exact text)."""
+
+    code = kind = "fencing_token_lower_version"
+
+
+class QuotaExceededError(StoreError):
+    """The state store refused the request (the message is the service's exact text)."""
+
+    code = kind = "quota_exceeded"
+
+
+class StoreSyntaxError(StoreError):
+    """The state store refused the request (the message is the service's exact text)."""
+
+    code = kind = "syntax_error"
+
+
+class NotAuthorizedError(StoreError):
+    """The state store refused the request (the message is the service's exact text)."""
+
+    code = kind = "not_authorized"
+
+
+class UnknownCommandError(StoreError):
+    """The state store refused the request (the message is the service's exact text)."""
+
+    code = kind = "unknown_command"
+
+
+class WrongNumberOfArgumentsError(StoreError):
+    """The state store refused the request (the message is the service's exact text)."""
+
+    code = kind = "wrong_number_of_arguments"
+
+
+class TimestampMissingError(StoreError):
+    """The state store refused the request (the message is the service's exact text)."""
+
+    code = kind = "timestamp_missing"
+
+
+class TimestampMalformedError(StoreError):
+    """The state store refused the request (the message is the service's exact text)."""
+
+    code = kind = "timestamp_malformed"
+
+
+class KeyLengthZeroError(StoreError):
+    """The state store refused the request (the message is the service's exact text)."""
+
+    code = kind = "key_length_zero"
+
+
+class UnknownStoreError(StoreError):
+    """A store error text this version does not know (the text is kept)."""
+
+    code = kind = "unknown_store_error"
+
+
+#: The class of every code of the core's error table.
 _BY_CODE: Dict[str, Type[MqstateError]] = {
-    cls.code: cls
-    for cls in (
-        InvalidArgumentError,
-        MalformedError,
-        ClockDriftError,
-        ClockOverflowError,
-        TimestampSkewError,
-        FencingTokenRequiredError,
-        FencingTokenSkewError,
-        FencingTokenLowerVersionError,
-        QuotaExceededError,
-        StoreSyntaxError,
-        NotAuthorizedError,
-        UnknownCommandError,
-        WrongNumberOfArgumentsError,
-        TimestampMissingError,
-        TimestampMalformedError,
-        KeyLengthZeroError,
-        UnknownStoreError,
-        RpcError,
-        MqstateTimeoutError,
-        ConnectionLostError,
-        ConnectError,
-        ConnectRefusedError,
-        ConnectTimeoutError,
-        ConnectUnauthorizedError,
-        TlsError,
-        ClosedError,
-        NotHeldError,
-        CallCancelledError,
-        UnsupportedError,
-        CallbackError,
-    )
+    "invalid_argument": InvalidArgumentError,
+    "malformed": MalformedError,
+    "clock_drift": ClockDriftError,
+    "clock_overflow": ClockOverflowError,
+    "rpc_error": RpcError,
+    "timeout": MqstateTimeoutError,
+    "connection_lost": ConnectionLostError,
+    "connect_failed": ConnectFailedError,
+    "closed": ClosedError,
+    "not_held": NotHeldError,
+    "cancelled": CallCancelledError,
+    "unsupported": UnsupportedError,
+    "callback": CallbackError,
+    "connect_refused": ConnectRefusedError,
+    "connect_timeout": ConnectTimeoutError,
+    "connect_unauthorized": ConnectUnauthorizedError,
+    "tls": TlsError,
+    "timestamp_skew": TimestampSkewError,
+    "fencing_token_required": FencingTokenRequiredError,
+    "fencing_token_skew": FencingTokenSkewError,
+    "fencing_token_lower_version": FencingTokenLowerVersionError,
+    "quota_exceeded": QuotaExceededError,
+    "syntax_error": StoreSyntaxError,
+    "not_authorized": NotAuthorizedError,
+    "unknown_command": UnknownCommandError,
+    "wrong_number_of_arguments": WrongNumberOfArgumentsError,
+    "timestamp_missing": TimestampMissingError,
+    "timestamp_malformed": TimestampMalformedError,
+    "key_length_zero": KeyLengthZeroError,
+    "unknown_store_error": UnknownStoreError,
 }
+
+#: The public names of this module (the base class, the families, one class per code).
+__all__ = [
+    "MqstateError",
+    "StoreError",
+    "ClockError",
+    "ConnectError",
+    "InvalidArgumentError",
+    "MalformedError",
+    "ClockDriftError",
+    "ClockOverflowError",
+    "RpcError",
+    "MqstateTimeoutError",
+    "ConnectionLostError",
+    "ConnectFailedError",
+    "ClosedError",
+    "NotHeldError",
+    "CallCancelledError",
+    "UnsupportedError",
+    "CallbackError",
+    "ConnectRefusedError",
+    "ConnectTimeoutError",
+    "ConnectUnauthorizedError",
+    "TlsError",
+    "TimestampSkewError",
+    "FencingTokenRequiredError",
+    "FencingTokenSkewError",
+    "FencingTokenLowerVersionError",
+    "QuotaExceededError",
+    "StoreSyntaxError",
+    "NotAuthorizedError",
+    "UnknownCommandError",
+    "WrongNumberOfArgumentsError",
+    "TimestampMissingError",
+    "TimestampMalformedError",
+    "KeyLengthZeroError",
+    "UnknownStoreError",
+    "error_class",
+]
+# END GENERATED
 
 
 def error_class(code: str) -> Type[MqstateError]:
@@ -368,15 +388,14 @@ def _from_core(
         error = MqstateError(message)
     elif issubclass(cls, StoreError):
         error = cls(message, store_kind)
-    elif issubclass(cls, RpcError):
-        error = cls(message, status if status is not None else 0)
     else:
         error = cls(message)
     if type(error).code != code:
         error.code = code
     if may_have_applied:
         error.may_have_applied = True
-    if details and isinstance(error, RpcError):
-        for name, value in details.items():
+    if isinstance(error, _RpcDetails):
+        error.status = status if status is not None else 0
+        for name, value in (details or {}).items():
             setattr(error, name, value)
     return error

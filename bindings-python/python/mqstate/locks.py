@@ -16,8 +16,8 @@ from types import TracebackType
 from typing import Any, Awaitable, Callable, Optional, Type, Union
 
 from . import _mqstate
-from ._calls import BytesLike, Seconds, seconds, wait, wait_async
-from ._events import EditResult, Value, _decision, _edit_result, _value
+from ._calls import BytesLike, Seconds, wait, wait_async
+from ._events import EditResult, HolderChange, LockStatus, Value, _decision, _edit_result, _value
 from ._subscriptions import AsyncSubscription, Subscription
 from .hlc import Hlc
 
@@ -49,9 +49,8 @@ def _decider(fn: EditFunction, loop: Optional[asyncio.AbstractEventLoop]) -> Cal
 
 
 class _LockBase:
-    def __init__(self, native: _mqstate.Lock, lease: Seconds) -> None:
+    def __init__(self, native: _mqstate.Lock) -> None:
         self._native = native
-        self._lease = seconds(lease) or 0.0
 
     @property
     def key(self) -> bytes:
@@ -75,10 +74,7 @@ class _LockBase:
 
     def set_auto_renew(self, period: Optional[Seconds]) -> None:
         """Renew automatically this often from the next acquire on (None: never)."""
-        self._native.set_auto_renew(seconds(period))
-
-    def _lease_of(self, lease: Optional[Seconds]) -> float:
-        return self._lease if lease is None else (seconds(lease) or 0.0)
+        self._native.set_auto_renew(period)
 
 
 class AsyncLock(_LockBase):
@@ -87,14 +83,14 @@ class AsyncLock(_LockBase):
 
     async def try_acquire(self, lease: Optional[Seconds] = None) -> Optional[Hlc]:
         """Tries once: the fencing token, or None when someone else holds it."""
-        token: Optional[Hlc] = await wait_async(self._native.try_acquire(self._lease_of(lease)))
+        token: Optional[Hlc] = await wait_async(self._native.try_acquire(lease))
         return token
 
     async def acquire(
         self, lease: Optional[Seconds] = None, *, timeout: Optional[Seconds] = None
     ) -> Hlc:
         """Waits for the lock (up to ``timeout``; cancel the task to stop waiting)."""
-        pending = self._native.acquire(self._lease_of(lease), seconds(timeout))
+        pending = self._native.acquire(lease, timeout)
         token: Hlc = await wait_async(pending)
         return token
 
@@ -113,11 +109,11 @@ class AsyncLock(_LockBase):
         holder: Optional[str] = await wait_async(self._native.holder())
         return holder
 
-    def watch_holder(self) -> AsyncSubscription:
+    def watch_holder(self) -> AsyncSubscription[HolderChange]:
         """:class:`HolderChange` events: the current holder, then each change."""
         return AsyncSubscription(start=self._native.watch_holder())
 
-    def watch_status(self) -> AsyncSubscription:
+    def watch_status(self) -> AsyncSubscription[LockStatus]:
         """:class:`LockStatus` events of this lock: the current status, then each change."""
         return AsyncSubscription(native=self._native.watch_status())
 
@@ -127,13 +123,14 @@ class AsyncLock(_LockBase):
         fn: EditFunction,
         *,
         lease: Optional[Seconds] = None,
-        timeout: Seconds = 10.0,
+        timeout: Optional[Seconds] = None,
     ) -> EditResult:
         """Edits ``key`` under this lock: acquires, reads, calls ``fn`` (a function or a
         coroutine function) with the value, writes its result fenced, releases. Retried
-        when a newer holder wrote meanwhile; an exception from ``fn`` propagates unchanged."""
+        when a newer holder wrote meanwhile; an exception from ``fn`` propagates unchanged.
+        ``timeout`` bounds the whole edit, retries included (default 10 s, the core's)."""
         decide = _decider(fn, asyncio.get_running_loop())
-        pending = self._native.edit(key, decide, self._lease_of(lease), seconds(timeout) or 0.0)
+        pending = self._native.edit(key, decide, lease, timeout)
         return _edit_result(await wait_async(pending))
 
     async def __aenter__(self) -> "AsyncLock":
@@ -155,12 +152,12 @@ class Lock(_LockBase):
 
     def try_acquire(self, lease: Optional[Seconds] = None) -> Optional[Hlc]:
         """Tries once: the fencing token, or None when someone else holds it."""
-        token: Optional[Hlc] = wait(self._native.try_acquire(self._lease_of(lease)))
+        token: Optional[Hlc] = wait(self._native.try_acquire(lease))
         return token
 
     def acquire(self, lease: Optional[Seconds] = None, *, timeout: Optional[Seconds] = None) -> Hlc:
         """Waits for the lock (up to ``timeout``; Ctrl-C stops waiting)."""
-        token: Hlc = wait(self._native.acquire(self._lease_of(lease), seconds(timeout)))
+        token: Hlc = wait(self._native.acquire(lease, timeout))
         return token
 
     def renew(self) -> Optional[Hlc]:
@@ -178,11 +175,11 @@ class Lock(_LockBase):
         holder: Optional[str] = wait(self._native.holder())
         return holder
 
-    def watch_holder(self) -> Subscription:
+    def watch_holder(self) -> Subscription[HolderChange]:
         """:class:`HolderChange` events: the current holder, then each change."""
         return Subscription(wait(self._native.watch_holder()))
 
-    def watch_status(self) -> Subscription:
+    def watch_status(self) -> Subscription[LockStatus]:
         """:class:`LockStatus` events of this lock: the current status, then each change."""
         return Subscription(self._native.watch_status())
 
@@ -192,11 +189,11 @@ class Lock(_LockBase):
         fn: EditFunction,
         *,
         lease: Optional[Seconds] = None,
-        timeout: Seconds = 10.0,
+        timeout: Optional[Seconds] = None,
     ) -> EditResult:
         """Edits ``key`` under this lock (see :meth:`AsyncLock.edit`)."""
         decide = _decider(fn, None)
-        pending = self._native.edit(key, decide, self._lease_of(lease), seconds(timeout) or 0.0)
+        pending = self._native.edit(key, decide, lease, timeout)
         return _edit_result(wait(pending))
 
     def __enter__(self) -> "Lock":
@@ -213,9 +210,8 @@ class Lock(_LockBase):
 
 
 class _ElectionBase:
-    def __init__(self, native: _mqstate.Election, term: Seconds) -> None:
+    def __init__(self, native: _mqstate.Election) -> None:
         self._native = native
-        self._term = seconds(term) or 0.0
 
     @property
     def candidate_id(self) -> str:
@@ -232,9 +228,6 @@ class _ElectionBase:
         """The leader's fencing token while this candidate leads."""
         return self._native.fencing_token
 
-    def _term_of(self, term: Optional[Seconds]) -> float:
-        return self._term if term is None else (seconds(term) or 0.0)
-
 
 class AsyncElection(_ElectionBase):
     """A candidate in a leader election, for asyncio. ``async with election:`` campaigns
@@ -245,12 +238,12 @@ class AsyncElection(_ElectionBase):
     ) -> Hlc:
         """Waits to become leader (up to ``timeout``); the leader's fencing token. The term
         is then renewed automatically until :meth:`resign`."""
-        token: Hlc = await wait_async(self._native.campaign(self._term_of(term), seconds(timeout)))
+        token: Hlc = await wait_async(self._native.campaign(term, timeout))
         return token
 
     async def try_campaign(self, term: Optional[Seconds] = None) -> bool:
         """Becomes leader if nobody is; True when leader now."""
-        elected: bool = await wait_async(self._native.try_campaign(self._term_of(term)))
+        elected: bool = await wait_async(self._native.try_campaign(term))
         return elected
 
     async def resign(self) -> bool:
@@ -263,11 +256,11 @@ class AsyncElection(_ElectionBase):
         leader: Optional[str] = await wait_async(self._native.leader())
         return leader
 
-    def watch_leader(self) -> AsyncSubscription:
+    def watch_leader(self) -> AsyncSubscription[HolderChange]:
         """:class:`HolderChange` events: the current leader, then each change."""
         return AsyncSubscription(start=self._native.watch_leader())
 
-    def watch_status(self) -> AsyncSubscription:
+    def watch_status(self) -> AsyncSubscription[LockStatus]:
         """:class:`LockStatus` events of this candidate's leadership."""
         return AsyncSubscription(native=self._native.watch_status())
 
@@ -290,12 +283,12 @@ class Election(_ElectionBase):
 
     def campaign(self, term: Optional[Seconds] = None, *, timeout: Optional[Seconds] = None) -> Hlc:
         """Waits to become leader (up to ``timeout``); the leader's fencing token."""
-        token: Hlc = wait(self._native.campaign(self._term_of(term), seconds(timeout)))
+        token: Hlc = wait(self._native.campaign(term, timeout))
         return token
 
     def try_campaign(self, term: Optional[Seconds] = None) -> bool:
         """Becomes leader if nobody is; True when leader now."""
-        elected: bool = wait(self._native.try_campaign(self._term_of(term)))
+        elected: bool = wait(self._native.try_campaign(term))
         return elected
 
     def resign(self) -> bool:
@@ -308,11 +301,11 @@ class Election(_ElectionBase):
         leader: Optional[str] = wait(self._native.leader())
         return leader
 
-    def watch_leader(self) -> Subscription:
+    def watch_leader(self) -> Subscription[HolderChange]:
         """:class:`HolderChange` events: the current leader, then each change."""
         return Subscription(wait(self._native.watch_leader()))
 
-    def watch_status(self) -> Subscription:
+    def watch_status(self) -> Subscription[LockStatus]:
         """:class:`LockStatus` events of this candidate's leadership."""
         return Subscription(self._native.watch_status())
 

@@ -1,8 +1,6 @@
 //! Conversions between the binding layer's values and the plain Python values the package's
 //! Python classes are built from (tuples, bytes, `Hlc`, floats of seconds).
 
-use std::time::Duration;
-
 use bytes::Bytes;
 use mqstate::bridge::{Event, LockState};
 use mqstate::codec::KeyEvent;
@@ -14,20 +12,6 @@ use pyo3::types::{PyBytes, PyTuple};
 
 use crate::errors::to_py;
 use crate::hlc::PyHlc;
-
-/// Seconds (a float) as a duration; negative, NaN or infinite values are refused.
-pub(crate) fn seconds(name: &str, value: f64) -> PyResult<Duration> {
-    Duration::try_from_secs_f64(value).map_err(|_| {
-        to_py(Error::invalid_argument(format!(
-            "{name} must be a finite, non-negative number of seconds, not {value}"
-        )))
-    })
-}
-
-/// Optional seconds.
-pub(crate) fn opt_seconds(name: &str, value: Option<f64>) -> PyResult<Option<Duration>> {
-    value.map(|v| seconds(name, v)).transpose()
-}
 
 /// A version as `Hlc` or `None`.
 pub(crate) fn version(py: Python<'_>, v: Option<Hlc>) -> PyResult<Py<PyAny>> {

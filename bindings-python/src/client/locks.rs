@@ -1,22 +1,23 @@
 //! Locks and elections for Python: every wait a [`PendingCall`], every stream a
-//! `Subscription`, and the fenced edit's decision a Python callable run on a library
-//! blocking thread with the GIL; an exception it raises comes back to the caller as the very
-//! same exception object.
+//! `Subscription`, and the fenced edit's decision a Python callable run by the core's
+//! blocking-callback adapter (`bridge::blocking_decide`) with the GIL; an exception it raises
+//! comes back to the caller as the very same exception object. A lease, term or timeout
+//! left out (`None`) is the core's default.
 
 use std::sync::Arc;
 
 use bytes::Bytes;
-use mqstate::bridge::{Decide, ElectionHandle, LockHandle};
+use mqstate::bridge::{ElectionHandle, LockHandle, blocking_decide};
 use mqstate::lock::Edit;
 use mqstate::{Error, ErrorKind, Versioned};
 use pyo3::IntoPyObjectExt;
 use pyo3::prelude::*;
 
-use super::convert::{self, opt_seconds, seconds};
+use super::convert;
 use super::gate::with_python;
 use super::pending::{PendingCall, pending};
-use super::store::NativeSubscription;
-use crate::args::ByteArg;
+use super::subscription::NativeSubscription;
+use crate::args::{ByteArg, Seconds, duration};
 use crate::errors::RaisedByCallback;
 
 fn token(py: Python<'_>, t: Option<mqstate::Hlc>) -> PyResult<Py<PyAny>> {
@@ -62,17 +63,17 @@ impl NativeLock {
         self.lock.holder_id()
     }
 
-    fn try_acquire(&self, lease: f64) -> PyResult<PendingCall> {
-        let call = self.lock.try_acquire(Some(seconds("lease", lease)?));
+    #[pyo3(signature = (lease))]
+    fn try_acquire(&self, lease: Option<Seconds>) -> PyResult<PendingCall> {
+        let call = self.lock.try_acquire(duration("lease", lease)?);
         Ok(pending(call, token))
     }
 
     #[pyo3(signature = (lease, timeout))]
-    fn acquire(&self, lease: f64, timeout: Option<f64>) -> PyResult<PendingCall> {
-        let call = self.lock.acquire(
-            Some(seconds("lease", lease)?),
-            opt_seconds("timeout", timeout)?,
-        );
+    fn acquire(&self, lease: Option<Seconds>, timeout: Option<Seconds>) -> PyResult<PendingCall> {
+        let call = self
+            .lock
+            .acquire(duration("lease", lease)?, duration("timeout", timeout)?);
         Ok(pending(call, |py, t| token(py, Some(t))))
     }
 
@@ -99,46 +100,36 @@ impl NativeLock {
     }
 
     #[pyo3(signature = (period))]
-    fn set_auto_renew(&self, period: Option<f64>) -> PyResult<()> {
+    fn set_auto_renew(&self, period: Option<Seconds>) -> PyResult<()> {
         self.lock
-            .set_auto_renew(opt_seconds("auto_renew", period)?)
+            .set_auto_renew(duration("auto_renew", period)?)
             .map_err(crate::errors::to_py)
     }
 
     fn watch_holder(&self) -> PendingCall {
         pending(self.lock.watch_holder(), |py, sub| {
-            NativeSubscription { sub }.into_py_any(py)
+            NativeSubscription::new(sub).into_py_any(py)
         })
     }
 
     fn watch_status(&self) -> NativeSubscription {
-        NativeSubscription {
-            sub: self.lock.watch_status(),
-        }
+        NativeSubscription::new(self.lock.watch_status())
     }
 
     /// Fenced edit of `key`: `decide(previous)` runs on a library thread with the GIL.
+    #[pyo3(signature = (key, decide, lease, timeout))]
     fn edit(
         &self,
         key: ByteArg,
         decide: Py<PyAny>,
-        lease: f64,
-        timeout: f64,
+        lease: Option<Seconds>,
+        timeout: Option<Seconds>,
     ) -> PyResult<PendingCall> {
-        let decide = Arc::new(decide);
-        let decide: Decide = Arc::new(move |previous| {
-            let decide = Arc::clone(&decide);
-            Box::pin(async move {
-                tokio::task::spawn_blocking(move || decide_in_python(&decide, previous))
-                    .await
-                    .unwrap_or_else(|e| Err(Error::new(ErrorKind::Closed, e.to_string())))
-            })
-        });
         let call = self.lock.edit(
             Bytes::copy_from_slice(key.as_ref()),
-            Some(seconds("lease", lease)?),
-            Some(seconds("timeout", timeout)?),
-            decide,
+            duration("lease", lease)?,
+            duration("timeout", timeout)?,
+            blocking_decide(move |previous| decide_in_python(&decide, previous)),
         );
         Ok(pending(call, convert::edit_outcome))
     }
@@ -164,16 +155,16 @@ impl NativeElection {
     }
 
     #[pyo3(signature = (term, timeout))]
-    fn campaign(&self, term: f64, timeout: Option<f64>) -> PyResult<PendingCall> {
-        let call = self.election.campaign(
-            Some(seconds("term", term)?),
-            opt_seconds("timeout", timeout)?,
-        );
+    fn campaign(&self, term: Option<Seconds>, timeout: Option<Seconds>) -> PyResult<PendingCall> {
+        let call = self
+            .election
+            .campaign(duration("term", term)?, duration("timeout", timeout)?);
         Ok(pending(call, |py, t| token(py, Some(t))))
     }
 
-    fn try_campaign(&self, term: f64) -> PyResult<PendingCall> {
-        let call = self.election.try_campaign(Some(seconds("term", term)?));
+    #[pyo3(signature = (term))]
+    fn try_campaign(&self, term: Option<Seconds>) -> PyResult<PendingCall> {
+        let call = self.election.try_campaign(duration("term", term)?);
         Ok(pending(call, |py, b| b.into_py_any(py)))
     }
 
@@ -197,13 +188,11 @@ impl NativeElection {
 
     fn watch_leader(&self) -> PendingCall {
         pending(self.election.watch_leader(), |py, sub| {
-            NativeSubscription { sub }.into_py_any(py)
+            NativeSubscription::new(sub).into_py_any(py)
         })
     }
 
     fn watch_status(&self) -> NativeSubscription {
-        NativeSubscription {
-            sub: self.election.watch_status(),
-        }
+        NativeSubscription::new(self.election.watch_status())
     }
 }

@@ -73,7 +73,7 @@ impl PendingCall {
         }
         let Some(call) = self.take_call() else {
             return Err(PyRuntimeError::new_err(
-                "this call is awaited elsewhere (on_done was called)",
+                "this call is awaited elsewhere (on_done_batched was called)",
             ));
         };
         let slice = Duration::try_from_secs_f64(seconds.max(0.0)).unwrap_or(Duration::ZERO);
@@ -93,31 +93,15 @@ impl PendingCall {
         }
     }
 
-    /// Calls `callback()` (no arguments) from a library thread once the result is there;
-    /// the callback must only schedule work (e.g. `loop.call_soon_threadsafe`).
-    fn on_done(&self, callback: Py<PyAny>) -> PyResult<()> {
-        let Some(call) = self.take_call() else {
-            return Err(PyRuntimeError::new_err("on_done was already called"));
-        };
-        let outcome = std::sync::Arc::clone(&self.outcome);
-        call.on_complete(move |result| {
-            Self::store(&outcome, result);
-            with_python(|py| {
-                if let Err(e) = callback.call0(py) {
-                    // The event loop is gone (closed): nobody waits any more.
-                    drop(e);
-                }
-            });
-        });
-        Ok(())
-    }
-
-    /// Like `on_done`, but batched: on completion the call's `token` joins `waker`'s ready
-    /// list, and `waker`'s wake function is called only when that list was empty — so at
-    /// high concurrency one wake-up of the event loop settles many calls.
+    /// Wakes asyncio once the result is there: on completion the call's `token` joins
+    /// `waker`'s ready list, and `waker`'s wake function is called (from a library thread)
+    /// only when that list was empty — so at high concurrency one wake-up of the event loop
+    /// settles many calls.
     fn on_done_batched(&self, waker: Py<Waker>, token: u64) -> PyResult<()> {
         let Some(call) = self.take_call() else {
-            return Err(PyRuntimeError::new_err("on_done was already called"));
+            return Err(PyRuntimeError::new_err(
+                "on_done_batched was already called",
+            ));
         };
         let outcome = std::sync::Arc::clone(&self.outcome);
         call.on_complete(move |result| {
@@ -140,14 +124,6 @@ impl PendingCall {
     /// Cancels the call (it ends with CallCancelledError unless it already completed).
     fn cancel(&self) {
         self.canceller.cancel();
-    }
-
-    /// Whether the result is there.
-    fn done(&self) -> bool {
-        self.outcome
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_some()
     }
 
     /// The result, converted (raises the call's error); once.

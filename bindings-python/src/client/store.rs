@@ -1,22 +1,22 @@
-//! `Store` and `Subscription` as the Python package's clients use them: each method converts
-//! its arguments, makes one call into the core's binding layer, and returns a
-//! [`PendingCall`] (or a plain value).
+//! `Store` and `Pager` as the Python package's clients use them: each method converts its
+//! arguments, makes one call into the core's binding layer, and returns a [`PendingCall`]
+//! (or a plain value). Every policy — condition spellings, VDEL outcome names, settings by
+//! name, default durations — is the core's.
 
 use bytes::Bytes;
-use mqstate::bridge::{Pager, Settings, Store, Subscription};
+use mqstate::bridge::{Pager, Settings, Store};
 use mqstate::codec::SetCondition;
 use mqstate::lock::LockOptions;
-use mqstate::{
-    DelOptions, Error, GetOptions, Hlc, ObserveOptions, ScanOptions, SetOptions, VdelOutcome,
-};
+use mqstate::{DelOptions, Error, GetOptions, Hlc, ObserveOptions, ScanOptions, SetOptions};
 use pyo3::IntoPyObjectExt;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
-use super::convert::{self, opt_seconds};
+use super::convert;
 use super::locks::{NativeElection, NativeLock};
 use super::pending::{PendingCall, failed, pending};
-use crate::args::ByteArg;
+use super::subscription::NativeSubscription;
+use crate::args::{ByteArg, Seconds, duration};
 use crate::errors::to_py;
 
 fn bytes(arg: &ByteArg) -> Bytes {
@@ -27,23 +27,6 @@ fn token(text: Option<&str>) -> Result<Option<Hlc>, Error> {
     text.map(Hlc::parse).transpose()
 }
 
-/// Builds settings from a URL or the environment, then `(name, value)` pairs in order.
-fn settings(
-    url: Option<&str>,
-    from_env: bool,
-    pairs: Vec<(String, String)>,
-) -> Result<Settings, Error> {
-    let mut s = match (url, from_env) {
-        (Some(url), _) => Settings::from_url(url)?,
-        (None, true) => Settings::from_env()?,
-        (None, false) => Settings::new(),
-    };
-    for (name, value) in pairs {
-        s.set(&name, &value)?;
-    }
-    Ok(s)
-}
-
 /// Validates settings without connecting (so constructors fail early).
 #[pyfunction]
 #[pyo3(signature = (url, from_env, pairs))]
@@ -52,7 +35,9 @@ pub(crate) fn check_settings(
     from_env: bool,
     pairs: Vec<(String, String)>,
 ) -> PyResult<()> {
-    settings(url, from_env, pairs).map(|_| ()).map_err(to_py)
+    Settings::from_pairs(url, from_env, pairs)
+        .map(|_| ())
+        .map_err(to_py)
 }
 
 /// Every setting name, for keyword-argument checks and docs: `[(name, description)]`.
@@ -72,7 +57,7 @@ pub(crate) fn connect(
     from_env: bool,
     pairs: Vec<(String, String)>,
 ) -> PendingCall {
-    match settings(url, from_env, pairs) {
+    match Settings::from_pairs(url, from_env, pairs) {
         Ok(s) => pending(Store::connect(s), |py, store| {
             NativeStore { store }.into_py_any(py)
         }),
@@ -112,27 +97,17 @@ impl NativeStore {
         key: ByteArg,
         value: ByteArg,
         condition: Option<&str>,
-        expiry: Option<f64>,
+        expiry: Option<Seconds>,
         fencing_token: Option<&str>,
         persist: bool,
-        timeout: Option<f64>,
+        timeout: Option<Seconds>,
     ) -> PyResult<PendingCall> {
-        let condition = match condition {
-            None => SetCondition::Always,
-            Some("nx") => SetCondition::NotExists,
-            Some("nex") => SetCondition::NotExistsOrEqual,
-            Some(other) => {
-                return Ok(failed(Error::invalid_argument(format!(
-                    "condition must be None, 'nx' or 'nex', not {other:?}"
-                ))));
-            }
-        };
         let options = SetOptions {
-            condition,
-            expiry: opt_seconds("expiry", expiry)?,
+            condition: SetCondition::parse(condition).map_err(to_py)?,
+            expiry: duration("expiry", expiry)?,
             fencing_token: token(fencing_token).map_err(to_py)?,
             persist,
-            timeout: opt_seconds("timeout", timeout)?,
+            timeout: duration("timeout", timeout)?,
         };
         Ok(pending(
             self.store.set(bytes(&key), bytes(&value), options),
@@ -141,9 +116,9 @@ impl NativeStore {
     }
 
     #[pyo3(signature = (key, timeout))]
-    fn get(&self, key: ByteArg, timeout: Option<f64>) -> PyResult<PendingCall> {
+    fn get(&self, key: ByteArg, timeout: Option<Seconds>) -> PyResult<PendingCall> {
         let options = GetOptions {
-            timeout: opt_seconds("timeout", timeout)?,
+            timeout: duration("timeout", timeout)?,
         };
         Ok(pending(
             self.store.get(bytes(&key), options),
@@ -156,11 +131,11 @@ impl NativeStore {
         &self,
         key: ByteArg,
         fencing_token: Option<&str>,
-        timeout: Option<f64>,
+        timeout: Option<Seconds>,
     ) -> PyResult<PendingCall> {
         let options = DelOptions {
             fencing_token: token(fencing_token).map_err(to_py)?,
-            timeout: opt_seconds("timeout", timeout)?,
+            timeout: duration("timeout", timeout)?,
         };
         Ok(pending(self.store.del(bytes(&key), options), |py, n| {
             n.into_py_any(py)
@@ -173,33 +148,26 @@ impl NativeStore {
         key: ByteArg,
         value: ByteArg,
         fencing_token: Option<&str>,
-        timeout: Option<f64>,
+        timeout: Option<Seconds>,
     ) -> PyResult<PendingCall> {
         let options = DelOptions {
             fencing_token: token(fencing_token).map_err(to_py)?,
-            timeout: opt_seconds("timeout", timeout)?,
+            timeout: duration("timeout", timeout)?,
         };
         Ok(pending(
             self.store.vdel(bytes(&key), bytes(&value), options),
-            |py, o| {
-                match o {
-                    VdelOutcome::Deleted => "deleted",
-                    VdelOutcome::NotFound => "not_found",
-                    VdelOutcome::ValueMismatch => "value_mismatch",
-                }
-                .into_py_any(py)
-            },
+            |py, o| o.name().into_py_any(py),
         ))
     }
 
     #[pyo3(signature = (key, timeout))]
-    fn observe(&self, key: ByteArg, timeout: Option<f64>) -> PyResult<PendingCall> {
+    fn observe(&self, key: ByteArg, timeout: Option<Seconds>) -> PyResult<PendingCall> {
         let options = ObserveOptions {
-            timeout: opt_seconds("timeout", timeout)?,
+            timeout: duration("timeout", timeout)?,
         };
         Ok(pending(
             self.store.observe(bytes(&key), options),
-            |py, sub| NativeSubscription { sub }.into_py_any(py),
+            |py, sub| NativeSubscription::new(sub).into_py_any(py),
         ))
     }
 
@@ -207,45 +175,49 @@ impl NativeStore {
     /// InvalidArgumentError); nothing is sent before the first page. `timeout` (seconds)
     /// bounds each page.
     #[pyo3(signature = (pattern, timeout))]
-    fn scan(&self, pattern: ByteArg, timeout: Option<f64>) -> PyResult<NativePager> {
+    fn scan(&self, pattern: ByteArg, timeout: Option<Seconds>) -> PyResult<NativePager> {
         let options = ScanOptions {
-            timeout: opt_seconds("timeout", timeout)?,
+            timeout: duration("timeout", timeout)?,
         };
         let pager = self.store.scan(bytes(&pattern), options).map_err(to_py)?;
         Ok(NativePager { pager })
     }
 
-    #[pyo3(signature = (key, holder, session_id, auto_renew))]
+    /// A lock; `lease` is the lease of its calls that name none (`None`: the core's).
+    #[pyo3(signature = (key, lease, holder, session_id, auto_renew))]
     fn lock(
         &self,
         key: ByteArg,
+        lease: Option<Seconds>,
         holder: Option<String>,
         session_id: Option<String>,
-        auto_renew: Option<f64>,
+        auto_renew: Option<Seconds>,
     ) -> PyResult<NativeLock> {
         let options = LockOptions {
             holder,
             session_id,
-            auto_renew: opt_seconds("auto_renew", auto_renew)?,
-            lease: None,
+            auto_renew: duration("auto_renew", auto_renew)?,
+            lease: duration("lease", lease)?,
         };
         let lock = self.store.lock(key.as_ref(), options).map_err(to_py)?;
         Ok(NativeLock::new(lock))
     }
 
-    #[pyo3(signature = (name, candidate, session_id, renew_every))]
+    /// A candidate; `term` is the term of its calls that name none (`None`: the core's).
+    #[pyo3(signature = (name, candidate, term, session_id, renew_every))]
     fn election(
         &self,
         name: ByteArg,
         candidate: String,
+        term: Option<Seconds>,
         session_id: Option<String>,
-        renew_every: Option<f64>,
+        renew_every: Option<Seconds>,
     ) -> PyResult<NativeElection> {
         let options = LockOptions {
             holder: None,
             session_id,
-            auto_renew: opt_seconds("renew_every", renew_every)?,
-            lease: None,
+            auto_renew: duration("renew_every", renew_every)?,
+            lease: duration("term", term)?,
         };
         let election = self
             .store
@@ -257,61 +229,6 @@ impl NativeStore {
     /// Closes the connection (every clone); idempotent.
     fn close(&self) -> PendingCall {
         pending(self.store.close(), |py, ()| Ok(py.None()))
-    }
-}
-
-/// A subscription: events as tuples (see `mqstate/_events.py`).
-#[pyclass(frozen, module = "mqstate._mqstate", name = "Subscription")]
-pub(crate) struct NativeSubscription {
-    pub(crate) sub: Subscription,
-}
-
-#[pymethods]
-impl NativeSubscription {
-    /// Waits up to `seconds` (GIL released): `("event", tuple)`, `("closed", None)` or
-    /// `("timeout", None)`.
-    fn next_slice(&self, py: Python<'_>, seconds: f64) -> PyResult<(&'static str, Py<PyAny>)> {
-        let slice = convert::seconds("seconds", seconds)?;
-        let sub = self.sub.clone();
-        let got = py.detach(move || sub.next_blocking(Some(slice)));
-        match got {
-            Ok(Some(e)) => Ok(("event", convert::event(py, e)?)),
-            Ok(None) => Ok(("closed", py.None())),
-            Err(e) if e.kind() == mqstate::ErrorKind::Timeout => Ok(("timeout", py.None())),
-            Err(e) => Err(to_py(e)),
-        }
-    }
-
-    /// The next event as a pending call (`None` once closed), for asyncio.
-    fn next_async(&self) -> PendingCall {
-        let sub = self.sub.clone();
-        let call =
-            mqstate::bridge::Call::spawn(&mqstate::bridge::runtime::shared_handle(), async move {
-                Ok(sub.next().await)
-            });
-        pending(call, |py, e| match e {
-            Some(e) => convert::event(py, e),
-            None => Ok(py.None()),
-        })
-    }
-
-    /// The next event if one is buffered, else `None`.
-    fn try_next(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        match self.sub.try_next() {
-            Some(e) => convert::event(py, e),
-            None => Ok(py.None()),
-        }
-    }
-
-    /// Ends the subscription now (STOP for a key).
-    fn close(&self) {
-        self.sub.close();
-    }
-
-    /// Whether it has ended.
-    #[getter]
-    fn closed(&self) -> bool {
-        self.sub.is_closed()
     }
 }
 

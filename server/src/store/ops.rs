@@ -8,7 +8,7 @@ use mqstate::Hlc;
 use mqstate::codec::{KeyEvent, Response, SetCondition, StoreError, StoreErrorKind};
 
 use super::table::{Entry, View};
-use super::{Answer, Effects, JournalOp, Store};
+use super::{Answer, Effects, JournalOp, StateMachine};
 
 /// A decoded SET with its stamps, ready to apply.
 pub(super) struct Set<'a> {
@@ -47,7 +47,7 @@ fn kept_token(stored: Option<&Hlc>, token: Option<&Hlc>) -> Option<Hlc> {
     }
 }
 
-impl Store {
+impl StateMachine {
     /// SET: fencing, then the NX/NEX condition, then the quota for a new key.
     pub(super) fn set(
         &mut self,

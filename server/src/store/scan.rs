@@ -18,7 +18,7 @@ use bytes::Bytes;
 use mqstate::codec::{Response, ScanPage, StoreError, StoreErrorKind};
 use mqstate::glob;
 
-use super::{Answer, Store};
+use super::{Answer, StateMachine};
 
 /// The first byte of every continuation token (a format version).
 const TOKEN_TAG: u8 = b'k';
@@ -29,7 +29,7 @@ const LOOK_AT_PER_KEY: usize = 8;
 /// The fewest keys a walk may look at, whatever the page size.
 const MIN_LOOK_AT: usize = 64;
 
-impl Store {
+impl StateMachine {
     /// SCAN `pattern` from the position `token` names (the start when `None`).
     pub(super) fn scan(&self, pattern: &[u8], token: Option<&[u8]>) -> Result<Answer, StoreError> {
         let version = Some(self.clock.current().clone());
@@ -84,17 +84,17 @@ mod tests {
     use bytes::Bytes;
     use mqstate::codec::{Request, Response, ScanPage, SetCondition, StoreErrorKind};
 
-    use crate::store::{Invocation, Store, StoreConfig};
+    use crate::store::{Invocation, StateMachine, StoreConfig};
 
-    fn store(page: usize) -> Store {
+    fn store(page: usize) -> StateMachine {
         let config = StoreConfig {
             scan_page_keys: page,
             ..StoreConfig::default()
         };
-        Store::new(config, 1_000)
+        StateMachine::new(config, 1_000)
     }
 
-    fn call(store: &mut Store, now: u64, request: Request<&[u8]>) -> Response {
+    fn call(store: &mut StateMachine, now: u64, request: Request<&[u8]>) -> Response {
         let payload = request.encode();
         let stamp = format!("{now}:0:c");
         store
@@ -111,7 +111,7 @@ mod tests {
             .response
     }
 
-    fn set(store: &mut Store, key: &[u8], px: Option<u64>) {
+    fn set(store: &mut StateMachine, key: &[u8], px: Option<u64>) {
         let request = Request::Set {
             key,
             value: b"v",
@@ -121,7 +121,7 @@ mod tests {
         assert_eq!(call(store, 1_000, request), Response::Ok);
     }
 
-    fn page(store: &mut Store, now: u64, pattern: &[u8], token: Option<&Bytes>) -> ScanPage {
+    fn page(store: &mut StateMachine, now: u64, pattern: &[u8], token: Option<&Bytes>) -> ScanPage {
         let request = Request::Scan {
             pattern,
             token: token.map(|t| &t[..]),
@@ -133,7 +133,7 @@ mod tests {
     }
 
     /// Follows the tokens to the end; returns the keys and the number of pages.
-    fn scan_all(store: &mut Store, pattern: &[u8]) -> (Vec<Bytes>, usize) {
+    fn scan_all(store: &mut StateMachine, pattern: &[u8]) -> (Vec<Bytes>, usize) {
         let (mut keys, mut pages, mut token) = (Vec::new(), 0, None);
         loop {
             let p = page(store, 1_000, pattern, token.as_ref());
@@ -259,7 +259,7 @@ mod tests {
 
     #[test]
     fn pages_stop_at_their_byte_budget() {
-        let mut s = Store::new(
+        let mut s = StateMachine::new(
             StoreConfig {
                 scan_page_keys: 1_000,
                 scan_page_bytes: 100,

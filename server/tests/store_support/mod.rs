@@ -7,7 +7,7 @@ use std::num::NonZeroU64;
 use bytes::Bytes;
 use mqstate::Hlc;
 use mqstate::codec::{KeyEvent, Request, Response, SetCondition};
-use mqstate_server::store::{Invocation, JournalOp, Reply, Store, StoreConfig};
+use mqstate_server::store::{Invocation, JournalOp, Reply, StateMachine, StoreConfig};
 
 /// The service time every row starts at.
 pub const NOW: u64 = 1_700_000_000_000;
@@ -189,7 +189,7 @@ impl Call {
             Ts::Given(ts) => Some(ts.clone()),
         }
     }
-    pub fn run(&self, store: &mut Store) -> Reply {
+    pub fn run(&self, store: &mut StateMachine) -> Reply {
         let payload = match &self.request {
             Some(request) => request.encode(),
             None => Bytes::from_static(self.raw),
@@ -224,7 +224,7 @@ pub fn run_row(
     notices: &[(&'static str, Ev)],
     journal: &[J],
 ) -> Result<(), String> {
-    let mut store = Store::new(config, NOW);
+    let mut store = StateMachine::new(config, NOW);
     let mut seen: Option<Hlc> = None;
     for (i, op) in setup.iter().enumerate() {
         match op {

@@ -1,0 +1,261 @@
+// The public API against the core's vocabulary (core/vocabulary.json): the error classes
+// (generated from it, drift-checked here), every operation and option in Node's casing —
+// in the declarations (index.d.ts, read with the TypeScript compiler) and at run time
+// against a live store (each option is taken, its unit-less name is refused naming the
+// `…Ms` one) — the events, SET conditions, VDEL outcomes, lock states and the defaults.
+import { after, before, describe, test } from 'node:test'
+import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import ts from 'typescript'
+import { LiveStore, ns, projectRoot } from './live.mjs'
+import { mqstate } from './support.mjs'
+
+const pkg = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
+const require = createRequire(import.meta.url)
+const vocabulary = JSON.parse(readFileSync(path.join(projectRoot, 'core', 'vocabulary.json'), 'utf8'))
+const { generate } = require(path.join(pkg, 'scripts', 'gen-errors.js'))
+
+/** The JS class of each object of the vocabulary. */
+const CLASS_OF = { client: 'Client', lock: 'Lock', election: 'Election' }
+/** Options Node adds to every call that waits: its `AbortSignal`. */
+const NODE_ONLY = new Set(['signal'])
+
+/** The declarations, with a type checker. */
+const program = ts.createProgram([path.join(pkg, 'index.d.ts')], { strict: true, types: ['node'] })
+const checker = program.getTypeChecker()
+const entry = /** @type {ts.SourceFile} */ (program.getSourceFile(path.join(pkg, 'index.d.ts')))
+const exported = new Map(checker.getExportsOfModule(/** @type {ts.Symbol} */ (checker.getSymbolAtLocation(entry))).map((s) => [s.name, s]))
+
+/**
+ * The declared instance type of an exported class.
+ * @param {string} name
+ */
+function classType (name) {
+  const symbol = exported.get(name)
+  assert.ok(symbol, `index.d.ts exports no ${name}`)
+  return checker.getDeclaredTypeOfSymbol(symbol)
+}
+
+/**
+ * The option names a declared method takes (the properties of its `options` parameter),
+ * or `null` when it has none.
+ * @param {string} className
+ * @param {string} method
+ */
+function declaredOptions (className, method) {
+  const prop = classType(className).getProperty(method)
+  assert.ok(prop, `index.d.ts: ${className} has no ${method}`)
+  const type = checker.getTypeOfSymbolAtLocation(prop, entry)
+  const names = new Set()
+  let any = false
+  for (const signature of type.getCallSignatures()) {
+    const param = signature.getParameters().find((p) => p.name === 'options')
+    if (!param) continue
+    any = true
+    const optionsType = checker.getNonNullableType(checker.getTypeOfSymbolAtLocation(param, entry))
+    for (const p of checker.getPropertiesOfType(optionsType)) names.add(p.name)
+  }
+  return any ? names : null
+}
+
+/**
+ * The string literals of a declared type (`'a' | 'b'`).
+ * @param {ts.Type} type
+ */
+function literals (type) {
+  const parts = type.isUnion() ? type.types : [type]
+  return new Set(parts.filter((t) => t.isStringLiteral()).map((t) => /** @type {ts.StringLiteralType} */ (t).value))
+}
+
+/**
+ * The type of a declared property.
+ * @param {string} className
+ * @param {string} property
+ */
+function propertyType (className, property) {
+  const prop = classType(className).getProperty(property)
+  assert.ok(prop, `index.d.ts: ${className} has no ${property}`)
+  return checker.getTypeOfSymbolAtLocation(prop, entry)
+}
+
+describe('error classes', () => {
+  test('the generated files match what core/vocabulary.json generates', () => {
+    for (const [file, want] of generate(vocabulary)) {
+      assert.equal(readFileSync(path.join(pkg, file), 'utf8'), want,
+        `bindings-node/${file} is stale: run node scripts/gen-errors.js in bindings-node`)
+    }
+  })
+
+  test('one class per code, named and parented as the table says, from both entry points', async () => {
+    const esm = await import('mqstate')
+    const base = mqstate[vocabulary.error_base_class]
+    assert.equal(typeof base, 'function')
+    for (const family of vocabulary.error_families) {
+      assert.equal(Object.getPrototypeOf(mqstate[family]), base, family)
+      assert.equal(esm[family], mqstate[family], `${family} (ESM)`)
+    }
+    for (const row of vocabulary.errors) {
+      const Class = mqstate[row.class]
+      assert.equal(typeof Class, 'function', row.class)
+      assert.equal(esm[row.class], Class, `${row.class} (ESM)`)
+      assert.equal(Object.getPrototypeOf(Class), mqstate[row.parent], `${row.class} extends ${row.parent}`)
+      const err = new Class('m')
+      assert.ok(err instanceof Error && err instanceof base)
+      assert.equal(err.code, row.code)
+      assert.equal(err.name, row.code === 'cancelled' ? 'AbortError' : row.class)
+    }
+    const names = new Set([vocabulary.error_base_class, ...vocabulary.error_families, ...vocabulary.errors.map((/** @type {any} */ r) => r.class)])
+    const errorExports = Object.keys(mqstate).filter((k) => /Error$/.test(k))
+    assert.deepEqual(errorExports.filter((k) => !names.has(k)), [], 'error classes the table does not name')
+    assert.deepEqual([...mqstate.errorCodes()].sort(), vocabulary.errors.map((/** @type {any} */ r) => r.code).sort())
+  })
+
+  test('index.d.ts declares each class with its parent and its code', () => {
+    for (const row of vocabulary.errors) {
+      const type = classType(row.class)
+      const bases = type.getBaseTypes() ?? []
+      assert.deepEqual(bases.map((b) => b.symbol.name), [row.parent], row.class)
+      assert.deepEqual([...literals(propertyType(row.class, 'code'))], [row.code], row.class)
+    }
+  })
+})
+
+describe('operations and options', () => {
+  /** @type {LiveStore} */
+  let live
+  /** @type {import('mqstate').Client} */
+  let client
+  before(async () => {
+    live = await LiveStore.start('embedded')
+    client = await mqstate.Client.connect(live.url)
+  })
+  after(async () => {
+    await client?.close()
+    await live?.close()
+  })
+
+  test('index.d.ts: every operation, with exactly the vocabulary\'s options (plus signal)', () => {
+    for (const op of vocabulary.operations) {
+      const className = CLASS_OF[/** @type {keyof typeof CLASS_OF} */ (op.owner)]
+      const want = op.options.map((/** @type {any} */ o) => o.names.node)
+      const got = declaredOptions(className, op.names.node)
+      if (got === null) {
+        assert.deepEqual(want, [], `${className}.${op.names.node} takes no options in index.d.ts`)
+        continue
+      }
+      assert.deepEqual([...got].filter((n) => !NODE_ONLY.has(n)).sort(), [...want].sort(), `${className}.${op.names.node}`)
+    }
+  })
+
+  /**
+   * Calls `op` of the right object with `options`; resolves to what it threw or rejected
+   * with (`undefined` when it succeeded).
+   * @param {any} op
+   * @param {Record<string, unknown>} options
+   */
+  async function attempt (op, options) {
+    const k = ns()
+    const target = op.owner === 'client'
+      ? client
+      : op.owner === 'lock' ? client.lock(`${k}lock`) : client.election(`${k}election`, 'probe')
+    const method = op.names.node
+    const args = {
+      set: [`${k}key`, 'v', options],
+      vdel: [`${k}key`, 'v', options],
+      edit: [`${k}key`, () => undefined, options],
+      election: [`${k}election`, 'probe', options],
+      lock: [`${k}key`, options]
+    }[/** @type {string} */ (method)] ?? (op.owner === 'client' && method !== 'close' ? [`${k}key`, options] : [options])
+    try {
+      const out = /** @type {any} */ (target)[method](...args)
+      if (out && typeof out.then === 'function') await out
+      if (out && typeof out.ready === 'function') {
+        try {
+          await out.ready() // a subscription reports a refused registration here
+        } finally {
+          out.close()
+        }
+      }
+      return undefined
+    } catch (e) {
+      return e
+    }
+  }
+
+  test('at run time every option is taken, and its unit-less name is refused naming it', async () => {
+    const probe = Symbol('not a valid value of any option')
+    for (const op of vocabulary.operations) {
+      const where = `${op.owner}.${op.names.node}`
+      assert.equal(typeof /** @type {any} */ (mqstate[CLASS_OF[/** @type {keyof typeof CLASS_OF} */ (op.owner)]]).prototype[op.names.node], 'function', where)
+      for (const option of op.options) {
+        const name = option.names.node
+        const taken = await attempt(op, { [name]: probe })
+        assert.ok(taken instanceof mqstate.InvalidArgumentError, `${where} { ${name}: <symbol> }: ${taken}`)
+        assert.doesNotMatch(taken.message, /unknown option/, `${where} does not take ${name}`)
+        if (option.unit === 'duration') {
+          assert.ok(name.endsWith('Ms'), `${where}: ${name} is a duration without Ms`)
+          const unitless = name.slice(0, -2) // the name it has where it is not milliseconds
+          const old = await attempt(op, { [unitless]: 1 })
+          assert.ok(old instanceof mqstate.InvalidArgumentError, `${where} took ${unitless}`)
+          assert.match(old.message, new RegExp(`option ${unitless} is now ${name} \\(milliseconds\\)`), where)
+        }
+      }
+      if (declaredOptions(CLASS_OF[/** @type {keyof typeof CLASS_OF} */ (op.owner)], op.names.node) === null) continue
+      const bogus = await attempt(op, { noSuchOption: 1 })
+      assert.ok(bogus instanceof mqstate.InvalidArgumentError, `${where} took noSuchOption: ${bogus}`)
+      assert.match(bogus.message, /unknown option noSuchOption/, where)
+    }
+  })
+
+  test('defaults are the core\'s: a lock\'s lease and an election\'s term', async () => {
+    const k = ns()
+    const lock = client.lock(`${k}L`)
+    const status = lock.watchStatus()
+    await lock.acquire()
+    let event = await status.next({ timeoutMs: 5000 })
+    while (event.value?.type === 'status' && event.value.state !== 'held') event = await status.next({ timeoutMs: 5000 })
+    assert.equal(event.value?.type === 'status' && event.value.leaseMs, vocabulary.defaults_ms.lease)
+    status.close()
+    await lock.release()
+    const election = client.election(`${k}E`, 'me')
+    const mine = election.watchStatus()
+    await election.campaign({ timeoutMs: 5000 })
+    event = await mine.next({ timeoutMs: 5000 })
+    while (event.value?.type === 'status' && event.value.state !== 'held') event = await mine.next({ timeoutMs: 5000 })
+    assert.equal(event.value?.type === 'status' && event.value.leaseMs, vocabulary.defaults_ms.term)
+    mine.close()
+    await election.resign()
+  })
+})
+
+describe('words', () => {
+  test('SET conditions (any case), VDEL outcomes, lock states and loss reasons', () => {
+    const conditions = literals(checker.getDeclaredTypeOfSymbol(/** @type {ts.Symbol} */ (exported.get('SetCondition'))))
+    for (const c of vocabulary.set_conditions) {
+      assert.ok(conditions.has(c) && conditions.has(c.toUpperCase()), c)
+    }
+    assert.equal(conditions.size, vocabulary.set_conditions.length * 2)
+    const vdel = classType('Client').getProperty('vdel')
+    const signature = checker.getTypeOfSymbolAtLocation(/** @type {ts.Symbol} */ (vdel), entry).getCallSignatures()[0]
+    const outcome = /** @type {ts.TypeReference} */ (signature.getReturnType())
+    const [resolved] = checker.getTypeArguments(outcome)
+    assert.deepEqual([...literals(resolved)].sort(), [...vocabulary.vdel_outcomes].sort())
+    assert.deepEqual([...literals(propertyType('LockStatus', 'state'))].sort(), [...vocabulary.lock_states].sort())
+    assert.deepEqual([...literals(propertyType('LockStatus', 'reason'))].sort(), [...vocabulary.loss_reasons].sort())
+  })
+
+  test('events: each one\'s type and fields, in Node\'s casing', () => {
+    const classOfEvent = { change: 'Change', holder: 'HolderChange', status: 'LockStatus', degraded: 'ConnectionEvent', restored: 'ConnectionEvent' }
+    /** A field's name in Node: camelCase, and a duration's with its unit. */
+    const nodeName = (/** @type {string} */ f) => f === 'lease' ? 'leaseMs' : f.replace(/_([a-z])/g, (_, c) => c.toUpperCase())
+    assert.deepEqual(Object.keys(classOfEvent).sort(), vocabulary.events.map((/** @type {any} */ e) => e.name).sort())
+    for (const event of vocabulary.events) {
+      const className = classOfEvent[/** @type {keyof typeof classOfEvent} */ (event.name)]
+      assert.ok(literals(propertyType(className, 'type')).has(event.name), `${className}.type`)
+      for (const field of event.fields) propertyType(className, nodeName(field))
+    }
+  })
+})

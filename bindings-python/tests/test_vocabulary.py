@@ -1,0 +1,230 @@
+"""The public API matches the core's vocabulary (core/vocabulary.json): every operation of
+every object under its Python name, with exactly the vocabulary's options as keyword
+arguments, typed by their unit, defaulting to None (the core's default) — never a default
+of Python's own — and the same in the asyncio and the blocking classes. Events, SET
+conditions, VDEL outcomes and lock states carry the vocabulary's names.
+
+A new option or operation in the core fails here until Python follows; a public method
+Python adds beyond the vocabulary must be listed in PYTHON_EXTRAS (and told to the core)."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import inspect
+import json
+import typing
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Set, Tuple, Union
+
+import pytest
+
+import mqstate
+from live import LiveStore
+from mqstate import _events
+from mqstate._calls import Seconds
+from mqstate.client import Token
+
+ROOT = Path(__file__).resolve().parents[2]
+VOCABULARY: Dict[str, Any] = json.loads((ROOT / "core" / "vocabulary.json").read_text(encoding="utf-8"))
+
+#: The Python classes of each object of the vocabulary: (asyncio, blocking).
+OBJECTS: Dict[str, Tuple[type, type]] = {
+    "client": (mqstate.AsyncClient, mqstate.Client),
+    "lock": (mqstate.AsyncLock, mqstate.Lock),
+    "election": (mqstate.AsyncElection, mqstate.Election),
+    "subscription": (mqstate.AsyncSubscription, mqstate.Subscription),
+    "pager": (mqstate.AsyncPager, mqstate.Pager),
+}
+
+#: What each unit is as a Python annotation.
+UNIT_TYPES: Dict[str, Any] = {
+    "duration": Optional[Seconds],
+    "text": Optional[str],
+    "bool": bool,
+    "fencing_token": Token,
+    "condition": Optional[str],
+}
+
+#: Public members Python has beyond the vocabulary's operations: properties, and methods
+#: that are Python's idiom (connect/from_env for the asyncio constructor).
+PYTHON_EXTRAS: Dict[str, Set[str]] = {
+    "client": {"connect", "from_env", "client_id", "connected"},
+    "lock": {"set_auto_renew", "key", "holder_id", "fencing_token", "is_held"},
+    "election": {"candidate_id", "is_leader", "fencing_token"},
+    "subscription": {"closed"},
+    "pager": {"done"},
+}
+
+#: The operations of the objects the vocabulary does not describe yet, as Python has them
+#: (proposed to the core); checked like the vocabulary's until it has the object itself.
+PROPOSED: List[Dict[str, Any]] = [
+    {"owner": "subscription", "name": "next", "options": [
+        {"name": "timeout", "unit": "duration", "default": "no limit"}]},
+    {"owner": "subscription", "name": "try_next", "options": []},
+    {"owner": "subscription", "name": "close", "options": []},
+    {"owner": "pager", "name": "next_page", "options": []},
+]
+for _op in PROPOSED:
+    _op["names"] = {"python": _op["name"]}
+    for _o in _op["options"]:
+        _o["names"] = {"python": _o["name"]}
+DESCRIBED = {op["owner"] for op in VOCABULARY["operations"]}
+OPERATIONS = VOCABULARY["operations"] + [op for op in PROPOSED if op["owner"] not in DESCRIBED]
+
+#: The vocabulary's events and the Python classes that carry them.
+EVENT_CLASSES: Dict[str, type] = {
+    "change": mqstate.Change,
+    "holder": mqstate.HolderChange,
+    "status": mqstate.LockStatus,
+    "degraded": mqstate.ConnectionEvent,
+    "restored": mqstate.ConnectionEvent,
+}
+
+
+def operations(owner: str) -> List[Dict[str, Any]]:
+    return [op for op in OPERATIONS if op["owner"] == owner]
+
+
+def options_of(method: Any) -> Dict[str, inspect.Parameter]:
+    """A method's options: its parameters with a default (required ones are its operands)."""
+    sig = inspect.signature(method)
+    return {
+        name: p for name, p in sig.parameters.items()
+        if name != "self" and p.default is not inspect.Parameter.empty
+    }
+
+
+def public_members(cls: type) -> Set[str]:
+    names: Set[str] = set()
+    for klass in cls.__mro__:
+        if klass is object:
+            continue
+        names |= {n for n in vars(klass) if not n.startswith("_")}
+    return names
+
+
+def test_every_object_of_the_vocabulary_has_its_python_classes() -> None:
+    owners = {op["owner"] for op in VOCABULARY["operations"]}
+    assert owners <= set(OBJECTS), f"objects Python lacks: {owners - set(OBJECTS)}"
+
+
+@pytest.mark.parametrize(
+    "op", [pytest.param(op, id=f"{op['owner']}.{op['name']}") for op in OPERATIONS]
+)
+def test_operation_names_options_units_and_defaults(op: Dict[str, Any]) -> None:
+    name = op["names"]["python"]
+    want = {o["names"]["python"]: o for o in op["options"]}
+    signatures = []
+    for cls in OBJECTS[op["owner"]]:
+        method = getattr(cls, name, None)
+        assert callable(method), f"{cls.__name__}.{name} is missing"
+        options = options_of(method)
+        assert set(options) == set(want), f"{cls.__name__}.{name}: options {sorted(options)}, vocabulary {sorted(want)}"
+        hints = typing.get_type_hints(method)
+        for option, spec in want.items():
+            param = options[option]
+            assert param.kind is not inspect.Parameter.POSITIONAL_ONLY, option
+            assert hints[option] == UNIT_TYPES[spec["unit"]], f"{cls.__name__}.{name}({option}): {hints[option]}"
+            # The default is the core's: None (False for a flag), never a value of Python's.
+            assert param.default is (False if spec["unit"] == "bool" else None), f"{cls.__name__}.{name}({option})"
+        signatures.append([(p.name, p.kind, p.default) for p in inspect.signature(method).parameters.values()])
+    assert signatures[0] == signatures[1], f"{name}: the asyncio and blocking signatures differ"
+
+
+@pytest.mark.parametrize("owner", sorted(OBJECTS))
+def test_no_public_member_beyond_the_vocabulary_and_the_listed_extras(owner: str) -> None:
+    vocabulary = {op["names"]["python"] for op in operations(owner)}
+    for cls in OBJECTS[owner]:
+        extra = public_members(cls) - vocabulary - PYTHON_EXTRAS[owner]
+        assert not extra, f"{cls.__name__} has public members the vocabulary lacks: {sorted(extra)}"
+
+
+def test_durations_are_seconds_or_timedelta_under_the_bare_name() -> None:
+    assert "seconds" in VOCABULARY["durations"]["python"]
+    assert "timedelta" in VOCABULARY["durations"]["python"]
+    for op in VOCABULARY["operations"]:
+        for o in op["options"]:
+            if o["unit"] == "duration":
+                assert o["names"]["python"] == o["name"], "the bare name, as in Rust and Kotlin"
+                assert not o["name"].endswith(("_ms", "Ms", "_s")), o["name"]
+
+
+@pytest.mark.parametrize("event", [e["name"] for e in VOCABULARY["events"]])
+def test_events_carry_the_vocabulary_fields(event: str) -> None:
+    spec = next(e for e in VOCABULARY["events"] if e["name"] == event)
+    cls = EVENT_CLASSES[event]
+    fields = {f.name for f in dataclasses.fields(cls)}
+    assert set(spec["fields"]) <= fields, f"{cls.__name__} lacks {set(spec['fields']) - fields}"
+
+
+def test_events_from_the_native_tuples() -> None:
+    assert _events._event(("degraded", "why")) == mqstate.ConnectionEvent("degraded", "why")
+    assert _events._event(("restored",)) == mqstate.ConnectionEvent("restored")
+
+
+def test_set_conditions_are_the_vocabulary_in_any_case() -> None:
+    assert VOCABULARY["set_conditions"] == ["nx", "nex"]
+    for condition in VOCABULARY["set_conditions"]:
+        for spelling in (condition, condition.upper()):
+            request = mqstate.decode_request(mqstate.encode_set(b"k", b"v", condition=spelling))
+            assert request.condition == condition.upper()
+
+
+def test_the_client_speaks_the_vocabulary(live: LiveStore, ns: str) -> None:
+    with mqstate.Client(live.url) as c:
+        # VDEL outcomes, every one of them.
+        c.set(ns + "v", "a")
+        outcomes = [c.vdel(ns + "v", "b"), c.vdel(ns + "v", "a"), c.vdel(ns + "v", "a")]
+        assert outcomes == ["value_mismatch", "deleted", "not_found"]
+        assert sorted(outcomes) == sorted(VOCABULARY["vdel_outcomes"])
+        # Lock states and a loss reason.
+        lock = c.lock(ns + "lock", lease=0.5)
+        states: List[mqstate.LockStatus] = []
+        with lock.watch_status() as status:
+            states.append(status_next(status))
+            lock.try_acquire()
+            while states[-1].state != "lost":
+                states.append(status_next(status))
+        assert [s.state for s in states] == ["not_held", "held", "lost"] == VOCABULARY["lock_states"]
+        assert states[-1].reason in VOCABULARY["loss_reasons"]
+        assert states[1].lease == 0.5
+
+
+def status_next(status: mqstate.Subscription[mqstate.LockStatus]) -> mqstate.LockStatus:
+    event = status.next(timeout=10)
+    assert event is not None
+    return event
+
+
+def test_default_lease_and_term_are_the_cores(live: LiveStore, ns: str) -> None:
+    async def main() -> None:
+        async with mqstate.AsyncClient(live.url) as a:
+            lock = a.lock(ns + "lock")
+            status = lock.watch_status()
+            assert (await status.next(timeout=5)) == mqstate.LockStatus("not_held")
+            await lock.try_acquire()
+            held = await status.next(timeout=5)
+            assert held is not None and held.lease == VOCABULARY["defaults_ms"]["lease"] / 1000
+            status.close()
+            await lock.release()
+
+            election = a.election(ns + "election", "me")
+            estatus = election.watch_status()
+            assert (await estatus.next(timeout=5)) == mqstate.LockStatus("not_held")
+            assert await election.try_campaign()
+            leading = await estatus.next(timeout=5)
+            assert leading is not None and leading.lease == VOCABULARY["defaults_ms"]["term"] / 1000
+            estatus.close()
+            await election.resign()
+
+    asyncio.run(main())
+
+
+def test_union_of_key_events_is_what_observe_is_typed_with() -> None:
+    hints = typing.get_type_hints(mqstate.Client.observe)
+    assert hints["return"] == mqstate.Subscription[Union[mqstate.Change, mqstate.ConnectionEvent]]
+    hints = typing.get_type_hints(mqstate.AsyncClient.observe)
+    assert hints["return"] == mqstate.AsyncSubscription[Union[mqstate.Change, mqstate.ConnectionEvent]]
+    assert typing.get_type_hints(mqstate.Lock.watch_holder)["return"] == mqstate.Subscription[mqstate.HolderChange]
+    assert typing.get_type_hints(mqstate.Election.watch_status)["return"] == mqstate.Subscription[mqstate.LockStatus]
