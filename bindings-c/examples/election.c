@@ -22,8 +22,8 @@ int main(int argc, char **argv) {
     mqstate_election *ea = NULL, *eb = NULL;
     mqstate_subscription *leaders = NULL;
     char *token = NULL;
-    mqstate_client_election(a, (const uint8_t *)name, strlen(name), "node-a", NULL, &ea);
-    mqstate_client_election(b, (const uint8_t *)name, strlen(name), "node-b", NULL, &eb);
+    mqstate_election_new(a, (const uint8_t *)name, strlen(name), "node-a", NULL, &ea);
+    mqstate_election_new(b, (const uint8_t *)name, strlen(name), "node-b", NULL, &eb);
     mqstate_status st = mqstate_election_watch_leader(eb, &leaders);
     if (st != MQSTATE_STATUS_OK) return fail("watch", st);
     mqstate_subscription_set_callback(leaders, on_leader, NULL, NULL);

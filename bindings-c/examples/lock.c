@@ -29,7 +29,7 @@ static void *worker(void *arg) {
     mqstate_client *client = connect_to(url);
     mqstate_lock *lock = NULL;
     if (client == NULL) return NULL;
-    mqstate_client_lock(client, (const uint8_t *)"counter/lock", 12, NULL, &lock);
+    mqstate_lock_new(client, (const uint8_t *)"counter/lock", 12, NULL, &lock);
     for (int i = 0; i < 25; i++) {
         mqstate_status st = mqstate_lock_edit(lock, (const uint8_t *)"counter", 7, 2000, 30000,
                                               increment, NULL, NULL);
@@ -51,7 +51,7 @@ int main(int argc, char **argv) {
     if (client == NULL) return 1;
     mqstate_lock *lock = NULL;
     char *token = NULL;
-    mqstate_status st = mqstate_client_lock(client, (const uint8_t *)"counter/lock", 12, NULL, &lock);
+    mqstate_status st = mqstate_lock_new(client, (const uint8_t *)"counter/lock", 12, NULL, &lock);
     if (st != MQSTATE_STATUS_OK) return fail("lock", st);
     st = mqstate_lock_acquire(lock, 5000, 10000, NULL, &token);
     if (st != MQSTATE_STATUS_OK) return fail("acquire", st);

@@ -7,11 +7,13 @@
  * --------------------------
  * - Every name starts with `mqstate_`; types are `mqstate_<thing>`, functions
  *   `mqstate_<thing>_<verb>`, enum constants `MQSTATE_<ENUM>_<VALUE>`.
- * - Objects are opaque handles made by a `_new`/`_connect`/`_from_*` function or by the
- *   object they belong to (`mqstate_client_lock`, `mqstate_client_election`,
- *   `mqstate_client_observe`, `mqstate_client_scan`: `mqstate_<owner>_<operation>`, the
- *   names of the core's vocabulary), returned through an out-parameter and released by
- *   exactly one `_free` or `_close`, which accepts NULL. Nothing else frees them.
+ * - Operations are `mqstate_<owner>_<operation>` and objects made from a client
+ *   `mqstate_<object>_new` (`mqstate_lock_new`, `mqstate_election_new`): the names of the
+ *   core's vocabulary (core/vocabulary.json), options under their names there.
+ * - Objects are opaque handles made by a `_new`/`_connect`/`_from_*` function (or by an
+ *   operation: `mqstate_client_observe`, `mqstate_client_scan`), returned through an
+ *   out-parameter and released by exactly one `_free` or `_close`, which accepts NULL.
+ *   Nothing else frees them.
  * - Every fallible function returns `mqstate_status` (0 = `MQSTATE_STATUS_OK`; the numbers are
  *   fixed forever and shared with the other languages' error codes). Out-parameters are reset
  *   first: on failure every one holds NULL/0/false, `{NULL, 0}` or its enum's `_NONE` value
@@ -615,7 +617,7 @@ typedef struct mqstate_subscription mqstate_subscription;
 typedef struct mqstate_value mqstate_value;
 
 /**
- * Options of `mqstate_client_election` (zero-initialise; NULL and 0 mean the defaults).
+ * Options of `mqstate_election_new` (zero-initialise; NULL and 0 mean the defaults).
  */
 typedef struct mqstate_election_options {
   /**
@@ -634,7 +636,7 @@ typedef struct mqstate_election_options {
 } mqstate_election_options;
 
 /**
- * Options of `mqstate_client_lock` (zero-initialise; NULL and 0 mean the defaults).
+ * Options of `mqstate_lock_new` (zero-initialise; NULL and 0 mean the defaults).
  */
 typedef struct mqstate_lock_options {
   /**
@@ -909,12 +911,12 @@ void mqstate_cancel_free(struct mqstate_cancel *token);
  * `client` must be a live client; `name` valid; `candidate` NUL-terminated; `options` NULL
  * or valid; `out` writable.
  */
-mqstate_status mqstate_client_election(const struct mqstate_client *client,
-                                       const uint8_t *name,
-                                       size_t name_len,
-                                       const char *candidate,
-                                       const struct mqstate_election_options *options,
-                                       struct mqstate_election **out);
+mqstate_status mqstate_election_new(const struct mqstate_client *client,
+                                    const uint8_t *name,
+                                    size_t name_len,
+                                    const char *candidate,
+                                    const struct mqstate_election_options *options,
+                                    struct mqstate_election **out);
 
 /**
  * Becomes leader for `term_ms` (0: the default term; renewed automatically until resign),
@@ -1076,11 +1078,11 @@ void mqstate_atfork_child(void);
  * `client` must be a live client; `key` valid for `key_len`; `options` NULL or valid;
  * `out` writable.
  */
-mqstate_status mqstate_client_lock(const struct mqstate_client *client,
-                                   const uint8_t *key,
-                                   size_t key_len,
-                                   const struct mqstate_lock_options *options,
-                                   struct mqstate_lock **out);
+mqstate_status mqstate_lock_new(const struct mqstate_client *client,
+                                const uint8_t *key,
+                                size_t key_len,
+                                const struct mqstate_lock_options *options,
+                                struct mqstate_lock **out);
 
 /**
  * Tries once to take the lock for `lease_ms` (0: the lock's default lease): `*acquired`

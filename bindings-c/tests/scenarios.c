@@ -615,7 +615,7 @@ static int step(struct run *r, const cJSON *s, mqstate_status *st) {
         o.holder = str(s, "holder");
         o.session_id = str(s, "session_id");
         o.auto_renew_ms = (uint64_t)num(s, "auto_renew_ms", 0);
-        *st = mqstate_client_lock(client_of(r, s), (const uint8_t *)key, klen, &o, &lock);
+        *st = mqstate_lock_new(client_of(r, s), (const uint8_t *)key, klen, &o, &lock);
         if (*st == MQSTATE_STATUS_OK) put(r->locks, MAX_NAMES, str(s, "as"), lock);
     } else if (str(s, "lock")) {
         mqstate_lock *lock = find(r->locks, MAX_NAMES, str(s, "lock"));
@@ -662,7 +662,7 @@ static int step(struct run *r, const cJSON *s, mqstate_status *st) {
     } else if (strcmp(op, "election") == 0) {
         mqstate_election *e = NULL;
         key = key_of(r, s, "name", kbuf, sizeof kbuf);
-        *st = mqstate_client_election(client_of(r, s), (const uint8_t *)key, strlen(key), str(s, "candidate"), NULL, &e);
+        *st = mqstate_election_new(client_of(r, s), (const uint8_t *)key, strlen(key), str(s, "candidate"), NULL, &e);
         if (*st == MQSTATE_STATUS_OK) put(r->elections, MAX_NAMES, str(s, "as"), e);
     } else if (str(s, "election")) {
         mqstate_election *e = find(r->elections, MAX_NAMES, str(s, "election"));

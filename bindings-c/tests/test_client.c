@@ -159,7 +159,7 @@ static void test_fencing_and_error_object(mqstate_client *c) {
     live_key(key, sizeof key, "fenced");
     live_key(lock_key, sizeof lock_key, "fenced-lock");
 
-    CHECK_STATUS(mqstate_client_lock(c, (const uint8_t *)lock_key, strlen(lock_key), NULL, &lock),
+    CHECK_STATUS(mqstate_lock_new(c, (const uint8_t *)lock_key, strlen(lock_key), NULL, &lock),
                  MQSTATE_STATUS_OK, "lock_new");
     CHECK_STATUS(mqstate_lock_fencing_token(lock, &token), MQSTATE_STATUS_NOT_HELD, "not held");
     CHECK_STATUS(mqstate_lock_try_acquire(lock, 5000, &acquired, &token), MQSTATE_STATUS_OK,
@@ -249,15 +249,15 @@ void test_locks(void) {
     }
     live_key(key, sizeof key, "lock");
     live_key(counter_key, sizeof counter_key, "counter");
-    CHECK_STATUS(mqstate_client_lock(a, (const uint8_t *)key, strlen(key), NULL, &la),
+    CHECK_STATUS(mqstate_lock_new(a, (const uint8_t *)key, strlen(key), NULL, &la),
                  MQSTATE_STATUS_OK, "lock a");
     mqstate_lock_options opts;
     memset(&opts, 0, sizeof opts);
     opts.session_id = "s2";
-    CHECK_STATUS(mqstate_client_lock(b, (const uint8_t *)key, strlen(key), &opts, &lb),
+    CHECK_STATUS(mqstate_lock_new(b, (const uint8_t *)key, strlen(key), &opts, &lb),
                  MQSTATE_STATUS_OK, "lock b");
     mqstate_lock *bad = la;
-    CHECK_STATUS(mqstate_client_lock(a, (const uint8_t *)key, 0, NULL, &bad),
+    CHECK_STATUS(mqstate_lock_new(a, (const uint8_t *)key, 0, NULL, &bad),
                  MQSTATE_STATUS_INVALID_ARGUMENT, "empty lock key");
     CHECK(bad == NULL, "out reset on error");
 
@@ -327,7 +327,7 @@ void test_locks(void) {
     memset(&short_lease, 0, sizeof short_lease);
     short_lease.lease_ms = 300;
     mqstate_lock *ls = NULL;
-    CHECK_STATUS(mqstate_client_lock(a, (const uint8_t *)key, strlen(key), &short_lease, &ls),
+    CHECK_STATUS(mqstate_lock_new(a, (const uint8_t *)key, strlen(key), &short_lease, &ls),
                  MQSTATE_STATUS_OK, "a lock with its own default lease");
     CHECK_STATUS(mqstate_lock_acquire(ls, 0, 0, NULL, NULL), MQSTATE_STATUS_OK,
                  "acquire with the lock's lease");
@@ -343,12 +343,12 @@ void test_locks(void) {
     mqstate_election *ea = NULL, *eb = NULL;
     char *leader = NULL;
     live_key(name, sizeof name, "election");
-    CHECK_STATUS(mqstate_client_election(a, (const uint8_t *)name, strlen(name), "alpha", NULL, &ea),
+    CHECK_STATUS(mqstate_election_new(a, (const uint8_t *)name, strlen(name), "alpha", NULL, &ea),
                  MQSTATE_STATUS_OK, "candidate a");
-    CHECK_STATUS(mqstate_client_election(b, (const uint8_t *)name, strlen(name), "beta", NULL, &eb),
+    CHECK_STATUS(mqstate_election_new(b, (const uint8_t *)name, strlen(name), "beta", NULL, &eb),
                  MQSTATE_STATUS_OK, "candidate b");
     mqstate_election *none = NULL;
-    CHECK_STATUS(mqstate_client_election(b, (const uint8_t *)name, strlen(name), NULL, NULL, &none),
+    CHECK_STATUS(mqstate_election_new(b, (const uint8_t *)name, strlen(name), NULL, NULL, &none),
                  MQSTATE_STATUS_INVALID_ARGUMENT, "NULL candidate");
     CHECK_STATUS(mqstate_election_try_campaign(ea, 3000, &flag), MQSTATE_STATUS_OK, "try a");
     CHECK(flag && mqstate_election_is_leader(ea), "a leads");
@@ -374,7 +374,7 @@ void test_locks(void) {
     mqstate_election *ec = NULL;
     mqstate_subscription *status = NULL;
     mqstate_sub_event *ev = NULL;
-    CHECK_STATUS(mqstate_client_election(a, (const uint8_t *)name, strlen(name), "gamma", &eopts,
+    CHECK_STATUS(mqstate_election_new(a, (const uint8_t *)name, strlen(name), "gamma", &eopts,
                                          &ec),
                  MQSTATE_STATUS_OK, "candidate with options");
     CHECK_STATUS(mqstate_election_watch_status(ec, &status), MQSTATE_STATUS_OK, "watch_status");

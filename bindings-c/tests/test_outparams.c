@@ -249,7 +249,7 @@ static void client_layer(void) {
     CHECK(mqstate_value_data(NULL, &n) == NULL && n == 0, "value_data");
 
     mqstate_lock *lock = JUNK;
-    CHECK_STATUS(mqstate_client_lock(NULL, K, 1, NULL, &lock), MQSTATE_STATUS_INVALID_ARGUMENT,
+    CHECK_STATUS(mqstate_lock_new(NULL, K, 1, NULL, &lock), MQSTATE_STATUS_INVALID_ARGUMENT,
                  "lock_new");
     CHECK(lock == NULL, "lock_new: reset");
     flag = true, text = JUNK;
@@ -286,7 +286,7 @@ static void client_layer(void) {
     CHECK(sub == NULL, "lock_watch_status: reset");
 
     mqstate_election *election = JUNK;
-    CHECK_STATUS(mqstate_client_election(NULL, K, 1, "c", NULL, &election),
+    CHECK_STATUS(mqstate_election_new(NULL, K, 1, "c", NULL, &election),
                  MQSTATE_STATUS_INVALID_ARGUMENT, "election_new");
     CHECK(election == NULL, "election_new: reset");
     text = JUNK;

@@ -254,10 +254,10 @@ void test_threads(void) {
         return;
     }
     live_key(key, sizeof key, "threads-lock");
-    CHECK_STATUS(mqstate_client_lock(holder, (const uint8_t *)key, strlen(key), NULL, &held),
+    CHECK_STATUS(mqstate_lock_new(holder, (const uint8_t *)key, strlen(key), NULL, &held),
                  MQSTATE_STATUS_OK, "lock");
     CHECK_STATUS(mqstate_lock_try_acquire(held, 30000, NULL, NULL), MQSTATE_STATUS_OK, "hold");
-    CHECK_STATUS(mqstate_client_lock(c, (const uint8_t *)key, strlen(key), NULL, &wanted),
+    CHECK_STATUS(mqstate_lock_new(c, (const uint8_t *)key, strlen(key), NULL, &wanted),
                  MQSTATE_STATUS_OK, "lock");
 
     /* Cancellation from another thread. */

@@ -1,5 +1,6 @@
 //! The C API against `core/vocabulary.json`, the one description of mqstate's public surface:
-//! every operation is a function of the header named `mqstate_<owner>_<op>`, every option a
+//! every operation is the function of the header the vocabulary names (`mqstate_<owner>_<op>`,
+//! or `mqstate_<object>_new` for an object made from a client), every option a
 //! parameter of it or a field of its options struct under its C name (durations `_ms`), and
 //! no duration parameter or option field is there that the vocabulary does not know; the
 //! outcome, condition, event, lock-state and error names are the header's constants.
@@ -156,10 +157,10 @@ fn every_operation_is_a_function_with_its_options_under_their_c_names() {
         let owner = op["owner"].as_str().unwrap();
         let name = op["name"].as_str().unwrap();
         let function = op["names"]["c"].as_str().unwrap();
-        assert_eq!(
-            function,
-            format!("mqstate_{owner}_{name}"),
-            "the C naming rule"
+        let made = owner == "client" && function == format!("mqstate_{name}_new");
+        assert!(
+            made || function == format!("mqstate_{owner}_{name}"),
+            "the C naming rule: {function}"
         );
         let (params, fields) = takes(function, &functions, &structs);
         let mut known = BTreeSet::new();

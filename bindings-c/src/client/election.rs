@@ -29,7 +29,7 @@ pub struct mqstate_election {
 
 crate::handle!(mqstate_election, ElectionHandle);
 
-/// Options of `mqstate_client_election` (zero-initialise; NULL and 0 mean the defaults).
+/// Options of `mqstate_election_new` (zero-initialise; NULL and 0 mean the defaults).
 #[repr(C)]
 pub struct mqstate_election_options {
     /// A session id: the candidate id becomes `candidate:session`; NULL: none.
@@ -49,7 +49,7 @@ pub struct mqstate_election_options {
 /// `client` must be a live client; `name` valid; `candidate` NUL-terminated; `options` NULL
 /// or valid; `out` writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_client_election(
+pub unsafe extern "C" fn mqstate_election_new(
     client: *const mqstate_client,
     name: *const u8,
     name_len: usize,

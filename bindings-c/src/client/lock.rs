@@ -45,7 +45,7 @@ impl std::ops::Deref for LockData {
     }
 }
 
-/// Options of `mqstate_client_lock` (zero-initialise; NULL and 0 mean the defaults).
+/// Options of `mqstate_lock_new` (zero-initialise; NULL and 0 mean the defaults).
 #[repr(C)]
 pub struct mqstate_lock_options {
     /// The holder id written as the lock's value; NULL: the client id.
@@ -67,7 +67,7 @@ pub struct mqstate_lock_options {
 /// `client` must be a live client; `key` valid for `key_len`; `options` NULL or valid;
 /// `out` writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_client_lock(
+pub unsafe extern "C" fn mqstate_lock_new(
     client: *const mqstate_client,
     key: *const u8,
     key_len: usize,
