@@ -66,7 +66,7 @@
 
 /**
  * `timeout_ms` of a wait that may go on without limit: `mqstate_lock_acquire`,
- * `mqstate_election_campaign`, `mqstate_subscription_next`.
+ * `mqstate_election_campaign`, `mqstate_subscription_next`, `mqstate_wait_idle`.
  */
 #define MQSTATE_NO_TIMEOUT UINT32_MAX
 

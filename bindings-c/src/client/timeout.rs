@@ -5,19 +5,23 @@
 //!
 //! | argument | 0 means | `MQSTATE_NO_TIMEOUT` |
 //! |---|---|---|
-//! | a request's `timeout_ms` | the client's `request_timeout` setting | refused |
+//! | a request's `timeout_ms` (set, get, delete, vdel, observe, a scan's page) | the client's `request_timeout` setting | refused |
 //! | `mqstate_lock_edit`'s `timeout_ms` | `mqstate::lock::DEFAULT_EDIT_TIMEOUT` | refused |
-//! | a wait's `timeout_ms` (acquire, campaign, next event) | without limit | without limit |
+//! | a wait's `timeout_ms` (acquire, campaign, next event, wait-idle) | without limit | without limit |
 //! | `mqstate_client_connect`'s `timeout_ms` | the `connect_timeout` setting | refused |
-//! | `lease_ms`, `term_ms` | the lock's default lease (`mqstate::lock::DEFAULT_LEASE`) | — |
+//! | `lease_ms`, `term_ms` | the lock's (election's) default, else `mqstate::lock::DEFAULT_LEASE` | — |
 //! | `expiry_ms`, `auto_renew_ms` | never | — |
+//! | `renew_every_ms` (elections) | a third of the term | — |
+//!
+//! The other lock and election calls take no timeout: each is one request, bounded by the
+//! client's `request_timeout`, as in every language (`core/vocabulary.json`).
 
 use std::time::Duration;
 
 use crate::status::Failure;
 
 /// `timeout_ms` of a wait that may go on without limit: `mqstate_lock_acquire`,
-/// `mqstate_election_campaign`, `mqstate_subscription_next`.
+/// `mqstate_election_campaign`, `mqstate_subscription_next`, `mqstate_wait_idle`.
 pub const MQSTATE_NO_TIMEOUT: u32 = u32::MAX;
 
 /// `timeout_ms` as a duration; `0` and [`MQSTATE_NO_TIMEOUT`] are handled by the callers.
