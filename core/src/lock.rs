@@ -189,6 +189,9 @@ impl Lock {
                 "the renewal period must be positive",
             ));
         }
+        if let Some(lease) = options.lease {
+            whole_ms(lease)?;
+        }
         Ok(Lock {
             inner: Arc::new(Inner {
                 client: client.clone(),

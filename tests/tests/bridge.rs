@@ -509,6 +509,16 @@ async fn floors_defaults_and_core_adapters_hold_for_every_binding() {
         err.to_string().contains("lease must be at least 1ms"),
         "{err}"
     );
+    // A lock's own default lease is checked when the lock is made.
+    let tiny = LockOptions {
+        lease: Some(Duration::from_micros(500)),
+        ..LockOptions::default()
+    };
+    let err = store.lock("floor-lock", tiny).unwrap_err();
+    assert!(
+        err.to_string().contains("lease must be at least 1ms"),
+        "{err}"
+    );
     // No lease named: the core's default (or the lock's own).
     assert_eq!(lock.default_lease(), mqstate::lock::DEFAULT_LEASE);
     let own = LockOptions {

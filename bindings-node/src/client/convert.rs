@@ -127,15 +127,14 @@ fn status(s: LockState) -> RawEvent {
         kind: "status".into(),
         ..RawEvent::default()
     };
+    raw.state = Some(s.name().into());
     match s {
-        LockState::NotHeld => raw.state = Some("not_held".into()),
+        LockState::NotHeld => {}
         LockState::Held { token, lease } => {
-            raw.state = Some("held".into());
             raw.token = Some(Hlc::from(token));
             raw.lease_ms = Some(lease.as_millis() as f64);
         }
         LockState::Lost { reason, error } => {
-            raw.state = Some("lost".into());
             raw.reason = Some(reason.into());
             raw.error_code = error.as_ref().map(|e| e.code().to_owned());
             raw.error_message = error.map(|e| e.message().to_owned());

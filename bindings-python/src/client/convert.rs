@@ -51,20 +51,19 @@ fn holder(py: Python<'_>, h: HolderChange) -> PyResult<Py<PyAny>> {
 }
 
 fn status(py: Python<'_>, s: LockState) -> PyResult<Py<PyAny>> {
+    let name = s.name();
     match s {
-        LockState::NotHeld => {
-            ("status", "not_held", py.None(), py.None(), py.None()).into_py_any(py)
-        }
+        LockState::NotHeld => ("status", name, py.None(), py.None(), py.None()).into_py_any(py),
         LockState::Held { token, lease } => (
             "status",
-            "held",
+            name,
             version(py, Some(token))?,
             lease.as_secs_f64(),
             py.None(),
         )
             .into_py_any(py),
         LockState::Lost { reason, .. } => {
-            ("status", "lost", py.None(), py.None(), reason).into_py_any(py)
+            ("status", name, py.None(), py.None(), reason).into_py_any(py)
         }
     }
 }

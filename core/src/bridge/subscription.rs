@@ -47,6 +47,18 @@ pub enum LockState {
     },
 }
 
+impl LockState {
+    /// The state's name in every language: `not_held`, `held` or `lost` (the vocabulary's
+    /// [`LOCK_STATES`](crate::vocabulary::LOCK_STATES)).
+    pub fn name(&self) -> &'static str {
+        match self {
+            LockState::NotHeld => crate::vocabulary::LOCK_STATES[0],
+            LockState::Held { .. } => crate::vocabulary::LOCK_STATES[1],
+            LockState::Lost { .. } => crate::vocabulary::LOCK_STATES[2],
+        }
+    }
+}
+
 impl From<&LockStatus> for LockState {
     fn from(status: &LockStatus) -> LockState {
         match status {
@@ -56,15 +68,15 @@ impl From<&LockStatus> for LockState {
                 lease: *lease,
             },
             LockStatus::Lost(LossReason::Expired) => LockState::Lost {
-                reason: "expired",
+                reason: crate::vocabulary::LOSS_REASONS[0],
                 error: None,
             },
             LockStatus::Lost(LossReason::TakenOver) => LockState::Lost {
-                reason: "taken_over",
+                reason: crate::vocabulary::LOSS_REASONS[1],
                 error: None,
             },
             LockStatus::Lost(LossReason::RenewalFailed(e)) => LockState::Lost {
-                reason: "renewal_failed",
+                reason: crate::vocabulary::LOSS_REASONS[2],
                 error: Some(e.clone()),
             },
         }
