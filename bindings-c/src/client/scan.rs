@@ -17,6 +17,7 @@ use super::cancel::{mqstate_cancel, run};
 use super::guard;
 use super::store::{enter_client, mqstate_client};
 use super::text::put;
+use super::timeout;
 use crate::ffi::{bytes_arg, out_arg};
 use crate::status::{boundary, mqstate_status};
 
@@ -104,21 +105,23 @@ pub unsafe extern "C" fn mqstate_scan_next(
         let state = unsafe { guard::enter(scan, "scan") }?;
         // The page's own timeout (a plain timeout, never "may have been applied": a SCAN
         // only reads); the wait below has no limit of its own.
-        let timeout =
-            (timeout_ms > 0).then(|| std::time::Duration::from_millis(u64::from(timeout_ms)));
-        let call = state.pager.next_page_within(timeout);
+        let limit = timeout::request(timeout_ms)?;
         let id = {
             let mut next = state.next_id.lock().unwrap_or_else(|e| e.into_inner());
             *next += 1;
             *next
         };
-        state
-            .in_flight
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push((id, call.canceller()));
+        let start = || {
+            let call = state.pager.next_page_within(limit);
+            state
+                .in_flight
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push((id, call.canceller()));
+            call
+        };
         // SAFETY: per the caller.
-        let got = unsafe { run(call, 0, cancel) };
+        let got = unsafe { run(cancel, start) };
         state
             .in_flight
             .lock()
