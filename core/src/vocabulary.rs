@@ -465,6 +465,10 @@ pub fn property_name(language: Language, owner: Owner, name: &str) -> String {
     match language {
         Language::Rust | Language::Python => name.to_owned(),
         Language::Node | Language::Kotlin => camel_case(name),
+        // `client_id` of the client is `mqstate_client_id`, not `mqstate_client_client_id`.
+        Language::C if name.starts_with(&format!("{}_", owner.c_prefix())) => {
+            format!("mqstate_{name}")
+        }
         Language::C => format!("mqstate_{}_{name}", owner.c_prefix()),
     }
 }
