@@ -36,10 +36,10 @@ impl Drop for Listener {
     }
 }
 
-/// A stream of [`Event`]s. It ends when stopped (`stop()` in Kotlin, `close()` in Swift),
-/// when its last reference is dropped (Kotlin's `close()` / `use {}` with no `next()`
-/// pending), or when its client closes. Ending a key's subscription sends `KEYNOTIFY … STOP`
-/// at once.
+/// A stream of [`Event`]s. It ends when closed (`close()` in Swift; `stop()` of this raw
+/// layer in Kotlin, which the idiomatic `Subscription.close()` calls before freeing it), when
+/// its last reference is dropped, or when its client closes. Ending a key's subscription
+/// sends `KEYNOTIFY … STOP` at once.
 #[derive(uniffi::Object)]
 pub struct Subscription {
     sub: CoreSubscription,

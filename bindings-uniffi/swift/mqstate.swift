@@ -1885,10 +1885,10 @@ public func FfiConverterTypePager_lower(_ value: Pager) -> UInt64 {
 
 
 /**
- * A stream of [`Event`]s. It ends when stopped (`stop()` in Kotlin, `close()` in Swift),
- * when its last reference is dropped (Kotlin's `close()` / `use {}` with no `next()`
- * pending), or when its client closes. Ending a key's subscription sends `KEYNOTIFY … STOP`
- * at once.
+ * A stream of [`Event`]s. It ends when closed (`close()` in Swift; `stop()` of this raw
+ * layer in Kotlin, which the idiomatic `Subscription.close()` calls before freeing it), when
+ * its last reference is dropped, or when its client closes. Ending a key's subscription
+ * sends `KEYNOTIFY … STOP` at once.
  */
 public protocol SubscriptionProtocol: AnyObject, Sendable {
     
@@ -1923,10 +1923,10 @@ public protocol SubscriptionProtocol: AnyObject, Sendable {
     
 }
 /**
- * A stream of [`Event`]s. It ends when stopped (`stop()` in Kotlin, `close()` in Swift),
- * when its last reference is dropped (Kotlin's `close()` / `use {}` with no `next()`
- * pending), or when its client closes. Ending a key's subscription sends `KEYNOTIFY … STOP`
- * at once.
+ * A stream of [`Event`]s. It ends when closed (`close()` in Swift; `stop()` of this raw
+ * layer in Kotlin, which the idiomatic `Subscription.close()` calls before freeing it), when
+ * its last reference is dropped, or when its client closes. Ending a key's subscription
+ * sends `KEYNOTIFY … STOP` at once.
  */
 open class Subscription: SubscriptionProtocol, @unchecked Sendable {
     fileprivate let handle: UInt64

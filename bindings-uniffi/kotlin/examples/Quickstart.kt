@@ -48,7 +48,7 @@ fun main(args: Array<String>): Unit = runBlocking {
         // Leader election.
         val election = client.election("quickstart/election", "candidate-1")
         election.lead(term = 5.seconds) {
-            println("leader now: ${election.leader()} (isLeader=${election.isLeader()})")
+            println("leader now: ${election.leader()} (isLeader=${election.isLeader})")
         }
 
         try {

@@ -41,10 +41,10 @@ class Client private constructor(private val native: NativeClient) : AutoCloseab
     }
 
     /** The MQTT client id. */
-    fun clientId(): String = native.clientId()
+    val clientId: String get() = native.clientId()
 
     /** Whether the connection is up now. */
-    fun isConnected(): Boolean = native.isConnected()
+    val connected: Boolean get() = native.isConnected()
 
     /** The connection's history. */
     fun linkInfo(): LinkInfo = native.linkInfo()

@@ -18,10 +18,10 @@ import kotlinx.coroutines.withContext
  */
 class Lock internal constructor(private val native: NativeLock) : AutoCloseable {
     /** The lock key. */
-    fun key(): ByteArray = native.key()
+    val key: ByteArray get() = native.key()
 
     /** The holder id this lock writes. */
-    fun holderId(): String = native.holderId()
+    val holderId: String get() = native.holderId()
 
     /** Tries once for [lease] (null: the lock's lease): the fencing token, or null when someone else holds it. */
     suspend fun tryAcquire(lease: Duration? = null): Hlc? = mapped { native.tryAcquire(lease) }
@@ -43,10 +43,10 @@ class Lock internal constructor(private val native: NativeLock) : AutoCloseable 
     suspend fun holder(): String? = mapped { native.holder() }
 
     /** The fencing token while held. */
-    fun fencingToken(): Hlc? = native.fencingToken()
+    val fencingToken: Hlc? get() = native.fencingToken()
 
     /** Whether the lock is held now. */
-    fun isHeld(): Boolean = native.isHeld()
+    val isHeld: Boolean get() = native.isHeld()
 
     /** The lock's status now. */
     fun status(): LockStatus = native.status()
@@ -118,7 +118,7 @@ class Lock internal constructor(private val native: NativeLock) : AutoCloseable 
  */
 class Election internal constructor(private val native: NativeElection) : AutoCloseable {
     /** This candidate's id. */
-    fun candidateId(): String = native.candidateId()
+    val candidateId: String get() = native.candidateId()
 
     /**
      * Waits to become leader, up to [timeout] (null: until the coroutine is cancelled), for
@@ -138,10 +138,10 @@ class Election internal constructor(private val native: NativeElection) : AutoCl
     suspend fun leader(): String? = mapped { native.leader() }
 
     /** Whether this candidate leads now. */
-    fun isLeader(): Boolean = native.isLeader()
+    val isLeader: Boolean get() = native.isLeader()
 
     /** The leader's fencing token while this candidate leads. */
-    fun fencingToken(): Hlc? = native.fencingToken()
+    val fencingToken: Hlc? get() = native.fencingToken()
 
     /** [Event.Holder] events of the leadership: the current leader, then each change. */
     suspend fun watchLeader(): Subscription = Subscription(mapped { native.watchLeader() })

@@ -4,31 +4,31 @@
 
 package mqstate
 
+import java.util.concurrent.atomic.AtomicBoolean
 import kotlin.time.Duration
 import kotlinx.coroutines.flow.Flow
 import kotlinx.coroutines.flow.flow
 
 /**
  * A stream of [Event]s: key changes, lock holders and leaders, lock and leadership status.
- * It ends when [stop]ped, when closed ([close], `use {}`), or when its client closes;
- * ending a key's subscription sends `KEYNOTIFY … STOP` at once.
+ * It ends when closed ([close], `use {}`) or when its client closes; ending a key's
+ * subscription sends `KEYNOTIFY … STOP` at once.
  */
 class Subscription internal constructor(private val native: NativeSubscription) : AutoCloseable {
+    private val closed = AtomicBoolean(false)
+
     /**
-     * The next event; null once the subscription has ended and is drained. With a [timeout],
-     * a [MqstateTimeoutError] when none came in time. Neither the timeout nor cancelling the
-     * coroutine loses an event.
+     * The next event; null once the subscription has ended and is drained (at once after
+     * [close]). With a [timeout], a [MqstateTimeoutError] when none came in time. Neither the
+     * timeout nor cancelling the coroutine loses an event.
      */
-    suspend fun next(timeout: Duration? = null): Event? = mapped { native.next(timeout) }
+    suspend fun next(timeout: Duration? = null): Event? = unlessClosed(null) { mapped { native.next(timeout) } }
 
-    /** The next event if one is buffered now, else null. */
-    fun tryNext(): Event? = native.tryNext()
+    /** The next event if one is buffered now, else null (always after [close]). */
+    fun tryNext(): Event? = unlessClosed(null) { native.tryNext() }
 
-    /** Whether the subscription has ended (events may still be buffered). */
-    fun isClosed(): Boolean = native.isClosed()
-
-    /** Ends the subscription now; a pending [next] returns what is buffered, then null. */
-    fun stop() = native.stop()
+    /** Whether the subscription has ended (events may still be buffered unless [close]d). */
+    fun isClosed(): Boolean = unlessClosed(true) { native.isClosed() }
 
     /**
      * Pushes every event to [listener] on a thread of this subscription's own instead (in
@@ -47,7 +47,7 @@ class Subscription internal constructor(private val native: NativeSubscription) 
     })
 
     /**
-     * The events as a Flow, until the subscription ends. The subscription is stopped when the
+     * The events as a Flow, until the subscription ends. The subscription is closed when the
      * collection ends (normally, by an exception, or by cancellation): collect it once.
      */
     fun asFlow(): Flow<Event> = flow {
@@ -56,12 +56,31 @@ class Subscription internal constructor(private val native: NativeSubscription) 
                 emit(next() ?: break)
             }
         } finally {
-            stop()
+            close()
         }
     }
 
-    /** Ends the subscription (unless a [next] is pending) and frees it. */
-    override fun close() = native.close()
+    /**
+     * Ends the subscription now (a key's: `KEYNOTIFY … STOP` at once) and frees it. A [next]
+     * pending meanwhile returns what is buffered, then null; a listener gets its `onEnd`.
+     * Closing again does nothing.
+     */
+    override fun close() {
+        if (closed.compareAndSet(false, true)) {
+            native.stop()
+            native.close()
+        }
+    }
+
+    /** [call], or [ended] once closed (also when [close] frees the handle meanwhile). */
+    private inline fun <T> unlessClosed(ended: T, call: () -> T): T {
+        if (closed.get()) return ended
+        return try {
+            call()
+        } catch (e: IllegalStateException) {
+            if (closed.get()) ended else throw e
+        }
+    }
 }
 
 /**

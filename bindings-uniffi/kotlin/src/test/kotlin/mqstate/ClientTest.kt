@@ -43,7 +43,7 @@ class ClientTest {
             assertNull(client.get("${ns}k"))
             assertEquals(1UL, client.delete("${ns}bin"))
             assertEquals(0UL, client.delete("${ns}bin"))
-            assertTrue(client.isConnected())
+            assertTrue(client.connected)
             assertTrue(client.linkInfo().connections >= 1UL)
         }
     }
@@ -51,7 +51,7 @@ class ClientTest {
     @Test
     fun `settings by name in either case, as pairs or a map`() = runBlocking {
         Client.connect(LiveStore.url, "clientId" to "kt-${ns.hashCode()}", "request_timeout" to 3.seconds, "keepAlive" to 30)
-            .use { client -> assertEquals("kt-${ns.hashCode()}", client.clientId()) }
+            .use { client -> assertEquals("kt-${ns.hashCode()}", client.clientId) }
         val e = errorOf { runBlocking { Client.connect(LiveStore.url, mapOf("keepAlive" to "soon")) } }
         assertTrue(e is InvalidArgumentError)
         assertEquals("invalid_argument", e.code)

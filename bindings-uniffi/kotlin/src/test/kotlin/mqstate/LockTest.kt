@@ -30,12 +30,12 @@ class LockTest {
                 val la = a.lock("${ns}l", LockOptions(lease = lease))
                 val lb = b.lock("${ns}l")
                 val token = la.tryAcquire()!!
-                assertEquals(token, la.fencingToken())
-                assertTrue(la.isHeld())
+                assertEquals(token, la.fencingToken)
+                assertTrue(la.isHeld)
                 assertTrue(la.status() is LockStatus.Held)
                 assertNull(lb.tryAcquire())
-                assertEquals(la.holderId(), lb.holder())
-                assertEquals("${ns}l", la.key().decodeToString())
+                assertEquals(la.holderId, lb.holder())
+                assertEquals("${ns}l", la.key.decodeToString())
                 val renewed = la.renew()!!
                 assertTrue(renewed.compareTime(token) > 0)
                 assertTrue(la.release())
@@ -61,10 +61,10 @@ class LockTest {
             assertEquals("done", result)
             assertTrue((status.next() as Event.Status).status is LockStatus.Held)
             assertEquals(LockStatus.NotHeld, (status.next() as Event.Status).status)
-            assertEquals(lock.holderId(), (holders.next() as Event.Holder).holder)
+            assertEquals(lock.holderId, (holders.next() as Event.Holder).holder)
             assertNull((holders.next() as Event.Holder).holder)
-            status.stop()
-            holders.stop()
+            status.close()
+            holders.close()
             assertNull(lock.holder())
         }
     }
@@ -119,7 +119,7 @@ class LockTest {
                 // Had the acquire gone on, it would take the free lock now.
                 delay(1500)
                 assertNull(held.holder(), "the cancelled acquire took the lock")
-                assertFalse(waiting.isHeld())
+                assertFalse(waiting.isHeld)
                 // The waiting lock object is still usable.
                 assertNotNull(waiting.tryAcquire())
                 assertTrue(waiting.release())
@@ -150,29 +150,29 @@ class LockTest {
             Client.connect(LiveStore.url).use { b ->
                 val ea = a.election("${ns}el", "alice", ElectionOptions(term = lease))
                 val eb = b.election("${ns}el", "bob", ElectionOptions(term = lease))
-                assertEquals("alice", ea.candidateId())
+                assertEquals("alice", ea.candidateId)
                 assertNull(ea.leader())
                 val leaders = eb.watchLeader()
                 assertNull((leaders.next() as Event.Holder).holder)
                 assertTrue(ea.tryCampaign())
                 assertFalse(eb.tryCampaign())
-                assertTrue(ea.isLeader())
-                assertNotNull(ea.fencingToken())
+                assertTrue(ea.isLeader)
+                assertNotNull(ea.fencingToken)
                 assertEquals("alice", eb.leader())
                 assertEquals("alice", (leaders.next() as Event.Holder).holder)
                 val handover = launch(start = CoroutineStart.UNDISPATCHED) {
                     eb.lead { token ->
-                        assertTrue(eb.isLeader())
-                        assertEquals(token, eb.fencingToken())
+                        assertTrue(eb.isLeader)
+                        assertEquals(token, eb.fencingToken)
                         assertEquals("bob", ea.leader())
                     }
                 }
                 delay(200)
                 assertTrue(ea.resign())
                 handover.join()
-                assertFalse(eb.isLeader())
+                assertFalse(eb.isLeader)
                 assertNull(ea.leader())
-                leaders.stop()
+                leaders.close()
             }
         }
     }

@@ -138,7 +138,7 @@ class ScenarioRunner(private val url: String) {
 
     private fun token(step: JSONObject): Hlc? {
         if (step.has("fenced_by")) {
-            return locks.getValue(step.getString("fenced_by")).fencingToken()
+            return locks.getValue(step.getString("fenced_by")).fencingToken
                 ?: throw NotHeldError("the lock is not held")
         }
         val text = step.optString("fencing_token", "")
@@ -218,7 +218,7 @@ class ScenarioRunner(private val url: String) {
                 expect(step, "outcome", out.name.lowercase())
             }
             "observe" -> subs[step.getString("as")] = client(step).observe(key(step))
-            "unobserve" -> subs.remove(step.getString("subscription"))!!.use { it.stop() }
+            "unobserve" -> subs.remove(step.getString("subscription"))!!.close()
             "expect_notification", "expect_no_notification" -> notification(step)
             "lock" -> locks[step.getString("as")] = client(step).lock(
                 key(step),
@@ -270,10 +270,10 @@ class ScenarioRunner(private val url: String) {
                 checkVersion(step, token)
             }
             "release" -> expect(step, "released", lock.release())
-            "is_held" -> expect(step, "held", lock.isHeld())
+            "is_held" -> expect(step, "held", lock.isHeld)
             "holder" -> {
                 val got = lock.holder()
-                val want = if (step.has("holder_of")) locks.getValue(step.getString("holder_of")).holderId() else step.opt("holder")?.takeIf { it != JSONObject.NULL }
+                val want = if (step.has("holder_of")) locks.getValue(step.getString("holder_of")).holderId else step.opt("holder")?.takeIf { it != JSONObject.NULL }
                 if (got != want) throw ScenarioFailure("holder $got, want $want")
             }
             else -> {
@@ -302,7 +302,7 @@ class ScenarioRunner(private val url: String) {
             "campaign" -> checkVersion(step, e.campaign(term, ms(step, "timeout_ms")))
             "try_campaign" -> expect(step, "elected", e.tryCampaign(term))
             "resign" -> expect(step, "resigned", e.resign())
-            "is_leader" -> expect(step, "leader_now", e.isLeader())
+            "is_leader" -> expect(step, "leader_now", e.isLeader)
             else -> {
                 val got = e.leader()
                 val want = step.opt("leader")?.takeIf { it != JSONObject.NULL }

@@ -1,8 +1,10 @@
 // The public Kotlin API against core/vocabulary.json, the description of mqstate's surface
 // every language checks itself against: operations and their options (names in Kotlin's
-// casing, durations as kotlin.time.Duration), events, SET conditions, VDEL outcomes, lock
-// states, and one error class per code under the base and family classes. Read by
-// reflection, so a renamed parameter or a missing class fails here.
+// casing, durations as kotlin.time.Duration) of every owner, the read-only properties, the
+// events and their field names, SET conditions, VDEL outcomes, lock states, and one error
+// class per code under the base and family classes. Every name is the vocabulary's Kotlin
+// name (`names.kotlin`). Read by reflection, so a renamed parameter or a missing class fails
+// here.
 package mqstate
 
 import java.io.File
@@ -101,7 +103,7 @@ class VocabularyTest {
 
     @Test
     fun `no option is public that the vocabulary does not name`() {
-        // Every duration parameter or option property of an operation is one of its options.
+        // Every optional duration parameter or option property of an operation is one of its options.
         val extra = mutableListOf<String>()
         for (op in vocabulary.getJSONArray("operations").objects()) {
             val owner = owners[op.getString("owner")] ?: continue
@@ -112,11 +114,31 @@ class VocabularyTest {
                     val cls = p.type.cls
                     if (cls?.simpleName?.endsWith("Options") == true) cls.memberProperties.map { it.name } else emptyList()
                 }
-                val durations = f.parameters.filter { it.type.cls == kotlin.time.Duration::class }.map { it.name!! }
+                // An option has a default; a required argument (setAutoRenew's period) is not one.
+                val durations = f.parameters
+                    .filter { it.isOptional && it.type.cls == kotlin.time.Duration::class }
+                    .map { it.name!! }
                 (fromOptions + durations).filter { it !in named }.forEach { extra += "${owner.simpleName}.$name: $it" }
             }
         }
         assertTrue(extra.isEmpty(), "options the vocabulary does not name:\n" + extra.joinToString("\n"))
+    }
+
+    @Test
+    fun `every property is a read-only property of its object, under its Kotlin name`() {
+        val missing = mutableListOf<String>()
+        val properties = vocabulary.getJSONArray("properties").objects()
+        for (prop in properties) {
+            val owner = owners.getValue(prop.getString("owner"))
+            val name = prop.getJSONObject("names").getString("kotlin")
+            val found = owner.memberProperties.find { it.name == name }
+            if (found == null) {
+                missing += "${owner.simpleName}.$name"
+            } else if (found is kotlin.reflect.KMutableProperty<*>) {
+                missing += "${owner.simpleName}.$name is writable"
+            }
+        }
+        assertTrue(missing.isEmpty(), "not as the vocabulary says:\n" + missing.joinToString("\n"))
     }
 
     @Test
@@ -140,15 +162,15 @@ class VocabularyTest {
                 continue
             }
             // A field is the event's property, or, for Event.Status(status), one of its status's:
-            // the status's class is its state (LockStatus.NotHeld, .Held, .Lost).
+            // the status's class is its state (LockStatus.NotHeld, .Held, .Lost: the lock
+            // states, checked above), its properties the others.
             val props = cls.memberProperties.map { it.name }.toMutableSet()
             if (cls == Event.Status::class) {
                 props += LockStatus::class.sealedSubclasses.flatMap { s -> s.memberProperties.map { it.name } }
                 props += "state"
             }
-            for (field in e.getJSONArray("fields").strings()) {
-                val kt = field.split('_').mapIndexed { i, w -> if (i == 0) w else w.replaceFirstChar(Char::uppercase) }.joinToString("")
-                if (kt !in props) missing += "Event.${cls.simpleName}.$kt"
+            for (field in e.getJSONObject("names").getJSONArray("kotlin").strings()) {
+                if (field !in props) missing += "Event.${cls.simpleName}.$field"
             }
         }
         assertTrue(missing.isEmpty(), "not as the vocabulary says:\n" + missing.joinToString("\n"))
