@@ -304,7 +304,8 @@ enum mqstate_sub_event_type
    */
   MQSTATE_SUB_EVENT_TYPE_HOLDER = 3,
   /**
-   * The lock (candidate) is held now; the token is `mqstate_sub_event_version`.
+   * The lock (candidate) is held now: `mqstate_sub_event_fencing_token` is the token,
+   * `mqstate_sub_event_lease_ms` the lease (term).
    */
   MQSTATE_SUB_EVENT_TYPE_HELD = 4,
   /**
@@ -970,6 +971,25 @@ mqstate_status mqstate_election_leader(const struct mqstate_election *election, 
 bool mqstate_election_is_leader(const struct mqstate_election *election);
 
 /**
+ * This candidate's id (the candidate, or `candidate:session_id`), valid while the election
+ * lives; NULL for a NULL election.
+ *
+ * # Safety
+ * `election` must be NULL or live.
+ */
+const char *mqstate_election_candidate_id(const struct mqstate_election *election);
+
+/**
+ * The leader's fencing token while this candidate leads, in `*token` (free with
+ * `mqstate_string_free`); `MQSTATE_STATUS_NOT_HELD` (and `*token` NULL) when it does not.
+ *
+ * # Safety
+ * `election` must be live; `token` writable.
+ */
+mqstate_status mqstate_election_fencing_token(const struct mqstate_election *election,
+                                              char **token);
+
+/**
  * Leadership changes (`HOLDER` events): the current leader first, then each change.
  * `*out` is NULL on failure.
  *
@@ -1158,6 +1178,24 @@ mqstate_status mqstate_lock_fencing_token(const struct mqstate_lock *lock, char 
 const char *mqstate_lock_holder_id(const struct mqstate_lock *lock);
 
 /**
+ * The lock's key (`*len` bytes, may be NULL), valid while the lock lives; NULL (and
+ * `*len` 0) for a NULL lock.
+ *
+ * # Safety
+ * `lock` must be NULL or a live lock; `len` NULL or writable.
+ */
+const uint8_t *mqstate_lock_key(const struct mqstate_lock *lock, size_t *len);
+
+/**
+ * Sets the automatic renewal period (ms) from the next acquire on: the lock then renews
+ * itself this often while held; 0: never (as `mqstate_lock_options.auto_renew_ms`).
+ *
+ * # Safety
+ * `lock` must be a live lock.
+ */
+mqstate_status mqstate_lock_set_auto_renew(const struct mqstate_lock *lock, uint64_t period_ms);
+
+/**
  * Whether the lock is held now (acquired, not lost or released, lease not run out).
  *
  * # Safety
@@ -1235,7 +1273,8 @@ mqstate_status mqstate_lock_edit(const struct mqstate_lock *lock,
  * of bytes, `?` one byte, `[abc]`, `[a-z]`, `[^a]` classes, `\` escapes the next byte;
  * matched byte-wise). Nothing is sent until the first `mqstate_scan_next`. On success
  * `*out` is a new pager, owned by the caller (free it with `mqstate_scan_free`); on error
- * `*out` is NULL. An empty pattern is `MQSTATE_STATUS_INVALID_ARGUMENT`.
+ * `*out` is NULL. An empty pattern is `MQSTATE_STATUS_INVALID_ARGUMENT`. `timeout_ms` bounds
+ * each page (0: the client's `request_timeout`; `MQSTATE_NO_TIMEOUT` is refused).
  *
  * The pager keeps what it needs of the client: after `mqstate_client_close` it stays a
  * valid handle whose pages fail with `MQSTATE_STATUS_CLOSED` until it is freed.
@@ -1247,11 +1286,12 @@ mqstate_status mqstate_lock_edit(const struct mqstate_lock *lock,
 mqstate_status mqstate_client_scan(const struct mqstate_client *client,
                                    const uint8_t *pattern,
                                    size_t pattern_len,
+                                   uint32_t timeout_ms,
                                    struct mqstate_scan **out);
 
 /**
- * Asks for the next page and waits for it, up to `timeout_ms` (0: the client's
- * `request_timeout`), cancellable from another thread through `cancel` (may be NULL).
+ * Asks for the next page and waits for it, up to the scan's `timeout_ms` (see
+ * `mqstate_client_scan`), cancellable from another thread through `cancel` (may be NULL).
  *
  * - `MQSTATE_STATUS_OK` with `*page` set: the next page (it may hold no key while more
  *   pages follow). The page is the caller's: free it with `mqstate_scan_page_free`.
@@ -1265,7 +1305,6 @@ mqstate_status mqstate_client_scan(const struct mqstate_client *client,
  * `scan` must be a live pager; `cancel` NULL or a live token; `page` NULL or writable.
  */
 mqstate_status mqstate_scan_next(const struct mqstate_scan *scan,
-                                 uint32_t timeout_ms,
                                  const struct mqstate_cancel *cancel,
                                  struct mqstate_scan_page **page);
 
@@ -1395,6 +1434,24 @@ mqstate_status mqstate_client_connect(const struct mqstate_settings *settings,
  * `client` must be NULL or a live client, closed once; no call may start on it afterwards.
  */
 void mqstate_client_close(struct mqstate_client *client);
+
+/**
+ * The client's MQTT client id (the `client_id` setting, or the one generated at connect),
+ * valid while the client lives; NULL for a NULL client.
+ *
+ * # Safety
+ * `client` must be NULL or a live client.
+ */
+const char *mqstate_client_id(const struct mqstate_client *client);
+
+/**
+ * Whether the client's connection is up now (false while it reconnects, once closed, and
+ * for NULL).
+ *
+ * # Safety
+ * `client` must be NULL or a live client.
+ */
+bool mqstate_client_connected(const struct mqstate_client *client);
 
 /**
  * SET `key` (`key_len` bytes) to `value` (`value_len` bytes). `*applied` (may be NULL)
@@ -1538,6 +1595,42 @@ void mqstate_subscription_free(struct mqstate_subscription *sub);
 mqstate_sub_event_type mqstate_sub_event_type_of(const struct mqstate_sub_event *event);
 
 /**
+ * The kind of a key change: `MQSTATE_SUB_EVENT_TYPE_KEY_SET` or `_KEY_DELETED` (the
+ * event's type); `MQSTATE_SUB_EVENT_TYPE_NONE` for any other event and for NULL.
+ *
+ * # Safety
+ * `event` must be NULL or a live event.
+ */
+mqstate_sub_event_type mqstate_sub_event_kind(const struct mqstate_sub_event *event);
+
+/**
+ * The state of a lock's (candidate's) status event: `MQSTATE_SUB_EVENT_TYPE_HELD`,
+ * `_NOT_HELD` or `_LOST` (the event's type); `MQSTATE_SUB_EVENT_TYPE_NONE` for any other
+ * event and for NULL.
+ *
+ * # Safety
+ * `event` must be NULL or a live event.
+ */
+mqstate_sub_event_type mqstate_sub_event_state(const struct mqstate_sub_event *event);
+
+/**
+ * The fencing token (HLC text) of a `HELD` event; NULL otherwise. Valid while the event
+ * lives.
+ *
+ * # Safety
+ * `event` must be NULL or a live event.
+ */
+const char *mqstate_sub_event_fencing_token(const struct mqstate_sub_event *event);
+
+/**
+ * The lease (an election's term) of a `HELD` event in milliseconds; 0 otherwise.
+ *
+ * # Safety
+ * `event` must be NULL or a live event.
+ */
+uint64_t mqstate_sub_event_lease_ms(const struct mqstate_sub_event *event);
+
+/**
  * The key of a `KEY_SET`/`KEY_DELETED` event (`*len` bytes; valid while the event lives).
  *
  * # Safety
@@ -1554,8 +1647,8 @@ const uint8_t *mqstate_sub_event_key(const struct mqstate_sub_event *event, size
 const uint8_t *mqstate_sub_event_value(const struct mqstate_sub_event *event, size_t *len);
 
 /**
- * The version (HLC text) of a key change or holder change, or the token of `HELD`; NULL
- * when there is none. Valid while the event lives.
+ * The version (HLC text) of a key change or holder change; NULL when there is none (a
+ * `HELD` event's token is `mqstate_sub_event_fencing_token`). Valid while the event lives.
  *
  * # Safety
  * `event` must be a live event.

@@ -287,7 +287,7 @@ static long pattern_of(struct run *r, const cJSON *s, uint8_t *buf, size_t cap) 
 /* Asks `scan` for one page and adds its keys to `seen`; *done when the scan had ended. */
 static mqstate_status scan_page(mqstate_scan *scan, struct keylist *seen, int *done) {
     mqstate_scan_page *page = NULL;
-    mqstate_status st = mqstate_scan_next(scan, 0, NULL, &page);
+    mqstate_status st = mqstate_scan_next(scan, NULL, &page);
     *done = st == MQSTATE_STATUS_OK && page == NULL;
     for (size_t i = 0; i < mqstate_scan_page_count(page); i++) {
         size_t len = 0;
@@ -418,7 +418,8 @@ static int scan_step(struct run *r, const cJSON *s, const char *op, mqstate_stat
             *rc = fail(r, "bad pattern");
             return 0;
         }
-        *st = mqstate_client_scan(client_of(r, s), pat, (size_t)plen, &scan);
+        uint32_t timeout = (uint32_t)num(s, "timeout_ms", 0);
+        *st = mqstate_client_scan(client_of(r, s), pat, (size_t)plen, timeout, &scan);
         if (*st != MQSTATE_STATUS_OK) return 0;
         if (op[4] == '_') {
             struct pager *p = calloc(1, sizeof *p);
@@ -427,11 +428,10 @@ static int scan_step(struct run *r, const cJSON *s, const char *op, mqstate_stat
             return 0;
         }
         struct keylist seen = {0};
-        uint32_t timeout = (uint32_t)num(s, "timeout_ms", 0);
         int done = 0;
         while (*st == MQSTATE_STATUS_OK && !done) {
             mqstate_scan_page *page = NULL;
-            *st = mqstate_scan_next(scan, timeout, NULL, &page);
+            *st = mqstate_scan_next(scan, NULL, &page);
             done = *st == MQSTATE_STATUS_OK && page == NULL;
             for (size_t i = 0; i < mqstate_scan_page_count(page); i++) {
                 size_t len = 0;

@@ -206,6 +206,10 @@ void test_client(void) {
     if (c == NULL) {
         return;
     }
+    /* The client's properties. */
+    const char *id = mqstate_client_id(c);
+    CHECK(id != NULL && id[0] != '\0', "a client id");
+    CHECK(mqstate_client_connected(c), "connected");
     test_set_get_delete_vdel(c);
     test_fencing_and_error_object(c);
     mqstate_client_close(c);
@@ -260,6 +264,14 @@ void test_locks(void) {
     CHECK_STATUS(mqstate_lock_new(a, (const uint8_t *)key, 0, NULL, &bad),
                  MQSTATE_STATUS_INVALID_ARGUMENT, "empty lock key");
     CHECK(bad == NULL, "out reset on error");
+    size_t key_len = 0;
+    const uint8_t *lock_key = mqstate_lock_key(la, &key_len);
+    CHECK(lock_key && bytes_equal(lock_key, key_len, (const uint8_t *)key, strlen(key)),
+          "the lock's key");
+    char want_holder[256];
+    snprintf(want_holder, sizeof want_holder, "%s:s2", mqstate_client_id(b));
+    CHECK(strcmp(mqstate_lock_holder_id(lb), want_holder) == 0, "b's holder id: %s",
+          mqstate_lock_holder_id(lb));
 
     CHECK_STATUS(mqstate_lock_try_acquire(la, 5000, &flag, &token), MQSTATE_STATUS_OK, "a");
     CHECK(flag && mqstate_lock_is_held(la), "a holds it");
@@ -336,6 +348,20 @@ void test_locks(void) {
     mqstate_string_free(token);
     token = NULL;
     CHECK_STATUS(mqstate_lock_release(lb, NULL), MQSTATE_STATUS_OK, "b release");
+
+    /* Automatic renewal set on the lock: it keeps a 1 s lease alive, so b waits in vain
+       well past it (without the renewal, b would get the lock after 1 s). */
+    short_lease.lease_ms = 1000;
+    mqstate_lock *lr = NULL;
+    CHECK_STATUS(mqstate_lock_new(a, (const uint8_t *)key, strlen(key), &short_lease, &lr),
+                 MQSTATE_STATUS_OK, "a lock to renew");
+    CHECK_STATUS(mqstate_lock_set_auto_renew(lr, 200), MQSTATE_STATUS_OK, "set_auto_renew");
+    CHECK_STATUS(mqstate_lock_acquire(lr, 0, 0, NULL, NULL), MQSTATE_STATUS_OK, "acquire");
+    CHECK_STATUS(mqstate_lock_acquire(lb, 0, 3000, NULL, NULL), MQSTATE_STATUS_TIMEOUT,
+                 "renewed: b does not get it");
+    CHECK(mqstate_lock_is_held(lr), "still held");
+    CHECK_STATUS(mqstate_lock_release(lr, NULL), MQSTATE_STATUS_OK, "release the renewed lock");
+    mqstate_lock_free(lr);
     mqstate_lock_free(ls);
 
     /* Elections. */
@@ -350,8 +376,17 @@ void test_locks(void) {
     mqstate_election *none = NULL;
     CHECK_STATUS(mqstate_election_new(b, (const uint8_t *)name, strlen(name), NULL, NULL, &none),
                  MQSTATE_STATUS_INVALID_ARGUMENT, "NULL candidate");
+    CHECK(strcmp(mqstate_election_candidate_id(ea), "alpha") == 0, "a's candidate id");
+    token = (char *)&token;
+    CHECK_STATUS(mqstate_election_fencing_token(ea, &token), MQSTATE_STATUS_NOT_HELD,
+                 "no token before leading");
+    CHECK(token == NULL, "token reset");
     CHECK_STATUS(mqstate_election_try_campaign(ea, 3000, &flag), MQSTATE_STATUS_OK, "try a");
     CHECK(flag && mqstate_election_is_leader(ea), "a leads");
+    CHECK_STATUS(mqstate_election_fencing_token(ea, &token), MQSTATE_STATUS_OK, "a's token");
+    CHECK(token != NULL && token[0] != '\0', "a token while leading");
+    mqstate_string_free(token);
+    token = NULL;
     CHECK_STATUS(mqstate_election_campaign(eb, 3000, 300, NULL, NULL), MQSTATE_STATUS_TIMEOUT,
                  "b waits in vain");
     CHECK_STATUS(mqstate_election_leader(eb, &leader), MQSTATE_STATUS_OK, "leader");
@@ -386,6 +421,20 @@ void test_locks(void) {
                  "campaign for the options' term");
     CHECK_STATUS(mqstate_subscription_next(status, 5000, &ev), MQSTATE_STATUS_OK, "held");
     CHECK(ev != NULL && mqstate_sub_event_type_of(ev) == MQSTATE_SUB_EVENT_TYPE_HELD, "leading");
+    CHECK(mqstate_sub_event_state(ev) == MQSTATE_SUB_EVENT_TYPE_HELD &&
+              mqstate_sub_event_kind(ev) == MQSTATE_SUB_EVENT_TYPE_NONE,
+          "a status event has a state, no kind");
+    CHECK(mqstate_sub_event_lease_ms(ev) == 300, "the options' term: %llu ms",
+          (unsigned long long)mqstate_sub_event_lease_ms(ev));
+    token = NULL;
+    CHECK_STATUS(mqstate_election_fencing_token(ec, &token), MQSTATE_STATUS_OK, "gamma's token");
+    CHECK(token != NULL && mqstate_sub_event_fencing_token(ev) != NULL &&
+              strcmp(mqstate_sub_event_fencing_token(ev), token) == 0,
+          "the event's token is the leader's");
+    CHECK(mqstate_sub_event_version(ev) == NULL, "no version on a status event");
+    mqstate_string_free(token);
+    token = NULL;
+    CHECK(strcmp(mqstate_election_candidate_id(ec), "gamma:s1") == 0, "the session in the id");
     mqstate_sub_event_free(ev);
     CHECK_STATUS(mqstate_election_leader(eb, &leader), MQSTATE_STATUS_OK, "leader");
     CHECK(leader != NULL && strcmp(leader, "gamma:s1") == 0, "the session in the id: %s",

@@ -218,11 +218,11 @@ static void client_layer(void) {
                  "client_observe");
     CHECK(sub == NULL, "client_observe: reset");
     mqstate_scan *scan = JUNK;
-    CHECK_STATUS(mqstate_client_scan(NULL, K, 1, &scan), MQSTATE_STATUS_INVALID_ARGUMENT,
+    CHECK_STATUS(mqstate_client_scan(NULL, K, 1, 0, &scan), MQSTATE_STATUS_INVALID_ARGUMENT,
                  "client_scan");
     CHECK(scan == NULL, "client_scan: reset");
     mqstate_scan_page *page = JUNK;
-    CHECK_STATUS(mqstate_scan_next(NULL, 0, NULL, &page), MQSTATE_STATUS_INVALID_ARGUMENT,
+    CHECK_STATUS(mqstate_scan_next(NULL, NULL, &page), MQSTATE_STATUS_INVALID_ARGUMENT,
                  "scan_next");
     CHECK(page == NULL, "scan_next: reset");
     n = 99;
@@ -276,6 +276,16 @@ static void client_layer(void) {
     CHECK_STATUS(mqstate_lock_fencing_token(NULL, &text), MQSTATE_STATUS_INVALID_ARGUMENT,
                  "lock_fencing_token");
     CHECK(text == NULL, "lock_fencing_token: reset");
+    CHECK_STATUS(mqstate_lock_set_auto_renew(NULL, 100), MQSTATE_STATUS_INVALID_ARGUMENT,
+                 "lock_set_auto_renew");
+    size_t key_len = 7;
+    CHECK(mqstate_lock_key(NULL, &key_len) == NULL && key_len == 0, "lock_key: reset");
+    CHECK(mqstate_client_id(NULL) == NULL && !mqstate_client_connected(NULL), "client: NULL");
+    CHECK(mqstate_election_candidate_id(NULL) == NULL, "election_candidate_id: NULL");
+    text = JUNK;
+    CHECK_STATUS(mqstate_election_fencing_token(NULL, &text), MQSTATE_STATUS_INVALID_ARGUMENT,
+                 "election_fencing_token");
+    CHECK(text == NULL, "election_fencing_token: reset");
     sub = JUNK;
     CHECK_STATUS(mqstate_lock_watch_holder(NULL, &sub), MQSTATE_STATUS_INVALID_ARGUMENT,
                  "lock_watch_holder");

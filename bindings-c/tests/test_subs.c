@@ -46,6 +46,11 @@ static void test_pull(mqstate_client *c) {
         const uint8_t *v = mqstate_sub_event_value(e, &len);
         const uint8_t *k = mqstate_sub_event_key(e, &klen);
         CHECK(mqstate_sub_event_type_of(e) == MQSTATE_SUB_EVENT_TYPE_KEY_SET, "a set");
+        CHECK(mqstate_sub_event_kind(e) == MQSTATE_SUB_EVENT_TYPE_KEY_SET &&
+                  mqstate_sub_event_state(e) == MQSTATE_SUB_EVENT_TYPE_NONE,
+              "a change has a kind, no state");
+        CHECK(mqstate_sub_event_fencing_token(e) == NULL && mqstate_sub_event_lease_ms(e) == 0,
+              "no token, no lease");
         CHECK(bytes_equal(v, len, (const uint8_t *)values[i], strlen(values[i])), "in order");
         CHECK(bytes_equal(k, klen, (const uint8_t *)key, strlen(key)), "the key");
         CHECK(strcmp(mqstate_sub_event_version(e), versions[i]) == 0, "the SET's version");
@@ -58,6 +63,7 @@ static void test_pull(mqstate_client *c) {
     CHECK_STATUS(mqstate_subscription_next(sub, 5000, &e), MQSTATE_STATUS_OK, "next delete");
     CHECK(e != NULL && mqstate_sub_event_type_of(e) == MQSTATE_SUB_EVENT_TYPE_KEY_DELETED,
           "deleted");
+    CHECK(mqstate_sub_event_kind(e) == MQSTATE_SUB_EVENT_TYPE_KEY_DELETED, "the kind: deleted");
     mqstate_sub_event_free(e);
     CHECK_STATUS(mqstate_subscription_next(sub, 100, &e), MQSTATE_STATUS_TIMEOUT, "nothing more");
     CHECK(e == NULL, "no event after a timeout");

@@ -1,8 +1,9 @@
 //! The C API against `core/vocabulary.json`, the one description of mqstate's public surface:
-//! every operation is the function of the header the vocabulary names (`mqstate_<owner>_<op>`,
-//! or `mqstate_<object>_new` for an object made from a client), every option a
-//! parameter of it or a field of its options struct under its C name (durations `_ms`), and
-//! no duration parameter or option field is there that the vocabulary does not know; the
+//! every operation of every owner (client, lock, election, subscription, pager) is the
+//! function of the header the vocabulary names, every option a parameter of it or a field
+//! of its options struct under its C name (durations `_ms`), and no duration parameter or
+//! option field is there that the vocabulary does not know; every property is an accessor
+//! of its owner's handle, every event field a `mqstate_sub_event_<field>` accessor; the
 //! outcome, condition, event, lock-state and error names are the header's constants.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -10,12 +11,12 @@ use std::path::Path;
 
 use serde_json::Value;
 
-/// Where the C API deliberately puts an option elsewhere, with the reason.
-const MOVED: &[(&str, &str, &str, &str)] = &[(
-    "mqstate_client_scan",
-    "timeout_ms",
-    "mqstate_scan_next",
-    "a scan's timeout is each page's: the pager asks for one page per call",
+/// Duration parameters that are an operation's argument rather than an option (the
+/// vocabulary lists options only), with the reason.
+const ARGUMENTS: &[(&str, &str, &str)] = &[(
+    "mqstate_lock_set_auto_renew",
+    "period_ms",
+    "the period is set_auto_renew's argument (Python `period`, Node `periodMs`)",
 )];
 
 /// Fields of a shared options struct that some of its functions refuse rather than use.
@@ -153,15 +154,18 @@ fn every_operation_is_a_function_with_its_options_under_their_c_names() {
     let (functions, structs) = (functions(&code), structs(&code));
     let operations = vocabulary["operations"].as_array().expect("operations");
     assert!(operations.len() >= 20, "the vocabulary was read");
+    let owners: BTreeSet<&str> = operations
+        .iter()
+        .map(|op| op["owner"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        owners,
+        BTreeSet::from(["client", "election", "lock", "pager", "subscription"]),
+        "every owner is checked"
+    );
     for op in operations {
-        let owner = op["owner"].as_str().unwrap();
-        let name = op["name"].as_str().unwrap();
         let function = op["names"]["c"].as_str().unwrap();
-        let made = owner == "client" && function == format!("mqstate_{name}_new");
-        assert!(
-            made || function == format!("mqstate_{owner}_{name}"),
-            "the C naming rule: {function}"
-        );
+        assert!(function.starts_with("mqstate_"), "{function}");
         let (params, fields) = takes(function, &functions, &structs);
         let mut known = BTreeSet::new();
         for option in op["options"].as_array().unwrap() {
@@ -173,29 +177,86 @@ fn every_operation_is_a_function_with_its_options_under_their_c_names() {
                 "{function}: {c_name}: durations are _ms"
             );
             known.insert(c_name.to_owned());
-            if params.contains(c_name) || fields.contains(c_name) {
-                continue;
-            }
-            let moved = MOVED
-                .iter()
-                .find(|(f, o, _, _)| *f == function && *o == c_name);
-            let (_, _, to, why) =
-                moved.unwrap_or_else(|| panic!("{function} takes no option {c_name}"));
-            let (moved_params, moved_fields) = takes(to, &functions, &structs);
             assert!(
-                moved_params.contains(c_name) || moved_fields.contains(c_name),
-                "{c_name} of {function} is on {to} ({why})"
+                params.contains(c_name) || fields.contains(c_name),
+                "{function} takes no option {c_name}"
             );
         }
         // Nothing more: no duration parameter and no options field the vocabulary lacks.
         for extra in params.iter().filter(|p| p.ends_with("_ms")).chain(&fields) {
             let refused = REFUSED.iter().any(|(f, o, _)| *f == function && o == extra);
+            let argument = ARGUMENTS
+                .iter()
+                .any(|(f, a, _)| *f == function && a == extra);
             assert!(
-                known.contains(extra) || refused || C_ONLY_FIELDS.contains(&extra.as_str()),
+                known.contains(extra)
+                    || refused
+                    || argument
+                    || C_ONLY_FIELDS.contains(&extra.as_str()),
                 "{function} has an option the vocabulary does not know: {extra}"
             );
         }
     }
+}
+
+/// The handle type a function takes first: `const struct mqstate_lock *` → `mqstate_lock`.
+fn first_handle(function: &str, functions: &BTreeMap<String, Vec<(String, String)>>) -> String {
+    let params = functions
+        .get(function)
+        .unwrap_or_else(|| panic!("the header declares no {function}"));
+    let (ty, _) = params
+        .first()
+        .unwrap_or_else(|| panic!("{function} takes no handle"));
+    ty.split_whitespace()
+        .find(|w| w.starts_with("mqstate_"))
+        .unwrap_or_else(|| panic!("{function} takes {ty} first"))
+        .trim_end_matches('*')
+        .to_owned()
+}
+
+#[test]
+fn every_property_is_an_accessor_of_its_owner() {
+    let vocabulary = vocabulary();
+    let functions = functions(&header_code());
+    let properties = vocabulary["properties"].as_array().expect("properties");
+    assert!(properties.len() >= 9, "the vocabulary was read");
+    for property in properties {
+        let owner = property["owner"].as_str().unwrap();
+        let function = property["names"]["c"].as_str().unwrap();
+        assert_eq!(
+            first_handle(function, &functions),
+            format!("mqstate_{owner}"),
+            "{function} reads a {owner}"
+        );
+        let params = &functions[function];
+        assert!(
+            params[1..]
+                .iter()
+                .all(|(ty, _)| ty.ends_with('*') && !ty.starts_with("const")),
+            "{function}: a property takes nothing but out-parameters: {params:?}"
+        );
+    }
+}
+
+#[test]
+fn every_event_field_is_an_accessor_of_the_event() {
+    let vocabulary = vocabulary();
+    let functions = functions(&header_code());
+    let mut fields = 0;
+    for event in vocabulary["events"].as_array().unwrap() {
+        let names = event["names"]["c"].as_array().expect("C field names");
+        assert_eq!(names.len(), event["fields"].as_array().unwrap().len());
+        for field in names {
+            let function = format!("mqstate_sub_event_{}", field.as_str().unwrap());
+            assert_eq!(
+                first_handle(&function, &functions),
+                "mqstate_sub_event",
+                "{function} reads an event"
+            );
+            fields += 1;
+        }
+    }
+    assert!(fields >= 10, "the vocabulary was read");
 }
 
 /// The header's enum constants.

@@ -10,6 +10,7 @@ use std::ffi::c_char;
 
 use mqstate::bridge::ElectionHandle;
 use mqstate::lock::LockOptions;
+use mqstate::{Error, ErrorKind};
 
 use super::call::{flag_call, local_subscription, opt_str, subscription_call, text_call};
 use super::cancel::{mqstate_cancel, run};
@@ -24,10 +25,10 @@ use crate::status::{boundary, mqstate_status};
 /// A candidate in a leader election (opaque; thread-safe). Free it with
 /// `mqstate_election_free`.
 pub struct mqstate_election {
-    guarded: guard::Guarded<ElectionHandle>,
+    guarded: guard::Guarded<guard::Named<ElectionHandle>>,
 }
 
-crate::handle!(mqstate_election, ElectionHandle);
+crate::handle!(mqstate_election, guard::Named<ElectionHandle>);
 
 /// Options of `mqstate_election_new` (zero-initialise; NULL and 0 mean the defaults).
 #[repr(C)]
@@ -80,7 +81,9 @@ pub unsafe extern "C" fn mqstate_election_new(
             auto_renew: timeout::option(o.map_or(0, |o| o.renew_every_ms)),
             ..LockOptions::default()
         };
-        *out = guard::new(store.election(name, candidate, options)?);
+        let election = store.election(name, candidate, options)?;
+        let id = election.candidate_id().to_owned();
+        *out = guard::new(guard::Named::new(election, &id)?);
         Ok(())
     })
 }
@@ -167,6 +170,42 @@ pub unsafe extern "C" fn mqstate_election_leader(
 pub unsafe extern "C" fn mqstate_election_is_leader(election: *const mqstate_election) -> bool {
     // SAFETY: per the caller.
     unsafe { guard::enter(election, "election") }.is_ok_and(|e| e.is_leader())
+}
+
+/// This candidate's id (the candidate, or `candidate:session_id`), valid while the election
+/// lives; NULL for a NULL election.
+///
+/// # Safety
+/// `election` must be NULL or live.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mqstate_election_candidate_id(
+    election: *const mqstate_election,
+) -> *const c_char {
+    // SAFETY: per the caller.
+    unsafe { guard::id_of(election) }
+}
+
+/// The leader's fencing token while this candidate leads, in `*token` (free with
+/// `mqstate_string_free`); `MQSTATE_STATUS_NOT_HELD` (and `*token` NULL) when it does not.
+///
+/// # Safety
+/// `election` must be live; `token` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mqstate_election_fencing_token(
+    election: *const mqstate_election,
+    token: *mut *mut c_char,
+) -> mqstate_status {
+    boundary(|| {
+        // SAFETY: per the caller.
+        let token = unsafe { out_arg(token, std::ptr::null_mut(), "token") }?;
+        // SAFETY: per the caller.
+        let election = unsafe { guard::enter(election, "election") }?;
+        let held = election
+            .fencing_token()
+            .ok_or_else(|| Error::new(ErrorKind::NotHeld, "this candidate does not lead"))?;
+        // SAFETY: `token` is writable.
+        unsafe { put_string(token, Some(&held.to_text())) }
+    })
 }
 
 /// Leadership changes (`HOLDER` events): the current leader first, then each change.

@@ -254,6 +254,38 @@ pub unsafe extern "C" fn mqstate_lock_holder_id(lock: *const mqstate_lock) -> *c
     }
 }
 
+/// The lock's key (`*len` bytes, may be NULL), valid while the lock lives; NULL (and
+/// `*len` 0) for a NULL lock.
+///
+/// # Safety
+/// `lock` must be NULL or a live lock; `len` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mqstate_lock_key(lock: *const mqstate_lock, len: *mut usize) -> *const u8 {
+    // SAFETY: per the caller.
+    let key = unsafe { lock.as_ref() }.map(|l| guard::Handle::guarded(l).inner.lock.key());
+    // SAFETY: per the caller.
+    unsafe { put(len, key.map_or(0, |k| k.len())) };
+    key.map_or(std::ptr::null(), |k| k.as_ptr())
+}
+
+/// Sets the automatic renewal period (ms) from the next acquire on: the lock then renews
+/// itself this often while held; 0: never (as `mqstate_lock_options.auto_renew_ms`).
+///
+/// # Safety
+/// `lock` must be a live lock.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mqstate_lock_set_auto_renew(
+    lock: *const mqstate_lock,
+    period_ms: u64,
+) -> mqstate_status {
+    boundary(|| {
+        // SAFETY: per the caller.
+        let lock = unsafe { guard::enter(lock, "lock") }?;
+        lock.set_auto_renew(timeout::option(period_ms))?;
+        Ok(())
+    })
+}
+
 /// Whether the lock is held now (acquired, not lost or released, lease not run out).
 ///
 /// # Safety

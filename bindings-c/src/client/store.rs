@@ -23,10 +23,10 @@ use crate::status::{Failure, boundary, mqstate_status};
 /// A connection to the state store (opaque; thread-safe: any number of threads may call
 /// it at once). Close it with `mqstate_client_close`.
 pub struct mqstate_client {
-    guarded: guard::Guarded<Store>,
+    guarded: guard::Guarded<guard::Named<Store>>,
 }
 
-crate::handle!(mqstate_client, Store);
+crate::handle!(mqstate_client, guard::Named<Store>);
 
 /// Options of `mqstate_client_set` (zero-initialise, then set what you need).
 #[repr(C)]
@@ -180,7 +180,8 @@ pub unsafe extern "C" fn mqstate_client_connect(
         }
         // SAFETY: no token.
         let store = unsafe { run(std::ptr::null(), || Store::connect(settings)) }?;
-        *out = guard::new(store);
+        let id = store.client_id().to_owned();
+        *out = guard::new(guard::Named::new(store, &id)?);
         Ok(())
     })
 }
@@ -200,6 +201,28 @@ pub unsafe extern "C" fn mqstate_client_close(client: *mut mqstate_client) {
             let _ = store.close().wait(None);
         })
     }
+}
+
+/// The client's MQTT client id (the `client_id` setting, or the one generated at connect),
+/// valid while the client lives; NULL for a NULL client.
+///
+/// # Safety
+/// `client` must be NULL or a live client.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mqstate_client_id(client: *const mqstate_client) -> *const c_char {
+    // SAFETY: per the caller.
+    unsafe { guard::id_of(client) }
+}
+
+/// Whether the client's connection is up now (false while it reconnects, once closed, and
+/// for NULL).
+///
+/// # Safety
+/// `client` must be NULL or a live client.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mqstate_client_connected(client: *const mqstate_client) -> bool {
+    // SAFETY: per the caller.
+    unsafe { enter_client(client) }.is_ok_and(|store| store.link_info().connected)
 }
 
 /// SET `key` (`key_len` bytes) to `value` (`value_len` bytes). `*applied` (may be NULL)
@@ -419,7 +442,7 @@ pub unsafe extern "C" fn mqstate_client_observe(
 /// `client` must be NULL or a live client.
 pub(crate) unsafe fn enter_client<'a>(
     client: *const mqstate_client,
-) -> Result<guard::Entered<'a, Store>, Failure> {
+) -> Result<guard::Entered<'a, guard::Named<Store>>, Failure> {
     // SAFETY: per the caller.
     unsafe { guard::enter(client, "client") }
 }

@@ -5,7 +5,7 @@
 //!
 //! | argument | 0 means | `MQSTATE_NO_TIMEOUT` |
 //! |---|---|---|
-//! | a request's `timeout_ms` (set, get, delete, vdel, observe, a scan's page) | the client's `request_timeout` setting | refused |
+//! | a request's `timeout_ms` (set, get, delete, vdel, observe, scan: each page) | the client's `request_timeout` setting | refused |
 //! | `mqstate_lock_edit`'s `timeout_ms` | `mqstate::lock::DEFAULT_EDIT_TIMEOUT` | refused |
 //! | a wait's `timeout_ms` (acquire, campaign, next event, wait-idle) | without limit | without limit |
 //! | `mqstate_client_connect`'s `timeout_ms` | the `connect_timeout` setting | refused |

@@ -1,6 +1,7 @@
 //! One subscription event for C: its type, the opaque `mqstate_sub_event` made from the
-//! core's [`Event`], and its accessors (key, value, version, holder, reason, resync,
-//! dropped-before). Pulled events are the caller's; a callback's belong to the library.
+//! core's [`Event`], and its accessors: one per field of each event in
+//! `core/vocabulary.json` (`mqstate_sub_event_<field>`: kind, key, value, version, holder,
+//! state, fencing_token, lease_ms, reason), plus C's resync and dropped-before. Pulled events are the caller's; a callback's belong to the library.
 
 use std::ffi::{CString, c_char};
 
@@ -23,7 +24,8 @@ pub enum mqstate_sub_event_type {
     /// A lock's holder (an election's leader) changed; `mqstate_sub_event_holder` is NULL
     /// when it became free.
     Holder = 3,
-    /// The lock (candidate) is held now; the token is `mqstate_sub_event_version`.
+    /// The lock (candidate) is held now: `mqstate_sub_event_fencing_token` is the token,
+    /// `mqstate_sub_event_lease_ms` the lease (term).
     Held = 4,
     /// The lock (candidate) is not held (never acquired, or released).
     NotHeld = 5,
@@ -45,6 +47,8 @@ pub struct mqstate_sub_event {
     value: Vec<u8>,
     version: Option<CString>,
     text: Option<CString>,
+    fencing_token: Option<CString>,
+    lease_ms: u64,
     resync: bool,
     dropped_before: u64,
 }
@@ -62,6 +66,8 @@ impl mqstate_sub_event {
             value: Vec::new(),
             version: None,
             text: None,
+            fencing_token: None,
+            lease_ms: 0,
             resync: false,
             dropped_before: 0,
         };
@@ -85,9 +91,10 @@ impl mqstate_sub_event {
                 e.version = h.version.and_then(|v| cstring(v.to_text()));
                 e.resync = h.resync;
             }
-            Event::Status(LockState::Held { token, .. }) => {
+            Event::Status(LockState::Held { token, lease }) => {
                 e.kind = mqstate_sub_event_type::Held;
-                e.version = cstring(token.to_text());
+                e.fencing_token = cstring(token.to_text());
+                e.lease_ms = u64::try_from(lease.as_millis()).unwrap_or(u64::MAX);
             }
             Event::Status(LockState::NotHeld) => e.kind = mqstate_sub_event_type::NotHeld,
             Event::Status(LockState::Lost { reason, .. }) => {
@@ -114,6 +121,66 @@ pub unsafe extern "C" fn mqstate_sub_event_type_of(
 ) -> mqstate_sub_event_type {
     // SAFETY: per the caller.
     unsafe { event.as_ref() }.map_or(mqstate_sub_event_type::None, |e| e.kind)
+}
+
+/// The kind of a key change: `MQSTATE_SUB_EVENT_TYPE_KEY_SET` or `_KEY_DELETED` (the
+/// event's type); `MQSTATE_SUB_EVENT_TYPE_NONE` for any other event and for NULL.
+///
+/// # Safety
+/// `event` must be NULL or a live event.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mqstate_sub_event_kind(
+    event: *const mqstate_sub_event,
+) -> mqstate_sub_event_type {
+    use mqstate_sub_event_type::{KeyDeleted, KeySet, None};
+    // SAFETY: per the caller.
+    match unsafe { mqstate_sub_event_type_of(event) } {
+        kind @ (KeySet | KeyDeleted) => kind,
+        _ => None,
+    }
+}
+
+/// The state of a lock's (candidate's) status event: `MQSTATE_SUB_EVENT_TYPE_HELD`,
+/// `_NOT_HELD` or `_LOST` (the event's type); `MQSTATE_SUB_EVENT_TYPE_NONE` for any other
+/// event and for NULL.
+///
+/// # Safety
+/// `event` must be NULL or a live event.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mqstate_sub_event_state(
+    event: *const mqstate_sub_event,
+) -> mqstate_sub_event_type {
+    use mqstate_sub_event_type::{Held, Lost, None, NotHeld};
+    // SAFETY: per the caller.
+    match unsafe { mqstate_sub_event_type_of(event) } {
+        state @ (Held | NotHeld | Lost) => state,
+        _ => None,
+    }
+}
+
+/// The fencing token (HLC text) of a `HELD` event; NULL otherwise. Valid while the event
+/// lives.
+///
+/// # Safety
+/// `event` must be NULL or a live event.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mqstate_sub_event_fencing_token(
+    event: *const mqstate_sub_event,
+) -> *const c_char {
+    // SAFETY: per the caller.
+    let e = unsafe { event.as_ref() };
+    e.and_then(|e| e.fencing_token.as_ref())
+        .map_or(std::ptr::null(), |c| c.as_ptr())
+}
+
+/// The lease (an election's term) of a `HELD` event in milliseconds; 0 otherwise.
+///
+/// # Safety
+/// `event` must be NULL or a live event.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mqstate_sub_event_lease_ms(event: *const mqstate_sub_event) -> u64 {
+    // SAFETY: per the caller.
+    unsafe { event.as_ref() }.map_or(0, |e| e.lease_ms)
 }
 
 /// The key of a `KEY_SET`/`KEY_DELETED` event (`*len` bytes; valid while the event lives).
@@ -148,8 +215,8 @@ pub unsafe extern "C" fn mqstate_sub_event_value(
     e.map_or(std::ptr::null(), |e| e.value.as_ptr())
 }
 
-/// The version (HLC text) of a key change or holder change, or the token of `HELD`; NULL
-/// when there is none. Valid while the event lives.
+/// The version (HLC text) of a key change or holder change; NULL when there is none (a
+/// `HELD` event's token is `mqstate_sub_event_fencing_token`). Valid while the event lives.
 ///
 /// # Safety
 /// `event` must be a live event.
