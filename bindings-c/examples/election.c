@@ -22,9 +22,9 @@ int main(int argc, char **argv) {
     mqstate_election *ea = NULL, *eb = NULL;
     mqstate_subscription *leaders = NULL;
     char *token = NULL;
-    mqstate_election_new(a, (const uint8_t *)name, strlen(name), "node-a", &ea);
-    mqstate_election_new(b, (const uint8_t *)name, strlen(name), "node-b", &eb);
-    mqstate_status st = mqstate_election_watch_leader(eb, 0, &leaders);
+    mqstate_election_new(a, (const uint8_t *)name, strlen(name), "node-a", NULL, &ea);
+    mqstate_election_new(b, (const uint8_t *)name, strlen(name), "node-b", NULL, &eb);
+    mqstate_status st = mqstate_election_watch_leader(eb, &leaders);
     if (st != MQSTATE_STATUS_OK) return fail("watch", st);
     mqstate_subscription_set_callback(leaders, on_leader, NULL, NULL);
 
@@ -33,14 +33,14 @@ int main(int argc, char **argv) {
     printf("node-a leads (token %s)\n", token);
     mqstate_string_free(token);
     bool elected = true;
-    mqstate_election_try_campaign(eb, 3000, 0, &elected);
+    mqstate_election_try_campaign(eb, 3000, &elected);
     printf("node-b elected while node-a leads: %d\n", elected);
-    mqstate_election_resign(ea, 0, NULL);
+    mqstate_election_resign(ea, NULL);
     st = mqstate_election_campaign(eb, 3000, 10000, NULL, &token);
     if (st != MQSTATE_STATUS_OK) return fail("campaign b", st);
     printf("node-b leads (token %s), is_leader=%d\n", token, mqstate_election_is_leader(eb));
     mqstate_string_free(token);
-    mqstate_election_resign(eb, 0, NULL);
+    mqstate_election_resign(eb, NULL);
 
     mqstate_subscription_free(leaders);
     mqstate_election_free(ea);

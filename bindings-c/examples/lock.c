@@ -57,7 +57,7 @@ int main(int argc, char **argv) {
     if (st != MQSTATE_STATUS_OK) return fail("acquire", st);
     printf("held the lock with token %s\n", token);
     mqstate_string_free(token);
-    mqstate_lock_release(lock, 0, NULL);
+    mqstate_lock_release(lock, NULL);
     /* The counter is protected by the lock: even the reset goes through it. */
     st = mqstate_lock_edit(lock, (const uint8_t *)"counter", 7, 2000, 10000, reset, NULL, NULL);
     if (st != MQSTATE_STATUS_OK) return fail("reset", st);

@@ -58,7 +58,8 @@ int main(int argc, char **argv) {
             fprintf(stderr, "no event within 5 s\n");
             return 1;
         }
-        while (mqstate_subscription_next(sub, 0, &event) == MQSTATE_STATUS_OK) {
+        /* Everything queued now, without waiting (try_next gives NULL when none is left). */
+        while (mqstate_subscription_try_next(sub, &event) == MQSTATE_STATUS_OK && event != NULL) {
             print_event("polled", event);
             mqstate_sub_event_free(event);
             seen++;

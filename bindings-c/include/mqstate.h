@@ -7,21 +7,39 @@
  * --------------------------
  * - Every name starts with `mqstate_`; types are `mqstate_<thing>`, functions
  *   `mqstate_<thing>_<verb>`, enum constants `MQSTATE_<ENUM>_<VALUE>`.
- * - Objects are opaque handles made by a `_new`/`_connect`/`_from_*` function (or returned
- *   through an out-parameter) and released by exactly one `_free` or `_close`, which accepts
- *   NULL. Nothing else frees them.
+ * - Operations are `mqstate_<owner>_<operation>` and objects made from a client
+ *   `mqstate_<object>_new` (`mqstate_lock_new`, `mqstate_election_new`): the names of the
+ *   core's vocabulary (core/vocabulary.json), options under their names there.
+ * - Objects are opaque handles made by a `_new`/`_connect`/`_from_*` function (or by an
+ *   operation: `mqstate_client_observe`, `mqstate_client_scan`), returned through an
+ *   out-parameter and released by exactly one `_free` or `_close`, which accepts NULL.
+ *   Nothing else frees them.
  * - Every fallible function returns `mqstate_status` (0 = `MQSTATE_STATUS_OK`; the numbers are
- *   fixed forever and shared with the other languages' error codes). On failure, every
- *   out-parameter holds NULL/0/false (nothing to free), and the thread-local message is
- *   available through `mqstate_last_error_message` (or `mqstate_error_last` for an object).
+ *   fixed forever and shared with the other languages' error codes). Out-parameters are reset
+ *   first: on failure every one holds NULL/0/false, `{NULL, 0}` or its enum's `_NONE` value
+ *   (nothing to free, nothing stale to read), and the thread-local message is available
+ *   through `mqstate_last_error_message` (or `mqstate_error_last` for an object).
  * - Strings the library returns as `char *` (versions, fencing tokens, holder ids) belong to
  *   the caller: free them with `mqstate_string_free`. `const char *` results borrow from the
  *   handle they came from and live as long as it does.
  * - Byte arguments are (pointer, length) pairs and may contain NUL; text arguments are
  *   NUL-terminated UTF-8 (anything else is `MQSTATE_STATUS_INVALID_ARGUMENT`).
- * - Client calls block the calling thread, each with its own timeout in milliseconds (0: the
- *   default), and can be cancelled from another thread with a `mqstate_cancel` token. They run
- *   on a runtime the library owns; never call them from a mqstate callback.
+ * - Client calls block the calling thread and can be cancelled from another thread with a
+ *   `mqstate_cancel` token. They run on a runtime the library owns; never call them from a
+ *   mqstate callback.
+ * - Durations are milliseconds (`..._ms`), and 0 always means the default, never "none"
+ *   or "do not wait":
+ *     a request's `timeout_ms`      the client's `request_timeout` setting (10 s unless set),
+ *                                   which also bounds every lock and election request;
+ *     `mqstate_lock_edit` timeout   the core's edit timeout (10 s);
+ *     `mqstate_client_connect`      the `connect_timeout` setting;
+ *     waits that may be endless     without limit (`mqstate_lock_acquire`,
+ *                                   `mqstate_election_campaign`, `mqstate_subscription_next`,
+ *                                   `mqstate_wait_idle`), as is `MQSTATE_NO_TIMEOUT`;
+ *     `lease_ms`, `term_ms`         the lock's default lease (10 s unless
+ *                                   `mqstate_lock_options.lease_ms` sets it);
+ *     `expiry_ms`, `auto_renew_ms`  never.
+ *   `MQSTATE_NO_TIMEOUT` is refused (`MQSTATE_STATUS_INVALID_ARGUMENT`) where a call is bounded.
  * - Threads: clients, scans, locks, elections, subscriptions and tokens may be used from any
  *   number of threads at once. A handle may be closed while other threads wait in calls on it (they
  *   return `MQSTATE_STATUS_CLOSED`, and the close waits for them); no call may start on a
@@ -30,7 +48,8 @@
  *   each function. No panic ever crosses into C: an internal bug is `MQSTATE_STATUS_PANIC`.
  * - fork(): call `mqstate_atfork_child()` in the child (e.g. from a `pthread_atfork` child
  *   handler) before using mqstate there; clients connected before the fork cannot be used in
- *   the child. At exit, `mqstate_shutdown(timeout_ms)` waits for work in flight.
+ *   the child. At exit, `mqstate_wait_idle(timeout_ms)` waits (and only waits) until no call or
+ *   callback is in flight.
  */
 
 #ifndef MQSTATE_H
@@ -44,6 +63,12 @@
 
 /** The topic every request is published to (the same text as `mqstate_request_topic()`). */
 #define MQSTATE_REQUEST_TOPIC "statestore/v1/FA9AE35F-2F64-47CD-9BFF-08E2B32A0FE8/command/invoke"
+
+/**
+ * `timeout_ms` of a wait that may go on without limit: `mqstate_lock_acquire`,
+ * `mqstate_election_campaign`, `mqstate_subscription_next`, `mqstate_wait_idle`.
+ */
+#define MQSTATE_NO_TIMEOUT UINT32_MAX
 
 /**
  * The maximum drift ahead of local time the service and the SDKs allow: one minute.
@@ -68,40 +93,44 @@ enum mqstate_status
    */
   MQSTATE_STATUS_OK = 0,
   /**
-   * `invalid_argument`: a null pointer, text that is not UTF-8, an empty key, a node id
-   * with `:`, a forbidden response topic, an unknown enum value …
+   * `invalid_argument`: an argument the protocol cannot carry; nothing was sent (a NULL
+   * pointer, text that is not UTF-8, an empty key, an unknown enum value …).
    */
   MQSTATE_STATUS_INVALID_ARGUMENT = 1,
   /**
-   * `malformed`: input bytes (payload, topic, timestamp, hex) do not follow the protocol.
+   * `malformed`: bytes from the wire do not follow the protocol (payload, topic,
+   * timestamp, hex).
    */
   MQSTATE_STATUS_MALFORMED = 2,
   /**
-   * `clock_drift`: a clock would move too far ahead of the local time.
+   * `clock_drift` (clock family): a clock would move too far ahead of the local time.
    */
   MQSTATE_STATUS_CLOCK_DRIFT = 3,
   /**
-   * `clock_overflow`: a clock counter would overflow.
+   * `clock_overflow` (clock family): a clock counter would overflow.
    */
   MQSTATE_STATUS_CLOCK_OVERFLOW = 4,
   /**
-   * `rpc_error`: the RPC layer refused a request (reserved for the client API).
+   * `rpc_error`: the service's RPC layer refused the request (see the status and
+   * details: `mqstate_error_rpc_status`).
    */
   MQSTATE_STATUS_RPC_ERROR = 5,
   /**
-   * `timeout` (reserved for the client API).
+   * `timeout`: no answer in time; a sent request may have been applied
+   * (`mqstate_error_may_have_applied`).
    */
   MQSTATE_STATUS_TIMEOUT = 6,
   /**
-   * `connection_lost` (reserved for the client API).
+   * `connection_lost`: the connection was lost or is not up; a sent request may have been
+   * applied.
    */
   MQSTATE_STATUS_CONNECTION_LOST = 7,
   /**
-   * `connect_failed` (reserved for the client API).
+   * `connect_failed` (connect family): connecting to the broker failed.
    */
   MQSTATE_STATUS_CONNECT_FAILED = 8,
   /**
-   * `closed` (reserved for the client API).
+   * `closed`: the client or the object is closed.
    */
   MQSTATE_STATUS_CLOSED = 9,
   /**
@@ -117,88 +146,92 @@ enum mqstate_status
    */
   MQSTATE_STATUS_UNSUPPORTED = 12,
   /**
-   * `callback`: a user callback failed.
+   * `callback`: a user callback failed; its own error is attached
+   * (`mqstate_error_callback_status`).
    */
   MQSTATE_STATUS_CALLBACK = 13,
   /**
-   * `connect_refused`: the connection was refused; retry later.
+   * `connect_refused` (connect family): the connection was refused; retry later.
    */
   MQSTATE_STATUS_CONNECT_REFUSED = 14,
   /**
-   * `connect_timeout`: the connection attempt timed out; retry later.
+   * `connect_timeout` (connect family): the connection attempt timed out; retry later.
    */
   MQSTATE_STATUS_CONNECT_TIMEOUT = 15,
   /**
-   * `connect_unauthorized`: the broker refused the credentials.
+   * `connect_unauthorized` (connect family): the broker refused the credentials; fix them.
    */
   MQSTATE_STATUS_CONNECT_UNAUTHORIZED = 16,
   /**
-   * `tls`: the TLS handshake failed.
+   * `tls` (connect family): the TLS handshake failed; fix the TLS settings.
    */
   MQSTATE_STATUS_TLS = 17,
   /**
-   * Store error `timestamp_skew`.
+   * `timestamp_skew` (store family): the state store refused the request (the message
+   * is the service's exact text), as for every store error.
    */
   MQSTATE_STATUS_TIMESTAMP_SKEW = 100,
   /**
-   * Store error `fencing_token_required`.
+   * `fencing_token_required` (store family).
    */
   MQSTATE_STATUS_FENCING_TOKEN_REQUIRED = 101,
   /**
-   * Store error `fencing_token_skew`.
+   * `fencing_token_skew` (store family).
    */
   MQSTATE_STATUS_FENCING_TOKEN_SKEW = 102,
   /**
-   * Store error `fencing_token_lower_version`.
+   * `fencing_token_lower_version` (store family).
    */
   MQSTATE_STATUS_FENCING_TOKEN_LOWER_VERSION = 103,
   /**
-   * Store error `quota_exceeded`.
+   * `quota_exceeded` (store family).
    */
   MQSTATE_STATUS_QUOTA_EXCEEDED = 104,
   /**
-   * Store error `syntax_error`.
+   * `syntax_error` (store family).
    */
   MQSTATE_STATUS_SYNTAX_ERROR = 105,
   /**
-   * Store error `not_authorized`.
+   * `not_authorized` (store family).
    */
   MQSTATE_STATUS_NOT_AUTHORIZED = 106,
   /**
-   * Store error `unknown_command`.
+   * `unknown_command` (store family).
    */
   MQSTATE_STATUS_UNKNOWN_COMMAND = 107,
   /**
-   * Store error `wrong_number_of_arguments`.
+   * `wrong_number_of_arguments` (store family).
    */
   MQSTATE_STATUS_WRONG_NUMBER_OF_ARGUMENTS = 108,
   /**
-   * Store error `timestamp_missing`.
+   * `timestamp_missing` (store family).
    */
   MQSTATE_STATUS_TIMESTAMP_MISSING = 109,
   /**
-   * Store error `timestamp_malformed`.
+   * `timestamp_malformed` (store family).
    */
   MQSTATE_STATUS_TIMESTAMP_MALFORMED = 110,
   /**
-   * Store error `key_length_zero`.
+   * `key_length_zero` (store family).
    */
   MQSTATE_STATUS_KEY_LENGTH_ZERO = 111,
   /**
-   * `unknown_store_error`: a store error text this version does not know (text kept).
+   * `unknown_store_error` (store family): a store error text this version does not know
+   * (the text is kept).
    */
   MQSTATE_STATUS_UNKNOWN_STORE_ERROR = 112,
   /**
-   * `buffer_too_small`: a caller's buffer cannot hold the result; the needed length was
-   * reported through the length out-parameter.
+   * `buffer_too_small` (C only): a caller's buffer cannot hold the result; the needed
+   * length was reported through the length out-parameter.
    */
   MQSTATE_STATUS_BUFFER_TOO_SMALL = 200,
   /**
-   * `internal`: an error kind this build of the C layer has no number for (a bug).
+   * `internal` (C only): an error kind this build of the C layer has no number for (a
+   * bug).
    */
   MQSTATE_STATUS_INTERNAL = 254,
   /**
-   * `panic`: the library panicked; the panic was caught at the boundary (a bug).
+   * `panic` (C only): the library panicked; the panic was caught at the boundary (a bug).
    */
   MQSTATE_STATUS_PANIC = 255,
 };
@@ -211,7 +244,8 @@ typedef uint32_t mqstate_status;
 #endif // __cplusplus
 
 /**
- * The outcome of `mqstate_client_vdel`.
+ * The outcome of `mqstate_client_vdel`; `MQSTATE_VDEL_OUTCOME_NONE` (0) is what a failed
+ * call leaves in its out-parameter. `mqstate_vdel_outcome_name` gives each its name.
  */
 enum mqstate_vdel_outcome
 #if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
@@ -219,17 +253,21 @@ enum mqstate_vdel_outcome
 #endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
  {
   /**
-   * The key held the value and was deleted.
+   * No outcome: the call failed (nothing is known about the key).
    */
-  MQSTATE_VDEL_OUTCOME_DELETED = 0,
+  MQSTATE_VDEL_OUTCOME_NONE = 0,
   /**
-   * There was no such key.
+   * `deleted`: the key held the value and was deleted.
    */
-  MQSTATE_VDEL_OUTCOME_NOT_FOUND = 1,
+  MQSTATE_VDEL_OUTCOME_DELETED = 1,
   /**
-   * The key holds another value; nothing was deleted.
+   * `not_found`: there was no such key.
    */
-  MQSTATE_VDEL_OUTCOME_VALUE_MISMATCH = 2,
+  MQSTATE_VDEL_OUTCOME_NOT_FOUND = 2,
+  /**
+   * `value_mismatch`: the key holds another value; nothing was deleted.
+   */
+  MQSTATE_VDEL_OUTCOME_VALUE_MISMATCH = 3,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -240,7 +278,8 @@ typedef uint32_t mqstate_vdel_outcome;
 #endif // __cplusplus
 
 /**
- * What a subscription event is.
+ * What a subscription event is. `MQSTATE_SUB_EVENT_TYPE_NONE` (0) is no event: the type
+ * of a NULL event.
  */
 enum mqstate_sub_event_type
 #if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
@@ -248,40 +287,45 @@ enum mqstate_sub_event_type
 #endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
  {
   /**
+   * No event (`mqstate_sub_event_type_of(NULL)`).
+   */
+  MQSTATE_SUB_EVENT_TYPE_NONE = 0,
+  /**
    * An observed key was set (`mqstate_sub_event_value` is the new value).
    */
-  MQSTATE_SUB_EVENT_TYPE_KEY_SET = 0,
+  MQSTATE_SUB_EVENT_TYPE_KEY_SET = 1,
   /**
    * An observed key was deleted (or expired).
    */
-  MQSTATE_SUB_EVENT_TYPE_KEY_DELETED = 1,
+  MQSTATE_SUB_EVENT_TYPE_KEY_DELETED = 2,
   /**
    * A lock's holder (an election's leader) changed; `mqstate_sub_event_holder` is NULL
    * when it became free.
    */
-  MQSTATE_SUB_EVENT_TYPE_HOLDER = 2,
+  MQSTATE_SUB_EVENT_TYPE_HOLDER = 3,
   /**
-   * The lock (candidate) is held now; the token is `mqstate_sub_event_version`.
+   * The lock (candidate) is held now: `mqstate_sub_event_fencing_token` is the token,
+   * `mqstate_sub_event_lease_ms` the lease (term).
    */
-  MQSTATE_SUB_EVENT_TYPE_HELD = 3,
+  MQSTATE_SUB_EVENT_TYPE_HELD = 4,
   /**
    * The lock (candidate) is not held (never acquired, or released).
    */
-  MQSTATE_SUB_EVENT_TYPE_NOT_HELD = 4,
+  MQSTATE_SUB_EVENT_TYPE_NOT_HELD = 5,
   /**
    * The lock was lost; `mqstate_sub_event_reason` says why (`expired`, `taken_over`,
    * `renewal_failed`).
    */
-  MQSTATE_SUB_EVENT_TYPE_LOST = 5,
+  MQSTATE_SUB_EVENT_TYPE_LOST = 6,
   /**
    * After a reconnection the subscription could not be restored yet: changes are being
    * missed (`mqstate_sub_event_reason` says why).
    */
-  MQSTATE_SUB_EVENT_TYPE_DEGRADED = 6,
+  MQSTATE_SUB_EVENT_TYPE_DEGRADED = 7,
   /**
    * Restored after `DEGRADED`.
    */
-  MQSTATE_SUB_EVENT_TYPE_RESTORED = 7,
+  MQSTATE_SUB_EVENT_TYPE_RESTORED = 8,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -299,6 +343,10 @@ enum mqstate_event_kind
   : uint32_t
 #endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
  {
+  /**
+   * No event: what `mqstate_notification_get` leaves in `out` when it fails.
+   */
+  MQSTATE_EVENT_KIND_NONE = 0,
   /**
    * The key was set (`value`, `value_len`).
    */
@@ -400,6 +448,10 @@ enum mqstate_response_kind
 #endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
  {
   /**
+   * No response: what `mqstate_response_get` leaves in `out` when it fails.
+   */
+  MQSTATE_RESPONSE_KIND_NONE = 0,
+  /**
    * `+OK`.
    */
   MQSTATE_RESPONSE_KIND_OK = 1,
@@ -434,6 +486,40 @@ enum mqstate_response_kind
 typedef enum mqstate_response_kind mqstate_response_kind;
 #else
 typedef uint32_t mqstate_response_kind;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * The family of a status, from the core's error table (the parent class other languages
+ * give the code): connect failures worth one `if`, store refusals, clock limits.
+ */
+enum mqstate_status_family
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * In no family: success, and every status the other rows do not name.
+   */
+  MQSTATE_STATUS_FAMILY_NONE = 0,
+  /**
+   * `StoreError`: the state store refused the request (100–112).
+   */
+  MQSTATE_STATUS_FAMILY_STORE = 1,
+  /**
+   * `ClockError`: a clock limit (3, 4).
+   */
+  MQSTATE_STATUS_FAMILY_CLOCK = 2,
+  /**
+   * `ConnectError`: connecting failed (8, 14–17).
+   */
+  MQSTATE_STATUS_FAMILY_CONNECT = 3,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum mqstate_status_family mqstate_status_family;
+#else
+typedef uint32_t mqstate_status_family;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
@@ -532,7 +618,26 @@ typedef struct mqstate_subscription mqstate_subscription;
 typedef struct mqstate_value mqstate_value;
 
 /**
- * Options of `mqstate_lock_new` (zero-initialise; NULL pointers mean the defaults).
+ * Options of `mqstate_election_new` (zero-initialise; NULL and 0 mean the defaults).
+ */
+typedef struct mqstate_election_options {
+  /**
+   * A session id: the candidate id becomes `candidate:session`; NULL: none.
+   */
+  const char *session_id;
+  /**
+   * The term (ms) of campaigns whose `term_ms` is 0; 0: the core's default term (10 s,
+   * `mqstate::lock::DEFAULT_LEASE`, the same in every language).
+   */
+  uint64_t term_ms;
+  /**
+   * How often (ms) the leader renews its term; 0: a third of the term.
+   */
+  uint64_t renew_every_ms;
+} mqstate_election_options;
+
+/**
+ * Options of `mqstate_lock_new` (zero-initialise; NULL and 0 mean the defaults).
  */
 typedef struct mqstate_lock_options {
   /**
@@ -547,6 +652,11 @@ typedef struct mqstate_lock_options {
    * Renew automatically this often (ms) after each successful acquire; 0: never.
    */
   uint64_t auto_renew_ms;
+  /**
+   * The lease (ms) of calls on this lock whose `lease_ms` is 0; 0: the core's default
+   * lease (10 s, `mqstate::lock::DEFAULT_LEASE`, the same in every language).
+   */
+  uint64_t lease_ms;
 } mqstate_lock_options;
 
 /**
@@ -570,7 +680,7 @@ typedef struct mqstate_set_options {
    */
   uint32_t condition;
   /**
-   * Expire the key this many milliseconds after the SET (0: never).
+   * Expire the key this many milliseconds after the SET (0: never, the default).
    */
   uint64_t expiry_ms;
   /**
@@ -582,7 +692,8 @@ typedef struct mqstate_set_options {
    */
   bool persist;
   /**
-   * The request's timeout in milliseconds (0: the client's `request_timeout`).
+   * The request's timeout in milliseconds (0: the client's `request_timeout`;
+   * `MQSTATE_NO_TIMEOUT` is refused).
    */
   uint32_t timeout_ms;
   /**
@@ -596,11 +707,13 @@ typedef struct mqstate_set_options {
  */
 typedef struct mqstate_call_options {
   /**
-   * DELETE / VDEL fenced with this token (HLC text), or NULL.
+   * DELETE / VDEL fenced with this token (HLC text), or NULL. GET and observe only read:
+   * they refuse a token (`MQSTATE_STATUS_INVALID_ARGUMENT`) rather than ignore it.
    */
   const char *fencing_token;
   /**
-   * The request's timeout in milliseconds (0: the client's `request_timeout`).
+   * The request's timeout in milliseconds (0: the client's `request_timeout`;
+   * `MQSTATE_NO_TIMEOUT` is refused).
    */
   uint32_t timeout_ms;
   /**
@@ -683,7 +796,7 @@ typedef struct mqstate_notification_info {
  */
 typedef struct mqstate_request_info {
   /**
-   * The verb (never `MQSTATE_VERB_ANY`).
+   * The verb (`MQSTATE_VERB_ANY` only after a failed `mqstate_request_get`).
    */
   mqstate_verb verb;
   /**
@@ -791,6 +904,120 @@ mqstate_status mqstate_cancel_trigger(const struct mqstate_cancel *token);
 void mqstate_cancel_free(struct mqstate_cancel *token);
 
 /**
+ * Candidate `candidate` (NUL-terminated) in the election `name` (`name_len` bytes), made
+ * from `client` (`options` may be NULL: the defaults); nothing is sent yet. Free it with
+ * `mqstate_election_free`. On failure `*out` is NULL.
+ *
+ * # Safety
+ * `client` must be a live client; `name` valid; `candidate` NUL-terminated; `options` NULL
+ * or valid; `out` writable.
+ */
+mqstate_status mqstate_election_new(const struct mqstate_client *client,
+                                    const uint8_t *name,
+                                    size_t name_len,
+                                    const char *candidate,
+                                    const struct mqstate_election_options *options,
+                                    struct mqstate_election **out);
+
+/**
+ * Becomes leader for `term_ms` (0: the default term; renewed automatically until resign),
+ * waiting up to `timeout_ms` (0 or `MQSTATE_NO_TIMEOUT`: without limit) and cancellable
+ * through `cancel` (may be NULL); `*token` (may be NULL) receives the leader's fencing
+ * token, NULL on failure.
+ *
+ * # Safety
+ * `election` must be live; `cancel` NULL or live; `token` NULL or writable.
+ */
+mqstate_status mqstate_election_campaign(const struct mqstate_election *election,
+                                         uint64_t term_ms,
+                                         uint32_t timeout_ms,
+                                         const struct mqstate_cancel *cancel,
+                                         char **token);
+
+/**
+ * Becomes leader for `term_ms` (0: the default term) if nobody is; `*elected` says
+ * whether (false on failure).
+ *
+ * # Safety
+ * `election` must be live; `elected` NULL or writable.
+ */
+mqstate_status mqstate_election_try_campaign(const struct mqstate_election *election,
+                                             uint64_t term_ms,
+                                             bool *elected);
+
+/**
+ * Steps down; `*resigned` (may be NULL) is true when this candidate led, false on failure.
+ *
+ * # Safety
+ * `election` must be live; `resigned` NULL or writable.
+ */
+mqstate_status mqstate_election_resign(const struct mqstate_election *election, bool *resigned);
+
+/**
+ * The current leader in `*leader` (free with `mqstate_string_free`), NULL when none or on
+ * failure.
+ *
+ * # Safety
+ * `election` must be live; `leader` writable.
+ */
+mqstate_status mqstate_election_leader(const struct mqstate_election *election, char **leader);
+
+/**
+ * Whether this candidate leads now (false at once when a renewal fails).
+ *
+ * # Safety
+ * `election` must be NULL or live.
+ */
+bool mqstate_election_is_leader(const struct mqstate_election *election);
+
+/**
+ * This candidate's id (the candidate, or `candidate:session_id`), valid while the election
+ * lives; NULL for a NULL election.
+ *
+ * # Safety
+ * `election` must be NULL or live.
+ */
+const char *mqstate_election_candidate_id(const struct mqstate_election *election);
+
+/**
+ * The leader's fencing token while this candidate leads, in `*token` (free with
+ * `mqstate_string_free`); `MQSTATE_STATUS_NOT_HELD` (and `*token` NULL) when it does not.
+ *
+ * # Safety
+ * `election` must be live; `token` writable.
+ */
+mqstate_status mqstate_election_fencing_token(const struct mqstate_election *election,
+                                              char **token);
+
+/**
+ * Leadership changes (`HOLDER` events): the current leader first, then each change.
+ * `*out` is NULL on failure.
+ *
+ * # Safety
+ * `election` must be live; `out` writable.
+ */
+mqstate_status mqstate_election_watch_leader(const struct mqstate_election *election,
+                                             struct mqstate_subscription **out);
+
+/**
+ * This candidate's own leadership (`HELD`, `NOT_HELD`, `LOST` events): the current status
+ * first, then each change. `*out` is NULL on failure.
+ *
+ * # Safety
+ * `election` must be live; `out` writable.
+ */
+mqstate_status mqstate_election_watch_status(const struct mqstate_election *election,
+                                             struct mqstate_subscription **out);
+
+/**
+ * Frees a candidate (NULL is ignored): stops renewal (resign first to hand over at once).
+ *
+ * # Safety
+ * `election` must be NULL or live, freed once.
+ */
+void mqstate_election_free(struct mqstate_election *election);
+
+/**
  * Captures the calling thread's last error (the one `mqstate_last_error_message` copies
  * out) as an object; NULL when the last call succeeded.
  */
@@ -847,10 +1074,13 @@ uint32_t mqstate_error_callback_status(const struct mqstate_error *error);
 void mqstate_error_free(struct mqstate_error *error);
 
 /**
- * For an `atexit` handler: waits up to `timeout_ms` for calls and callbacks in flight to
- * end; true when everything was idle in time.
+ * Waits until no mqstate call and no callback is in flight on any thread — up to
+ * `timeout_ms` (0 or `MQSTATE_NO_TIMEOUT`: without limit) — and returns true when that was
+ * reached in time. It only waits: it closes, cancels and frees nothing (close clients,
+ * free subscriptions and locks first; their calls then end). Meant for an `atexit` handler,
+ * so that no library thread is inside a callback of a program that is exiting.
  */
-bool mqstate_shutdown(uint32_t timeout_ms);
+bool mqstate_wait_idle(uint32_t timeout_ms);
 
 /**
  * For a `pthread_atfork` child handler: the child gets a runtime of its own on first use;
@@ -860,11 +1090,13 @@ bool mqstate_shutdown(uint32_t timeout_ms);
 void mqstate_atfork_child(void);
 
 /**
- * A lock on `key` made from `client` (`options` may be NULL). The lock keeps working
- * after the client handle is closed only in the sense that its calls fail with `CLOSED`.
+ * A lock on `key` made from `client` (`options` may be NULL: the defaults); nothing is
+ * sent yet. Free it with `mqstate_lock_free`. The lock outlives its client only in the
+ * sense that its calls then fail with `CLOSED`. On failure `*out` is NULL.
  *
  * # Safety
- * `client` must be a live client; `key` valid for `key_len`; `out` writable.
+ * `client` must be a live client; `key` valid for `key_len`; `options` NULL or valid;
+ * `out` writable.
  */
 mqstate_status mqstate_lock_new(const struct mqstate_client *client,
                                 const uint8_t *key,
@@ -873,22 +1105,23 @@ mqstate_status mqstate_lock_new(const struct mqstate_client *client,
                                 struct mqstate_lock **out);
 
 /**
- * Tries once to take the lock for `lease_ms`: `*acquired` says whether it did and `*token`
- * (may be NULL; free with `mqstate_string_free`) is the fencing token.
+ * Tries once to take the lock for `lease_ms` (0: the lock's default lease): `*acquired`
+ * says whether it did and `*token` (may be NULL; free with `mqstate_string_free`) is the
+ * fencing token. On failure `*acquired` is false and `*token` NULL.
  *
  * # Safety
  * `lock` must be a live lock; outs NULL or writable.
  */
 mqstate_status mqstate_lock_try_acquire(const struct mqstate_lock *lock,
                                         uint64_t lease_ms,
-                                        uint32_t timeout_ms,
                                         bool *acquired,
                                         char **token);
 
 /**
- * Waits up to `timeout_ms` (0: without limit) for the lock; `MQSTATE_STATUS_TIMEOUT` when
- * someone else kept it, `MQSTATE_STATUS_CANCELLED` when `cancel` (may be NULL) was
- * triggered. `*token` (may be NULL) receives the fencing token.
+ * Takes the lock for `lease_ms` (0: the lock's default lease), waiting up to `timeout_ms`
+ * for it (0 or `MQSTATE_NO_TIMEOUT`: without limit); `MQSTATE_STATUS_TIMEOUT` when someone
+ * else kept it, `MQSTATE_STATUS_CANCELLED` when `cancel` (may be NULL) was triggered.
+ * `*token` (may be NULL) receives the fencing token; NULL on failure.
  *
  * # Safety
  * `lock` must be a live lock; `cancel` NULL or live; `token` NULL or writable.
@@ -901,40 +1134,34 @@ mqstate_status mqstate_lock_acquire(const struct mqstate_lock *lock,
 
 /**
  * Renews the held lease: `*renewed` false when the lock is not held any more; `*token`
- * (may be NULL) the new fencing token.
+ * (may be NULL) the new fencing token. On failure `*renewed` is false and `*token` NULL.
  *
  * # Safety
  * `lock` must be a live lock; outs NULL or writable.
  */
-mqstate_status mqstate_lock_renew(const struct mqstate_lock *lock,
-                                  uint32_t timeout_ms,
-                                  bool *renewed,
-                                  char **token);
+mqstate_status mqstate_lock_renew(const struct mqstate_lock *lock, bool *renewed, char **token);
 
 /**
  * Releases the lock (stops renewal; deletes the lock key if it holds our id); `*released`
- * (may be NULL) is true when our hold was deleted.
+ * (may be NULL) is true when our hold was deleted, false on failure.
  *
  * # Safety
  * `lock` must be a live lock; `released` NULL or writable.
  */
-mqstate_status mqstate_lock_release(const struct mqstate_lock *lock,
-                                    uint32_t timeout_ms,
-                                    bool *released);
+mqstate_status mqstate_lock_release(const struct mqstate_lock *lock, bool *released);
 
 /**
- * The current holder id in `*holder` (free with `mqstate_string_free`), NULL when free.
+ * The current holder id in `*holder` (free with `mqstate_string_free`), NULL when free or
+ * on failure.
  *
  * # Safety
  * `lock` must be a live lock; `holder` writable.
  */
-mqstate_status mqstate_lock_holder(const struct mqstate_lock *lock,
-                                   uint32_t timeout_ms,
-                                   char **holder);
+mqstate_status mqstate_lock_holder(const struct mqstate_lock *lock, char **holder);
 
 /**
  * The current fencing token in `*token` (free with `mqstate_string_free`) while the lock is
- * held; `MQSTATE_STATUS_NOT_HELD` otherwise.
+ * held; `MQSTATE_STATUS_NOT_HELD` (and `*token` NULL) otherwise.
  *
  * # Safety
  * `lock` must be a live lock; `token` writable.
@@ -951,6 +1178,24 @@ mqstate_status mqstate_lock_fencing_token(const struct mqstate_lock *lock, char 
 const char *mqstate_lock_holder_id(const struct mqstate_lock *lock);
 
 /**
+ * The lock's key (`*len` bytes, may be NULL), valid while the lock lives; NULL (and
+ * `*len` 0) for a NULL lock.
+ *
+ * # Safety
+ * `lock` must be NULL or a live lock; `len` NULL or writable.
+ */
+const uint8_t *mqstate_lock_key(const struct mqstate_lock *lock, size_t *len);
+
+/**
+ * Sets the automatic renewal period (ms) from the next acquire on: the lock then renews
+ * itself this often while held; 0: never (as `mqstate_lock_options.auto_renew_ms`).
+ *
+ * # Safety
+ * `lock` must be a live lock.
+ */
+mqstate_status mqstate_lock_set_auto_renew(const struct mqstate_lock *lock, uint64_t period_ms);
+
+/**
  * Whether the lock is held now (acquired, not lost or released, lease not run out).
  *
  * # Safety
@@ -959,24 +1204,33 @@ const char *mqstate_lock_holder_id(const struct mqstate_lock *lock);
 bool mqstate_lock_is_held(const struct mqstate_lock *lock);
 
 /**
- * Holder changes of this lock's key: the current holder first, then each change.
+ * Holder changes of this lock's key (`HOLDER` events): the current holder first, then each
+ * change. `*out` is NULL on failure.
  *
  * # Safety
  * `lock` must be a live lock; `out` writable.
  */
 mqstate_status mqstate_lock_watch_holder(const struct mqstate_lock *lock,
-                                         uint32_t timeout_ms,
                                          struct mqstate_subscription **out);
 
 /**
  * This lock's own status: the current one first, then each change (`HELD`, `NOT_HELD`,
- * `LOST` events).
+ * `LOST` events). `*out` is NULL on failure.
  *
  * # Safety
  * `lock` must be a live lock; `out` writable.
  */
 mqstate_status mqstate_lock_watch_status(const struct mqstate_lock *lock,
                                          struct mqstate_subscription **out);
+
+/**
+ * Frees a lock (NULL is ignored): stops its renewal; the lease runs out on its own unless
+ * it was released.
+ *
+ * # Safety
+ * `lock` must be NULL or a live lock, freed once.
+ */
+void mqstate_lock_free(struct mqstate_lock *lock);
 
 /**
  * In an edit callback: write `value` (`len` bytes).
@@ -995,10 +1249,11 @@ mqstate_status mqstate_edit_set(struct mqstate_edit *decision, const uint8_t *va
 mqstate_status mqstate_edit_delete(struct mqstate_edit *decision);
 
 /**
- * A fenced edit of `key`: acquires the lock for `lease_ms` (waiting), reads the key, calls
- * `decide(ctx, current, len, decision)`, writes the decision fenced with the lock's token,
- * releases the lock; retried if a newer holder wrote meanwhile, up to `timeout_ms`
- * (0: 10 s). `decide` runs on a library thread, once per attempt.
+ * A fenced edit of `key`: acquires the lock for `lease_ms` (0: the lock's default lease),
+ * reads the key, calls `decide(ctx, current, len, decision)`, writes the decision fenced
+ * with the lock's token, releases the lock; retried if a newer holder wrote meanwhile, up
+ * to `timeout_ms` (0: the core's default edit timeout, 10 s, the same in every language;
+ * `MQSTATE_NO_TIMEOUT` is refused). `decide` runs on a library thread, once per attempt.
  *
  * # Safety
  * `lock` must be a live lock; `key` valid for `key_len`; `decide` valid; `ctx` usable from
@@ -1014,102 +1269,12 @@ mqstate_status mqstate_lock_edit(const struct mqstate_lock *lock,
                                  const struct mqstate_cancel *cancel);
 
 /**
- * Frees a lock (NULL is ignored): stops its renewal; the lease runs out on its own unless
- * it was released.
- *
- * # Safety
- * `lock` must be NULL or a live lock, freed once.
- */
-void mqstate_lock_free(struct mqstate_lock *lock);
-
-/**
- * Candidate `candidate` (NUL-terminated) in the election `name` (`name_len` bytes).
- *
- * # Safety
- * `client` must be a live client; `name` valid; `candidate` NUL-terminated; `out` writable.
- */
-mqstate_status mqstate_election_new(const struct mqstate_client *client,
-                                    const uint8_t *name,
-                                    size_t name_len,
-                                    const char *candidate,
-                                    struct mqstate_election **out);
-
-/**
- * Waits up to `timeout_ms` (0: without limit) to become leader for `term_ms` (renewed
- * automatically until resign); `*token` (may be NULL) receives the leader's fencing token.
- *
- * # Safety
- * `election` must be live; `cancel` NULL or live; `token` NULL or writable.
- */
-mqstate_status mqstate_election_campaign(const struct mqstate_election *election,
-                                         uint64_t term_ms,
-                                         uint32_t timeout_ms,
-                                         const struct mqstate_cancel *cancel,
-                                         char **token);
-
-/**
- * Becomes leader for `term_ms` if nobody is; `*elected` says whether.
- *
- * # Safety
- * `election` must be live; `elected` NULL or writable.
- */
-mqstate_status mqstate_election_try_campaign(const struct mqstate_election *election,
-                                             uint64_t term_ms,
-                                             uint32_t timeout_ms,
-                                             bool *elected);
-
-/**
- * Steps down; `*resigned` (may be NULL) is true when this candidate led.
- *
- * # Safety
- * `election` must be live; `resigned` NULL or writable.
- */
-mqstate_status mqstate_election_resign(const struct mqstate_election *election,
-                                       uint32_t timeout_ms,
-                                       bool *resigned);
-
-/**
- * The current leader in `*leader` (free with `mqstate_string_free`), NULL when none.
- *
- * # Safety
- * `election` must be live; `leader` writable.
- */
-mqstate_status mqstate_election_leader(const struct mqstate_election *election,
-                                       uint32_t timeout_ms,
-                                       char **leader);
-
-/**
- * Whether this candidate leads now (false at once when a renewal fails).
- *
- * # Safety
- * `election` must be NULL or live.
- */
-bool mqstate_election_is_leader(const struct mqstate_election *election);
-
-/**
- * Leadership changes: the current leader first, then each change (`HOLDER` events).
- *
- * # Safety
- * `election` must be live; `out` writable.
- */
-mqstate_status mqstate_election_watch_leader(const struct mqstate_election *election,
-                                             uint32_t timeout_ms,
-                                             struct mqstate_subscription **out);
-
-/**
- * Frees a candidate (NULL is ignored): stops renewal (resign first to hand over at once).
- *
- * # Safety
- * `election` must be NULL or live, freed once.
- */
-void mqstate_election_free(struct mqstate_election *election);
-
-/**
  * Starts a scan of the keys matching the glob `pattern` (`pattern_len` bytes: `*` any run
  * of bytes, `?` one byte, `[abc]`, `[a-z]`, `[^a]` classes, `\` escapes the next byte;
  * matched byte-wise). Nothing is sent until the first `mqstate_scan_next`. On success
  * `*out` is a new pager, owned by the caller (free it with `mqstate_scan_free`); on error
- * `*out` is NULL. An empty pattern is `MQSTATE_STATUS_INVALID_ARGUMENT`.
+ * `*out` is NULL. An empty pattern is `MQSTATE_STATUS_INVALID_ARGUMENT`. `timeout_ms` bounds
+ * each page (0: the client's `request_timeout`; `MQSTATE_NO_TIMEOUT` is refused).
  *
  * The pager keeps what it needs of the client: after `mqstate_client_close` it stays a
  * valid handle whose pages fail with `MQSTATE_STATUS_CLOSED` until it is freed.
@@ -1121,11 +1286,12 @@ void mqstate_election_free(struct mqstate_election *election);
 mqstate_status mqstate_client_scan(const struct mqstate_client *client,
                                    const uint8_t *pattern,
                                    size_t pattern_len,
+                                   uint32_t timeout_ms,
                                    struct mqstate_scan **out);
 
 /**
- * Asks for the next page and waits for it, up to `timeout_ms` (0: the client's
- * `request_timeout`), cancellable from another thread through `cancel` (may be NULL).
+ * Asks for the next page and waits for it, up to the scan's `timeout_ms` (see
+ * `mqstate_client_scan`), cancellable from another thread through `cancel` (may be NULL).
  *
  * - `MQSTATE_STATUS_OK` with `*page` set: the next page (it may hold no key while more
  *   pages follow). The page is the caller's: free it with `mqstate_scan_page_free`.
@@ -1139,7 +1305,6 @@ mqstate_status mqstate_client_scan(const struct mqstate_client *client,
  * `scan` must be a live pager; `cancel` NULL or a live token; `page` NULL or writable.
  */
 mqstate_status mqstate_scan_next(const struct mqstate_scan *scan,
-                                 uint32_t timeout_ms,
                                  const struct mqstate_cancel *cancel,
                                  struct mqstate_scan_page **page);
 
@@ -1238,8 +1403,16 @@ mqstate_status mqstate_settings_set(struct mqstate_settings *settings,
 void mqstate_settings_free(struct mqstate_settings *settings);
 
 /**
+ * The name of a VDEL outcome, the same in every language (the core's `VdelOutcome::name`):
+ * `"deleted"`, `"not_found"`, `"value_mismatch"`; `"none"` for `MQSTATE_VDEL_OUTCOME_NONE`
+ * and any other number. A static NUL-terminated string; never NULL, not to be freed.
+ */
+const char *mqstate_vdel_outcome_name(uint32_t outcome);
+
+/**
  * Connects with `settings` (which stay the caller's), waiting up to `timeout_ms` (0: the
- * settings' `connect_timeout`). On success `*out` is the client.
+ * settings' `connect_timeout`; `MQSTATE_NO_TIMEOUT` is refused). On success `*out` is the
+ * client; on failure NULL.
  *
  * Errors: `MQSTATE_STATUS_CONNECT_REFUSED` / `_CONNECT_TIMEOUT` (retry later),
  * `_CONNECT_UNAUTHORIZED` / `_TLS` (fix the settings), `_CONNECT_FAILED`, `_INVALID_ARGUMENT`.
@@ -1261,6 +1434,24 @@ mqstate_status mqstate_client_connect(const struct mqstate_settings *settings,
  * `client` must be NULL or a live client, closed once; no call may start on it afterwards.
  */
 void mqstate_client_close(struct mqstate_client *client);
+
+/**
+ * The client's MQTT client id (the `client_id` setting, or the one generated at connect),
+ * valid while the client lives; NULL for a NULL client.
+ *
+ * # Safety
+ * `client` must be NULL or a live client.
+ */
+const char *mqstate_client_id(const struct mqstate_client *client);
+
+/**
+ * Whether the client's connection is up now (false while it reconnects, once closed, and
+ * for NULL).
+ *
+ * # Safety
+ * `client` must be NULL or a live client.
+ */
+bool mqstate_client_connected(const struct mqstate_client *client);
 
 /**
  * SET `key` (`key_len` bytes) to `value` (`value_len` bytes). `*applied` (may be NULL)
@@ -1305,7 +1496,8 @@ mqstate_status mqstate_client_delete(const struct mqstate_client *client,
                                      uint64_t *deleted);
 
 /**
- * VDEL: delete `key` only if it holds `value`; `*outcome` (may be NULL) says what happened.
+ * VDEL: delete `key` only if it holds `value`; `*outcome` (may be NULL) says what happened
+ * (`MQSTATE_VDEL_OUTCOME_NONE` on failure).
  *
  * # Safety
  * Pointers must be NULL or valid; `client` a live client.
@@ -1332,9 +1524,11 @@ mqstate_status mqstate_client_observe(const struct mqstate_client *client,
                                       struct mqstate_subscription **out);
 
 /**
- * Waits up to `timeout_ms` (0: do not wait) for the next event: `MQSTATE_STATUS_OK` with
- * `*event` set (free it with `mqstate_sub_event_free`), `MQSTATE_STATUS_TIMEOUT` when none
- * came, `MQSTATE_STATUS_CLOSED` once the subscription has ended and is drained.
+ * Waits up to `timeout_ms` (0 or `MQSTATE_NO_TIMEOUT`: without limit) for the next event:
+ * `MQSTATE_STATUS_OK` with `*event` set (free it with `mqstate_sub_event_free`),
+ * `MQSTATE_STATUS_TIMEOUT` when none came (no event is lost by it),
+ * `MQSTATE_STATUS_CLOSED` once the subscription has ended and is drained. `*event` is NULL
+ * on failure.
  *
  * # Safety
  * `sub` must be a live subscription; `event` writable.
@@ -1342,6 +1536,18 @@ mqstate_status mqstate_client_observe(const struct mqstate_client *client,
 mqstate_status mqstate_subscription_next(const struct mqstate_subscription *sub,
                                          uint32_t timeout_ms,
                                          struct mqstate_sub_event **event);
+
+/**
+ * The next event if one is queued, without waiting: `MQSTATE_STATUS_OK` with `*event` set
+ * (free it with `mqstate_sub_event_free`) or NULL when none is queued yet,
+ * `MQSTATE_STATUS_CLOSED` once the subscription has ended and is drained. The way to read
+ * events when `mqstate_subscription_fd` is readable.
+ *
+ * # Safety
+ * `sub` must be a live subscription; `event` writable.
+ */
+mqstate_status mqstate_subscription_try_next(const struct mqstate_subscription *sub,
+                                             struct mqstate_sub_event **event);
 
 /**
  * Delivers every event to `on_event(ctx, event)` on the subscription's own library thread
@@ -1361,7 +1567,7 @@ mqstate_status mqstate_subscription_set_callback(const struct mqstate_subscripti
 
 /**
  * A file descriptor that is readable while events are queued (one byte per event); read
- * the events with `mqstate_subscription_next(sub, 0, &event)`, which consumes the byte. The
+ * the events with `mqstate_subscription_try_next(sub, &event)`, which consumes the byte. The
  * descriptor belongs to the subscription (do not close it); it stays valid until
  * `mqstate_subscription_free`. Calling it again gives the same descriptor.
  *
@@ -1381,12 +1587,48 @@ mqstate_status mqstate_subscription_fd(const struct mqstate_subscription *sub, i
 void mqstate_subscription_free(struct mqstate_subscription *sub);
 
 /**
- * The event's type.
+ * The event's type (`MQSTATE_SUB_EVENT_TYPE_NONE` for NULL).
  *
  * # Safety
  * `event` must be a live event.
  */
 mqstate_sub_event_type mqstate_sub_event_type_of(const struct mqstate_sub_event *event);
+
+/**
+ * The kind of a key change: `MQSTATE_SUB_EVENT_TYPE_KEY_SET` or `_KEY_DELETED` (the
+ * event's type); `MQSTATE_SUB_EVENT_TYPE_NONE` for any other event and for NULL.
+ *
+ * # Safety
+ * `event` must be NULL or a live event.
+ */
+mqstate_sub_event_type mqstate_sub_event_kind(const struct mqstate_sub_event *event);
+
+/**
+ * The state of a lock's (candidate's) status event: `MQSTATE_SUB_EVENT_TYPE_HELD`,
+ * `_NOT_HELD` or `_LOST` (the event's type); `MQSTATE_SUB_EVENT_TYPE_NONE` for any other
+ * event and for NULL.
+ *
+ * # Safety
+ * `event` must be NULL or a live event.
+ */
+mqstate_sub_event_type mqstate_sub_event_state(const struct mqstate_sub_event *event);
+
+/**
+ * The fencing token (HLC text) of a `HELD` event; NULL otherwise. Valid while the event
+ * lives.
+ *
+ * # Safety
+ * `event` must be NULL or a live event.
+ */
+const char *mqstate_sub_event_fencing_token(const struct mqstate_sub_event *event);
+
+/**
+ * The lease (an election's term) of a `HELD` event in milliseconds; 0 otherwise.
+ *
+ * # Safety
+ * `event` must be NULL or a live event.
+ */
+uint64_t mqstate_sub_event_lease_ms(const struct mqstate_sub_event *event);
 
 /**
  * The key of a `KEY_SET`/`KEY_DELETED` event (`*len` bytes; valid while the event lives).
@@ -1405,8 +1647,8 @@ const uint8_t *mqstate_sub_event_key(const struct mqstate_sub_event *event, size
 const uint8_t *mqstate_sub_event_value(const struct mqstate_sub_event *event, size_t *len);
 
 /**
- * The version (HLC text) of a key change or holder change, or the token of `HELD`; NULL
- * when there is none. Valid while the event lives.
+ * The version (HLC text) of a key change or holder change; NULL when there is none (a
+ * `HELD` event's token is `mqstate_sub_event_fencing_token`). Valid while the event lives.
  *
  * # Safety
  * `event` must be a live event.
@@ -1549,6 +1791,24 @@ mqstate_status mqstate_clock_current(const struct mqstate_clock *clock, struct m
 void mqstate_clock_free(struct mqstate_clock *clock);
 
 /**
+ * Parses a condition as every language spells it: `"nx"` or `"nex"` in any case, or NULL
+ * for a plain SET (`MQSTATE_SET_CONDITION_ALWAYS`). Any other text is
+ * `MQSTATE_STATUS_INVALID_ARGUMENT` with the core's one message, and `*out` is
+ * `MQSTATE_SET_CONDITION_ALWAYS`.
+ *
+ * # Safety
+ * `text` must be NULL or a NUL-terminated string; `out` NULL or writable.
+ */
+mqstate_status mqstate_set_condition_parse(const char *text, uint32_t *out);
+
+/**
+ * The name of a condition as every language shows it (`"nx"`, `"nex"`), a static
+ * NUL-terminated string; NULL for `MQSTATE_SET_CONDITION_ALWAYS` and for a number that is
+ * no condition.
+ */
+const char *mqstate_set_condition_name(uint32_t condition);
+
+/**
  * Frees a buffer filled in by the library and resets it to `{NULL, 0}`. NULL, and a buffer
  * already reset, are ignored, so freeing twice through the same struct is harmless.
  *
@@ -1584,7 +1844,8 @@ mqstate_status mqstate_hlc_new(uint64_t wall_ms,
  * Writes the canonical text of `hlc` (wall clock padded to 15 digits, counter to 5) and a
  * NUL into `buf` of `len` bytes, storing the text length in `*out_len` (when not NULL) even
  * when the buffer is too small (`MQSTATE_STATUS_BUFFER_TOO_SMALL`). `buf` may be NULL with
- * `len` 0 to ask for the length.
+ * `len` 0 to ask for the length. On any failure `buf` holds the empty string (when `len`
+ * is not 0), and `*out_len` is 0 unless the buffer was too small.
  *
  * # Safety
  * `hlc` must be a live handle; `buf` must point to `len` writable bytes; `out_len` must be
@@ -1704,7 +1965,8 @@ mqstate_status mqstate_decode_notification(const char *topic,
                                            struct mqstate_notification **out);
 
 /**
- * Describes `notification` in `*out` (pointers borrow from `notification`).
+ * Describes `notification` in `*out` (pointers borrow from `notification`); on failure
+ * `*out` is all zero (`MQSTATE_EVENT_KIND_NONE`, NULL pointers).
  *
  * # Safety
  * `notification` must be a live handle; `out` must point to a writable
@@ -1816,7 +2078,8 @@ mqstate_status mqstate_decode_request(const uint8_t *payload,
                                       struct mqstate_request **out);
 
 /**
- * Describes `request` in `*out` (pointers borrow from `request`).
+ * Describes `request` in `*out` (pointers borrow from `request`); on failure `*out` is all
+ * zero (`MQSTATE_VERB_ANY`, NULL pointers).
  *
  * # Safety
  * `request` must be a live handle; `out` must point to a writable `mqstate_request_info`.
@@ -1861,7 +2124,8 @@ mqstate_status mqstate_decode_response(const uint8_t *payload,
                                        struct mqstate_response **out);
 
 /**
- * Describes `response` in `*out` (pointers borrow from `response`).
+ * Describes `response` in `*out` (pointers borrow from `response`); on failure `*out` is
+ * all zero (`MQSTATE_RESPONSE_KIND_NONE`, NULL pointers).
  *
  * # Safety
  * `response` must be a live handle from `mqstate_decode_response`; `out` must point to a
@@ -1923,6 +2187,14 @@ const char *mqstate_status_name(uint32_t status);
 size_t mqstate_last_error_message(char *buf, size_t len);
 
 /**
+ * The family of `status` (`MQSTATE_STATUS_FAMILY_NONE` for success, for statuses in no
+ * family and for numbers that are no status): e.g. every connect failure —
+ * `CONNECT_FAILED`, `CONNECT_REFUSED`, `CONNECT_TIMEOUT`, `CONNECT_UNAUTHORIZED`, `TLS` —
+ * is `MQSTATE_STATUS_FAMILY_CONNECT`.
+ */
+mqstate_status_family mqstate_status_family_of(uint32_t status);
+
+/**
  * The topic every request is published to, as a static NUL-terminated string (the same
  * text as the `MQSTATE_REQUEST_TOPIC` macro). Never NULL; not to be freed.
  */
@@ -1933,6 +2205,8 @@ const char *mqstate_request_topic(void);
  * `clients/{clientId}/services/statestore/v1/…/command/invoke/response`, and a NUL into
  * `buf` of `len` bytes; `*out_len` (if not NULL) receives the text length even when the
  * buffer is too small (`MQSTATE_STATUS_BUFFER_TOO_SMALL`). `buf` may be NULL with `len` 0.
+ * On any failure `buf` holds the empty string (when `len` is not 0), and `*out_len` is 0
+ * unless the buffer was too small.
  *
  * # Safety
  * `client_id` must be a NUL-terminated string; `buf` must point to `len` writable bytes;

@@ -4,7 +4,9 @@
 
 #[macro_use]
 pub mod guard;
+mod call;
 pub mod cancel;
+pub mod election;
 pub mod error;
 pub mod lock;
 pub mod scan;
@@ -12,3 +14,4 @@ pub mod settings;
 pub mod store;
 pub mod subscription;
 pub mod text;
+pub mod timeout;

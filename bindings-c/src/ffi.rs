@@ -145,10 +145,35 @@ pub(crate) unsafe fn free_handle<T>(ptr: *mut T) {
     }
 }
 
+/// The text out-parameters `(buf, len, out_len)` of a function whose text is `text()`:
+/// reset first — `*out_len` 0 and `buf` the empty string (when `len > 0`) — so that a
+/// failure, of `text()` or of the arguments, leaves nothing stale; then [`write_text`].
+///
+/// # Safety
+/// A non-null `buf` must point to `len` writable bytes; a non-null `out_len` must be writable.
+pub(crate) unsafe fn text_out<T: AsRef<str>>(
+    buf: *mut c_char,
+    len: usize,
+    out_len: *mut usize,
+    text: impl FnOnce() -> Result<T, Failure>,
+) -> Result<(), Failure> {
+    if !out_len.is_null() {
+        // SAFETY: non-null and writable per the caller.
+        unsafe { out_len.write(0) };
+    }
+    if !buf.is_null() && len > 0 {
+        // SAFETY: non-null with `len > 0` writable bytes per the caller.
+        unsafe { buf.write(0) };
+    }
+    let text = text()?;
+    // SAFETY: forwarded from the caller.
+    unsafe { write_text(text.as_ref(), buf, len, out_len) }
+}
+
 /// Copies `text` and a NUL into the caller's buffer `buf` of `len` bytes, after storing the
 /// text's length (without the NUL) in `*out_len` when `out_len` is not NULL. A buffer shorter
-/// than the length plus one is `MQSTATE_STATUS_BUFFER_TOO_SMALL` (nothing is written to it);
-/// `buf` may be NULL only with `len` 0, to ask for the length.
+/// than the length plus one is `MQSTATE_STATUS_BUFFER_TOO_SMALL` (nothing more is written to
+/// it); `buf` may be NULL only with `len` 0, to ask for the length.
 ///
 /// # Safety
 /// A non-null `buf` must point to `len` writable bytes; a non-null `out_len` must be writable.

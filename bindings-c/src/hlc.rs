@@ -8,7 +8,7 @@ use std::ptr;
 
 use mqstate::hlc::Hlc;
 
-use crate::ffi::{free_handle, handle_arg, new_handle, out_arg, str_arg, write_text};
+use crate::ffi::{free_handle, handle_arg, new_handle, out_arg, str_arg, text_out};
 use crate::status::{Failure, FfiResult, boundary, mqstate_status};
 
 /// The maximum drift ahead of local time the service and the SDKs allow: one minute.
@@ -70,7 +70,8 @@ pub unsafe extern "C" fn mqstate_hlc_new(
 /// Writes the canonical text of `hlc` (wall clock padded to 15 digits, counter to 5) and a
 /// NUL into `buf` of `len` bytes, storing the text length in `*out_len` (when not NULL) even
 /// when the buffer is too small (`MQSTATE_STATUS_BUFFER_TOO_SMALL`). `buf` may be NULL with
-/// `len` 0 to ask for the length.
+/// `len` 0 to ask for the length. On any failure `buf` holds the empty string (when `len`
+/// is not 0), and `*out_len` is 0 unless the buffer was too small.
 ///
 /// # Safety
 /// `hlc` must be a live handle; `buf` must point to `len` writable bytes; `out_len` must be
@@ -83,7 +84,11 @@ pub unsafe extern "C" fn mqstate_hlc_to_string(
     out_len: *mut usize,
 ) -> mqstate_status {
     // SAFETY: the caller's promises are forwarded.
-    boundary(|| unsafe { write_text(&handle_arg(hlc, "hlc")?.0.to_string(), buf, len, out_len) })
+    boundary(|| unsafe {
+        text_out(buf, len, out_len, || {
+            Ok(handle_arg(hlc, "hlc")?.0.to_string())
+        })
+    })
 }
 
 /// The wall clock in milliseconds since the Unix epoch, into `*out`.
@@ -97,7 +102,9 @@ pub unsafe extern "C" fn mqstate_hlc_wall_ms(
 ) -> mqstate_status {
     boundary(|| {
         // SAFETY: the caller's promises are forwarded.
-        unsafe { *out_arg(out, 0, "out")? = handle_arg(hlc, "hlc")?.0.wall_ms() };
+        let out = unsafe { out_arg(out, 0, "out") }?;
+        // SAFETY: the caller's promises are forwarded.
+        *out = unsafe { handle_arg(hlc, "hlc") }?.0.wall_ms();
         Ok(())
     })
 }
@@ -113,7 +120,9 @@ pub unsafe extern "C" fn mqstate_hlc_counter(
 ) -> mqstate_status {
     boundary(|| {
         // SAFETY: the caller's promises are forwarded.
-        unsafe { *out_arg(out, 0, "out")? = handle_arg(hlc, "hlc")?.0.counter() };
+        let out = unsafe { out_arg(out, 0, "out") }?;
+        // SAFETY: the caller's promises are forwarded.
+        *out = unsafe { handle_arg(hlc, "hlc") }?.0.counter();
         Ok(())
     })
 }
@@ -130,7 +139,11 @@ pub unsafe extern "C" fn mqstate_hlc_node_id(
     out_len: *mut usize,
 ) -> mqstate_status {
     // SAFETY: the caller's promises are forwarded.
-    boundary(|| unsafe { write_text(handle_arg(hlc, "hlc")?.0.node_id(), buf, len, out_len) })
+    boundary(|| unsafe {
+        text_out(buf, len, out_len, || {
+            Ok(handle_arg(hlc, "hlc")?.0.node_id())
+        })
+    })
 }
 
 fn sign(ordering: Ordering) -> i32 {
@@ -150,9 +163,10 @@ pub unsafe extern "C" fn mqstate_hlc_compare(
 ) -> mqstate_status {
     boundary(|| {
         // SAFETY: the caller's promises are forwarded.
-        unsafe {
-            *out_arg(out, 0, "out")? = sign(handle_arg(a, "a")?.0.cmp(&handle_arg(b, "b")?.0))
-        };
+        let out = unsafe { out_arg(out, 0, "out") }?;
+        // SAFETY: the caller's promises are forwarded.
+        let (a, b) = unsafe { (handle_arg(a, "a")?, handle_arg(b, "b")?) };
+        *out = sign(a.0.cmp(&b.0));
         Ok(())
     })
 }
@@ -170,9 +184,10 @@ pub unsafe extern "C" fn mqstate_hlc_compare_time(
 ) -> mqstate_status {
     boundary(|| {
         // SAFETY: the caller's promises are forwarded.
-        unsafe {
-            *out_arg(out, 0, "out")? = sign(handle_arg(a, "a")?.0.cmp_time(&handle_arg(b, "b")?.0))
-        };
+        let out = unsafe { out_arg(out, 0, "out") }?;
+        // SAFETY: the caller's promises are forwarded.
+        let (a, b) = unsafe { (handle_arg(a, "a")?, handle_arg(b, "b")?) };
+        *out = sign(a.0.cmp_time(&b.0));
         Ok(())
     })
 }

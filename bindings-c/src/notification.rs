@@ -17,6 +17,8 @@ use crate::status::{boundary, mqstate_status};
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum mqstate_event_kind {
+    /// No event: what `mqstate_notification_get` leaves in `out` when it fails.
+    None = 0,
     /// The key was set (`value`, `value_len`).
     Set = 1,
     /// The key was deleted.
@@ -31,7 +33,7 @@ pub struct mqstate_notification {
 
 /// A decoded notification described for C; pointers borrow from the handle.
 #[repr(C)]
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct mqstate_notification_info {
     /// Set or delete.
     pub kind: mqstate_event_kind,
@@ -83,7 +85,8 @@ pub unsafe extern "C" fn mqstate_decode_notification(
     })
 }
 
-/// Describes `notification` in `*out` (pointers borrow from `notification`).
+/// Describes `notification` in `*out` (pointers borrow from `notification`); on failure
+/// `*out` is all zero (`MQSTATE_EVENT_KIND_NONE`, NULL pointers).
 ///
 /// # Safety
 /// `notification` must be a live handle; `out` must point to a writable
@@ -94,8 +97,20 @@ pub unsafe extern "C" fn mqstate_notification_get(
     out: *mut mqstate_notification_info,
 ) -> mqstate_status {
     boundary(|| {
+        let out = out_ptr(out)?;
+        let none = mqstate_notification_info {
+            kind: mqstate_event_kind::None,
+            client_id: ptr::null(),
+            client_id_len: 0,
+            key: ptr::null(),
+            key_len: 0,
+            value: ptr::null(),
+            value_len: 0,
+        };
+        // SAFETY: `out` is non-null and writable per the caller: reset before any failure.
+        unsafe { out.write(none) };
         // SAFETY: the caller's promises are forwarded.
-        let (handle, out) = unsafe { (handle_arg(notification, "notification")?, out_ptr(out)?) };
+        let handle = unsafe { handle_arg(notification, "notification") }?;
         let n = &handle.notification;
         let (kind, value, value_len) = match &n.event {
             KeyEvent::Set(v) => (mqstate_event_kind::Set, bytes_ptr(v), v.len()),

@@ -10,44 +10,27 @@ use std::num::NonZeroU64;
 use std::ptr;
 
 use bytes::Bytes;
-use mqstate::codec::{Request, SetCondition};
+use mqstate::codec::Request;
 
+use crate::condition::{condition_arg, mqstate_set_condition};
 use crate::ffi::{
     bytes_arg, bytes_ptr, free_handle, handle_arg, mqstate_bytes, new_handle, out_arg, out_ptr,
 };
 use crate::response::mqstate_verb;
 use crate::status::{Failure, FfiResult, boundary, mqstate_status};
 
-/// The condition of a SET (spec §3). Passed to `mqstate_encode_set` as a `uint32_t`.
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum mqstate_set_condition {
-    /// Set unconditionally.
-    Always = 0,
-    /// `NX`: only if the key does not exist.
-    Nx = 1,
-    /// `NEX`: only if the key does not exist or already holds the same value.
-    Nex = 2,
-}
-
-pub(crate) fn condition_arg(condition: u32) -> Result<SetCondition, Failure> {
-    match condition {
-        c if c == mqstate_set_condition::Always as u32 => Ok(SetCondition::Always),
-        c if c == mqstate_set_condition::Nx as u32 => Ok(SetCondition::NotExists),
-        c if c == mqstate_set_condition::Nex as u32 => Ok(SetCondition::NotExistsOrEqual),
-        other => Err(Failure::invalid(format!(
-            "{other} is not a mqstate_set_condition"
-        ))),
-    }
-}
-
-/// Validates and encodes `request` into `*out`.
+/// Resets `*out`, then builds `request` from the arguments, validates and encodes it into
+/// `*out`: a failure of any argument leaves `*out` as `{NULL, 0}`.
 ///
 /// # Safety
 /// `out` must be NULL or writable.
-unsafe fn encode(request: Request<&[u8]>, out: *mut mqstate_bytes) -> FfiResult {
+unsafe fn encode<'a>(
+    out: *mut mqstate_bytes,
+    request: impl FnOnce() -> Result<Request<&'a [u8]>, Failure>,
+) -> FfiResult {
     // SAFETY: forwarded from the caller.
     let out = unsafe { out_arg(out, mqstate_bytes::EMPTY, "out")? };
+    let request = request()?;
     request.validate()?;
     let mut payload = Vec::with_capacity(request.encoded_len() + 1);
     request.encode_to(&mut payload);
@@ -78,15 +61,14 @@ pub unsafe extern "C" fn mqstate_encode_set(
     boundary(|| {
         // SAFETY: the caller's promises about key, value and out are forwarded.
         unsafe {
-            let key = bytes_arg(key, key_len, "key")?;
-            let value = bytes_arg(value, value_len, "value")?;
-            let request = Request::Set {
-                key,
-                value,
-                condition: condition_arg(condition)?,
-                expiry_ms: NonZeroU64::new(px_ms),
-            };
-            encode(request, out)
+            encode(out, || {
+                Ok(Request::Set {
+                    key: bytes_arg(key, key_len, "key")?,
+                    value: bytes_arg(value, value_len, "value")?,
+                    condition: condition_arg(condition)?,
+                    expiry_ms: NonZeroU64::new(px_ms),
+                })
+            })
         }
     })
 }
@@ -104,8 +86,11 @@ pub unsafe extern "C" fn mqstate_encode_get(
     boundary(|| {
         // SAFETY: the caller's promises are forwarded.
         unsafe {
-            let key = bytes_arg(key, key_len, "key")?;
-            encode(Request::Get { key }, out)
+            encode(out, || {
+                Ok(Request::Get {
+                    key: bytes_arg(key, key_len, "key")?,
+                })
+            })
         }
     })
 }
@@ -123,8 +108,11 @@ pub unsafe extern "C" fn mqstate_encode_del(
     boundary(|| {
         // SAFETY: the caller's promises are forwarded.
         unsafe {
-            let key = bytes_arg(key, key_len, "key")?;
-            encode(Request::Del { key }, out)
+            encode(out, || {
+                Ok(Request::Del {
+                    key: bytes_arg(key, key_len, "key")?,
+                })
+            })
         }
     })
 }
@@ -146,9 +134,12 @@ pub unsafe extern "C" fn mqstate_encode_vdel(
     boundary(|| {
         // SAFETY: the caller's promises are forwarded.
         unsafe {
-            let key = bytes_arg(key, key_len, "key")?;
-            let value = bytes_arg(value, value_len, "value")?;
-            encode(Request::VDel { key, value }, out)
+            encode(out, || {
+                Ok(Request::VDel {
+                    key: bytes_arg(key, key_len, "key")?,
+                    value: bytes_arg(value, value_len, "value")?,
+                })
+            })
         }
     })
 }
@@ -168,8 +159,12 @@ pub unsafe extern "C" fn mqstate_encode_keynotify(
     boundary(|| {
         // SAFETY: the caller's promises are forwarded.
         unsafe {
-            let key = bytes_arg(key, key_len, "key")?;
-            encode(Request::KeyNotify { key, stop }, out)
+            encode(out, || {
+                Ok(Request::KeyNotify {
+                    key: bytes_arg(key, key_len, "key")?,
+                    stop,
+                })
+            })
         }
     })
 }
@@ -195,12 +190,14 @@ pub unsafe extern "C" fn mqstate_encode_scan(
     boundary(|| {
         // SAFETY: the caller's promises are forwarded.
         unsafe {
-            let pattern = bytes_arg(pattern, pattern_len, "pattern")?;
-            let token = match token.is_null() {
-                true => None,
-                false => Some(bytes_arg(token, token_len, "token")?),
-            };
-            encode(Request::Scan { pattern, token }, out)
+            encode(out, || {
+                let pattern = bytes_arg(pattern, pattern_len, "pattern")?;
+                let token = match token.is_null() {
+                    true => None,
+                    false => Some(bytes_arg(token, token_len, "token")?),
+                };
+                Ok(Request::Scan { pattern, token })
+            })
         }
     })
 }
@@ -212,9 +209,9 @@ pub struct mqstate_request {
 
 /// A decoded request described for C; pointers borrow from the handle.
 #[repr(C)]
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct mqstate_request_info {
-    /// The verb (never `MQSTATE_VERB_ANY`).
+    /// The verb (`MQSTATE_VERB_ANY` only after a failed `mqstate_request_get`).
     pub verb: mqstate_verb,
     /// The key (never empty); for `MQSTATE_VERB_SCAN`, the pattern (the service accepts an
     /// empty one; its token is read with `mqstate_request_token`).
@@ -261,7 +258,8 @@ pub unsafe extern "C" fn mqstate_decode_request(
     })
 }
 
-/// Describes `request` in `*out` (pointers borrow from `request`).
+/// Describes `request` in `*out` (pointers borrow from `request`); on failure `*out` is all
+/// zero (`MQSTATE_VERB_ANY`, NULL pointers).
 ///
 /// # Safety
 /// `request` must be a live handle; `out` must point to a writable `mqstate_request_info`.
@@ -271,19 +269,27 @@ pub unsafe extern "C" fn mqstate_request_get(
     out: *mut mqstate_request_info,
 ) -> mqstate_status {
     boundary(|| {
-        // SAFETY: the caller's promises are forwarded.
-        let (handle, out) = unsafe { (handle_arg(request, "request")?, out_ptr(out)?) };
-        let r = &handle.request;
+        let out = out_ptr(out)?;
         let mut info = mqstate_request_info {
-            verb: mqstate_verb::of(r.verb()),
-            key: bytes_ptr(r.key()),
-            key_len: r.key().len(),
+            verb: mqstate_verb::Any,
+            key: ptr::null(),
+            key_len: 0,
             value: ptr::null(),
             value_len: 0,
             condition: mqstate_set_condition::Always,
             px_ms: 0,
             stop: false,
         };
+        // SAFETY: `out` is non-null and writable per the caller: reset before any failure.
+        unsafe { out.write(info) };
+        // SAFETY: the caller's promises are forwarded.
+        let handle = unsafe { handle_arg(request, "request") }?;
+        let r = &handle.request;
+        (info.verb, info.key, info.key_len) = (
+            mqstate_verb::of(r.verb()),
+            bytes_ptr(r.key()),
+            r.key().len(),
+        );
         match r {
             Request::Set {
                 value,
@@ -292,11 +298,7 @@ pub unsafe extern "C" fn mqstate_request_get(
                 ..
             } => {
                 (info.value, info.value_len) = (bytes_ptr(value), value.len());
-                info.condition = match condition {
-                    SetCondition::NotExists => mqstate_set_condition::Nx,
-                    SetCondition::NotExistsOrEqual => mqstate_set_condition::Nex,
-                    SetCondition::Always => mqstate_set_condition::Always,
-                };
+                info.condition = mqstate_set_condition::of(*condition);
                 info.px_ms = expiry_ms.map_or(0, |ms| ms.get());
             }
             Request::VDel { value, .. } => {

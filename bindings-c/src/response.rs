@@ -51,6 +51,8 @@ impl mqstate_verb {
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum mqstate_response_kind {
+    /// No response: what `mqstate_response_get` leaves in `out` when it fails.
+    None = 0,
     /// `+OK`.
     Ok = 1,
     /// `:-1`: a SET condition failed or a VDEL value differed.
@@ -77,7 +79,7 @@ pub struct mqstate_response {
 /// A decoded response described for C. Every pointer borrows from the `mqstate_response`
 /// it was read from and is valid until that handle is freed.
 #[repr(C)]
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct mqstate_response_info {
     /// The form.
     pub kind: mqstate_response_kind,
@@ -147,7 +149,8 @@ pub unsafe extern "C" fn mqstate_decode_response(
     })
 }
 
-/// Describes `response` in `*out` (pointers borrow from `response`).
+/// Describes `response` in `*out` (pointers borrow from `response`); on failure `*out` is
+/// all zero (`MQSTATE_RESPONSE_KIND_NONE`, NULL pointers).
 ///
 /// # Safety
 /// `response` must be a live handle from `mqstate_decode_response`; `out` must point to a
@@ -158,10 +161,9 @@ pub unsafe extern "C" fn mqstate_response_get(
     out: *mut mqstate_response_info,
 ) -> mqstate_status {
     boundary(|| {
-        // SAFETY: the caller's promises are forwarded.
-        let (handle, out) = unsafe { (handle_arg(response, "response")?, out_ptr(out)?) };
+        let out = out_ptr(out)?;
         let mut info = mqstate_response_info {
-            kind: mqstate_response_kind::Ok,
+            kind: mqstate_response_kind::None,
             value: ptr::null(),
             value_len: 0,
             count: 0,
@@ -169,8 +171,12 @@ pub unsafe extern "C" fn mqstate_response_get(
             error_text: ptr::null(),
             error_text_len: 0,
         };
+        // SAFETY: `out` is non-null and writable per the caller: reset before any failure.
+        unsafe { out.write(info) };
+        // SAFETY: the caller's promises are forwarded.
+        let handle = unsafe { handle_arg(response, "response") }?;
         match &handle.response {
-            Response::Ok => {}
+            Response::Ok => info.kind = mqstate_response_kind::Ok,
             Response::NotApplied => info.kind = mqstate_response_kind::NotApplied,
             Response::NotFound => info.kind = mqstate_response_kind::NotFound,
             Response::Value(v) => {

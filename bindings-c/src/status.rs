@@ -12,6 +12,10 @@ use std::cell::RefCell;
 use std::ffi::c_char;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
+mod family;
+
+pub use family::{mqstate_status_family, mqstate_status_family_of};
+
 use mqstate::codec::{StoreError, StoreErrorKind};
 use mqstate::{Error, ErrorKind};
 
@@ -26,24 +30,28 @@ use mqstate::{Error, ErrorKind};
 pub enum mqstate_status {
     /// Success.
     Ok = 0,
-    /// `invalid_argument`: a null pointer, text that is not UTF-8, an empty key, a node id
-    /// with `:`, a forbidden response topic, an unknown enum value …
+    /// `invalid_argument`: an argument the protocol cannot carry; nothing was sent (a NULL
+    /// pointer, text that is not UTF-8, an empty key, an unknown enum value …).
     InvalidArgument = 1,
-    /// `malformed`: input bytes (payload, topic, timestamp, hex) do not follow the protocol.
+    /// `malformed`: bytes from the wire do not follow the protocol (payload, topic,
+    /// timestamp, hex).
     Malformed = 2,
-    /// `clock_drift`: a clock would move too far ahead of the local time.
+    /// `clock_drift` (clock family): a clock would move too far ahead of the local time.
     ClockDrift = 3,
-    /// `clock_overflow`: a clock counter would overflow.
+    /// `clock_overflow` (clock family): a clock counter would overflow.
     ClockOverflow = 4,
-    /// `rpc_error`: the RPC layer refused a request (reserved for the client API).
+    /// `rpc_error`: the service's RPC layer refused the request (see the status and
+    /// details: `mqstate_error_rpc_status`).
     RpcError = 5,
-    /// `timeout` (reserved for the client API).
+    /// `timeout`: no answer in time; a sent request may have been applied
+    /// (`mqstate_error_may_have_applied`).
     Timeout = 6,
-    /// `connection_lost` (reserved for the client API).
+    /// `connection_lost`: the connection was lost or is not up; a sent request may have been
+    /// applied.
     ConnectionLost = 7,
-    /// `connect_failed` (reserved for the client API).
+    /// `connect_failed` (connect family): connecting to the broker failed.
     ConnectFailed = 8,
-    /// `closed` (reserved for the client API).
+    /// `closed`: the client or the object is closed.
     Closed = 9,
     /// `not_held`: the lock (or leadership) is not held.
     NotHeld = 10,
@@ -51,48 +59,52 @@ pub enum mqstate_status {
     Cancelled = 11,
     /// `unsupported`: the operation is not supported here.
     Unsupported = 12,
-    /// `callback`: a user callback failed.
+    /// `callback`: a user callback failed; its own error is attached
+    /// (`mqstate_error_callback_status`).
     Callback = 13,
-    /// `connect_refused`: the connection was refused; retry later.
+    /// `connect_refused` (connect family): the connection was refused; retry later.
     ConnectRefused = 14,
-    /// `connect_timeout`: the connection attempt timed out; retry later.
+    /// `connect_timeout` (connect family): the connection attempt timed out; retry later.
     ConnectTimeout = 15,
-    /// `connect_unauthorized`: the broker refused the credentials.
+    /// `connect_unauthorized` (connect family): the broker refused the credentials; fix them.
     ConnectUnauthorized = 16,
-    /// `tls`: the TLS handshake failed.
+    /// `tls` (connect family): the TLS handshake failed; fix the TLS settings.
     Tls = 17,
-    /// Store error `timestamp_skew`.
+    /// `timestamp_skew` (store family): the state store refused the request (the message
+    /// is the service's exact text), as for every store error.
     TimestampSkew = 100,
-    /// Store error `fencing_token_required`.
+    /// `fencing_token_required` (store family).
     FencingTokenRequired = 101,
-    /// Store error `fencing_token_skew`.
+    /// `fencing_token_skew` (store family).
     FencingTokenSkew = 102,
-    /// Store error `fencing_token_lower_version`.
+    /// `fencing_token_lower_version` (store family).
     FencingTokenLowerVersion = 103,
-    /// Store error `quota_exceeded`.
+    /// `quota_exceeded` (store family).
     QuotaExceeded = 104,
-    /// Store error `syntax_error`.
+    /// `syntax_error` (store family).
     SyntaxError = 105,
-    /// Store error `not_authorized`.
+    /// `not_authorized` (store family).
     NotAuthorized = 106,
-    /// Store error `unknown_command`.
+    /// `unknown_command` (store family).
     UnknownCommand = 107,
-    /// Store error `wrong_number_of_arguments`.
+    /// `wrong_number_of_arguments` (store family).
     WrongNumberOfArguments = 108,
-    /// Store error `timestamp_missing`.
+    /// `timestamp_missing` (store family).
     TimestampMissing = 109,
-    /// Store error `timestamp_malformed`.
+    /// `timestamp_malformed` (store family).
     TimestampMalformed = 110,
-    /// Store error `key_length_zero`.
+    /// `key_length_zero` (store family).
     KeyLengthZero = 111,
-    /// `unknown_store_error`: a store error text this version does not know (text kept).
+    /// `unknown_store_error` (store family): a store error text this version does not know
+    /// (the text is kept).
     UnknownStoreError = 112,
-    /// `buffer_too_small`: a caller's buffer cannot hold the result; the needed length was
-    /// reported through the length out-parameter.
+    /// `buffer_too_small` (C only): a caller's buffer cannot hold the result; the needed
+    /// length was reported through the length out-parameter.
     BufferTooSmall = 200,
-    /// `internal`: an error kind this build of the C layer has no number for (a bug).
+    /// `internal` (C only): an error kind this build of the C layer has no number for (a
+    /// bug).
     Internal = 254,
-    /// `panic`: the library panicked; the panic was caught at the boundary (a bug).
+    /// `panic` (C only): the library panicked; the panic was caught at the boundary (a bug).
     Panic = 255,
 }
 

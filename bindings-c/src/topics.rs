@@ -8,7 +8,7 @@ use std::ffi::{CStr, c_char};
 
 use mqstate::topics;
 
-use crate::ffi::{bytes_arg, mqstate_bytes, out_arg, str_arg, write_text};
+use crate::ffi::{bytes_arg, mqstate_bytes, out_arg, str_arg, text_out};
 use crate::status::{boundary, mqstate_status};
 
 /// The request topic, NUL-terminated. The header's `MQSTATE_REQUEST_TOPIC` macro (written in
@@ -27,6 +27,8 @@ pub extern "C" fn mqstate_request_topic() -> *const c_char {
 /// `clients/{clientId}/services/statestore/v1/…/command/invoke/response`, and a NUL into
 /// `buf` of `len` bytes; `*out_len` (if not NULL) receives the text length even when the
 /// buffer is too small (`MQSTATE_STATUS_BUFFER_TOO_SMALL`). `buf` may be NULL with `len` 0.
+/// On any failure `buf` holds the empty string (when `len` is not 0), and `*out_len` is 0
+/// unless the buffer was too small.
 ///
 /// # Safety
 /// `client_id` must be a NUL-terminated string; `buf` must point to `len` writable bytes;
@@ -41,8 +43,9 @@ pub unsafe extern "C" fn mqstate_response_topic(
     boundary(|| {
         // SAFETY: the caller's promises are forwarded.
         unsafe {
-            let topic = topics::response_topic(str_arg(client_id, "client_id")?);
-            write_text(&topic, buf, len, out_len)
+            text_out(buf, len, out_len, || {
+                Ok(topics::response_topic(str_arg(client_id, "client_id")?))
+            })
         }
     })
 }
@@ -62,8 +65,12 @@ pub unsafe extern "C" fn mqstate_notification_filter(
     boundary(|| {
         // SAFETY: the caller's promises are forwarded.
         unsafe {
-            let filter = topics::notification_filter(str_arg(client_id, "client_id")?);
-            write_text(&filter, buf, len, out_len)
+            text_out(buf, len, out_len, || {
+                Ok(topics::notification_filter(str_arg(
+                    client_id,
+                    "client_id",
+                )?))
+            })
         }
     })
 }
@@ -85,9 +92,13 @@ pub unsafe extern "C" fn mqstate_notification_topic(
     boundary(|| {
         // SAFETY: the caller's promises are forwarded.
         unsafe {
-            let client_id = str_arg(client_id, "client_id")?;
-            let topic = topics::notification_topic(client_id, bytes_arg(key, key_len, "key")?);
-            write_text(&topic, buf, len, out_len)
+            text_out(buf, len, out_len, || {
+                let client_id = str_arg(client_id, "client_id")?;
+                Ok(topics::notification_topic(
+                    client_id,
+                    bytes_arg(key, key_len, "key")?,
+                ))
+            })
         }
     })
 }
@@ -108,13 +119,16 @@ pub unsafe extern "C" fn mqstate_parse_notification_topic(
 ) -> mqstate_status {
     boundary(|| {
         // SAFETY: the caller's promises are forwarded.
-        let (client_out, key_out, topic) = unsafe {
+        // Both outputs are reset before either can fail.
+        let (client_out, key_out) = unsafe {
             (
-                out_arg(out_client_id, mqstate_bytes::EMPTY, "out_client_id")?,
-                out_arg(out_key, mqstate_bytes::EMPTY, "out_key")?,
-                str_arg(topic, "topic")?,
+                out_arg(out_client_id, mqstate_bytes::EMPTY, "out_client_id"),
+                out_arg(out_key, mqstate_bytes::EMPTY, "out_key"),
             )
         };
+        let (client_out, key_out) = (client_out?, key_out?);
+        // SAFETY: the caller's promises are forwarded.
+        let topic = unsafe { str_arg(topic, "topic") }?;
         let (client_id, key) = topics::parse_notification_topic(topic)?;
         *client_out = mqstate_bytes::from_vec(client_id.into_bytes());
         *key_out = mqstate_bytes::from_vec(key);
@@ -154,8 +168,9 @@ pub unsafe extern "C" fn mqstate_hex_encode(
     boundary(|| {
         // SAFETY: the caller's promises are forwarded.
         unsafe {
-            let text = topics::hex_encode(bytes_arg(bytes, bytes_len, "bytes")?);
-            write_text(&text, buf, len, out_len)
+            text_out(buf, len, out_len, || {
+                Ok(topics::hex_encode(bytes_arg(bytes, bytes_len, "bytes")?))
+            })
         }
     })
 }

@@ -50,5 +50,6 @@ void test_hlc(void);
 void test_clock(void);
 void test_errors(void);
 void test_scan(void);
+void test_outparams(void);
 
 #endif

@@ -1,6 +1,7 @@
 /*
  * Entry point of the mqstate C tests: `mqstate_tests GROUP...` runs the named groups
- * (requests, responses, notifications, topics, hlc, clock, errors, scan, or all) and exits
+ * (requests, responses, notifications, topics, hlc, clock, errors, scan, outparams, or
+ * all) and exits
  * non-zero if any check failed. CTest runs each group as its own test.
  */
 #include <stdlib.h>
@@ -51,6 +52,7 @@ static const struct group groups[] = {
     {"notifications", test_notifications}, {"topics", test_topics},
     {"hlc", test_hlc},                   {"clock", test_clock},
     {"errors", test_errors},             {"scan", test_scan},
+    {"outparams", test_outparams},
     /* Against the live store at MQSTATE_URL. */
     {"client", test_client},             {"subscriptions", test_subscriptions},
     {"locks", test_locks},               {"threads", test_threads},
@@ -67,7 +69,7 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         int found = 0;
         for (size_t g = 0; g < n; g++) {
-            int offline = g < 8;
+            int offline = g < 9;
             if ((strcmp(argv[i], "all") == 0 && offline) ||
                 (strcmp(argv[i], "live") == 0 && !offline) ||
                 strcmp(argv[i], groups[g].name) == 0) {

@@ -287,7 +287,7 @@ static long pattern_of(struct run *r, const cJSON *s, uint8_t *buf, size_t cap) 
 /* Asks `scan` for one page and adds its keys to `seen`; *done when the scan had ended. */
 static mqstate_status scan_page(mqstate_scan *scan, struct keylist *seen, int *done) {
     mqstate_scan_page *page = NULL;
-    mqstate_status st = mqstate_scan_next(scan, 0, NULL, &page);
+    mqstate_status st = mqstate_scan_next(scan, NULL, &page);
     *done = st == MQSTATE_STATUS_OK && page == NULL;
     for (size_t i = 0; i < mqstate_scan_page_count(page); i++) {
         size_t len = 0;
@@ -418,7 +418,8 @@ static int scan_step(struct run *r, const cJSON *s, const char *op, mqstate_stat
             *rc = fail(r, "bad pattern");
             return 0;
         }
-        *st = mqstate_client_scan(client_of(r, s), pat, (size_t)plen, &scan);
+        uint32_t timeout = (uint32_t)num(s, "timeout_ms", 0);
+        *st = mqstate_client_scan(client_of(r, s), pat, (size_t)plen, timeout, &scan);
         if (*st != MQSTATE_STATUS_OK) return 0;
         if (op[4] == '_') {
             struct pager *p = calloc(1, sizeof *p);
@@ -427,11 +428,10 @@ static int scan_step(struct run *r, const cJSON *s, const char *op, mqstate_stat
             return 0;
         }
         struct keylist seen = {0};
-        uint32_t timeout = (uint32_t)num(s, "timeout_ms", 0);
         int done = 0;
         while (*st == MQSTATE_STATUS_OK && !done) {
             mqstate_scan_page *page = NULL;
-            *st = mqstate_scan_next(scan, timeout, NULL, &page);
+            *st = mqstate_scan_next(scan, NULL, &page);
             done = *st == MQSTATE_STATUS_OK && page == NULL;
             for (size_t i = 0; i < mqstate_scan_page_count(page); i++) {
                 size_t len = 0;
@@ -510,9 +510,9 @@ static int step(struct run *r, const cJSON *s, mqstate_status *st) {
         char *owned = NULL, *version = NULL;
         bool applied = false;
         memset(&o, 0, sizeof o);
-        const char *cond = str(s, "condition");
-        o.condition = cond == NULL ? MQSTATE_SET_CONDITION_ALWAYS
-                      : strcmp(cond, "nx") == 0 ? MQSTATE_SET_CONDITION_NX : MQSTATE_SET_CONDITION_NEX;
+        /* The condition's text, parsed by the core as in every language. */
+        *st = mqstate_set_condition_parse(str(s, "condition"), &o.condition);
+        if (*st != MQSTATE_STATUS_OK) return 0;
         o.expiry_ms = (uint64_t)num(s, "expiry_ms", 0);
         if (cJSON_GetObjectItemCaseSensitive(s, "expiry_ms") && o.expiry_ms == 0) {
             *st = MQSTATE_STATUS_INVALID_ARGUMENT; /* C has no "zero expiry": 0 means none */
@@ -563,9 +563,9 @@ static int step(struct run *r, const cJSON *s, mqstate_status *st) {
             mqstate_vdel_outcome out;
             long vlen = value_of(s, vbuf, sizeof vbuf);
             *st = mqstate_client_vdel(client_of(r, s), (const uint8_t *)key, klen, vbuf, (size_t)vlen, &o, &out);
-            const char *names[] = {"deleted", "not_found", "value_mismatch"}, *want = str(s, "outcome");
-            if (*st == MQSTATE_STATUS_OK && want && strcmp(want, names[out]) != 0)
-                rc = fail(r, "outcome %s, want %s", names[out], want);
+            const char *got = mqstate_vdel_outcome_name(out), *want = str(s, "outcome");
+            if (*st == MQSTATE_STATUS_OK && want && strcmp(want, got) != 0)
+                rc = fail(r, "outcome %s, want %s", got, want);
         }
         mqstate_string_free(owned);
         return rc;
@@ -619,26 +619,26 @@ static int step(struct run *r, const cJSON *s, mqstate_status *st) {
         if (*st == MQSTATE_STATUS_OK) put(r->locks, MAX_NAMES, str(s, "as"), lock);
     } else if (str(s, "lock")) {
         mqstate_lock *lock = find(r->locks, MAX_NAMES, str(s, "lock"));
-        uint64_t lease = (uint64_t)num(s, "lease_ms", 5000);
+        uint64_t lease = (uint64_t)num(s, "lease_ms", 0); /* 0: the core's default */
         char *token = NULL;
         bool flag = false;
         int rc = 0;
         if (strcmp(op, "try_acquire") == 0) {
-            *st = mqstate_lock_try_acquire(lock, lease, 0, &flag, &token);
+            *st = mqstate_lock_try_acquire(lock, lease, &flag, &token);
             if (*st == MQSTATE_STATUS_OK) rc = expect_bool(r, s, "acquired", flag) || check_version(r, s, token);
         } else if (strcmp(op, "acquire") == 0) {
             *st = mqstate_lock_acquire(lock, lease, (uint32_t)num(s, "timeout_ms", 0), NULL, &token);
             if (*st == MQSTATE_STATUS_OK) rc = check_version(r, s, token);
         } else if (strcmp(op, "renew") == 0) {
-            *st = mqstate_lock_renew(lock, 0, &flag, &token);
+            *st = mqstate_lock_renew(lock, &flag, &token);
             if (*st == MQSTATE_STATUS_OK) rc = expect_bool(r, s, "renewed", flag) || check_version(r, s, token);
         } else if (strcmp(op, "release") == 0) {
-            *st = mqstate_lock_release(lock, 0, &flag);
+            *st = mqstate_lock_release(lock, &flag);
             if (*st == MQSTATE_STATUS_OK) rc = expect_bool(r, s, "released", flag);
         } else if (strcmp(op, "is_held") == 0) {
             rc = expect_bool(r, s, "held", mqstate_lock_is_held(lock));
         } else if (strcmp(op, "holder") == 0) {
-            *st = mqstate_lock_holder(lock, 0, &token);
+            *st = mqstate_lock_holder(lock, &token);
             const char *want = str(s, "holder_of")
                                    ? mqstate_lock_holder_id(find(r->locks, MAX_NAMES, str(s, "holder_of")))
                                    : str(s, "holder");
@@ -646,7 +646,7 @@ static int step(struct run *r, const cJSON *s, mqstate_status *st) {
                 rc = fail(r, "holder %s, want %s", token ? token : "(none)", want ? want : "(none)");
         } else if (strcmp(op, "edit") == 0) {
             struct edit_action ctx = {cJSON_GetObjectItemCaseSensitive(s, "action")};
-            *st = mqstate_lock_edit(lock, (const uint8_t *)key, klen, lease, (uint32_t)num(s, "timeout_ms", 10000),
+            *st = mqstate_lock_edit(lock, (const uint8_t *)key, klen, lease, (uint32_t)num(s, "timeout_ms", 0),
                                     decide, &ctx, NULL);
             if (*st == MQSTATE_STATUS_OK && str(s, "save_version")) {
                 mqstate_value *v = NULL;
@@ -662,11 +662,11 @@ static int step(struct run *r, const cJSON *s, mqstate_status *st) {
     } else if (strcmp(op, "election") == 0) {
         mqstate_election *e = NULL;
         key = key_of(r, s, "name", kbuf, sizeof kbuf);
-        *st = mqstate_election_new(client_of(r, s), (const uint8_t *)key, strlen(key), str(s, "candidate"), &e);
+        *st = mqstate_election_new(client_of(r, s), (const uint8_t *)key, strlen(key), str(s, "candidate"), NULL, &e);
         if (*st == MQSTATE_STATUS_OK) put(r->elections, MAX_NAMES, str(s, "as"), e);
     } else if (str(s, "election")) {
         mqstate_election *e = find(r->elections, MAX_NAMES, str(s, "election"));
-        uint64_t term = (uint64_t)num(s, "term_ms", 5000);
+        uint64_t term = (uint64_t)num(s, "term_ms", 0); /* 0: the core's default */
         bool flag = false;
         char *text = NULL;
         int rc = 0;
@@ -674,15 +674,15 @@ static int step(struct run *r, const cJSON *s, mqstate_status *st) {
             *st = mqstate_election_campaign(e, term, (uint32_t)num(s, "timeout_ms", 0), NULL, &text);
             if (*st == MQSTATE_STATUS_OK) rc = check_version(r, s, text);
         } else if (strcmp(op, "try_campaign") == 0) {
-            *st = mqstate_election_try_campaign(e, term, 0, &flag);
+            *st = mqstate_election_try_campaign(e, term, &flag);
             if (*st == MQSTATE_STATUS_OK) rc = expect_bool(r, s, "elected", flag);
         } else if (strcmp(op, "resign") == 0) {
-            *st = mqstate_election_resign(e, 0, &flag);
+            *st = mqstate_election_resign(e, &flag);
             if (*st == MQSTATE_STATUS_OK) rc = expect_bool(r, s, "resigned", flag);
         } else if (strcmp(op, "is_leader") == 0) {
             rc = expect_bool(r, s, "leader_now", mqstate_election_is_leader(e));
         } else if (strcmp(op, "leader") == 0) {
-            *st = mqstate_election_leader(e, 0, &text);
+            *st = mqstate_election_leader(e, &text);
             const char *want = str(s, "leader");
             if (*st == MQSTATE_STATUS_OK && ((want == NULL) != (text == NULL) || (want && strcmp(want, text) != 0)))
                 rc = fail(r, "leader %s, want %s", text ? text : "(none)", want ? want : "(none)");

@@ -29,8 +29,15 @@ static void test_settings_and_connect_errors(void) {
     CHECK_STATUS(mqstate_settings_set(s, "port", "1"), MQSTATE_STATUS_OK, "port 1");
     CHECK_STATUS(mqstate_settings_set(s, "host", "127.0.0.1"), MQSTATE_STATUS_OK, "host");
     CHECK_STATUS(mqstate_settings_set(s, "connect_timeout", "2"), MQSTATE_STATUS_OK, "timeout");
-    CHECK_STATUS(mqstate_client_connect(s, 0, &c), MQSTATE_STATUS_CONNECT_REFUSED, "refused");
+    mqstate_status refused = mqstate_client_connect(s, 0, &c);
+    CHECK_STATUS(refused, MQSTATE_STATUS_CONNECT_REFUSED, "refused");
     CHECK(c == NULL, "no client on failure");
+    CHECK(mqstate_status_family_of(refused) == MQSTATE_STATUS_FAMILY_CONNECT,
+          "a refused connect is in the connect family");
+    CHECK(strcmp(mqstate_status_name(refused), "connect_refused") == 0, "named like the core");
+    CHECK_STATUS(mqstate_client_connect(s, MQSTATE_NO_TIMEOUT, &c), MQSTATE_STATUS_INVALID_ARGUMENT,
+                 "a connect is bounded: no MQSTATE_NO_TIMEOUT");
+    CHECK(strstr(last_error(), "MQSTATE_NO_TIMEOUT") != NULL, "says why: %s", last_error());
     CHECK_STATUS(mqstate_client_connect(NULL, 0, &c), MQSTATE_STATUS_INVALID_ARGUMENT, "NULL s");
     CHECK_STATUS(mqstate_client_connect(s, 0, NULL), MQSTATE_STATUS_INVALID_ARGUMENT, "NULL out");
     mqstate_settings_free(s);
@@ -94,6 +101,36 @@ static void test_set_get_delete_vdel(mqstate_client *c) {
     CHECK_STATUS(mqstate_client_delete(c, (const uint8_t *)key, strlen(key), NULL, &deleted),
                  MQSTATE_STATUS_OK, "delete missing");
     CHECK(deleted == 0, "nothing to delete");
+    CHECK_STATUS(mqstate_client_vdel(c, (const uint8_t *)key, strlen(key), value, sizeof value,
+                                     NULL, &outcome),
+                 MQSTATE_STATUS_OK, "vdel missing");
+    CHECK(outcome == MQSTATE_VDEL_OUTCOME_NOT_FOUND, "not found");
+    CHECK(strcmp(mqstate_vdel_outcome_name(outcome), "not_found") == 0, "its name");
+
+    /* A VDEL that fails leaves no outcome behind (0 used to read as DELETED). */
+    mqstate_call_options malformed;
+    memset(&malformed, 0, sizeof malformed);
+    malformed.fencing_token = "not-a-version";
+    outcome = MQSTATE_VDEL_OUTCOME_VALUE_MISMATCH;
+    CHECK_STATUS(mqstate_client_vdel(c, (const uint8_t *)key, strlen(key), value, sizeof value,
+                                     &malformed, &outcome),
+                 MQSTATE_STATUS_MALFORMED, "vdel with a malformed token");
+    CHECK(outcome == MQSTATE_VDEL_OUTCOME_NONE, "outcome reset to NONE");
+
+    /* timeout_ms: 0 is the client's request_timeout; a request never waits without limit. */
+    mqstate_set_options unbounded;
+    memset(&unbounded, 0, sizeof unbounded);
+    unbounded.timeout_ms = MQSTATE_NO_TIMEOUT;
+    applied = true;
+    CHECK_STATUS(mqstate_client_set(c, (const uint8_t *)key, strlen(key), value, 1, &unbounded,
+                                    &applied, &version),
+                 MQSTATE_STATUS_INVALID_ARGUMENT, "a request with MQSTATE_NO_TIMEOUT");
+    CHECK(!applied && version == NULL, "outs reset");
+    mqstate_call_options defaults;
+    memset(&defaults, 0, sizeof defaults);
+    CHECK_STATUS(mqstate_client_get(c, (const uint8_t *)key, strlen(key), &defaults, &got),
+                 MQSTATE_STATUS_OK, "timeout_ms 0: the default");
+    CHECK(got == NULL, "still missing");
 
     /* Argument errors: nothing is sent. */
     CHECK_STATUS(mqstate_client_set(c, (const uint8_t *)key, 0, value, 1, NULL, NULL, NULL),
@@ -125,7 +162,7 @@ static void test_fencing_and_error_object(mqstate_client *c) {
     CHECK_STATUS(mqstate_lock_new(c, (const uint8_t *)lock_key, strlen(lock_key), NULL, &lock),
                  MQSTATE_STATUS_OK, "lock_new");
     CHECK_STATUS(mqstate_lock_fencing_token(lock, &token), MQSTATE_STATUS_NOT_HELD, "not held");
-    CHECK_STATUS(mqstate_lock_try_acquire(lock, 5000, 0, &acquired, &token), MQSTATE_STATUS_OK,
+    CHECK_STATUS(mqstate_lock_try_acquire(lock, 5000, &acquired, &token), MQSTATE_STATUS_OK,
                  "try_acquire");
     CHECK(acquired && token != NULL, "acquired with a token");
     mqstate_set_options fenced;
@@ -155,7 +192,7 @@ static void test_fencing_and_error_object(mqstate_client *c) {
                  MQSTATE_STATUS_OK, "fenced delete");
     CHECK(mqstate_error_last() == NULL, "no error after success");
     bool released = false;
-    CHECK_STATUS(mqstate_lock_release(lock, 0, &released), MQSTATE_STATUS_OK, "release");
+    CHECK_STATUS(mqstate_lock_release(lock, &released), MQSTATE_STATUS_OK, "release");
     CHECK(released, "released");
     mqstate_string_free(token);
     mqstate_lock_free(lock);
@@ -169,6 +206,10 @@ void test_client(void) {
     if (c == NULL) {
         return;
     }
+    /* The client's properties. */
+    const char *id = mqstate_client_id(c);
+    CHECK(id != NULL && id[0] != '\0', "a client id");
+    CHECK(mqstate_client_connected(c), "connected");
     test_set_get_delete_vdel(c);
     test_fencing_and_error_object(c);
     mqstate_client_close(c);
@@ -223,26 +264,34 @@ void test_locks(void) {
     CHECK_STATUS(mqstate_lock_new(a, (const uint8_t *)key, 0, NULL, &bad),
                  MQSTATE_STATUS_INVALID_ARGUMENT, "empty lock key");
     CHECK(bad == NULL, "out reset on error");
+    size_t key_len = 0;
+    const uint8_t *lock_key = mqstate_lock_key(la, &key_len);
+    CHECK(lock_key && bytes_equal(lock_key, key_len, (const uint8_t *)key, strlen(key)),
+          "the lock's key");
+    char want_holder[256];
+    snprintf(want_holder, sizeof want_holder, "%s:s2", mqstate_client_id(b));
+    CHECK(strcmp(mqstate_lock_holder_id(lb), want_holder) == 0, "b's holder id: %s",
+          mqstate_lock_holder_id(lb));
 
-    CHECK_STATUS(mqstate_lock_try_acquire(la, 5000, 0, &flag, &token), MQSTATE_STATUS_OK, "a");
+    CHECK_STATUS(mqstate_lock_try_acquire(la, 5000, &flag, &token), MQSTATE_STATUS_OK, "a");
     CHECK(flag && mqstate_lock_is_held(la), "a holds it");
-    CHECK_STATUS(mqstate_lock_try_acquire(lb, 5000, 0, &flag, NULL), MQSTATE_STATUS_OK, "b");
+    CHECK_STATUS(mqstate_lock_try_acquire(lb, 5000, &flag, NULL), MQSTATE_STATUS_OK, "b");
     CHECK(!flag && !mqstate_lock_is_held(lb), "b does not");
-    CHECK_STATUS(mqstate_lock_holder(lb, 0, &holder), MQSTATE_STATUS_OK, "holder");
+    CHECK_STATUS(mqstate_lock_holder(lb, &holder), MQSTATE_STATUS_OK, "holder");
     CHECK(holder != NULL, "someone holds it");
     mqstate_string_free(holder);
     CHECK_STATUS(mqstate_lock_acquire(lb, 5000, 300, NULL, NULL), MQSTATE_STATUS_TIMEOUT,
                  "bounded acquire");
-    CHECK_STATUS(mqstate_lock_renew(la, 0, &flag, &renewed_token), MQSTATE_STATUS_OK, "renew");
+    CHECK_STATUS(mqstate_lock_renew(la, &flag, &renewed_token), MQSTATE_STATUS_OK, "renew");
     CHECK(flag && renewed_token != NULL && strcmp(renewed_token, token) != 0, "a new token");
     mqstate_string_free(renewed_token);
     mqstate_string_free(token);
-    CHECK_STATUS(mqstate_lock_release(lb, 0, &flag), MQSTATE_STATUS_OK, "b release");
+    CHECK_STATUS(mqstate_lock_release(lb, &flag), MQSTATE_STATUS_OK, "b release");
     CHECK(!flag, "b held nothing");
-    CHECK_STATUS(mqstate_lock_release(la, 0, &flag), MQSTATE_STATUS_OK, "a release");
+    CHECK_STATUS(mqstate_lock_release(la, &flag), MQSTATE_STATUS_OK, "a release");
     CHECK(flag, "a released");
     CHECK_STATUS(mqstate_lock_acquire(lb, 5000, 5000, NULL, &token), MQSTATE_STATUS_OK, "b");
-    CHECK_STATUS(mqstate_lock_release(lb, 0, NULL), MQSTATE_STATUS_OK, "b release");
+    CHECK_STATUS(mqstate_lock_release(lb, NULL), MQSTATE_STATUS_OK, "b release");
     mqstate_string_free(token);
 
     /* Fenced edits: four increments, then a callback that fails. */
@@ -268,38 +317,132 @@ void test_locks(void) {
     CHECK(e != NULL && mqstate_error_callback_status(e) == MQSTATE_STATUS_QUOTA_EXCEEDED,
           "the callback's own status comes back");
     mqstate_error_free(e);
-    CHECK_STATUS(mqstate_lock_holder(la, 0, &holder), MQSTATE_STATUS_OK, "holder after");
+    CHECK_STATUS(mqstate_lock_holder(la, &holder), MQSTATE_STATUS_OK, "holder after");
     CHECK(holder == NULL, "released after the failed edit");
     CHECK_STATUS(mqstate_lock_edit(la, (const uint8_t *)counter_key, strlen(counter_key), 2000,
                                    10000, NULL, NULL, NULL),
                  MQSTATE_STATUS_INVALID_ARGUMENT, "NULL callback");
+
+    /* 0 is the core's default lease and edit timeout; an edit is bounded. */
+    counter.fail_with = MQSTATE_STATUS_OK;
+    CHECK_STATUS(mqstate_lock_edit(la, (const uint8_t *)counter_key, strlen(counter_key), 0, 0,
+                                   increment, &counter, NULL),
+                 MQSTATE_STATUS_OK, "edit with the default lease and timeout");
+    CHECK_STATUS(mqstate_lock_edit(la, (const uint8_t *)counter_key, strlen(counter_key), 0,
+                                   MQSTATE_NO_TIMEOUT, increment, &counter, NULL),
+                 MQSTATE_STATUS_INVALID_ARGUMENT, "an edit with MQSTATE_NO_TIMEOUT");
+    CHECK_STATUS(mqstate_lock_try_acquire(la, 0, &flag, NULL), MQSTATE_STATUS_OK,
+                 "try_acquire with the default lease");
+    CHECK(flag && mqstate_lock_is_held(la), "held for the default lease");
+    CHECK_STATUS(mqstate_lock_release(la, NULL), MQSTATE_STATUS_OK, "release");
+    mqstate_lock_options short_lease;
+    memset(&short_lease, 0, sizeof short_lease);
+    short_lease.lease_ms = 300;
+    mqstate_lock *ls = NULL;
+    CHECK_STATUS(mqstate_lock_new(a, (const uint8_t *)key, strlen(key), &short_lease, &ls),
+                 MQSTATE_STATUS_OK, "a lock with its own default lease");
+    CHECK_STATUS(mqstate_lock_acquire(ls, 0, 0, NULL, NULL), MQSTATE_STATUS_OK,
+                 "acquire with the lock's lease");
+    CHECK_STATUS(mqstate_lock_acquire(lb, 0, 10000, NULL, &token), MQSTATE_STATUS_OK,
+                 "the 300 ms lease runs out, so b gets the lock");
+    mqstate_string_free(token);
+    token = NULL;
+    CHECK_STATUS(mqstate_lock_release(lb, NULL), MQSTATE_STATUS_OK, "b release");
+
+    /* Automatic renewal set on the lock: it keeps a 1 s lease alive, so b waits in vain
+       well past it (without the renewal, b would get the lock after 1 s). */
+    short_lease.lease_ms = 1000;
+    mqstate_lock *lr = NULL;
+    CHECK_STATUS(mqstate_lock_new(a, (const uint8_t *)key, strlen(key), &short_lease, &lr),
+                 MQSTATE_STATUS_OK, "a lock to renew");
+    CHECK_STATUS(mqstate_lock_set_auto_renew(lr, 200), MQSTATE_STATUS_OK, "set_auto_renew");
+    CHECK_STATUS(mqstate_lock_acquire(lr, 0, 0, NULL, NULL), MQSTATE_STATUS_OK, "acquire");
+    CHECK_STATUS(mqstate_lock_acquire(lb, 0, 3000, NULL, NULL), MQSTATE_STATUS_TIMEOUT,
+                 "renewed: b does not get it");
+    CHECK(mqstate_lock_is_held(lr), "still held");
+    CHECK_STATUS(mqstate_lock_release(lr, NULL), MQSTATE_STATUS_OK, "release the renewed lock");
+    mqstate_lock_free(lr);
+    mqstate_lock_free(ls);
 
     /* Elections. */
     char name[128];
     mqstate_election *ea = NULL, *eb = NULL;
     char *leader = NULL;
     live_key(name, sizeof name, "election");
-    CHECK_STATUS(mqstate_election_new(a, (const uint8_t *)name, strlen(name), "alpha", &ea),
+    CHECK_STATUS(mqstate_election_new(a, (const uint8_t *)name, strlen(name), "alpha", NULL, &ea),
                  MQSTATE_STATUS_OK, "candidate a");
-    CHECK_STATUS(mqstate_election_new(b, (const uint8_t *)name, strlen(name), "beta", &eb),
+    CHECK_STATUS(mqstate_election_new(b, (const uint8_t *)name, strlen(name), "beta", NULL, &eb),
                  MQSTATE_STATUS_OK, "candidate b");
     mqstate_election *none = NULL;
-    CHECK_STATUS(mqstate_election_new(b, (const uint8_t *)name, strlen(name), NULL, &none),
+    CHECK_STATUS(mqstate_election_new(b, (const uint8_t *)name, strlen(name), NULL, NULL, &none),
                  MQSTATE_STATUS_INVALID_ARGUMENT, "NULL candidate");
-    CHECK_STATUS(mqstate_election_try_campaign(ea, 3000, 0, &flag), MQSTATE_STATUS_OK, "try a");
+    CHECK(strcmp(mqstate_election_candidate_id(ea), "alpha") == 0, "a's candidate id");
+    token = (char *)&token;
+    CHECK_STATUS(mqstate_election_fencing_token(ea, &token), MQSTATE_STATUS_NOT_HELD,
+                 "no token before leading");
+    CHECK(token == NULL, "token reset");
+    CHECK_STATUS(mqstate_election_try_campaign(ea, 3000, &flag), MQSTATE_STATUS_OK, "try a");
     CHECK(flag && mqstate_election_is_leader(ea), "a leads");
+    CHECK_STATUS(mqstate_election_fencing_token(ea, &token), MQSTATE_STATUS_OK, "a's token");
+    CHECK(token != NULL && token[0] != '\0', "a token while leading");
+    mqstate_string_free(token);
+    token = NULL;
     CHECK_STATUS(mqstate_election_campaign(eb, 3000, 300, NULL, NULL), MQSTATE_STATUS_TIMEOUT,
                  "b waits in vain");
-    CHECK_STATUS(mqstate_election_leader(eb, 0, &leader), MQSTATE_STATUS_OK, "leader");
+    CHECK_STATUS(mqstate_election_leader(eb, &leader), MQSTATE_STATUS_OK, "leader");
     CHECK(leader != NULL && strcmp(leader, "alpha") == 0, "alpha leads");
     mqstate_string_free(leader);
-    CHECK_STATUS(mqstate_election_resign(ea, 0, &flag), MQSTATE_STATUS_OK, "resign");
+    CHECK_STATUS(mqstate_election_resign(ea, &flag), MQSTATE_STATUS_OK, "resign");
     CHECK(flag && !mqstate_election_is_leader(ea), "resigned");
     CHECK_STATUS(mqstate_election_campaign(eb, 3000, 5000, NULL, &token), MQSTATE_STATUS_OK,
                  "b leads");
     CHECK(token != NULL && mqstate_election_is_leader(eb), "with a token");
     mqstate_string_free(token);
-    CHECK_STATUS(mqstate_election_resign(eb, 0, NULL), MQSTATE_STATUS_OK, "b resigns");
+    CHECK_STATUS(mqstate_election_resign(eb, NULL), MQSTATE_STATUS_OK, "b resigns");
+
+    /* Options: a session id in the candidate id, the term of campaigns that pass 0, and the
+       candidate's own status as a subscription. */
+    mqstate_election_options eopts;
+    memset(&eopts, 0, sizeof eopts);
+    eopts.session_id = "s1";
+    eopts.term_ms = 300;
+    mqstate_election *ec = NULL;
+    mqstate_subscription *status = NULL;
+    mqstate_sub_event *ev = NULL;
+    CHECK_STATUS(mqstate_election_new(a, (const uint8_t *)name, strlen(name), "gamma", &eopts,
+                                         &ec),
+                 MQSTATE_STATUS_OK, "candidate with options");
+    CHECK_STATUS(mqstate_election_watch_status(ec, &status), MQSTATE_STATUS_OK, "watch_status");
+    CHECK_STATUS(mqstate_subscription_next(status, 5000, &ev), MQSTATE_STATUS_OK, "first status");
+    CHECK(ev != NULL && mqstate_sub_event_type_of(ev) == MQSTATE_SUB_EVENT_TYPE_NOT_HELD,
+          "not leading yet");
+    mqstate_sub_event_free(ev);
+    CHECK_STATUS(mqstate_election_campaign(ec, 0, 5000, NULL, NULL), MQSTATE_STATUS_OK,
+                 "campaign for the options' term");
+    CHECK_STATUS(mqstate_subscription_next(status, 5000, &ev), MQSTATE_STATUS_OK, "held");
+    CHECK(ev != NULL && mqstate_sub_event_type_of(ev) == MQSTATE_SUB_EVENT_TYPE_HELD, "leading");
+    CHECK(mqstate_sub_event_state(ev) == MQSTATE_SUB_EVENT_TYPE_HELD &&
+              mqstate_sub_event_kind(ev) == MQSTATE_SUB_EVENT_TYPE_NONE,
+          "a status event has a state, no kind");
+    CHECK(mqstate_sub_event_lease_ms(ev) == 300, "the options' term: %llu ms",
+          (unsigned long long)mqstate_sub_event_lease_ms(ev));
+    token = NULL;
+    CHECK_STATUS(mqstate_election_fencing_token(ec, &token), MQSTATE_STATUS_OK, "gamma's token");
+    CHECK(token != NULL && mqstate_sub_event_fencing_token(ev) != NULL &&
+              strcmp(mqstate_sub_event_fencing_token(ev), token) == 0,
+          "the event's token is the leader's");
+    CHECK(mqstate_sub_event_version(ev) == NULL, "no version on a status event");
+    mqstate_string_free(token);
+    token = NULL;
+    CHECK(strcmp(mqstate_election_candidate_id(ec), "gamma:s1") == 0, "the session in the id");
+    mqstate_sub_event_free(ev);
+    CHECK_STATUS(mqstate_election_leader(eb, &leader), MQSTATE_STATUS_OK, "leader");
+    CHECK(leader != NULL && strcmp(leader, "gamma:s1") == 0, "the session in the id: %s",
+          leader ? leader : "(none)");
+    mqstate_string_free(leader);
+    CHECK_STATUS(mqstate_election_resign(ec, NULL), MQSTATE_STATUS_OK, "gamma resigns");
+    mqstate_subscription_free(status);
+    mqstate_election_free(ec);
 
     mqstate_election_free(ea);
     mqstate_election_free(eb);

@@ -92,7 +92,7 @@ static void buffers(void) {
     memset(buf, 'x', sizeof buf);
     CHECK_STATUS(mqstate_hlc_to_string(hlc, buf, 26, &len), MQSTATE_STATUS_BUFFER_TOO_SMALL,
                  "no room for the NUL");
-    CHECK(len == 26 && buf[0] == 'x', "needed length reported, buffer untouched");
+    CHECK(len == 26 && buf[0] == '\0', "needed length reported, the buffer left empty");
     CHECK_STATUS(mqstate_hlc_to_string(hlc, NULL, 0, &len), MQSTATE_STATUS_BUFFER_TOO_SMALL,
                  "length query");
     CHECK(len == 26, "length query result");

@@ -36,7 +36,7 @@ static size_t drain(mqstate_scan *scan, const char *base, int *pages, int *binar
     mqstate_scan_page *page = NULL;
     *pages = 0;
     for (;;) {
-        mqstate_status st = mqstate_scan_next(scan, 10000, NULL, &page);
+        mqstate_status st = mqstate_scan_next(scan, NULL, &page);
         CHECK_STATUS(st, MQSTATE_STATUS_OK, "scan_next");
         if (st != MQSTATE_STATUS_OK || page == NULL) break;
         (*pages)++;
@@ -67,17 +67,21 @@ void test_scans(void) {
 
     /* Argument errors: out-parameters reset, nothing to free. */
     mqstate_scan *scan = (mqstate_scan *)&scan;
-    CHECK_STATUS(mqstate_client_scan(c, (const uint8_t *)"", 0, &scan),
+    CHECK_STATUS(mqstate_client_scan(c, (const uint8_t *)"", 0, 0, &scan),
                  MQSTATE_STATUS_INVALID_ARGUMENT, "empty pattern");
     CHECK(scan == NULL, "out reset on error");
-    CHECK_STATUS(mqstate_client_scan(NULL, (const uint8_t *)"*", 1, &scan),
+    CHECK_STATUS(mqstate_client_scan(NULL, (const uint8_t *)"*", 1, 0, &scan),
                  MQSTATE_STATUS_INVALID_ARGUMENT, "NULL client");
-    CHECK_STATUS(mqstate_client_scan(c, NULL, 3, &scan), MQSTATE_STATUS_INVALID_ARGUMENT,
+    CHECK_STATUS(mqstate_client_scan(c, NULL, 3, 0, &scan), MQSTATE_STATUS_INVALID_ARGUMENT,
                  "NULL pattern");
-    CHECK_STATUS(mqstate_client_scan(c, (const uint8_t *)"*", 1, NULL),
+    scan = (mqstate_scan *)&scan;
+    CHECK_STATUS(mqstate_client_scan(c, (const uint8_t *)"*", 1, MQSTATE_NO_TIMEOUT, &scan),
+                 MQSTATE_STATUS_INVALID_ARGUMENT, "a page is a request: no endless timeout");
+    CHECK(scan == NULL, "no pager on failure");
+    CHECK_STATUS(mqstate_client_scan(c, (const uint8_t *)"*", 1, 0, NULL),
                  MQSTATE_STATUS_INVALID_ARGUMENT, "NULL out");
     mqstate_scan_page *page = (mqstate_scan_page *)&page;
-    CHECK_STATUS(mqstate_scan_next(NULL, 0, NULL, &page), MQSTATE_STATUS_INVALID_ARGUMENT,
+    CHECK_STATUS(mqstate_scan_next(NULL, NULL, &page), MQSTATE_STATUS_INVALID_ARGUMENT,
                  "NULL scan");
     CHECK(page == NULL, "page reset on error");
     CHECK(mqstate_scan_page_count(NULL) == 0 && mqstate_scan_page_key(NULL, 0, NULL) == NULL,
@@ -88,7 +92,7 @@ void test_scans(void) {
 
     /* Every page to the end: all keys once, the binary one byte-exact. */
     snprintf(pattern, sizeof pattern, "%s*", base);
-    CHECK_STATUS(mqstate_client_scan(c, (const uint8_t *)pattern, strlen(pattern), &scan),
+    CHECK_STATUS(mqstate_client_scan(c, (const uint8_t *)pattern, strlen(pattern), 0, &scan),
                  MQSTATE_STATUS_OK, "scan");
     CHECK(!mqstate_scan_is_done(scan), "not done before the first page");
     int pages = 0, binary = 0;
@@ -97,7 +101,7 @@ void test_scans(void) {
     CHECK(pages >= 2, "%d pages", pages);
     CHECK(binary == 1, "the binary key once");
     CHECK(mqstate_scan_is_done(scan), "done");
-    CHECK_STATUS(mqstate_scan_next(scan, 0, NULL, &page), MQSTATE_STATUS_OK, "after the end");
+    CHECK_STATUS(mqstate_scan_next(scan, NULL, &page), MQSTATE_STATUS_OK, "after the end");
     CHECK(page == NULL, "no page after the end");
     mqstate_scan_free(scan);
 
@@ -106,13 +110,13 @@ void test_scans(void) {
     char bin[80];
     memcpy(bin, base, blen);
     memcpy(bin + blen, "b\0\r*", 4);
-    CHECK_STATUS(mqstate_client_scan(c, (const uint8_t *)bin, blen + 4, &scan), MQSTATE_STATUS_OK,
+    CHECK_STATUS(mqstate_client_scan(c, (const uint8_t *)bin, blen + 4, 0, &scan), MQSTATE_STATUS_OK,
                  "binary pattern");
     binary = 0;
     CHECK(drain(scan, base, &pages, &binary) == 1 && binary == 1, "binary pattern matches");
     mqstate_scan_free(scan);
     snprintf(pattern, sizeof pattern, "%sk00[0-4]?", base);
-    CHECK_STATUS(mqstate_client_scan(c, (const uint8_t *)pattern, strlen(pattern), &scan),
+    CHECK_STATUS(mqstate_client_scan(c, (const uint8_t *)pattern, strlen(pattern), 0, &scan),
                  MQSTATE_STATUS_OK, "class pattern");
     total = drain(scan, base, &pages, &binary);
     CHECK(total == 50 && pages == 1, "%lu keys in %d pages", (unsigned long)total, pages);
@@ -123,12 +127,12 @@ void test_scans(void) {
     CHECK_STATUS(mqstate_cancel_new(&token), MQSTATE_STATUS_OK, "cancel_new");
     CHECK_STATUS(mqstate_cancel_trigger(token), MQSTATE_STATUS_OK, "trigger");
     snprintf(pattern, sizeof pattern, "%sk*", base);
-    CHECK_STATUS(mqstate_client_scan(c, (const uint8_t *)pattern, strlen(pattern), &scan),
+    CHECK_STATUS(mqstate_client_scan(c, (const uint8_t *)pattern, strlen(pattern), 0, &scan),
                  MQSTATE_STATUS_OK, "scan to cancel");
     page = (mqstate_scan_page *)&page;
-    CHECK_STATUS(mqstate_scan_next(scan, 0, token, &page), MQSTATE_STATUS_CANCELLED, "cancelled");
+    CHECK_STATUS(mqstate_scan_next(scan, token, &page), MQSTATE_STATUS_CANCELLED, "cancelled");
     CHECK(page == NULL && !mqstate_scan_is_done(scan), "no page, not done");
-    CHECK_STATUS(mqstate_scan_next(scan, 0, NULL, &page), MQSTATE_STATUS_OK, "retried");
+    CHECK_STATUS(mqstate_scan_next(scan, NULL, &page), MQSTATE_STATUS_OK, "retried");
     CHECK(page != NULL && mqstate_scan_page_count(page) == 500, "the first page: %lu keys",
           (unsigned long)mqstate_scan_page_count(page));
     if (page != NULL) {
@@ -144,7 +148,7 @@ void test_scans(void) {
 
     /* The pager outlives its client: its pages then fail with CLOSED. */
     mqstate_client_close(c);
-    CHECK_STATUS(mqstate_scan_next(scan, 0, NULL, &page), MQSTATE_STATUS_CLOSED, "closed client");
+    CHECK_STATUS(mqstate_scan_next(scan, NULL, &page), MQSTATE_STATUS_CLOSED, "closed client");
     CHECK(page == NULL, "no page");
     mqstate_scan_free(scan);
 }

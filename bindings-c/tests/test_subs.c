@@ -46,6 +46,11 @@ static void test_pull(mqstate_client *c) {
         const uint8_t *v = mqstate_sub_event_value(e, &len);
         const uint8_t *k = mqstate_sub_event_key(e, &klen);
         CHECK(mqstate_sub_event_type_of(e) == MQSTATE_SUB_EVENT_TYPE_KEY_SET, "a set");
+        CHECK(mqstate_sub_event_kind(e) == MQSTATE_SUB_EVENT_TYPE_KEY_SET &&
+                  mqstate_sub_event_state(e) == MQSTATE_SUB_EVENT_TYPE_NONE,
+              "a change has a kind, no state");
+        CHECK(mqstate_sub_event_fencing_token(e) == NULL && mqstate_sub_event_lease_ms(e) == 0,
+              "no token, no lease");
         CHECK(bytes_equal(v, len, (const uint8_t *)values[i], strlen(values[i])), "in order");
         CHECK(bytes_equal(k, klen, (const uint8_t *)key, strlen(key)), "the key");
         CHECK(strcmp(mqstate_sub_event_version(e), versions[i]) == 0, "the SET's version");
@@ -58,10 +63,34 @@ static void test_pull(mqstate_client *c) {
     CHECK_STATUS(mqstate_subscription_next(sub, 5000, &e), MQSTATE_STATUS_OK, "next delete");
     CHECK(e != NULL && mqstate_sub_event_type_of(e) == MQSTATE_SUB_EVENT_TYPE_KEY_DELETED,
           "deleted");
+    CHECK(mqstate_sub_event_kind(e) == MQSTATE_SUB_EVENT_TYPE_KEY_DELETED, "the kind: deleted");
     mqstate_sub_event_free(e);
     CHECK_STATUS(mqstate_subscription_next(sub, 100, &e), MQSTATE_STATUS_TIMEOUT, "nothing more");
-    CHECK_STATUS(mqstate_subscription_next(sub, 0, &e), MQSTATE_STATUS_TIMEOUT, "no wait");
+    CHECK(e == NULL, "no event after a timeout");
+    e = (mqstate_sub_event *)&e;
+    CHECK_STATUS(mqstate_subscription_try_next(sub, &e), MQSTATE_STATUS_OK, "try_next, none");
+    CHECK(e == NULL, "try_next gives NULL when nothing is queued");
     CHECK_STATUS(mqstate_subscription_next(NULL, 0, &e), MQSTATE_STATUS_INVALID_ARGUMENT, "NULL");
+
+    /* 0 and MQSTATE_NO_TIMEOUT wait without limit: an event that comes is returned. */
+    set_text(c, key, "four", NULL);
+    CHECK_STATUS(mqstate_subscription_next(sub, MQSTATE_NO_TIMEOUT, &e), MQSTATE_STATUS_OK,
+                 "next without limit");
+    mqstate_sub_event_free(e);
+    set_text(c, key, "five", NULL);
+    CHECK_STATUS(mqstate_subscription_next(sub, 0, &e), MQSTATE_STATUS_OK, "next, 0: no limit");
+    mqstate_sub_event_free(e);
+    /* try_next takes what is queued without waiting. */
+    set_text(c, key, "six", NULL);
+    e = NULL;
+    uint64_t deadline = now_ms() + 5000;
+    while (e == NULL && now_ms() < deadline) {
+        CHECK_STATUS(mqstate_subscription_try_next(sub, &e), MQSTATE_STATUS_OK, "try_next");
+        if (e == NULL) sleep_ms(5);
+    }
+    CHECK(e != NULL && mqstate_sub_event_type_of(e) == MQSTATE_SUB_EVENT_TYPE_KEY_SET,
+          "try_next returns the queued event");
+    mqstate_sub_event_free(e);
     mqstate_subscription_free(sub);
     mqstate_subscription_free(NULL);
 }
@@ -155,7 +184,7 @@ static void test_fd(mqstate_client *c) {
     uint64_t deadline = now_ms() + 5000;
     while (got < 2 && now_ms() < deadline) {
         if (poll(&p, 1, 100) == 1) {
-            if (mqstate_subscription_next(sub, 0, &e) == MQSTATE_STATUS_OK) {
+            if (mqstate_subscription_try_next(sub, &e) == MQSTATE_STATUS_OK && e != NULL) {
                 got++;
                 mqstate_sub_event_free(e);
             }
@@ -233,7 +262,7 @@ void test_threads(void) {
     live_key(key, sizeof key, "threads-lock");
     CHECK_STATUS(mqstate_lock_new(holder, (const uint8_t *)key, strlen(key), NULL, &held),
                  MQSTATE_STATUS_OK, "lock");
-    CHECK_STATUS(mqstate_lock_try_acquire(held, 30000, 0, NULL, NULL), MQSTATE_STATUS_OK, "hold");
+    CHECK_STATUS(mqstate_lock_try_acquire(held, 30000, NULL, NULL), MQSTATE_STATUS_OK, "hold");
     CHECK_STATUS(mqstate_lock_new(c, (const uint8_t *)key, strlen(key), NULL, &wanted),
                  MQSTATE_STATUS_OK, "lock");
 
@@ -272,11 +301,15 @@ void test_threads(void) {
           mqstate_status_name(next.status));
     CHECK(acquire.returned_at - closed_at < 5000 && next.returned_at - closed_at < 5000,
           "promptly");
-    CHECK_STATUS(mqstate_lock_try_acquire(wanted, 1000, 0, NULL, NULL), MQSTATE_STATUS_CLOSED,
+    CHECK_STATUS(mqstate_lock_try_acquire(wanted, 1000, NULL, NULL), MQSTATE_STATUS_CLOSED,
                  "the lock of a closed client");
+    mqstate_sub_event *after = NULL;
+    CHECK_STATUS(mqstate_subscription_try_next(sub, &after), MQSTATE_STATUS_CLOSED,
+                 "try_next on an ended subscription");
+    CHECK(after == NULL, "no event from an ended subscription");
     mqstate_subscription_free(sub);
     mqstate_lock_free(wanted);
-    mqstate_lock_release(held, 0, NULL);
+    mqstate_lock_release(held, NULL);
     mqstate_lock_free(held);
     mqstate_client_close(holder);
 }

@@ -1,8 +1,12 @@
 // The public API against the core's vocabulary (core/vocabulary.json): the error classes
-// (generated from it, drift-checked here), every operation and option in Node's casing —
-// in the declarations (index.d.ts, read with the TypeScript compiler) and at run time
-// against a live store (each option is taken, its unit-less name is refused naming the
-// `…Ms` one) — the events, SET conditions, VDEL outcomes, lock states and the defaults.
+// (generated from it, drift-checked here), every operation of every object (client, lock,
+// election, subscription, pager) and its options under their Node names — in the
+// declarations (index.d.ts, read with the TypeScript compiler) and at run time against a
+// live store (each option is taken, its unit-less name is refused naming the `…Ms` one) —
+// the read-only properties, the events' fields under their Node names, SET conditions,
+// VDEL outcomes, lock states and the defaults. Every name comes from the vocabulary's
+// `names.node`; the only list kept here is what Node adds that the vocabulary does not
+// describe (NODE_ONLY_MEMBERS, NODE_ONLY_OPTIONS).
 import { after, before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
@@ -18,10 +22,26 @@ const require = createRequire(import.meta.url)
 const vocabulary = JSON.parse(readFileSync(path.join(projectRoot, 'core', 'vocabulary.json'), 'utf8'))
 const { generate } = require(path.join(pkg, 'scripts', 'gen-errors.js'))
 
-/** The JS class of each object of the vocabulary. */
-const CLASS_OF = { client: 'Client', lock: 'Lock', election: 'Election' }
+/**
+ * The JS class of an object of the vocabulary (`client` → `Client`, `pager` → `Pager`).
+ * @param {string} owner
+ */
+const classOf = (owner) => owner[0].toUpperCase() + owner.slice(1)
+/** The objects of the vocabulary: the owners of its operations and properties. */
+const OWNERS = [...new Set([...vocabulary.operations, ...vocabulary.properties].map((/** @type {any} */ x) => x.owner))]
 /** Options Node adds to every call that waits: its `AbortSignal`. */
-const NODE_ONLY = new Set(['signal'])
+const NODE_ONLY_OPTIONS = new Set(['signal'])
+/**
+ * Public members Node adds to the vocabulary's objects (JavaScript idioms and one helper):
+ * everything else a class declares must be an operation or a property of the vocabulary.
+ */
+const NODE_ONLY_MEMBERS = {
+  Client: ['linkInfo'], // the connection's history (counts), for diagnostics
+  Lock: [],
+  Election: [],
+  Subscription: ['ready', 'return', 'closed'], // waits for registration; the iterator protocol's return; whether ended
+  Pager: ['done'] // whether the last page came
+}
 
 /** The declarations, with a type checker. */
 const program = ts.createProgram([path.join(pkg, 'index.d.ts')], { strict: true, types: ['node'] })
@@ -123,7 +143,7 @@ describe('error classes', () => {
   })
 })
 
-describe('operations and options', () => {
+describe('operations, options and properties', () => {
   /** @type {LiveStore} */
   let live
   /** @type {import('mqstate').Client} */
@@ -137,37 +157,77 @@ describe('operations and options', () => {
     await live?.close()
   })
 
+  test('the vocabulary\'s objects are the classes here', () => {
+    assert.deepEqual([...OWNERS].sort(), ['client', 'election', 'lock', 'pager', 'subscription'])
+    assert.deepEqual(Object.keys(NODE_ONLY_MEMBERS).sort(), OWNERS.map(classOf).sort())
+  })
+
   test('index.d.ts: every operation, with exactly the vocabulary\'s options (plus signal)', () => {
     for (const op of vocabulary.operations) {
-      const className = CLASS_OF[/** @type {keyof typeof CLASS_OF} */ (op.owner)]
+      const className = classOf(op.owner)
       const want = op.options.map((/** @type {any} */ o) => o.names.node)
       const got = declaredOptions(className, op.names.node)
       if (got === null) {
         assert.deepEqual(want, [], `${className}.${op.names.node} takes no options in index.d.ts`)
         continue
       }
-      assert.deepEqual([...got].filter((n) => !NODE_ONLY.has(n)).sort(), [...want].sort(), `${className}.${op.names.node}`)
+      assert.deepEqual([...got].filter((n) => !NODE_ONLY_OPTIONS.has(n)).sort(), [...want].sort(), `${className}.${op.names.node}`)
+    }
+  })
+
+  test('index.d.ts and the classes: no public member the vocabulary does not name (but the Node-only ones)', () => {
+    for (const owner of OWNERS) {
+      const className = classOf(owner)
+      const named = new Set([
+        ...vocabulary.operations.filter((/** @type {any} */ o) => o.owner === owner).map((/** @type {any} */ o) => o.names.node),
+        ...vocabulary.properties.filter((/** @type {any} */ p) => p.owner === owner).map((/** @type {any} */ p) => p.names.node),
+        ...NODE_ONLY_MEMBERS[/** @type {keyof typeof NODE_ONLY_MEMBERS} */ (className)]
+      ])
+      // Symbol-keyed members (`[Symbol.asyncIterator]`, `[Symbol.asyncDispose]`) are protocols, not names.
+      const declared = classType(className).getProperties().map((p) => p.name).filter((n) => !n.startsWith('__@'))
+      assert.deepEqual(declared.filter((n) => !named.has(n)), [], `index.d.ts: ${className}`)
+      const Class = /** @type {any} */ (mqstate)[className]
+      const defined = Object.getOwnPropertyNames(Class.prototype).filter((n) => n !== 'constructor')
+      assert.deepEqual(defined.filter((n) => !named.has(n)), [], className)
+      for (const n of named) assert.ok(defined.includes(n), `${className} has no ${n}`)
     }
   })
 
   /**
-   * Calls `op` of the right object with `options`; resolves to what it threw or rejected
-   * with (`undefined` when it succeeded).
+   * A live object of the vocabulary's `owner`, under the fresh prefix `k`.
+   * @param {string} owner
+   * @param {string} k
+   * @returns {any}
+   */
+  function objectOf (owner, k) {
+    switch (owner) {
+      case 'client': return client
+      case 'lock': return client.lock(`${k}lock`)
+      case 'election': return client.election(`${k}election`, 'probe')
+      case 'subscription': return client.observe(`${k}observed`)
+      case 'pager': return client.scan(`${k}*`)
+      default: assert.fail(`an object of the vocabulary with no class here: ${owner}`)
+    }
+  }
+
+  /**
+   * Calls `op` of a fresh object of its owner with `options`; resolves to what it threw or
+   * rejected with (`undefined` when it succeeded).
    * @param {any} op
    * @param {Record<string, unknown>} options
    */
   async function attempt (op, options) {
     const k = ns()
-    const target = op.owner === 'client'
-      ? client
-      : op.owner === 'lock' ? client.lock(`${k}lock`) : client.election(`${k}election`, 'probe')
     const method = op.names.node
+    // `client.close()` is tried on a client of its own: the others are still needed.
+    const target = op.owner === 'client' && method === 'close' ? await mqstate.Client.connect(live.url) : objectOf(op.owner, k)
     const args = {
       set: [`${k}key`, 'v', options],
       vdel: [`${k}key`, 'v', options],
       edit: [`${k}key`, () => undefined, options],
       election: [`${k}election`, 'probe', options],
-      lock: [`${k}key`, options]
+      lock: [`${k}key`, options],
+      setAutoRenew: [null]
     }[/** @type {string} */ (method)] ?? (op.owner === 'client' && method !== 'close' ? [`${k}key`, options] : [options])
     try {
       const out = /** @type {any} */ (target)[method](...args)
@@ -182,14 +242,19 @@ describe('operations and options', () => {
       return undefined
     } catch (e) {
       return e
+    } finally {
+      if (op.owner === 'subscription') target.close()
     }
   }
 
-  test('at run time every option is taken, and its unit-less name is refused naming it', async () => {
+  test('at run time every operation exists, every option is taken, and its unit-less name is refused naming it', async () => {
     const probe = Symbol('not a valid value of any option')
     for (const op of vocabulary.operations) {
       const where = `${op.owner}.${op.names.node}`
-      assert.equal(typeof /** @type {any} */ (mqstate[CLASS_OF[/** @type {keyof typeof CLASS_OF} */ (op.owner)]]).prototype[op.names.node], 'function', where)
+      assert.equal(typeof /** @type {any} */ (mqstate)[classOf(op.owner)].prototype[op.names.node], 'function', where)
+      if (op.options.length === 0) {
+        assert.equal(await attempt(op, {}), undefined, `${where}() failed`)
+      }
       for (const option of op.options) {
         const name = option.names.node
         const taken = await attempt(op, { [name]: probe })
@@ -203,10 +268,58 @@ describe('operations and options', () => {
           assert.match(old.message, new RegExp(`option ${unitless} is now ${name} \\(milliseconds\\)`), where)
         }
       }
-      if (declaredOptions(CLASS_OF[/** @type {keyof typeof CLASS_OF} */ (op.owner)], op.names.node) === null) continue
+      if (declaredOptions(classOf(op.owner), op.names.node) === null) continue
       const bogus = await attempt(op, { noSuchOption: 1 })
       assert.ok(bogus instanceof mqstate.InvalidArgumentError, `${where} took noSuchOption: ${bogus}`)
       assert.match(bogus.message, /unknown option noSuchOption/, where)
+    }
+  })
+
+  test('properties: read-only in index.d.ts and at run time, readable on a live object', () => {
+    for (const property of vocabulary.properties) {
+      const className = classOf(property.owner)
+      const name = property.names.node
+      const declared = classType(className).getProperty(name)
+      assert.ok(declared, `index.d.ts: ${className} has no ${name}`)
+      const readonly = (declared.getDeclarations() ?? []).every((d) =>
+        ts.isGetAccessorDeclaration(d) || (ts.getCombinedModifierFlags(d) & ts.ModifierFlags.Readonly) !== 0)
+      assert.ok(readonly, `index.d.ts: ${className}.${name} is not read-only`)
+      const descriptor = Object.getOwnPropertyDescriptor(/** @type {any} */ (mqstate)[className].prototype, name)
+      assert.ok(descriptor && typeof descriptor.get === 'function' && descriptor.set === undefined,
+        `${className}.${name} is not a getter without a setter`)
+      const object = objectOf(property.owner, ns())
+      assert.notEqual(object[name], undefined, `${className}.${name}`)
+    }
+  })
+
+  test('events at run time carry their fields under the Node names', async () => {
+    const fields = Object.fromEntries(vocabulary.events.map((/** @type {any} */ e) => [e.name, e.names.node]))
+    const k = ns()
+    /**
+     * The first event of type `type` from `sub`, closing it.
+     * @param {import('mqstate').Subscription<any>} sub
+     * @param {string} type
+     */
+    async function first (sub, type) {
+      try {
+        for (;;) {
+          const { value } = await sub.next({ timeoutMs: 5000 })
+          if (value?.type === type) return value
+        }
+      } finally {
+        sub.close()
+      }
+    }
+    const observed = await client.observe(`${k}key`).ready()
+    await client.set(`${k}key`, 'v')
+    const lock = client.lock(`${k}lock`)
+    const seen = {
+      change: await first(observed, 'change'),
+      holder: await first(lock.watchHolder(), 'holder'),
+      status: await first(lock.watchStatus(), 'status')
+    }
+    for (const [type, event] of Object.entries(seen)) {
+      for (const field of fields[type]) assert.ok(field in event, `${type} event: ${field}`)
     }
   })
 
@@ -247,15 +360,15 @@ describe('words', () => {
     assert.deepEqual([...literals(propertyType('LockStatus', 'reason'))].sort(), [...vocabulary.loss_reasons].sort())
   })
 
-  test('events: each one\'s type and fields, in Node\'s casing', () => {
+  test('index.d.ts: each event\'s type and its fields under the Node names', () => {
+    /** The class of each event (Node has one per shape; degraded and restored share one). */
     const classOfEvent = { change: 'Change', holder: 'HolderChange', status: 'LockStatus', degraded: 'ConnectionEvent', restored: 'ConnectionEvent' }
-    /** A field's name in Node: camelCase, and a duration's with its unit. */
-    const nodeName = (/** @type {string} */ f) => f === 'lease' ? 'leaseMs' : f.replace(/_([a-z])/g, (_, c) => c.toUpperCase())
     assert.deepEqual(Object.keys(classOfEvent).sort(), vocabulary.events.map((/** @type {any} */ e) => e.name).sort())
     for (const event of vocabulary.events) {
       const className = classOfEvent[/** @type {keyof typeof classOfEvent} */ (event.name)]
       assert.ok(literals(propertyType(className, 'type')).has(event.name), `${className}.type`)
-      for (const field of event.fields) propertyType(className, nodeName(field))
+      assert.equal(event.names.node.length, event.fields.length, event.name)
+      for (const field of event.names.node) propertyType(className, field)
     }
   })
 })

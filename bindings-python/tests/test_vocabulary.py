@@ -1,11 +1,14 @@
 """The public API matches the core's vocabulary (core/vocabulary.json): every operation of
-every object under its Python name, with exactly the vocabulary's options as keyword
-arguments, typed by their unit, defaulting to None (the core's default) — never a default
-of Python's own — and the same in the asyncio and the blocking classes. Events, SET
-conditions, VDEL outcomes and lock states carry the vocabulary's names.
+every object (client, lock, election, subscription, pager) under its Python name, with
+exactly the vocabulary's options as keyword arguments, typed by their unit, defaulting to
+None (the core's default) — never a default of Python's own — and the same in the asyncio
+and the blocking classes; every property as a read-only property of both classes; every
+event's fields under their Python names. SET conditions, VDEL outcomes and lock states
+carry the vocabulary's names.
 
-A new option or operation in the core fails here until Python follows; a public method
-Python adds beyond the vocabulary must be listed in PYTHON_EXTRAS (and told to the core)."""
+A new option, operation, property or event field in the core fails here until Python
+follows; a public member Python adds beyond the vocabulary must be listed in PYTHON_EXTRAS
+(an event field in EVENT_EXTRAS), and told to the core."""
 
 from __future__ import annotations
 
@@ -46,31 +49,19 @@ UNIT_TYPES: Dict[str, Any] = {
     "condition": Optional[str],
 }
 
-#: Public members Python has beyond the vocabulary's operations: properties, and methods
-#: that are Python's idiom (connect/from_env for the asyncio constructor).
+#: Public members Python has beyond the vocabulary's operations and properties: Python's
+#: idiom (connect/from_env for the asyncio constructor; a subscription's `closed`, a
+#: pager's `done` — proposed to the core as properties).
 PYTHON_EXTRAS: Dict[str, Set[str]] = {
-    "client": {"connect", "from_env", "client_id", "connected"},
-    "lock": {"set_auto_renew", "key", "holder_id", "fencing_token", "is_held"},
-    "election": {"candidate_id", "is_leader", "fencing_token"},
+    "client": {"connect", "from_env"},
+    "lock": set(),
+    "election": set(),
     "subscription": {"closed"},
     "pager": {"done"},
 }
 
-#: The operations of the objects the vocabulary does not describe yet, as Python has them
-#: (proposed to the core); checked like the vocabulary's until it has the object itself.
-PROPOSED: List[Dict[str, Any]] = [
-    {"owner": "subscription", "name": "next", "options": [
-        {"name": "timeout", "unit": "duration", "default": "no limit"}]},
-    {"owner": "subscription", "name": "try_next", "options": []},
-    {"owner": "subscription", "name": "close", "options": []},
-    {"owner": "pager", "name": "next_page", "options": []},
-]
-for _op in PROPOSED:
-    _op["names"] = {"python": _op["name"]}
-    for _o in _op["options"]:
-        _o["names"] = {"python": _o["name"]}
-DESCRIBED = {op["owner"] for op in VOCABULARY["operations"]}
-OPERATIONS = VOCABULARY["operations"] + [op for op in PROPOSED if op["owner"] not in DESCRIBED]
+OPERATIONS: List[Dict[str, Any]] = VOCABULARY["operations"]
+PROPERTIES: List[Dict[str, Any]] = VOCABULARY["properties"]
 
 #: The vocabulary's events and the Python classes that carry them.
 EVENT_CLASSES: Dict[str, type] = {
@@ -79,6 +70,15 @@ EVENT_CLASSES: Dict[str, type] = {
     "status": mqstate.LockStatus,
     "degraded": mqstate.ConnectionEvent,
     "restored": mqstate.ConnectionEvent,
+}
+
+#: Fields Python's event classes have beyond the vocabulary's: the kind that tells
+#: degraded from restored (one class for both), and the core's resync/drop markers.
+EVENT_EXTRAS: Dict[type, Set[str]] = {
+    mqstate.Change: {"resync", "dropped_before"},
+    mqstate.HolderChange: {"version", "resync"},
+    mqstate.LockStatus: set(),
+    mqstate.ConnectionEvent: {"kind"},
 }
 
 
@@ -105,8 +105,8 @@ def public_members(cls: type) -> Set[str]:
 
 
 def test_every_object_of_the_vocabulary_has_its_python_classes() -> None:
-    owners = {op["owner"] for op in VOCABULARY["operations"]}
-    assert owners <= set(OBJECTS), f"objects Python lacks: {owners - set(OBJECTS)}"
+    owners = {op["owner"] for op in OPERATIONS} | {p["owner"] for p in PROPERTIES}
+    assert owners == set(OBJECTS), f"objects Python lacks: {owners - set(OBJECTS)}; unknown: {set(OBJECTS) - owners}"
 
 
 @pytest.mark.parametrize(
@@ -132,9 +132,22 @@ def test_operation_names_options_units_and_defaults(op: Dict[str, Any]) -> None:
     assert signatures[0] == signatures[1], f"{name}: the asyncio and blocking signatures differ"
 
 
+@pytest.mark.parametrize(
+    "prop", [pytest.param(p, id=f"{p['owner']}.{p['name']}") for p in PROPERTIES]
+)
+def test_properties_are_read_only_properties(prop: Dict[str, Any]) -> None:
+    name = prop["names"]["python"]
+    for cls in OBJECTS[prop["owner"]]:
+        attribute = inspect.getattr_static(cls, name, None)
+        assert isinstance(attribute, property), f"{cls.__name__}.{name} is not a property"
+        assert attribute.fset is None and attribute.fdel is None, f"{cls.__name__}.{name} is writable"
+        assert "return" in typing.get_type_hints(attribute.fget), f"{cls.__name__}.{name} is untyped"
+
+
 @pytest.mark.parametrize("owner", sorted(OBJECTS))
 def test_no_public_member_beyond_the_vocabulary_and_the_listed_extras(owner: str) -> None:
     vocabulary = {op["names"]["python"] for op in operations(owner)}
+    vocabulary |= {p["names"]["python"] for p in PROPERTIES if p["owner"] == owner}
     for cls in OBJECTS[owner]:
         extra = public_members(cls) - vocabulary - PYTHON_EXTRAS[owner]
         assert not extra, f"{cls.__name__} has public members the vocabulary lacks: {sorted(extra)}"
@@ -154,8 +167,15 @@ def test_durations_are_seconds_or_timedelta_under_the_bare_name() -> None:
 def test_events_carry_the_vocabulary_fields(event: str) -> None:
     spec = next(e for e in VOCABULARY["events"] if e["name"] == event)
     cls = EVENT_CLASSES[event]
-    fields = {f.name for f in dataclasses.fields(cls)}
-    assert set(spec["fields"]) <= fields, f"{cls.__name__} lacks {set(spec['fields']) - fields}"
+    fields = [f.name for f in dataclasses.fields(cls)]
+    want = spec["names"]["python"]
+    assert set(want) <= set(fields), f"{cls.__name__} lacks {set(want) - set(fields)}"
+    # A class carrying several events (ConnectionEvent) has the fields of all of them.
+    carried = {f for e in VOCABULARY["events"] if EVENT_CLASSES[e["name"]] is cls for f in e["names"]["python"]}
+    extra = set(fields) - carried - EVENT_EXTRAS[cls]
+    assert not extra, f"{cls.__name__} has fields the vocabulary lacks: {sorted(extra)}"
+    # In the vocabulary's order (the extras may come in between).
+    assert [f for f in fields if f in want] == want, f"{cls.__name__}: {fields}"
 
 
 def test_events_from_the_native_tuples() -> None:

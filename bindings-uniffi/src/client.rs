@@ -2,12 +2,10 @@
 //! one call into the core's binding layer ([`mqstate::bridge::Store`]) and maps the result
 //! or the error; the asynchronous ones are Kotlin `suspend` functions (Swift `async`).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
-use mqstate::SETTINGS;
 use mqstate::bridge::{Settings, Store};
-use mqstate::lock::LockOptions as CoreLockOptions;
+use mqstate::{SETTINGS, VdelOutcome};
 
 use crate::MqstateError;
 use crate::call::settle;
@@ -15,46 +13,28 @@ use crate::locks::{Election, ElectionOptions, Lock, LockOptions};
 use crate::scan::{Pager, ScanOptions};
 use crate::subscription::Subscription;
 use crate::values::{
-    DelOptions, GetOptions, LinkInfo, ObserveOptions, SetOptions, SetResult, Value, VdelOutcome,
-    value, version,
+    DelOptions, GetOptions, LinkInfo, ObserveOptions, SetOptions, SetResult, Value, value, version,
 };
 
-/// A setting name as the core spells it: `clientId` and `client_id` both give `client_id`.
-fn core_name(name: &str) -> String {
-    let mut out = String::with_capacity(name.len() + 4);
-    for c in name.chars() {
-        if c.is_ascii_uppercase() {
-            out.push('_');
-            out.push(c.to_ascii_lowercase());
-        } else {
-            out.push(c);
-        }
-    }
-    out
+/// One setting by name (`clientId` or `client_id`, as in [`settings_table`]) with its text
+/// value: `Client.connect` takes a list of them, applied in order.
+#[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
+pub struct Setting {
+    /// The setting's name, snake_case or camelCase.
+    pub name: String,
+    /// Its value as text (durations: seconds, or with a unit: `"250ms"`, `"1.5s"`, `"2m"`).
+    pub value: String,
 }
 
-/// Settings from a URL or the environment, then `settings` by name, in the order of the
-/// core's table (whatever order the map iterates in); unknown names fail first.
+/// Settings from a URL or the environment, then `named` on top, in order (the core's
+/// [`Settings::from_pairs`]).
 fn settings(
     url: Option<String>,
     from_env: bool,
-    named: HashMap<String, String>,
+    named: Vec<Setting>,
 ) -> Result<Settings, MqstateError> {
-    let mut s = match (url, from_env) {
-        (_, true) => Settings::from_env()?,
-        (Some(url), false) => Settings::from_url(&url)?,
-        (None, false) => Settings::new(),
-    };
-    let rank = |name: &str| SETTINGS.iter().position(|row| row.name == name);
-    let mut pairs: Vec<(String, String)> = named
-        .into_iter()
-        .map(|(name, value)| (core_name(&name), value))
-        .collect();
-    pairs.sort_by_key(|(name, _)| rank(name).map_or(0, |i| i + 1));
-    for (name, value) in pairs {
-        s.set(&name, &value)?;
-    }
-    Ok(s)
+    let pairs = named.into_iter().map(|s| (s.name, s.value));
+    Ok(Settings::from_pairs(url.as_deref(), from_env, pairs)?)
 }
 
 /// One row of the core's settings table.
@@ -87,11 +67,31 @@ pub fn settings_table() -> Vec<SettingInfo> {
 
 /// Checks settings without connecting: the error `connect` would give for them, if any.
 #[uniffi::export(default(url = None, settings))]
-pub fn check_settings(
-    url: Option<String>,
-    settings: HashMap<String, String>,
-) -> Result<(), MqstateError> {
+pub fn check_settings(url: Option<String>, settings: Vec<Setting>) -> Result<(), MqstateError> {
     self::settings(url, false, settings).map(|_| ())
+}
+
+/// Connects to `url` (`mqtt://host:port`, `mqtts://…`; default `localhost:1883`) with
+/// `settings` by name on top (`clientId`, `requestTimeout`, … as in `settingsTable()`).
+/// (A function rather than a constructor of [`Client`]: uniffi's Kotlin renames miss the
+/// return types of constructors, and Kotlin's idiomatic `Client` wraps this one.)
+#[uniffi::export(default(url = None, settings))]
+pub async fn connect(
+    url: Option<String>,
+    settings: Vec<Setting>,
+) -> Result<Arc<Client>, MqstateError> {
+    let s = self::settings(url, false, settings)?;
+    let store = settle(Store::connect(s)).await?;
+    Ok(Arc::new(Client { store }))
+}
+
+/// Connects with the Azure IoT Operations environment variables (`AIO_BROKER_HOSTNAME` …),
+/// `settings` by name on top.
+#[uniffi::export(default(settings))]
+pub async fn connect_from_env(settings: Vec<Setting>) -> Result<Arc<Client>, MqstateError> {
+    let s = self::settings(None, true, settings)?;
+    let store = settle(Store::connect(s)).await?;
+    Ok(Arc::new(Client { store }))
 }
 
 /// A connection to the state store. Closing it (`closeAndWait()` in Kotlin, `close()` in
@@ -112,27 +112,6 @@ impl Drop for Client {
 
 #[uniffi::export]
 impl Client {
-    /// Connects to `url` (`mqtt://host:port`, `mqtts://…`; default `localhost:1883`) with
-    /// `settings` by name on top (`clientId`, `requestTimeout`, … as in `settingsTable()`).
-    #[uniffi::constructor(default(url = None, settings))]
-    pub async fn connect(
-        url: Option<String>,
-        settings: HashMap<String, String>,
-    ) -> Result<Arc<Client>, MqstateError> {
-        let s = self::settings(url, false, settings)?;
-        let store = settle(Store::connect(s)).await?;
-        Ok(Arc::new(Client { store }))
-    }
-
-    /// Connects with the Azure IoT Operations environment variables (`AIO_BROKER_HOSTNAME`
-    /// …), `settings` by name on top.
-    #[uniffi::constructor(default(settings))]
-    pub async fn from_env(settings: HashMap<String, String>) -> Result<Arc<Client>, MqstateError> {
-        let s = self::settings(None, true, settings)?;
-        let store = settle(Store::connect(s)).await?;
-        Ok(Arc::new(Client { store }))
-    }
-
     /// The MQTT client id.
     pub fn client_id(&self) -> String {
         self.store.client_id().to_owned()
@@ -170,7 +149,9 @@ impl Client {
         key: Vec<u8>,
         options: GetOptions,
     ) -> Result<Option<Value>, MqstateError> {
-        Ok(value(settle(self.store.get(key, options.to_core())).await?))
+        Ok(value(
+            settle(self.store.get(key, options.to_core()?)).await?,
+        ))
     }
 
     /// Deletes the key: the number of keys deleted (0 or 1).
@@ -187,9 +168,7 @@ impl Client {
         value: Vec<u8>,
         options: DelOptions,
     ) -> Result<VdelOutcome, MqstateError> {
-        Ok(settle(self.store.vdel(key, value, options.to_core()?))
-            .await?
-            .into())
+        settle(self.store.vdel(key, value, options.to_core()?)).await
     }
 
     /// Observes the key: a subscription of its changes, registered when this returns.
@@ -199,7 +178,7 @@ impl Client {
         key: Vec<u8>,
         options: ObserveOptions,
     ) -> Result<Arc<Subscription>, MqstateError> {
-        let sub = settle(self.store.observe(key, options.to_core())).await?;
+        let sub = settle(self.store.observe(key, options.to_core()?)).await?;
         Ok(Subscription::new(sub))
     }
 
@@ -208,20 +187,13 @@ impl Client {
     /// `nextPage()`. An empty pattern fails with `invalid_argument`.
     #[uniffi::method(default(options))]
     pub fn scan(&self, pattern: Vec<u8>, options: ScanOptions) -> Result<Arc<Pager>, MqstateError> {
-        Ok(Pager::new(self.store.scan(pattern, options.to_core())?))
+        Ok(Pager::new(self.store.scan(pattern, options.to_core()?)?))
     }
 
     /// A leased lock on `key`.
     #[uniffi::method(default(options))]
     pub fn lock(&self, key: Vec<u8>, options: LockOptions) -> Result<Arc<Lock>, MqstateError> {
-        let core = CoreLockOptions {
-            holder: options.holder,
-            session_id: options.session_id,
-            auto_renew: options.auto_renew,
-            lease: None,
-        };
-        let handle = self.store.lock(key, core)?;
-        Ok(Lock::new(handle, options.lease))
+        Ok(Lock::new(self.store.lock(key, options.to_core()?)?))
     }
 
     /// Candidate `candidate` in the election `name`.
@@ -232,14 +204,8 @@ impl Client {
         candidate: String,
         options: ElectionOptions,
     ) -> Result<Arc<Election>, MqstateError> {
-        let core = CoreLockOptions {
-            holder: None,
-            session_id: options.session_id,
-            auto_renew: options.renew_every,
-            lease: None,
-        };
-        let handle = self.store.election(name, candidate, core)?;
-        Ok(Election::new(handle, options.term))
+        let handle = self.store.election(name, candidate, options.to_core()?)?;
+        Ok(Election::new(handle))
     }
 
     /// Closes the connection (for every lock and subscription made from it) and waits until
@@ -253,21 +219,18 @@ impl Client {
 mod tests {
     use super::*;
 
-    #[test]
-    fn names_in_either_case() {
-        assert_eq!(core_name("clientId"), "client_id");
-        assert_eq!(core_name("request_timeout"), "request_timeout");
-        assert_eq!(core_name("reconnectMaxDelay"), "reconnect_max_delay");
+    fn named(pairs: &[(&str, &str)]) -> Vec<Setting> {
+        pairs
+            .iter()
+            .map(|(name, value)| Setting {
+                name: name.to_string(),
+                value: value.to_string(),
+            })
+            .collect()
     }
 
     #[test]
     fn settings_are_checked_by_the_core() {
-        let named = |pairs: &[(&str, &str)]| {
-            pairs
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect::<HashMap<_, _>>()
-        };
         assert!(check_settings(None, named(&[("keepAlive", "30"), ("clean_start", "1")])).is_ok());
         let e = check_settings(None, named(&[("keepAlive", "soon")])).unwrap_err();
         assert_eq!(e.code(), "invalid_argument");

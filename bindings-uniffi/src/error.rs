@@ -5,7 +5,6 @@
 //! been applied. Programs branch on `code` (or on the variant), never on the text.
 
 use std::fmt;
-use std::sync::Arc;
 
 use mqstate::{ERROR_TABLE, Error, ErrorKind};
 
@@ -258,26 +257,6 @@ impl From<Error> for MqstateError {
     }
 }
 
-/// What a foreign callback raised, as the core's `callback` error (the foreign layer keeps
-/// the original exception itself and re-raises it).
-impl From<MqstateError> for Error {
-    fn from(e: MqstateError) -> Error {
-        let detail = e.detail().to_owned();
-        Error::callback(detail, Arc::new(e))
-    }
-}
-
-/// A foreign callback that failed with something other than an `MqstateError`.
-impl From<uniffi::UnexpectedUniFFICallbackError> for MqstateError {
-    fn from(e: uniffi::UnexpectedUniFFICallbackError) -> MqstateError {
-        MqstateError::Callback {
-            code: ErrorKind::Callback.code().to_owned(),
-            detail: e.reason,
-            may_have_applied: false,
-        }
-    }
-}
-
 /// One row of the core's error table.
 #[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
 pub struct ErrorInfo {
@@ -325,18 +304,6 @@ mod tests {
             MqstateError::from(Error::new(ErrorKind::Tls, "x")),
             MqstateError::Connect { .. }
         ));
-    }
-
-    #[test]
-    fn a_callback_error_comes_back_as_callback() {
-        let raised = MqstateError::Callback {
-            code: "callback".into(),
-            detail: "boom".into(),
-            may_have_applied: false,
-        };
-        let core = Error::from(raised);
-        assert_eq!(core.kind(), ErrorKind::Callback);
-        assert_eq!(MqstateError::from(core).detail(), "boom");
     }
 
     #[test]

@@ -7,15 +7,23 @@
 //! `async`); they need no runtime of the caller's, as every bridge call runs on the runtime
 //! the core owns and is awaited as a plain future by uniffi's own executor.
 //!
-//! - [`Client`]: `connect` (URL, settings by name) / `fromEnv`, `set`, `get`, `delete`,
-//!   `vdel`, `observe`, `scan`, `lock`, `election`, `close`;
+//! - [`connect`] (URL, settings by name) / [`connect_from_env`]: a [`Client`]: `set`, `get`,
+//!   `delete`, `vdel`, `observe`, `scan`, `lock`, `election`, `close`;
 //! - [`Subscription`]: a suspending `next()`, or an [`EventListener`] callback;
 //! - [`Pager`]: a SCAN, one suspending `nextPage()` per page, the token kept inside;
 //! - [`Lock`] / [`Election`]: `tryAcquire`, `acquire`, `renew`, `release`, `holder`,
 //!   `fencingToken`, `edit` (an [`EditFunction`] callback); `campaign`, `tryCampaign`,
 //!   `resign`, `leader`, `isLeader`;
-//! - [`MqstateError`]: the one error (Kotlin `MqstateException`), carrying the stable `code`
-//!   of the core's error table.
+//! - [`MqstateError`]: the one error, carrying the stable `code` of the core's error table
+//!   (Kotlin: the raw `NativeException`, which the idiomatic layer turns into the class of
+//!   the code: `kotlin/src/main/kotlin/mqstate/Errors.kt`, generated from the table by
+//!   `kotlin_errors`);
+//! - [`Seconds`]: every duration (Kotlin `kotlin.time.Duration`, Swift `TimeInterval`).
+//!
+//! In Kotlin these are the raw layer (renamed in `uniffi.toml`: `NativeClient`,
+//! `NativeLock`, …, `NativeException`) under a small idiomatic one written in Kotlin
+//! (`kotlin/src/main/kotlin/mqstate/`), which owns the names `Client`, `Lock`, … and throws
+//! the error class of each code.
 //!
 //! Cancelling the coroutine of a call cancels the call in the core: every awaited bridge
 //! call is wrapped in a guard that cancels it when uniffi drops the future.
@@ -29,19 +37,23 @@
 mod call;
 mod client;
 mod error;
+#[cfg(test)]
+mod kotlin_errors;
 mod locks;
 mod scan;
 mod subscription;
 mod values;
 
-pub use client::{Client, SettingInfo, check_settings, settings_table};
+pub use client::{
+    Client, Setting, SettingInfo, check_settings, connect, connect_from_env, settings_table,
+};
 pub use error::{ErrorInfo, MqstateError, error_table};
-pub use locks::{EditFunction, Election, ElectionOptions, Lock, LockOptions};
+pub use locks::{DecideError, EditFunction, Election, ElectionOptions, Lock, LockOptions};
 pub use scan::{Pager, ScanOptions};
 pub use subscription::{EventListener, Subscription};
 pub use values::{
     ChangeKind, DelOptions, Edit, EditResult, Event, GetOptions, Hlc, LinkInfo, LockStatus,
-    ObserveOptions, SetCondition, SetOptions, SetResult, Value, VdelOutcome, parse_hlc,
+    ObserveOptions, Seconds, SetCondition, SetOptions, SetResult, Value, parse_hlc,
 };
 
 uniffi::setup_scaffolding!("mqstate");

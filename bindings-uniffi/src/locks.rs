@@ -4,27 +4,23 @@
 //! never taken for nobody).
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use mqstate::bridge::{Decide, ElectionHandle, LockHandle};
-use mqstate::{Error, ErrorKind};
+use mqstate::Error;
+use mqstate::bridge::{ElectionHandle, LockHandle, blocking_decide};
+use mqstate::lock::LockOptions as CoreLockOptions;
 
 use crate::MqstateError;
 use crate::call::settle;
 use crate::subscription::Subscription;
-use crate::values::{Edit, EditResult, Hlc, LockStatus, Value, value, version};
-
-/// The lease (the term) when neither the options nor the call give one.
-const DEFAULT_LEASE: Duration = Duration::from_secs(10);
-/// How long an edit may take when the call does not say.
-const DEFAULT_EDIT_TIMEOUT: Duration = Duration::from_secs(10);
+use crate::values::{Edit, EditResult, Hlc, LockStatus, Seconds, Value, duration, value, version};
 
 /// How a lock is set up (`client.lock(key, LockOptions(lease = …))`).
-#[derive(Clone, Debug, Default, PartialEq, Eq, uniffi::Record)]
+#[derive(Clone, Debug, Default, PartialEq, uniffi::Record)]
 pub struct LockOptions {
-    /// The lease of `acquire` / `tryAcquire` when the call gives none (default 10 s).
+    /// The lease of `acquire` / `tryAcquire` / `edit` when the call gives none (default: the
+    /// core's default lease, 10 s).
     #[uniffi(default = None)]
-    pub lease: Option<Duration>,
+    pub lease: Option<Seconds>,
     /// The holder id written as the lock's value; default the client id.
     #[uniffi(default = None)]
     pub holder: Option<String>,
@@ -33,21 +29,44 @@ pub struct LockOptions {
     pub session_id: Option<String>,
     /// Renew the lease automatically this often after each successful acquire.
     #[uniffi(default = None)]
-    pub auto_renew: Option<Duration>,
+    pub auto_renew: Option<Seconds>,
+}
+
+impl LockOptions {
+    pub(crate) fn to_core(&self) -> Result<CoreLockOptions, MqstateError> {
+        Ok(CoreLockOptions {
+            holder: self.holder.clone(),
+            session_id: self.session_id.clone(),
+            auto_renew: duration("auto_renew", self.auto_renew)?,
+            lease: duration("lease", self.lease)?,
+        })
+    }
 }
 
 /// How a candidate is set up (`client.election(name, candidate, ElectionOptions(term = …))`).
-#[derive(Clone, Debug, Default, PartialEq, Eq, uniffi::Record)]
+#[derive(Clone, Debug, Default, PartialEq, uniffi::Record)]
 pub struct ElectionOptions {
-    /// The term of `campaign` / `tryCampaign` when the call gives none (default 10 s).
+    /// The term of `campaign` / `tryCampaign` when the call gives none (default: the core's
+    /// default lease, 10 s).
     #[uniffi(default = None)]
-    pub term: Option<Duration>,
+    pub term: Option<Seconds>,
     /// A session id: the holder id becomes `candidate:session`.
     #[uniffi(default = None)]
     pub session_id: Option<String>,
     /// How often the leader renews its term (default: a third of the term).
     #[uniffi(default = None)]
-    pub renew_every: Option<Duration>,
+    pub renew_every: Option<Seconds>,
+}
+
+impl ElectionOptions {
+    pub(crate) fn to_core(&self) -> Result<CoreLockOptions, MqstateError> {
+        Ok(CoreLockOptions {
+            holder: None,
+            session_id: self.session_id.clone(),
+            auto_renew: duration("renew_every", self.renew_every)?,
+            lease: duration("term", self.term)?,
+        })
+    }
 }
 
 /// A fenced edit's decision, implemented by the caller (the Kotlin layer's `edit { }`
@@ -56,22 +75,53 @@ pub struct ElectionOptions {
 pub trait EditFunction: Send + Sync {
     /// From the value read under the lock (none: missing) to what to write. An error ends
     /// the edit with the `callback` error.
-    fn decide(&self, current: Option<Value>) -> Result<Edit, MqstateError>;
+    fn decide(&self, current: Option<Value>) -> Result<Edit, DecideError>;
+}
+
+/// Why an [`EditFunction`] gave no decision (Kotlin `DecideException`, Swift `DecideError`):
+/// what it raised, as text. The edit then ends with the core's `callback` error; the Kotlin
+/// layer keeps the exception itself and rethrows it from `edit`.
+#[derive(Clone, Debug, PartialEq, Eq, uniffi::Error)]
+pub enum DecideError {
+    /// The function failed.
+    Failed {
+        /// What it raised, for people.
+        reason: String,
+    },
+}
+
+impl std::fmt::Display for DecideError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let DecideError::Failed { reason } = self;
+        f.write_str(reason)
+    }
+}
+
+impl std::error::Error for DecideError {}
+
+/// The core's `callback` error, carrying what the function raised.
+impl From<DecideError> for Error {
+    fn from(e: DecideError) -> Error {
+        Error::callback(e.to_string(), Arc::new(e))
+    }
+}
+
+/// A callback that failed with something else than a `DecideError`.
+impl From<uniffi::UnexpectedUniFFICallbackError> for DecideError {
+    fn from(e: uniffi::UnexpectedUniFFICallbackError) -> DecideError {
+        DecideError::Failed { reason: e.reason }
+    }
 }
 
 /// A leased lock on one key.
 #[derive(uniffi::Object)]
 pub struct Lock {
     lock: LockHandle,
-    lease: Duration,
 }
 
 impl Lock {
-    pub(crate) fn new(lock: LockHandle, lease: Option<Duration>) -> Arc<Lock> {
-        Arc::new(Lock {
-            lock,
-            lease: lease.unwrap_or(DEFAULT_LEASE),
-        })
+    pub(crate) fn new(lock: LockHandle) -> Arc<Lock> {
+        Arc::new(Lock { lock })
     }
 }
 
@@ -89,8 +139,8 @@ impl Lock {
 
     /// Tries once: the fencing token, or none when someone else holds it.
     #[uniffi::method(default(lease = None))]
-    pub async fn try_acquire(&self, lease: Option<Duration>) -> Result<Option<Hlc>, MqstateError> {
-        let call = self.lock.try_acquire(Some(lease.unwrap_or(self.lease)));
+    pub async fn try_acquire(&self, lease: Option<Seconds>) -> Result<Option<Hlc>, MqstateError> {
+        let call = self.lock.try_acquire(duration("lease", lease)?);
         Ok(version(settle(call).await?))
     }
 
@@ -99,12 +149,12 @@ impl Lock {
     #[uniffi::method(default(lease = None, timeout = None))]
     pub async fn acquire(
         &self,
-        lease: Option<Duration>,
-        timeout: Option<Duration>,
+        lease: Option<Seconds>,
+        timeout: Option<Seconds>,
     ) -> Result<Hlc, MqstateError> {
         let call = self
             .lock
-            .acquire(Some(lease.unwrap_or(self.lease)), timeout);
+            .acquire(duration("lease", lease)?, duration("timeout", timeout)?);
         Ok(settle(call).await?.into())
     }
 
@@ -139,8 +189,8 @@ impl Lock {
     }
 
     /// Renew automatically this often from the next acquire on (none: never).
-    pub fn set_auto_renew(&self, period: Option<Duration>) -> Result<(), MqstateError> {
-        Ok(self.lock.set_auto_renew(period)?)
+    pub fn set_auto_renew(&self, period: Option<Seconds>) -> Result<(), MqstateError> {
+        Ok(self.lock.set_auto_renew(duration("auto_renew", period)?)?)
     }
 
     /// `Event.Status` events: the current status, then each change.
@@ -155,34 +205,24 @@ impl Lock {
 
     /// Edits `key` under this lock: acquires it, reads the key, asks `decide`, writes its
     /// answer fenced, releases; retried while a newer holder wrote meanwhile, up to
-    /// `timeout` (default 10 s).
+    /// `timeout` (default: the core's edit timeout, 10 s). `decide` runs on a blocking
+    /// thread of the library, once per attempt.
     #[uniffi::method(default(lease = None, timeout = None))]
     pub async fn edit(
         &self,
         key: Vec<u8>,
         decide: Box<dyn EditFunction>,
-        lease: Option<Duration>,
-        timeout: Option<Duration>,
+        lease: Option<Seconds>,
+        timeout: Option<Seconds>,
     ) -> Result<EditResult, MqstateError> {
-        let decide: Arc<dyn EditFunction> = Arc::from(decide);
-        let decide: Decide = Arc::new(move |previous| {
-            let decide = Arc::clone(&decide);
-            Box::pin(async move {
-                // A foreign call may block: not on a runtime worker.
-                tokio::task::spawn_blocking(move || {
-                    decide.decide(value(previous)).map_err(Error::from)
-                })
-                .await
-                .unwrap_or_else(|e| Err(Error::new(ErrorKind::Callback, e.to_string())))
+        let decide = blocking_decide(move |previous| {
+            decide
+                .decide(value(previous))
                 .map(Into::into)
-            })
+                .map_err(Error::from)
         });
-        let call = self.lock.edit(
-            key,
-            Some(lease.unwrap_or(self.lease)),
-            Some(timeout.unwrap_or(DEFAULT_EDIT_TIMEOUT)),
-            decide,
-        );
+        let (lease, timeout) = (duration("lease", lease)?, duration("timeout", timeout)?);
+        let call = self.lock.edit(key, lease, timeout, decide);
         Ok(settle(call).await?.into())
     }
 }
@@ -191,15 +231,11 @@ impl Lock {
 #[derive(uniffi::Object)]
 pub struct Election {
     election: ElectionHandle,
-    term: Duration,
 }
 
 impl Election {
-    pub(crate) fn new(election: ElectionHandle, term: Option<Duration>) -> Arc<Election> {
-        Arc::new(Election {
-            election,
-            term: term.unwrap_or(DEFAULT_LEASE),
-        })
+    pub(crate) fn new(election: ElectionHandle) -> Arc<Election> {
+        Arc::new(Election { election })
     }
 }
 
@@ -215,19 +251,19 @@ impl Election {
     #[uniffi::method(default(term = None, timeout = None))]
     pub async fn campaign(
         &self,
-        term: Option<Duration>,
-        timeout: Option<Duration>,
+        term: Option<Seconds>,
+        timeout: Option<Seconds>,
     ) -> Result<Hlc, MqstateError> {
         let call = self
             .election
-            .campaign(Some(term.unwrap_or(self.term)), timeout);
+            .campaign(duration("term", term)?, duration("timeout", timeout)?);
         Ok(settle(call).await?.into())
     }
 
     /// Becomes leader if nobody is; `true` when leader now.
     #[uniffi::method(default(term = None))]
-    pub async fn try_campaign(&self, term: Option<Duration>) -> Result<bool, MqstateError> {
-        settle(self.election.try_campaign(Some(term.unwrap_or(self.term)))).await
+    pub async fn try_campaign(&self, term: Option<Seconds>) -> Result<bool, MqstateError> {
+        settle(self.election.try_campaign(duration("term", term)?)).await
     }
 
     /// Steps down; `true` when this candidate led.
@@ -260,5 +296,19 @@ impl Election {
     /// `Event.Status` events of this candidate's own leadership.
     pub fn watch_status(&self) -> Arc<Subscription> {
         Subscription::new(self.election.watch_status())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_decision_is_the_callback_error() {
+        let core = Error::from(DecideError::Failed {
+            reason: "boom".into(),
+        });
+        assert_eq!(core.kind(), mqstate::ErrorKind::Callback);
+        assert_eq!(MqstateError::from(core).detail(), "boom");
     }
 }

@@ -2,27 +2,27 @@
 //! suspending `nextPage()`, the continuation token kept inside the core.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use mqstate::ScanOptions as CoreScan;
 use mqstate::bridge::Pager as CorePager;
 
 use crate::MqstateError;
 use crate::call::settle;
+use crate::values::{Seconds, duration};
 
 /// Options of a `scan`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, uniffi::Record)]
+#[derive(Clone, Debug, Default, PartialEq, uniffi::Record)]
 pub struct ScanOptions {
     /// The time each page may take instead of the client's request timeout.
     #[uniffi(default = None)]
-    pub timeout: Option<Duration>,
+    pub timeout: Option<Seconds>,
 }
 
 impl ScanOptions {
-    pub(crate) fn to_core(&self) -> CoreScan {
-        CoreScan {
-            timeout: self.timeout,
-        }
+    pub(crate) fn to_core(&self) -> Result<CoreScan, MqstateError> {
+        Ok(CoreScan {
+            timeout: duration("timeout", self.timeout)?,
+        })
     }
 }
 

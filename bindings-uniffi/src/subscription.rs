@@ -7,7 +7,8 @@ use std::sync::Arc;
 use mqstate::bridge::{Event as CoreEvent, EventSink, Subscription as CoreSubscription};
 
 use crate::MqstateError;
-use crate::values::Event;
+use crate::call::settle;
+use crate::values::{Event, Seconds, duration};
 
 /// Receives a subscription's events (see [`Subscription::listen`]).
 #[uniffi::export(callback_interface)]
@@ -35,10 +36,10 @@ impl Drop for Listener {
     }
 }
 
-/// A stream of [`Event`]s. It ends when stopped (`stop()` in Kotlin, `close()` in Swift),
-/// when its last reference is dropped (Kotlin's `close()` / `use {}` with no `next()`
-/// pending), or when its client closes. Ending a key's subscription sends `KEYNOTIFY … STOP`
-/// at once.
+/// A stream of [`Event`]s. It ends when closed (`close()` in Swift; `stop()` of this raw
+/// layer in Kotlin, which the idiomatic `Subscription.close()` calls before freeing it), when
+/// its last reference is dropped, or when its client closes. Ending a key's subscription
+/// sends `KEYNOTIFY … STOP` at once.
 #[derive(uniffi::Object)]
 pub struct Subscription {
     sub: CoreSubscription,
@@ -52,10 +53,13 @@ impl Subscription {
 
 #[uniffi::export]
 impl Subscription {
-    /// The next event; none once the subscription has ended and is drained. Cancelling the
-    /// coroutine that waits loses no event, so `withTimeoutOrNull { sub.next() }` is safe.
-    pub async fn next(&self) -> Option<Event> {
-        self.sub.next().await.map(Event::from)
+    /// The next event; none once the subscription has ended and is drained. With a
+    /// `timeout`, the `timeout` error when none came in time. Neither the timeout nor
+    /// cancelling the coroutine that waits loses an event.
+    #[uniffi::method(default(timeout = None))]
+    pub async fn next(&self, timeout: Option<Seconds>) -> Result<Option<Event>, MqstateError> {
+        let call = self.sub.next_within(duration("timeout", timeout)?);
+        Ok(settle(call).await?.map(Event::from))
     }
 
     /// The next event if one is buffered now, else none.

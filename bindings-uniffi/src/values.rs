@@ -1,21 +1,53 @@
-//! The plain values the bindings exchange: clock values, results, per-call options (records
-//! whose every field has a default, so Kotlin callers write `SetOptions(expiry = …)`),
-//! events, and their conversions from and to the core's types. No behaviour lives here.
+//! The plain values the bindings exchange: clock values, durations, results, per-call
+//! options (records whose every field has a default, so Kotlin callers write
+//! `SetOptions(expiry = 1.minutes)`), events, and their conversions from and to the core's
+//! types. No behaviour lives here: durations, conditions and outcomes are converted by the
+//! core's own functions.
 
 use std::cmp::Ordering;
 use std::fmt;
 use std::time::Duration;
 
 use bytes::Bytes;
-use mqstate::bridge::{Event as CoreEvent, LockState};
+use mqstate::bridge::{Event as CoreEvent, LockState, secs_to_duration};
 use mqstate::codec::{KeyEvent, SetCondition as CoreCondition};
 use mqstate::lock::{Edit as CoreEdit, EditOutcome};
+use mqstate::vocabulary::{Language, Unit, option_name};
 use mqstate::{
     DelOptions as CoreDel, GetOptions as CoreGet, ObserveOptions as CoreObserve,
-    SetOptions as CoreSet, Versioned,
+    SetOptions as CoreSet, VdelOutcome, Versioned,
 };
 
 use crate::MqstateError;
+
+/// A duration as it crosses the FFI: seconds, as a float. Kotlin sees a
+/// `kotlin.time.Duration` and Swift a `TimeInterval` (the custom types of `uniffi.toml`);
+/// every duration the caller gives is converted by the core ([`secs_to_duration`]), which
+/// refuses a negative, NaN or infinite one naming the option.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Seconds(pub f64);
+
+uniffi::custom_newtype!(Seconds, f64);
+
+impl From<Duration> for Seconds {
+    fn from(d: Duration) -> Seconds {
+        Seconds(d.as_secs_f64())
+    }
+}
+
+/// The option `name` (canonical snake_case, as in the core's vocabulary) as a duration; an
+/// error names the option as Kotlin and Swift spell it.
+pub(crate) fn duration(
+    name: &str,
+    value: Option<Seconds>,
+) -> Result<Option<Duration>, MqstateError> {
+    value
+        .map(|Seconds(secs)| {
+            secs_to_duration(&option_name(Language::Kotlin, name, Unit::Duration), secs)
+        })
+        .transpose()
+        .map_err(MqstateError::from)
+}
 
 /// A hybrid logical clock value: a version, or a fencing token. Its text form (`toString()`)
 /// is the canonical `{wall_ms}:{counter}:{node_id}`.
@@ -130,24 +162,31 @@ pub struct SetResult {
     pub version: Option<Hlc>,
 }
 
-/// The condition of a `set`.
+/// The condition of a `set`. Each variant's name is the spelling the core parses
+/// ([`CoreCondition::parse`], any case): the names are not repeated here.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, uniffi::Enum)]
 pub enum SetCondition {
-    /// `NX`: only if the key does not exist.
+    /// Only if the key does not exist.
     Nx,
-    /// `NEX`: only if the key does not exist or holds the same value.
+    /// Only if the key does not exist or holds the same value.
     Nex,
 }
 
+impl SetCondition {
+    fn to_core(self) -> Result<CoreCondition, MqstateError> {
+        Ok(CoreCondition::parse(Some(&format!("{self:?}")))?)
+    }
+}
+
 /// Options of a `set`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, uniffi::Record)]
+#[derive(Clone, Debug, Default, PartialEq, uniffi::Record)]
 pub struct SetOptions {
     /// `NX` / `NEX`; none: always.
     #[uniffi(default = None)]
     pub condition: Option<SetCondition>,
-    /// The key expires this long after the set.
+    /// The key expires this long after the set (at least 1 ms).
     #[uniffi(default = None)]
-    pub expiry: Option<Duration>,
+    pub expiry: Option<Seconds>,
     /// Write fenced with this token (a lock's `fencingToken()`).
     #[uniffi(default = None)]
     pub fencing_token: Option<Hlc>,
@@ -156,7 +195,7 @@ pub struct SetOptions {
     pub persist: bool,
     /// This call's timeout instead of the client's `request_timeout`.
     #[uniffi(default = None)]
-    pub timeout: Option<Duration>,
+    pub timeout: Option<Seconds>,
 }
 
 impl SetOptions {
@@ -164,71 +203,71 @@ impl SetOptions {
         Ok(CoreSet {
             condition: match self.condition {
                 None => CoreCondition::Always,
-                Some(SetCondition::Nx) => CoreCondition::NotExists,
-                Some(SetCondition::Nex) => CoreCondition::NotExistsOrEqual,
+                Some(c) => c.to_core()?,
             },
-            expiry: self.expiry,
+            expiry: duration("expiry", self.expiry)?,
             fencing_token: token(self.fencing_token.clone())?,
             persist: self.persist,
-            timeout: self.timeout,
+            timeout: duration("timeout", self.timeout)?,
         })
     }
 }
 
 /// Options of a `get`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, uniffi::Record)]
+#[derive(Clone, Debug, Default, PartialEq, uniffi::Record)]
 pub struct GetOptions {
     /// This call's timeout instead of the client's.
     #[uniffi(default = None)]
-    pub timeout: Option<Duration>,
+    pub timeout: Option<Seconds>,
 }
 
 impl GetOptions {
-    pub(crate) fn to_core(&self) -> CoreGet {
-        CoreGet {
-            timeout: self.timeout,
-        }
+    pub(crate) fn to_core(&self) -> Result<CoreGet, MqstateError> {
+        Ok(CoreGet {
+            timeout: duration("timeout", self.timeout)?,
+        })
     }
 }
 
 /// Options of a `delete` or `vdel`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, uniffi::Record)]
+#[derive(Clone, Debug, Default, PartialEq, uniffi::Record)]
 pub struct DelOptions {
     /// Delete fenced with this token.
     #[uniffi(default = None)]
     pub fencing_token: Option<Hlc>,
     /// This call's timeout instead of the client's.
     #[uniffi(default = None)]
-    pub timeout: Option<Duration>,
+    pub timeout: Option<Seconds>,
 }
 
 impl DelOptions {
     pub(crate) fn to_core(&self) -> Result<CoreDel, MqstateError> {
         Ok(CoreDel {
             fencing_token: token(self.fencing_token.clone())?,
-            timeout: self.timeout,
+            timeout: duration("timeout", self.timeout)?,
         })
     }
 }
 
 /// Options of an `observe`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, uniffi::Record)]
+#[derive(Clone, Debug, Default, PartialEq, uniffi::Record)]
 pub struct ObserveOptions {
     /// The time the registration may take instead of the client's request timeout.
     #[uniffi(default = None)]
-    pub timeout: Option<Duration>,
+    pub timeout: Option<Seconds>,
 }
 
 impl ObserveOptions {
-    pub(crate) fn to_core(&self) -> CoreObserve {
-        CoreObserve {
-            timeout: self.timeout,
-        }
+    pub(crate) fn to_core(&self) -> Result<CoreObserve, MqstateError> {
+        Ok(CoreObserve {
+            timeout: duration("timeout", self.timeout)?,
+        })
     }
 }
 
-/// The outcome of a `vdel`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, uniffi::Enum)]
+/// The outcome of a `vdel`: the core's own enum (its names are
+/// [`VdelOutcome::name`](mqstate::VdelOutcome::name) in every language).
+#[uniffi::remote(Enum)]
 pub enum VdelOutcome {
     /// The key held the value and was deleted.
     Deleted,
@@ -236,16 +275,6 @@ pub enum VdelOutcome {
     NotFound,
     /// The key holds another value; nothing was deleted.
     ValueMismatch,
-}
-
-impl From<mqstate::VdelOutcome> for VdelOutcome {
-    fn from(o: mqstate::VdelOutcome) -> VdelOutcome {
-        match o {
-            mqstate::VdelOutcome::Deleted => VdelOutcome::Deleted,
-            mqstate::VdelOutcome::NotFound => VdelOutcome::NotFound,
-            mqstate::VdelOutcome::ValueMismatch => VdelOutcome::ValueMismatch,
-        }
-    }
 }
 
 /// The connection's history.
@@ -282,16 +311,16 @@ pub enum ChangeKind {
 }
 
 /// A lock's (a candidate's) own status.
-#[derive(Clone, Debug, PartialEq, Eq, uniffi::Enum)]
+#[derive(Clone, Debug, PartialEq, uniffi::Enum)]
 pub enum LockStatus {
     /// Not acquired, or released.
     NotHeld,
     /// Held with this fencing token for this lease (or term).
     Held {
         /// The fencing token.
-        token: Hlc,
+        fencing_token: Hlc,
         /// The lease.
-        lease: Duration,
+        lease: Seconds,
     },
     /// Was held and is no longer: `expired`, `taken_over` or `renewal_failed`.
     Lost {
@@ -305,8 +334,8 @@ impl From<LockState> for LockStatus {
         match s {
             LockState::NotHeld => LockStatus::NotHeld,
             LockState::Held { token, lease } => LockStatus::Held {
-                token: token.into(),
-                lease,
+                fencing_token: token.into(),
+                lease: lease.into(),
             },
             LockState::Lost { reason, .. } => LockStatus::Lost {
                 reason: reason.to_owned(),
@@ -316,7 +345,7 @@ impl From<LockState> for LockStatus {
 }
 
 /// One event of a subscription.
-#[derive(Clone, Debug, PartialEq, Eq, uniffi::Enum)]
+#[derive(Clone, Debug, PartialEq, uniffi::Enum)]
 pub enum Event {
     /// An observed key changed.
     Change {
@@ -468,11 +497,20 @@ mod tests {
     fn options_convert() {
         let o = SetOptions {
             condition: Some(SetCondition::Nex),
+            expiry: Some(Seconds(1.5)),
             ..SetOptions::default()
         };
+        let core = o.to_core().unwrap();
+        assert_eq!(core.condition, CoreCondition::NotExistsOrEqual);
+        assert_eq!(core.expiry, Some(Duration::from_millis(1500)));
+        let nx = SetOptions {
+            condition: Some(SetCondition::Nx),
+            ..SetOptions::default()
+        };
+        assert_eq!(nx.to_core().unwrap().condition, CoreCondition::NotExists);
         assert_eq!(
-            o.to_core().unwrap().condition,
-            CoreCondition::NotExistsOrEqual
+            SetOptions::default().to_core().unwrap().condition,
+            CoreCondition::Always
         );
         let bad = DelOptions {
             fencing_token: Some(Hlc {
@@ -483,5 +521,21 @@ mod tests {
             timeout: None,
         };
         assert_eq!(bad.to_core().unwrap_err().code(), "invalid_argument");
+    }
+
+    #[test]
+    fn bad_durations_are_refused_naming_the_option() {
+        for secs in [-1.0, f64::NAN, f64::INFINITY] {
+            let e = GetOptions {
+                timeout: Some(Seconds(secs)),
+            }
+            .to_core()
+            .unwrap_err();
+            assert_eq!(e.code(), "invalid_argument");
+            assert!(e.detail().contains("timeout"), "{e}");
+        }
+        let e = duration("auto_renew", Some(Seconds(-2.0))).unwrap_err();
+        assert!(e.detail().contains("autoRenew"), "{e}");
+        assert_eq!(duration("lease", None).unwrap(), None);
     }
 }

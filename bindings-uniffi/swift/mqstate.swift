@@ -535,6 +535,22 @@ fileprivate struct FfiConverterUInt64: FfiConverterPrimitive {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterDouble: FfiConverterPrimitive {
+    typealias FfiType = Double
+    typealias SwiftType = Double
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Double {
+        return try lift(readDouble(&buf))
+    }
+
+    public static func write(_ value: Double, into buf: inout [UInt8]) {
+        writeDouble(&buf, lower(value))
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterBool : FfiConverter {
     typealias FfiType = Int8
     typealias SwiftType = Bool
@@ -617,34 +633,6 @@ fileprivate struct FfiConverterData: FfiConverterRustBuffer {
         let len = Int32(value.count)
         writeInt(&buf, len)
         writeBytes(&buf, value)
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
-fileprivate struct FfiConverterDuration: FfiConverterRustBuffer {
-    typealias SwiftType = TimeInterval
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> TimeInterval {
-        let seconds: UInt64 = try readInt(&buf)
-        let nanoseconds: UInt32 = try readInt(&buf)
-        return Double(seconds) + (Double(nanoseconds) / 1.0e9)
-    }
-
-    public static func write(_ value: TimeInterval, into buf: inout [UInt8]) {
-        if value.rounded(.down) > Double(Int64.max) {
-            fatalError("Duration overflow, exceeds max bounds supported by Uniffi")
-        }
-
-        if value < 0 {
-            fatalError("Invalid duration, must be non-negative")
-        }
-
-        let seconds = UInt64(value)
-        let nanoseconds = UInt32((value - Double(seconds)) * 1.0e9)
-        writeInt(&buf, seconds)
-        writeInt(&buf, nanoseconds)
     }
 }
 
@@ -777,44 +765,6 @@ open class Client: ClientProtocol, @unchecked Sendable {
         try! rustCall { uniffi_mqstate_uniffi_fn_free_client(handle, $0) }
     }
 
-    
-    /**
-     * Connects to `url` (`mqtt://host:port`, `mqtts://…`; default `localhost:1883`) with
-     * `settings` by name on top (`clientId`, `requestTimeout`, … as in `settingsTable()`).
-     */
-public static func connect(url: String? = nil, settings: [String: String] = [:])async throws  -> Client  {
-    return
-        try  await uniffiRustCallAsync(
-            rustFutureFunc: {
-                uniffi_mqstate_uniffi_fn_constructor_client_connect(FfiConverterOptionString.lower(url),FfiConverterDictionaryStringString.lower(settings)
-                )
-            },
-            pollFunc: ffi_mqstate_uniffi_rust_future_poll_u64,
-            completeFunc: ffi_mqstate_uniffi_rust_future_complete_u64,
-            freeFunc: ffi_mqstate_uniffi_rust_future_free_u64,
-            liftFunc: FfiConverterTypeClient_lift,
-            errorHandler: FfiConverterTypeMqstateError_lift
-        )
-}
-    
-    /**
-     * Connects with the Azure IoT Operations environment variables (`AIO_BROKER_HOSTNAME`
-     * …), `settings` by name on top.
-     */
-public static func fromEnv(settings: [String: String] = [:])async throws  -> Client  {
-    return
-        try  await uniffiRustCallAsync(
-            rustFutureFunc: {
-                uniffi_mqstate_uniffi_fn_constructor_client_from_env(FfiConverterDictionaryStringString.lower(settings)
-                )
-            },
-            pollFunc: ffi_mqstate_uniffi_rust_future_poll_u64,
-            completeFunc: ffi_mqstate_uniffi_rust_future_complete_u64,
-            freeFunc: ffi_mqstate_uniffi_rust_future_free_u64,
-            liftFunc: FfiConverterTypeClient_lift,
-            errorHandler: FfiConverterTypeMqstateError_lift
-        )
-}
     
 
     
@@ -1073,7 +1023,7 @@ public protocol ElectionProtocol: AnyObject, Sendable {
      * Waits to become leader, up to `timeout` (none: until the coroutine is cancelled);
      * the leader's fencing token. The term is then renewed until `resign()`.
      */
-    func campaign(term: TimeInterval?, timeout: TimeInterval?) async throws  -> Hlc
+    func campaign(term: Seconds?, timeout: Seconds?) async throws  -> Hlc
     
     /**
      * This candidate's id.
@@ -1103,7 +1053,7 @@ public protocol ElectionProtocol: AnyObject, Sendable {
     /**
      * Becomes leader if nobody is; `true` when leader now.
      */
-    func tryCampaign(term: TimeInterval?) async throws  -> Bool
+    func tryCampaign(term: Seconds?) async throws  -> Bool
     
     /**
      * `Event.Holder` events of the leadership: the current leader, then each change.
@@ -1176,12 +1126,12 @@ open class Election: ElectionProtocol, @unchecked Sendable {
      * Waits to become leader, up to `timeout` (none: until the coroutine is cancelled);
      * the leader's fencing token. The term is then renewed until `resign()`.
      */
-open func campaign(term: TimeInterval? = nil, timeout: TimeInterval? = nil)async throws  -> Hlc  {
+open func campaign(term: Seconds? = nil, timeout: Seconds? = nil)async throws  -> Hlc  {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
                 uniffi_mqstate_uniffi_fn_method_election_campaign(
-                        self.uniffiCloneHandle(),FfiConverterOptionDuration.lower(term),FfiConverterOptionDuration.lower(timeout)
+                        self.uniffiCloneHandle(),FfiConverterOptionTypeSeconds.lower(term),FfiConverterOptionTypeSeconds.lower(timeout)
                 )
             },
             pollFunc: ffi_mqstate_uniffi_rust_future_poll_rust_buffer,
@@ -1269,12 +1219,12 @@ open func resign()async throws  -> Bool  {
     /**
      * Becomes leader if nobody is; `true` when leader now.
      */
-open func tryCampaign(term: TimeInterval? = nil)async throws  -> Bool  {
+open func tryCampaign(term: Seconds? = nil)async throws  -> Bool  {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
                 uniffi_mqstate_uniffi_fn_method_election_try_campaign(
-                        self.uniffiCloneHandle(),FfiConverterOptionDuration.lower(term)
+                        self.uniffiCloneHandle(),FfiConverterOptionTypeSeconds.lower(term)
                 )
             },
             pollFunc: ffi_mqstate_uniffi_rust_future_poll_i8,
@@ -1375,14 +1325,15 @@ public protocol LockProtocol: AnyObject, Sendable {
      * Waits for the lock, up to `timeout` (none: until the coroutine is cancelled); the
      * fencing token.
      */
-    func acquire(lease: TimeInterval?, timeout: TimeInterval?) async throws  -> Hlc
+    func acquire(lease: Seconds?, timeout: Seconds?) async throws  -> Hlc
     
     /**
      * Edits `key` under this lock: acquires it, reads the key, asks `decide`, writes its
      * answer fenced, releases; retried while a newer holder wrote meanwhile, up to
-     * `timeout` (default 10 s).
+     * `timeout` (default: the core's edit timeout, 10 s). `decide` runs on a blocking
+     * thread of the library, once per attempt.
      */
-    func edit(key: Data, decide: EditFunction, lease: TimeInterval?, timeout: TimeInterval?) async throws  -> EditResult
+    func edit(key: Data, decide: EditFunction, lease: Seconds?, timeout: Seconds?) async throws  -> EditResult
     
     /**
      * The fencing token while held.
@@ -1422,7 +1373,7 @@ public protocol LockProtocol: AnyObject, Sendable {
     /**
      * Renew automatically this often from the next acquire on (none: never).
      */
-    func setAutoRenew(period: TimeInterval?) throws 
+    func setAutoRenew(period: Seconds?) throws 
     
     /**
      * The lock's status now.
@@ -1432,7 +1383,7 @@ public protocol LockProtocol: AnyObject, Sendable {
     /**
      * Tries once: the fencing token, or none when someone else holds it.
      */
-    func tryAcquire(lease: TimeInterval?) async throws  -> Hlc?
+    func tryAcquire(lease: Seconds?) async throws  -> Hlc?
     
     /**
      * `Event.Holder` events: the current holder, then each change.
@@ -1505,12 +1456,12 @@ open class Lock: LockProtocol, @unchecked Sendable {
      * Waits for the lock, up to `timeout` (none: until the coroutine is cancelled); the
      * fencing token.
      */
-open func acquire(lease: TimeInterval? = nil, timeout: TimeInterval? = nil)async throws  -> Hlc  {
+open func acquire(lease: Seconds? = nil, timeout: Seconds? = nil)async throws  -> Hlc  {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
                 uniffi_mqstate_uniffi_fn_method_lock_acquire(
-                        self.uniffiCloneHandle(),FfiConverterOptionDuration.lower(lease),FfiConverterOptionDuration.lower(timeout)
+                        self.uniffiCloneHandle(),FfiConverterOptionTypeSeconds.lower(lease),FfiConverterOptionTypeSeconds.lower(timeout)
                 )
             },
             pollFunc: ffi_mqstate_uniffi_rust_future_poll_rust_buffer,
@@ -1524,14 +1475,15 @@ open func acquire(lease: TimeInterval? = nil, timeout: TimeInterval? = nil)async
     /**
      * Edits `key` under this lock: acquires it, reads the key, asks `decide`, writes its
      * answer fenced, releases; retried while a newer holder wrote meanwhile, up to
-     * `timeout` (default 10 s).
+     * `timeout` (default: the core's edit timeout, 10 s). `decide` runs on a blocking
+     * thread of the library, once per attempt.
      */
-open func edit(key: Data, decide: EditFunction, lease: TimeInterval? = nil, timeout: TimeInterval? = nil)async throws  -> EditResult  {
+open func edit(key: Data, decide: EditFunction, lease: Seconds? = nil, timeout: Seconds? = nil)async throws  -> EditResult  {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
                 uniffi_mqstate_uniffi_fn_method_lock_edit(
-                        self.uniffiCloneHandle(),FfiConverterData.lower(key),FfiConverterCallbackInterfaceEditFunction_lower(decide),FfiConverterOptionDuration.lower(lease),FfiConverterOptionDuration.lower(timeout)
+                        self.uniffiCloneHandle(),FfiConverterData.lower(key),FfiConverterCallbackInterfaceEditFunction_lower(decide),FfiConverterOptionTypeSeconds.lower(lease),FfiConverterOptionTypeSeconds.lower(timeout)
                 )
             },
             pollFunc: ffi_mqstate_uniffi_rust_future_poll_rust_buffer,
@@ -1650,11 +1602,11 @@ open func renew()async throws  -> Hlc?  {
     /**
      * Renew automatically this often from the next acquire on (none: never).
      */
-open func setAutoRenew(period: TimeInterval?)throws   {try rustCallWithError(FfiConverterTypeMqstateError_lift) {
+open func setAutoRenew(period: Seconds?)throws   {try rustCallWithError(FfiConverterTypeMqstateError_lift) {
         uniffiCallStatus in
     uniffi_mqstate_uniffi_fn_method_lock_set_auto_renew(
             self.uniffiCloneHandle(),
-        FfiConverterOptionDuration.lower(period),uniffiCallStatus
+        FfiConverterOptionTypeSeconds.lower(period),uniffiCallStatus
     )
 }
 }
@@ -1674,12 +1626,12 @@ open func status() -> LockStatus  {
     /**
      * Tries once: the fencing token, or none when someone else holds it.
      */
-open func tryAcquire(lease: TimeInterval? = nil)async throws  -> Hlc?  {
+open func tryAcquire(lease: Seconds? = nil)async throws  -> Hlc?  {
     return
         try  await uniffiRustCallAsync(
             rustFutureFunc: {
                 uniffi_mqstate_uniffi_fn_method_lock_try_acquire(
-                        self.uniffiCloneHandle(),FfiConverterOptionDuration.lower(lease)
+                        self.uniffiCloneHandle(),FfiConverterOptionTypeSeconds.lower(lease)
                 )
             },
             pollFunc: ffi_mqstate_uniffi_rust_future_poll_rust_buffer,
@@ -1933,10 +1885,10 @@ public func FfiConverterTypePager_lower(_ value: Pager) -> UInt64 {
 
 
 /**
- * A stream of [`Event`]s. It ends when stopped (`stop()` in Kotlin, `close()` in Swift),
- * when its last reference is dropped (Kotlin's `close()` / `use {}` with no `next()`
- * pending), or when its client closes. Ending a key's subscription sends `KEYNOTIFY … STOP`
- * at once.
+ * A stream of [`Event`]s. It ends when closed (`close()` in Swift; `stop()` of this raw
+ * layer in Kotlin, which the idiomatic `Subscription.close()` calls before freeing it), when
+ * its last reference is dropped, or when its client closes. Ending a key's subscription
+ * sends `KEYNOTIFY … STOP` at once.
  */
 public protocol SubscriptionProtocol: AnyObject, Sendable {
     
@@ -1958,10 +1910,11 @@ public protocol SubscriptionProtocol: AnyObject, Sendable {
     func listen(listener: EventListener) throws 
     
     /**
-     * The next event; none once the subscription has ended and is drained. Cancelling the
-     * coroutine that waits loses no event, so `withTimeoutOrNull { sub.next() }` is safe.
+     * The next event; none once the subscription has ended and is drained. With a
+     * `timeout`, the `timeout` error when none came in time. Neither the timeout nor
+     * cancelling the coroutine that waits loses an event.
      */
-    func next() async  -> Event?
+    func next(timeout: Seconds?) async throws  -> Event?
     
     /**
      * The next event if one is buffered now, else none.
@@ -1970,10 +1923,10 @@ public protocol SubscriptionProtocol: AnyObject, Sendable {
     
 }
 /**
- * A stream of [`Event`]s. It ends when stopped (`stop()` in Kotlin, `close()` in Swift),
- * when its last reference is dropped (Kotlin's `close()` / `use {}` with no `next()`
- * pending), or when its client closes. Ending a key's subscription sends `KEYNOTIFY … STOP`
- * at once.
+ * A stream of [`Event`]s. It ends when closed (`close()` in Swift; `stop()` of this raw
+ * layer in Kotlin, which the idiomatic `Subscription.close()` calls before freeing it), when
+ * its last reference is dropped, or when its client closes. Ending a key's subscription
+ * sends `KEYNOTIFY … STOP` at once.
  */
 open class Subscription: SubscriptionProtocol, @unchecked Sendable {
     fileprivate let handle: UInt64
@@ -2066,23 +2019,23 @@ open func listen(listener: EventListener)throws   {try rustCallWithError(FfiConv
 }
     
     /**
-     * The next event; none once the subscription has ended and is drained. Cancelling the
-     * coroutine that waits loses no event, so `withTimeoutOrNull { sub.next() }` is safe.
+     * The next event; none once the subscription has ended and is drained. With a
+     * `timeout`, the `timeout` error when none came in time. Neither the timeout nor
+     * cancelling the coroutine that waits loses an event.
      */
-open func next()async  -> Event?  {
+open func next(timeout: Seconds? = nil)async throws  -> Event?  {
     return
-        try!  await uniffiRustCallAsync(
+        try  await uniffiRustCallAsync(
             rustFutureFunc: {
                 uniffi_mqstate_uniffi_fn_method_subscription_next(
-                        self.uniffiCloneHandle()
+                        self.uniffiCloneHandle(),FfiConverterOptionTypeSeconds.lower(timeout)
                 )
             },
             pollFunc: ffi_mqstate_uniffi_rust_future_poll_rust_buffer,
             completeFunc: ffi_mqstate_uniffi_rust_future_complete_rust_buffer,
             freeFunc: ffi_mqstate_uniffi_rust_future_free_rust_buffer,
             liftFunc: FfiConverterOptionTypeEvent.lift,
-            errorHandler: nil
-            
+            errorHandler: FfiConverterTypeMqstateError_lift
         )
 }
     
@@ -2157,7 +2110,7 @@ public struct DelOptions: Equatable, Hashable {
     /**
      * This call's timeout instead of the client's.
      */
-    public var timeout: TimeInterval?
+    public var timeout: Seconds?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -2167,7 +2120,7 @@ public struct DelOptions: Equatable, Hashable {
          */fencingToken: Hlc? = nil, 
         /**
          * This call's timeout instead of the client's.
-         */timeout: TimeInterval? = nil) {
+         */timeout: Seconds? = nil) {
         self.fencingToken = fencingToken
         self.timeout = timeout
     }
@@ -2189,13 +2142,13 @@ public struct FfiConverterTypeDelOptions: FfiConverterRustBuffer {
         return
             try DelOptions(
                 fencingToken: FfiConverterOptionTypeHlc.read(from: &buf), 
-                timeout: FfiConverterOptionDuration.read(from: &buf)
+                timeout: FfiConverterOptionTypeSeconds.read(from: &buf)
         )
     }
 
     public static func write(_ value: DelOptions, into buf: inout [UInt8]) {
         FfiConverterOptionTypeHlc.write(value.fencingToken, into: &buf)
-        FfiConverterOptionDuration.write(value.timeout, into: &buf)
+        FfiConverterOptionTypeSeconds.write(value.timeout, into: &buf)
     }
 }
 
@@ -2319,9 +2272,10 @@ public func FfiConverterTypeEditResult_lower(_ value: EditResult) -> RustBuffer 
  */
 public struct ElectionOptions: Equatable, Hashable {
     /**
-     * The term of `campaign` / `tryCampaign` when the call gives none (default 10 s).
+     * The term of `campaign` / `tryCampaign` when the call gives none (default: the core's
+     * default lease, 10 s).
      */
-    public var term: TimeInterval?
+    public var term: Seconds?
     /**
      * A session id: the holder id becomes `candidate:session`.
      */
@@ -2329,20 +2283,21 @@ public struct ElectionOptions: Equatable, Hashable {
     /**
      * How often the leader renews its term (default: a third of the term).
      */
-    public var renewEvery: TimeInterval?
+    public var renewEvery: Seconds?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
     public init(
         /**
-         * The term of `campaign` / `tryCampaign` when the call gives none (default 10 s).
-         */term: TimeInterval? = nil, 
+         * The term of `campaign` / `tryCampaign` when the call gives none (default: the core's
+         * default lease, 10 s).
+         */term: Seconds? = nil, 
         /**
          * A session id: the holder id becomes `candidate:session`.
          */sessionId: String? = nil, 
         /**
          * How often the leader renews its term (default: a third of the term).
-         */renewEvery: TimeInterval? = nil) {
+         */renewEvery: Seconds? = nil) {
         self.term = term
         self.sessionId = sessionId
         self.renewEvery = renewEvery
@@ -2364,16 +2319,16 @@ public struct FfiConverterTypeElectionOptions: FfiConverterRustBuffer {
     public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ElectionOptions {
         return
             try ElectionOptions(
-                term: FfiConverterOptionDuration.read(from: &buf), 
+                term: FfiConverterOptionTypeSeconds.read(from: &buf), 
                 sessionId: FfiConverterOptionString.read(from: &buf), 
-                renewEvery: FfiConverterOptionDuration.read(from: &buf)
+                renewEvery: FfiConverterOptionTypeSeconds.read(from: &buf)
         )
     }
 
     public static func write(_ value: ElectionOptions, into buf: inout [UInt8]) {
-        FfiConverterOptionDuration.write(value.term, into: &buf)
+        FfiConverterOptionTypeSeconds.write(value.term, into: &buf)
         FfiConverterOptionString.write(value.sessionId, into: &buf)
-        FfiConverterOptionDuration.write(value.renewEvery, into: &buf)
+        FfiConverterOptionTypeSeconds.write(value.renewEvery, into: &buf)
     }
 }
 
@@ -2479,14 +2434,14 @@ public struct GetOptions: Equatable, Hashable {
     /**
      * This call's timeout instead of the client's.
      */
-    public var timeout: TimeInterval?
+    public var timeout: Seconds?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
     public init(
         /**
          * This call's timeout instead of the client's.
-         */timeout: TimeInterval? = nil) {
+         */timeout: Seconds? = nil) {
         self.timeout = timeout
     }
 
@@ -2506,12 +2461,12 @@ public struct FfiConverterTypeGetOptions: FfiConverterRustBuffer {
     public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> GetOptions {
         return
             try GetOptions(
-                timeout: FfiConverterOptionDuration.read(from: &buf)
+                timeout: FfiConverterOptionTypeSeconds.read(from: &buf)
         )
     }
 
     public static func write(_ value: GetOptions, into buf: inout [UInt8]) {
-        FfiConverterOptionDuration.write(value.timeout, into: &buf)
+        FfiConverterOptionTypeSeconds.write(value.timeout, into: &buf)
     }
 }
 
@@ -2742,9 +2697,10 @@ public func FfiConverterTypeLinkInfo_lower(_ value: LinkInfo) -> RustBuffer {
  */
 public struct LockOptions: Equatable, Hashable {
     /**
-     * The lease of `acquire` / `tryAcquire` when the call gives none (default 10 s).
+     * The lease of `acquire` / `tryAcquire` / `edit` when the call gives none (default: the
+     * core's default lease, 10 s).
      */
-    public var lease: TimeInterval?
+    public var lease: Seconds?
     /**
      * The holder id written as the lock's value; default the client id.
      */
@@ -2756,14 +2712,15 @@ public struct LockOptions: Equatable, Hashable {
     /**
      * Renew the lease automatically this often after each successful acquire.
      */
-    public var autoRenew: TimeInterval?
+    public var autoRenew: Seconds?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
     public init(
         /**
-         * The lease of `acquire` / `tryAcquire` when the call gives none (default 10 s).
-         */lease: TimeInterval? = nil, 
+         * The lease of `acquire` / `tryAcquire` / `edit` when the call gives none (default: the
+         * core's default lease, 10 s).
+         */lease: Seconds? = nil, 
         /**
          * The holder id written as the lock's value; default the client id.
          */holder: String? = nil, 
@@ -2772,7 +2729,7 @@ public struct LockOptions: Equatable, Hashable {
          */sessionId: String? = nil, 
         /**
          * Renew the lease automatically this often after each successful acquire.
-         */autoRenew: TimeInterval? = nil) {
+         */autoRenew: Seconds? = nil) {
         self.lease = lease
         self.holder = holder
         self.sessionId = sessionId
@@ -2795,18 +2752,18 @@ public struct FfiConverterTypeLockOptions: FfiConverterRustBuffer {
     public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> LockOptions {
         return
             try LockOptions(
-                lease: FfiConverterOptionDuration.read(from: &buf), 
+                lease: FfiConverterOptionTypeSeconds.read(from: &buf), 
                 holder: FfiConverterOptionString.read(from: &buf), 
                 sessionId: FfiConverterOptionString.read(from: &buf), 
-                autoRenew: FfiConverterOptionDuration.read(from: &buf)
+                autoRenew: FfiConverterOptionTypeSeconds.read(from: &buf)
         )
     }
 
     public static func write(_ value: LockOptions, into buf: inout [UInt8]) {
-        FfiConverterOptionDuration.write(value.lease, into: &buf)
+        FfiConverterOptionTypeSeconds.write(value.lease, into: &buf)
         FfiConverterOptionString.write(value.holder, into: &buf)
         FfiConverterOptionString.write(value.sessionId, into: &buf)
-        FfiConverterOptionDuration.write(value.autoRenew, into: &buf)
+        FfiConverterOptionTypeSeconds.write(value.autoRenew, into: &buf)
     }
 }
 
@@ -2833,14 +2790,14 @@ public struct ObserveOptions: Equatable, Hashable {
     /**
      * The time the registration may take instead of the client's request timeout.
      */
-    public var timeout: TimeInterval?
+    public var timeout: Seconds?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
     public init(
         /**
          * The time the registration may take instead of the client's request timeout.
-         */timeout: TimeInterval? = nil) {
+         */timeout: Seconds? = nil) {
         self.timeout = timeout
     }
 
@@ -2860,12 +2817,12 @@ public struct FfiConverterTypeObserveOptions: FfiConverterRustBuffer {
     public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ObserveOptions {
         return
             try ObserveOptions(
-                timeout: FfiConverterOptionDuration.read(from: &buf)
+                timeout: FfiConverterOptionTypeSeconds.read(from: &buf)
         )
     }
 
     public static func write(_ value: ObserveOptions, into buf: inout [UInt8]) {
-        FfiConverterOptionDuration.write(value.timeout, into: &buf)
+        FfiConverterOptionTypeSeconds.write(value.timeout, into: &buf)
     }
 }
 
@@ -2892,14 +2849,14 @@ public struct ScanOptions: Equatable, Hashable {
     /**
      * The time each page may take instead of the client's request timeout.
      */
-    public var timeout: TimeInterval?
+    public var timeout: Seconds?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
     public init(
         /**
          * The time each page may take instead of the client's request timeout.
-         */timeout: TimeInterval? = nil) {
+         */timeout: Seconds? = nil) {
         self.timeout = timeout
     }
 
@@ -2919,12 +2876,12 @@ public struct FfiConverterTypeScanOptions: FfiConverterRustBuffer {
     public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> ScanOptions {
         return
             try ScanOptions(
-                timeout: FfiConverterOptionDuration.read(from: &buf)
+                timeout: FfiConverterOptionTypeSeconds.read(from: &buf)
         )
     }
 
     public static func write(_ value: ScanOptions, into buf: inout [UInt8]) {
-        FfiConverterOptionDuration.write(value.timeout, into: &buf)
+        FfiConverterOptionTypeSeconds.write(value.timeout, into: &buf)
     }
 }
 
@@ -2953,9 +2910,9 @@ public struct SetOptions: Equatable, Hashable {
      */
     public var condition: SetCondition?
     /**
-     * The key expires this long after the set.
+     * The key expires this long after the set (at least 1 ms).
      */
-    public var expiry: TimeInterval?
+    public var expiry: Seconds?
     /**
      * Write fenced with this token (a lock's `fencingToken()`).
      */
@@ -2967,7 +2924,7 @@ public struct SetOptions: Equatable, Hashable {
     /**
      * This call's timeout instead of the client's `request_timeout`.
      */
-    public var timeout: TimeInterval?
+    public var timeout: Seconds?
 
     // Default memberwise initializers are never public by default, so we
     // declare one manually.
@@ -2976,8 +2933,8 @@ public struct SetOptions: Equatable, Hashable {
          * `NX` / `NEX`; none: always.
          */condition: SetCondition? = nil, 
         /**
-         * The key expires this long after the set.
-         */expiry: TimeInterval? = nil, 
+         * The key expires this long after the set (at least 1 ms).
+         */expiry: Seconds? = nil, 
         /**
          * Write fenced with this token (a lock's `fencingToken()`).
          */fencingToken: Hlc? = nil, 
@@ -2986,7 +2943,7 @@ public struct SetOptions: Equatable, Hashable {
          */persist: Bool = false, 
         /**
          * This call's timeout instead of the client's `request_timeout`.
-         */timeout: TimeInterval? = nil) {
+         */timeout: Seconds? = nil) {
         self.condition = condition
         self.expiry = expiry
         self.fencingToken = fencingToken
@@ -3011,19 +2968,19 @@ public struct FfiConverterTypeSetOptions: FfiConverterRustBuffer {
         return
             try SetOptions(
                 condition: FfiConverterOptionTypeSetCondition.read(from: &buf), 
-                expiry: FfiConverterOptionDuration.read(from: &buf), 
+                expiry: FfiConverterOptionTypeSeconds.read(from: &buf), 
                 fencingToken: FfiConverterOptionTypeHlc.read(from: &buf), 
                 persist: FfiConverterBool.read(from: &buf), 
-                timeout: FfiConverterOptionDuration.read(from: &buf)
+                timeout: FfiConverterOptionTypeSeconds.read(from: &buf)
         )
     }
 
     public static func write(_ value: SetOptions, into buf: inout [UInt8]) {
         FfiConverterOptionTypeSetCondition.write(value.condition, into: &buf)
-        FfiConverterOptionDuration.write(value.expiry, into: &buf)
+        FfiConverterOptionTypeSeconds.write(value.expiry, into: &buf)
         FfiConverterOptionTypeHlc.write(value.fencingToken, into: &buf)
         FfiConverterBool.write(value.persist, into: &buf)
-        FfiConverterOptionDuration.write(value.timeout, into: &buf)
+        FfiConverterOptionTypeSeconds.write(value.timeout, into: &buf)
     }
 }
 
@@ -3109,6 +3066,76 @@ public func FfiConverterTypeSetResult_lift(_ buf: RustBuffer) throws -> SetResul
 #endif
 public func FfiConverterTypeSetResult_lower(_ value: SetResult) -> RustBuffer {
     return FfiConverterTypeSetResult.lower(value)
+}
+
+
+/**
+ * One setting by name (`clientId` or `client_id`, as in [`settings_table`]) with its text
+ * value: `Client.connect` takes a list of them, applied in order.
+ */
+public struct Setting: Equatable, Hashable {
+    /**
+     * The setting's name, snake_case or camelCase.
+     */
+    public var name: String
+    /**
+     * Its value as text (durations: seconds, or with a unit: `"250ms"`, `"1.5s"`, `"2m"`).
+     */
+    public var value: String
+
+    // Default memberwise initializers are never public by default, so we
+    // declare one manually.
+    public init(
+        /**
+         * The setting's name, snake_case or camelCase.
+         */name: String, 
+        /**
+         * Its value as text (durations: seconds, or with a unit: `"250ms"`, `"1.5s"`, `"2m"`).
+         */value: String) {
+        self.name = name
+        self.value = value
+    }
+
+    
+
+    
+}
+
+#if compiler(>=6)
+extension Setting: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeSetting: FfiConverterRustBuffer {
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Setting {
+        return
+            try Setting(
+                name: FfiConverterString.read(from: &buf), 
+                value: FfiConverterString.read(from: &buf)
+        )
+    }
+
+    public static func write(_ value: Setting, into buf: inout [UInt8]) {
+        FfiConverterString.write(value.name, into: &buf)
+        FfiConverterString.write(value.value, into: &buf)
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSetting_lift(_ buf: RustBuffer) throws -> Setting {
+    return try FfiConverterTypeSetting.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSetting_lower(_ value: Setting) -> RustBuffer {
+    return FfiConverterTypeSetting.lower(value)
 }
 
 
@@ -3343,6 +3370,92 @@ public func FfiConverterTypeChangeKind_lower(_ value: ChangeKind) -> RustBuffer 
     return FfiConverterTypeChangeKind.lower(value)
 }
 
+
+
+/**
+ * Why an [`EditFunction`] gave no decision (Kotlin `DecideException`, Swift `DecideError`):
+ * what it raised, as text. The edit then ends with the core's `callback` error; the Kotlin
+ * layer keeps the exception itself and rethrows it from `edit`.
+ */
+public 
+enum DecideError: Swift.Error, Equatable, Hashable, Foundation.LocalizedError {
+
+    
+    
+    /**
+     * The function failed.
+     */
+    case Failed(
+        /**
+         * What it raised, for people.
+         */reason: String
+    )
+
+    
+
+    
+
+    
+    public var errorDescription: String? {
+        String(reflecting: self)
+    }
+    
+}
+
+#if compiler(>=6)
+extension DecideError: Sendable {}
+#endif
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeDecideError: FfiConverterRustBuffer {
+    typealias SwiftType = DecideError
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> DecideError {
+        let variant: Int32 = try readInt(&buf)
+        switch variant {
+
+        
+
+        
+        case 1: return .Failed(
+            reason: try FfiConverterString.read(from: &buf)
+            )
+
+         default: throw UniffiInternalError.unexpectedEnumCase
+        }
+    }
+
+    public static func write(_ value: DecideError, into buf: inout [UInt8]) {
+        switch value {
+
+        
+
+        
+        
+        case let .Failed(reason):
+            writeInt(&buf, Int32(1))
+            FfiConverterString.write(reason, into: &buf)
+            
+        }
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeDecideError_lift(_ buf: RustBuffer) throws -> DecideError {
+    return try FfiConverterTypeDecideError.lift(buf)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeDecideError_lower(_ value: DecideError) -> RustBuffer {
+    return FfiConverterTypeDecideError.lower(value)
+}
 
 
 /**
@@ -3610,10 +3723,10 @@ public enum LockStatus: Equatable, Hashable {
     case held(
         /**
          * The fencing token.
-         */token: Hlc, 
+         */fencingToken: Hlc, 
         /**
          * The lease.
-         */lease: TimeInterval
+         */lease: Seconds
     )
     /**
      * Was held and is no longer: `expired`, `taken_over` or `renewal_failed`.
@@ -3646,7 +3759,7 @@ public struct FfiConverterTypeLockStatus: FfiConverterRustBuffer {
         
         case 1: return .notHeld
         
-        case 2: return .held(token: try FfiConverterTypeHlc.read(from: &buf), lease: try FfiConverterDuration.read(from: &buf)
+        case 2: return .held(fencingToken: try FfiConverterTypeHlc.read(from: &buf), lease: try FfiConverterTypeSeconds.read(from: &buf)
         )
         
         case 3: return .lost(reason: try FfiConverterString.read(from: &buf)
@@ -3664,10 +3777,10 @@ public struct FfiConverterTypeLockStatus: FfiConverterRustBuffer {
             writeInt(&buf, Int32(1))
         
         
-        case let .held(token,lease):
+        case let .held(fencingToken,lease):
             writeInt(&buf, Int32(2))
-            FfiConverterTypeHlc.write(token, into: &buf)
-            FfiConverterDuration.write(lease, into: &buf)
+            FfiConverterTypeHlc.write(fencingToken, into: &buf)
+            FfiConverterTypeSeconds.write(lease, into: &buf)
             
         
         case let .lost(reason):
@@ -4104,17 +4217,18 @@ public func FfiConverterTypeMqstateError_lower(_ value: MqstateError) -> RustBuf
 
 
 /**
- * The condition of a `set`.
+ * The condition of a `set`. Each variant's name is the spelling the core parses
+ * ([`CoreCondition::parse`], any case): the names are not repeated here.
  */
 
 public enum SetCondition: Equatable, Hashable {
     
     /**
-     * `NX`: only if the key does not exist.
+     * Only if the key does not exist.
      */
     case nx
     /**
-     * `NEX`: only if the key does not exist or holds the same value.
+     * Only if the key does not exist or holds the same value.
      */
     case nex
 
@@ -4179,7 +4293,8 @@ public func FfiConverterTypeSetCondition_lower(_ value: SetCondition) -> RustBuf
 
 
 /**
- * The outcome of a `vdel`.
+ * The outcome of a `vdel`: the core's own enum (its names are
+ * [`VdelOutcome::name`](mqstate::VdelOutcome::name) in every language).
  */
 
 public enum VdelOutcome: Equatable, Hashable {
@@ -4324,7 +4439,7 @@ fileprivate struct UniffiCallbackInterfaceEditFunction {
                 callStatus: uniffiCallStatus,
                 makeCall: makeCall,
                 writeReturn: writeReturn,
-                lowerError: FfiConverterTypeMqstateError_lower
+                lowerError: FfiConverterTypeDecideError_lower
             )
         }
     )
@@ -4627,30 +4742,6 @@ fileprivate struct FfiConverterOptionData: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-fileprivate struct FfiConverterOptionDuration: FfiConverterRustBuffer {
-    typealias SwiftType = TimeInterval?
-
-    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
-        guard let value = value else {
-            writeInt(&buf, Int8(0))
-            return
-        }
-        writeInt(&buf, Int8(1))
-        FfiConverterDuration.write(value, into: &buf)
-    }
-
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
-        switch try readInt(&buf) as Int8 {
-        case 0: return nil
-        case 1: return try FfiConverterDuration.read(from: &buf)
-        default: throw UniffiInternalError.unexpectedOptionalTag
-        }
-    }
-}
-
-#if swift(>=5.8)
-@_documentation(visibility: private)
-#endif
 fileprivate struct FfiConverterOptionTypeHlc: FfiConverterRustBuffer {
     typealias SwiftType = Hlc?
 
@@ -4771,6 +4862,30 @@ fileprivate struct FfiConverterOptionSequenceData: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterOptionTypeSeconds: FfiConverterRustBuffer {
+    typealias SwiftType = Seconds?
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        guard let value = value else {
+            writeInt(&buf, Int8(0))
+            return
+        }
+        writeInt(&buf, Int8(1))
+        FfiConverterTypeSeconds.write(value, into: &buf)
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> SwiftType {
+        switch try readInt(&buf) as Int8 {
+        case 0: return nil
+        case 1: return try FfiConverterTypeSeconds.read(from: &buf)
+        default: throw UniffiInternalError.unexpectedOptionalTag
+        }
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterSequenceData: FfiConverterRustBuffer {
     typealias SwiftType = [Data]
 
@@ -4821,6 +4936,31 @@ fileprivate struct FfiConverterSequenceTypeErrorInfo: FfiConverterRustBuffer {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterSequenceTypeSetting: FfiConverterRustBuffer {
+    typealias SwiftType = [Setting]
+
+    public static func write(_ value: [Setting], into buf: inout [UInt8]) {
+        let len = Int32(value.count)
+        writeInt(&buf, len)
+        for item in value {
+            FfiConverterTypeSetting.write(item, into: &buf)
+        }
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [Setting] {
+        let len: Int32 = try readInt(&buf)
+        var seq = [Setting]()
+        seq.reserveCapacity(Int(len))
+        for _ in 0 ..< len {
+            seq.append(try FfiConverterTypeSetting.read(from: &buf))
+        }
+        return seq
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterSequenceTypeSettingInfo: FfiConverterRustBuffer {
     typealias SwiftType = [SettingInfo]
 
@@ -4843,31 +4983,52 @@ fileprivate struct FfiConverterSequenceTypeSettingInfo: FfiConverterRustBuffer {
     }
 }
 
+
+
+
+public typealias Seconds = TimeInterval
+
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
-fileprivate struct FfiConverterDictionaryStringString: FfiConverterRustBuffer {
-    public static func write(_ value: [String: String], into buf: inout [UInt8]) {
-        let len = Int32(value.count)
-        writeInt(&buf, len)
-        for (key, value) in value {
-            FfiConverterString.write(key, into: &buf)
-            FfiConverterString.write(value, into: &buf)
-        }
+public struct FfiConverterTypeSeconds: FfiConverter {
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> Seconds {
+        let builtinValue = try FfiConverterDouble.read(from: &buf)
+        return builtinValue
     }
 
-    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> [String: String] {
-        let len: Int32 = try readInt(&buf)
-        var dict = [String: String]()
-        dict.reserveCapacity(Int(len))
-        for _ in 0..<len {
-            let key = try FfiConverterString.read(from: &buf)
-            let value = try FfiConverterString.read(from: &buf)
-            dict[key] = value
-        }
-        return dict
+    public static func write(_ value: Seconds, into buf: inout [UInt8]) {
+        let builtinValue = value
+        return FfiConverterDouble.write(builtinValue, into: &buf)
+    }
+
+    public static func lift(_ value: Double) throws -> Seconds {
+        let builtinValue = try FfiConverterDouble.lift(value)
+        return builtinValue
+    }
+
+    public static func lower(_ value: Seconds) -> Double {
+        let builtinValue = value
+        return FfiConverterDouble.lower(builtinValue)
     }
 }
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSeconds_lift(_ value: Double) throws -> Seconds {
+    return try FfiConverterTypeSeconds.lift(value)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeSeconds_lower(_ value: Seconds) -> Double {
+    return FfiConverterTypeSeconds.lower(value)
+}
+
 private let UNIFFI_RUST_FUTURE_POLL_READY: Int8 = 0
 private let UNIFFI_RUST_FUTURE_POLL_WAKE: Int8 = 1
 
@@ -4919,13 +5080,51 @@ fileprivate func uniffiFutureContinuationCallback(handle: UInt64, pollResult: In
 /**
  * Checks settings without connecting: the error `connect` would give for them, if any.
  */
-public func checkSettings(url: String? = nil, settings: [String: String] = [:])throws   {try rustCallWithError(FfiConverterTypeMqstateError_lift) {
+public func checkSettings(url: String? = nil, settings: [Setting] = [])throws   {try rustCallWithError(FfiConverterTypeMqstateError_lift) {
         uniffiCallStatus in
     uniffi_mqstate_uniffi_fn_func_check_settings(
         FfiConverterOptionString.lower(url),
-        FfiConverterDictionaryStringString.lower(settings),uniffiCallStatus
+        FfiConverterSequenceTypeSetting.lower(settings),uniffiCallStatus
     )
 }
+}
+/**
+ * Connects to `url` (`mqtt://host:port`, `mqtts://…`; default `localhost:1883`) with
+ * `settings` by name on top (`clientId`, `requestTimeout`, … as in `settingsTable()`).
+ * (A function rather than a constructor of [`Client`]: uniffi's Kotlin renames miss the
+ * return types of constructors, and Kotlin's idiomatic `Client` wraps this one.)
+ */
+public func connect(url: String? = nil, settings: [Setting] = [])async throws  -> Client  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_mqstate_uniffi_fn_func_connect(FfiConverterOptionString.lower(url),FfiConverterSequenceTypeSetting.lower(settings)
+                )
+            },
+            pollFunc: ffi_mqstate_uniffi_rust_future_poll_u64,
+            completeFunc: ffi_mqstate_uniffi_rust_future_complete_u64,
+            freeFunc: ffi_mqstate_uniffi_rust_future_free_u64,
+            liftFunc: FfiConverterTypeClient_lift,
+            errorHandler: FfiConverterTypeMqstateError_lift
+        )
+}
+/**
+ * Connects with the Azure IoT Operations environment variables (`AIO_BROKER_HOSTNAME` …),
+ * `settings` by name on top.
+ */
+public func connectFromEnv(settings: [Setting] = [])async throws  -> Client  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_mqstate_uniffi_fn_func_connect_from_env(FfiConverterSequenceTypeSetting.lower(settings)
+                )
+            },
+            pollFunc: ffi_mqstate_uniffi_rust_future_poll_u64,
+            completeFunc: ffi_mqstate_uniffi_rust_future_complete_u64,
+            freeFunc: ffi_mqstate_uniffi_rust_future_free_u64,
+            liftFunc: FfiConverterTypeClient_lift,
+            errorHandler: FfiConverterTypeMqstateError_lift
+        )
 }
 /**
  * Every setting `Client.connect` accepts by name (the core's `SETTINGS`). Durations are
@@ -4975,7 +5174,13 @@ private let initializationResult: InitializationResult = {
     if bindings_contract_version != scaffolding_contract_version {
         return InitializationResult.contractVersionMismatch
     }
-    if (uniffi_mqstate_uniffi_checksum_func_check_settings() != 59696) {
+    if (uniffi_mqstate_uniffi_checksum_func_check_settings() != 53640) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_mqstate_uniffi_checksum_func_connect() != 51131) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_mqstate_uniffi_checksum_func_connect_from_env() != 17111) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_mqstate_uniffi_checksum_func_settings_table() != 45494) {
@@ -5023,7 +5228,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_mqstate_uniffi_checksum_method_client_vdel() != 50594) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_mqstate_uniffi_checksum_method_election_campaign() != 35177) {
+    if (uniffi_mqstate_uniffi_checksum_method_election_campaign() != 49764) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_mqstate_uniffi_checksum_method_election_candidate_id() != 9421) {
@@ -5041,7 +5246,7 @@ private let initializationResult: InitializationResult = {
     if (uniffi_mqstate_uniffi_checksum_method_election_resign() != 27275) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_mqstate_uniffi_checksum_method_election_try_campaign() != 47488) {
+    if (uniffi_mqstate_uniffi_checksum_method_election_try_campaign() != 12380) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_mqstate_uniffi_checksum_method_election_watch_leader() != 55314) {
@@ -5050,10 +5255,10 @@ private let initializationResult: InitializationResult = {
     if (uniffi_mqstate_uniffi_checksum_method_election_watch_status() != 64848) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_mqstate_uniffi_checksum_method_lock_acquire() != 20637) {
+    if (uniffi_mqstate_uniffi_checksum_method_lock_acquire() != 39972) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_mqstate_uniffi_checksum_method_lock_edit() != 32802) {
+    if (uniffi_mqstate_uniffi_checksum_method_lock_edit() != 17653) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_mqstate_uniffi_checksum_method_lock_fencing_token() != 22976) {
@@ -5077,13 +5282,13 @@ private let initializationResult: InitializationResult = {
     if (uniffi_mqstate_uniffi_checksum_method_lock_renew() != 56832) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_mqstate_uniffi_checksum_method_lock_set_auto_renew() != 61678) {
+    if (uniffi_mqstate_uniffi_checksum_method_lock_set_auto_renew() != 65210) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_mqstate_uniffi_checksum_method_lock_status() != 41544) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_mqstate_uniffi_checksum_method_lock_try_acquire() != 46728) {
+    if (uniffi_mqstate_uniffi_checksum_method_lock_try_acquire() != 30755) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_mqstate_uniffi_checksum_method_lock_watch_holder() != 26114) {
@@ -5107,19 +5312,13 @@ private let initializationResult: InitializationResult = {
     if (uniffi_mqstate_uniffi_checksum_method_subscription_listen() != 8805) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_mqstate_uniffi_checksum_method_subscription_next() != 47821) {
+    if (uniffi_mqstate_uniffi_checksum_method_subscription_next() != 11376) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_mqstate_uniffi_checksum_method_subscription_try_next() != 53903) {
         return InitializationResult.apiChecksumMismatch
     }
-    if (uniffi_mqstate_uniffi_checksum_constructor_client_connect() != 39993) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_mqstate_uniffi_checksum_constructor_client_from_env() != 35582) {
-        return InitializationResult.apiChecksumMismatch
-    }
-    if (uniffi_mqstate_uniffi_checksum_method_editfunction_decide() != 62583) {
+    if (uniffi_mqstate_uniffi_checksum_method_editfunction_decide() != 54853) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_mqstate_uniffi_checksum_method_eventlistener_on_event() != 33151) {

@@ -293,16 +293,6 @@ uint64_t uniffi_mqstate_uniffi_fn_clone_client(uint64_t handle, RustCallStatus *
 void uniffi_mqstate_uniffi_fn_free_client(uint64_t handle, RustCallStatus *_Nonnull out_status
 );
 #endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_CONSTRUCTOR_CLIENT_CONNECT
-#define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_CONSTRUCTOR_CLIENT_CONNECT
-uint64_t uniffi_mqstate_uniffi_fn_constructor_client_connect(RustBuffer url, RustBuffer settings
-);
-#endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_CONSTRUCTOR_CLIENT_FROM_ENV
-#define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_CONSTRUCTOR_CLIENT_FROM_ENV
-uint64_t uniffi_mqstate_uniffi_fn_constructor_client_from_env(RustBuffer settings
-);
-#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_METHOD_CLIENT_CLIENT_ID
 #define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_METHOD_CLIENT_CLIENT_ID
 RustBuffer uniffi_mqstate_uniffi_fn_method_client_client_id(uint64_t ptr, RustCallStatus *_Nonnull out_status
@@ -545,7 +535,7 @@ void uniffi_mqstate_uniffi_fn_method_subscription_listen(uint64_t ptr, uint64_t 
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_METHOD_SUBSCRIPTION_NEXT
 #define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_METHOD_SUBSCRIPTION_NEXT
-uint64_t uniffi_mqstate_uniffi_fn_method_subscription_next(uint64_t ptr
+uint64_t uniffi_mqstate_uniffi_fn_method_subscription_next(uint64_t ptr, RustBuffer timeout
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_METHOD_SUBSCRIPTION_TRY_NEXT
@@ -581,6 +571,16 @@ int8_t uniffi_mqstate_uniffi_fn_method_hlc_uniffi_trait_ord_cmp(RustBuffer ptr, 
 #ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_FUNC_CHECK_SETTINGS
 #define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_FUNC_CHECK_SETTINGS
 void uniffi_mqstate_uniffi_fn_func_check_settings(RustBuffer url, RustBuffer settings, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_FUNC_CONNECT
+#define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_FUNC_CONNECT
+uint64_t uniffi_mqstate_uniffi_fn_func_connect(RustBuffer url, RustBuffer settings
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_FUNC_CONNECT_FROM_ENV
+#define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_FUNC_CONNECT_FROM_ENV
+uint64_t uniffi_mqstate_uniffi_fn_func_connect_from_env(RustBuffer settings
 );
 #endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_FUNC_SETTINGS_TABLE
@@ -866,6 +866,18 @@ uint16_t uniffi_mqstate_uniffi_checksum_func_check_settings(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_FUNC_CONNECT
+#define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_FUNC_CONNECT
+uint16_t uniffi_mqstate_uniffi_checksum_func_connect(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_FUNC_CONNECT_FROM_ENV
+#define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_FUNC_CONNECT_FROM_ENV
+uint16_t uniffi_mqstate_uniffi_checksum_func_connect_from_env(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_FUNC_SETTINGS_TABLE
 #define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_FUNC_SETTINGS_TABLE
 uint16_t uniffi_mqstate_uniffi_checksum_func_settings_table(void
@@ -1133,18 +1145,6 @@ uint16_t uniffi_mqstate_uniffi_checksum_method_subscription_next(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_METHOD_SUBSCRIPTION_TRY_NEXT
 #define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_METHOD_SUBSCRIPTION_TRY_NEXT
 uint16_t uniffi_mqstate_uniffi_checksum_method_subscription_try_next(void
-    
-);
-#endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_CONSTRUCTOR_CLIENT_CONNECT
-#define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_CONSTRUCTOR_CLIENT_CONNECT
-uint16_t uniffi_mqstate_uniffi_checksum_constructor_client_connect(void
-    
-);
-#endif
-#ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_CONSTRUCTOR_CLIENT_FROM_ENV
-#define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_CONSTRUCTOR_CLIENT_FROM_ENV
-uint16_t uniffi_mqstate_uniffi_checksum_constructor_client_from_env(void
     
 );
 #endif

@@ -110,6 +110,10 @@ pub enum Owner {
     Lock,
     /// A candidate in a leader election.
     Election,
+    /// A stream of events (`observe`, `watch_holder`, `watch_status`, `watch_leader`).
+    Subscription,
+    /// A SCAN, page by page.
+    Pager,
 }
 
 impl Owner {
@@ -119,6 +123,16 @@ impl Owner {
             Owner::Client => "client",
             Owner::Lock => "lock",
             Owner::Election => "election",
+            Owner::Subscription => "subscription",
+            Owner::Pager => "pager",
+        }
+    }
+
+    /// The prefix of its functions in C (`mqstate_scan_next` pages a SCAN).
+    fn c_prefix(self) -> &'static str {
+        match self {
+            Owner::Pager => "scan",
+            other => other.key(),
         }
     }
 }
@@ -349,6 +363,12 @@ pub const OPERATIONS: &[Operation] = &[
         description: "fenced read-decide-write of a key under the lock",
     },
     Operation {
+        owner: Owner::Lock,
+        name: "set_auto_renew",
+        options: &[],
+        description: "sets the automatic renewal period from the next acquire on (none: never)",
+    },
+    Operation {
         owner: Owner::Election,
         name: "campaign",
         options: &[TERM, WAIT],
@@ -384,7 +404,88 @@ pub const OPERATIONS: &[Operation] = &[
         options: &[],
         description: "this candidate's own status",
     },
+    Operation {
+        owner: Owner::Subscription,
+        name: "next",
+        options: &[opt(
+            "timeout",
+            Unit::Duration,
+            "no limit",
+            "how long to wait for an event (a timeout error then; no event is lost)",
+        )],
+        description: "the next event, waiting for it; nothing once the subscription ended",
+    },
+    Operation {
+        owner: Owner::Subscription,
+        name: "try_next",
+        options: &[],
+        description: "the next event if one is buffered, without waiting",
+    },
+    Operation {
+        owner: Owner::Subscription,
+        name: "close",
+        options: &[],
+        description: "ends the subscription (KEYNOTIFY STOP for the last observer of a key)",
+    },
+    Operation {
+        owner: Owner::Pager,
+        name: "next_page",
+        options: &[],
+        description: "the next page of keys (each page bounded by the scan's timeout), nothing after the last",
+    },
 ];
+
+/// The read-only properties of each object, by canonical (snake_case) name.
+pub const PROPERTIES: &[(Owner, &str, &str)] = &[
+    (Owner::Client, "client_id", "the MQTT client id"),
+    (
+        Owner::Client,
+        "connected",
+        "whether the connection is up now",
+    ),
+    (Owner::Lock, "key", "the lock key"),
+    (Owner::Lock, "holder_id", "the holder id this lock writes"),
+    (Owner::Lock, "fencing_token", "the fencing token while held"),
+    (Owner::Lock, "is_held", "whether the lock is held now"),
+    (Owner::Election, "candidate_id", "this candidate's id"),
+    (
+        Owner::Election,
+        "fencing_token",
+        "the leader's fencing token while leading",
+    ),
+    (
+        Owner::Election,
+        "is_leader",
+        "whether this candidate leads now",
+    ),
+];
+
+/// A property's name in `language` (C: the accessor function's name).
+pub fn property_name(language: Language, owner: Owner, name: &str) -> String {
+    match language {
+        Language::Rust | Language::Python => name.to_owned(),
+        Language::Node | Language::Kotlin => camel_case(name),
+        // `client_id` of the client is `mqstate_client_id`, not `mqstate_client_client_id`.
+        Language::C if name.starts_with(&format!("{}_", owner.c_prefix())) => {
+            format!("mqstate_{name}")
+        }
+        Language::C => format!("mqstate_{}_{name}", owner.c_prefix()),
+    }
+}
+
+/// The units of event fields that are not plain values (the others are keys, values,
+/// versions, ids and names).
+pub const EVENT_FIELD_UNITS: &[(&str, Unit)] = &[("lease", Unit::Duration)];
+
+/// An event field's name in `language`: the option rule ([`option_name`]), a duration's
+/// unit in its name in Node and C.
+pub fn event_field_name(language: Language, field: &str) -> String {
+    let unit = EVENT_FIELD_UNITS
+        .iter()
+        .find(|(f, _)| *f == field)
+        .map_or(Unit::Text, |(_, u)| *u);
+    option_name(language, field, unit)
+}
 
 /// The events a subscription yields, by name, with their fields.
 pub const EVENTS: &[(&str, &[&str], &str)] = &[
@@ -476,7 +577,12 @@ pub fn operation_name(language: Language, owner: Owner, name: &str) -> String {
         Language::Rust | Language::Python => name.to_owned(),
         Language::Node | Language::Kotlin => camel_case(name),
         Language::C if made => format!("mqstate_{name}_new"),
-        Language::C => format!("mqstate_{}_{name}", owner.key()),
+        Language::C if owner == Owner::Pager && name == "next_page" => "mqstate_scan_next".into(),
+        // Freeing a subscription ends it.
+        Language::C if owner == Owner::Subscription && name == "close" => {
+            "mqstate_subscription_free".into()
+        }
+        Language::C => format!("mqstate_{}_{name}", owner.c_prefix()),
     }
 }
 

@@ -7,8 +7,8 @@ use std::path::Path;
 use mqstate::codec::SetCondition;
 use mqstate::lock::{DEFAULT_EDIT_TIMEOUT, DEFAULT_LEASE, MIN_LEASE};
 use mqstate::vocabulary::{
-    EVENTS, LOCK_STATES, LOSS_REASONS, Language, OPERATIONS, OptionSpec, duration_style,
-    operation_name, option_name,
+    EVENTS, LOCK_STATES, LOSS_REASONS, Language, OPERATIONS, OptionSpec, PROPERTIES,
+    duration_style, event_field_name, operation_name, option_name, property_name,
 };
 use mqstate::{
     DEFAULT_OBSERVER_CAPACITY, DEFAULT_REQUEST_TIMEOUT, ERROR_BASE_CLASS, ERROR_FAMILIES,
@@ -64,7 +64,26 @@ fn to_json() -> Value {
     let events: Vec<Value> = EVENTS
         .iter()
         .map(|(name, fields, description)| {
-            json!({ "name": name, "fields": fields, "description": description })
+            let names: serde_json::Map<String, Value> = Language::ALL
+                .iter()
+                .map(|&l| {
+                    let named: Vec<String> =
+                        fields.iter().map(|f| event_field_name(l, f)).collect();
+                    (l.key().to_owned(), json!(named))
+                })
+                .collect();
+            json!({ "name": name, "fields": fields, "names": names, "description": description })
+        })
+        .collect();
+    let properties: Vec<Value> = PROPERTIES
+        .iter()
+        .map(|(owner, name, description)| {
+            json!({
+                "owner": owner.key(),
+                "name": name,
+                "names": names(|l| property_name(l, *owner, name)),
+                "description": description,
+            })
         })
         .collect();
     let set_conditions: Vec<&str> = [SetCondition::NotExists, SetCondition::NotExistsOrEqual]
@@ -84,6 +103,7 @@ fn to_json() -> Value {
         },
         "observer_capacity": DEFAULT_OBSERVER_CAPACITY,
         "operations": operations,
+        "properties": properties,
         "events": events,
         "set_conditions": set_conditions,
         "vdel_outcomes": VdelOutcome::ALL.iter().map(|o| o.name()).collect::<Vec<_>>(),

@@ -5,7 +5,6 @@
 //! `MQSTATE_STATUS_CANCELLED`, and the core withdraws their work.
 
 use std::sync::Mutex;
-use std::time::Duration;
 
 use mqstate::bridge::{Call, Canceller};
 
@@ -73,39 +72,37 @@ pub unsafe extern "C" fn mqstate_cancel_free(token: *mut mqstate_cancel) {
     unsafe { guard::close(token, |_| {}) }
 }
 
-/// Waits for `call`: up to `timeout_ms` (0: no limit of its own; the core's request timeout
-/// still applies), cancellable through `cancel` (may be NULL).
+/// Starts the call `start` makes and waits for it, cancellable through `cancel` (may be
+/// NULL): with a token that was triggered already the call is never started (`cancelled`,
+/// nothing sent); one triggered meanwhile cancels it. The core's own limits (a request's
+/// timeout, a wait's deadline) bound the wait.
 ///
 /// # Safety
 /// `cancel` must be NULL or a live token.
 pub(crate) unsafe fn run<T: Send + 'static>(
-    call: Call<T>,
-    timeout_ms: u32,
     cancel: *const mqstate_cancel,
+    start: impl FnOnce() -> Call<T>,
 ) -> Result<T, Failure> {
     // SAFETY: NULL or a live token per the caller.
-    let registered = match unsafe { cancel.as_ref() } {
-        Some(t) => {
-            let entered = guard::Handle::guarded(t).enter()?;
-            let id = {
-                let mut state = entered.lock().unwrap_or_else(|e| e.into_inner());
-                if state.triggered {
-                    call.cancel();
-                }
-                state.next += 1;
-                let id = state.next;
-                state.calls.push((id, call.canceller()));
-                id
-            };
-            Some((entered, id))
-        }
-        None => None,
+    let Some(token) = (unsafe { cancel.as_ref() }) else {
+        return Ok(start().wait(None)?);
     };
-    let timeout = (timeout_ms > 0).then(|| Duration::from_millis(u64::from(timeout_ms)));
-    let result = call.wait(timeout);
-    if let Some((token, id)) = registered {
-        let mut state = token.lock().unwrap_or_else(|e| e.into_inner());
-        state.calls.retain(|(other, _)| *other != id);
-    }
+    let entered = guard::Handle::guarded(token).enter()?;
+    let (call, id) = {
+        let mut state = entered.lock().unwrap_or_else(|e| e.into_inner());
+        if state.triggered {
+            return Err(Failure::from(mqstate::Error::cancelled()));
+        }
+        // Started under the token's lock: a trigger either came before (refused above) or
+        // finds the call registered.
+        let call = start();
+        state.next += 1;
+        let id = state.next;
+        state.calls.push((id, call.canceller()));
+        (call, id)
+    };
+    let result = call.wait(None);
+    let mut state = entered.lock().unwrap_or_else(|e| e.into_inner());
+    state.calls.retain(|(other, _)| *other != id);
     Ok(result?)
 }

@@ -1,5 +1,5 @@
 //! The explicit error object, for callers that keep an error beyond the next call, and the
-//! process-level functions: exit and fork.
+//! process-level functions: waiting for idle at exit, and fork.
 
 use std::ffi::{CString, c_char};
 
@@ -106,12 +106,19 @@ pub unsafe extern "C" fn mqstate_error_free(error: *mut mqstate_error) {
     }
 }
 
-/// For an `atexit` handler: waits up to `timeout_ms` for calls and callbacks in flight to
-/// end; true when everything was idle in time.
+/// Waits until no mqstate call and no callback is in flight on any thread — up to
+/// `timeout_ms` (0 or `MQSTATE_NO_TIMEOUT`: without limit) — and returns true when that was
+/// reached in time. It only waits: it closes, cancels and frees nothing (close clients,
+/// free subscriptions and locks first; their calls then end). Meant for an `atexit` handler,
+/// so that no library thread is inside a callback of a program that is exiting.
 #[unsafe(no_mangle)]
-pub extern "C" fn mqstate_shutdown(timeout_ms: u32) -> bool {
-    std::panic::catch_unwind(|| {
-        mqstate::bridge::runtime::wait_idle(std::time::Duration::from_millis(u64::from(timeout_ms)))
+pub extern "C" fn mqstate_wait_idle(timeout_ms: u32) -> bool {
+    std::panic::catch_unwind(|| match super::timeout::wait(timeout_ms) {
+        Some(limit) => mqstate::bridge::runtime::wait_idle(limit),
+        None => {
+            while !mqstate::bridge::runtime::wait_idle(std::time::Duration::from_secs(3600)) {}
+            true
+        }
     })
     .unwrap_or(false)
 }

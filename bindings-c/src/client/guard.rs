@@ -55,6 +55,39 @@ impl<T> Guarded<T> {
     }
 }
 
+/// A handle's value with its id (the client id, a candidate id) kept as C text, so that an
+/// accessor can hand out a `const char *` valid while the handle lives.
+pub(crate) struct Named<T> {
+    pub(crate) value: T,
+    pub(crate) id: std::ffi::CString,
+}
+
+impl<T> Named<T> {
+    /// `value` with `id` as C text (an id with a NUL is `invalid_argument`).
+    pub(crate) fn new(value: T, id: &str) -> Result<Named<T>, Failure> {
+        let id = std::ffi::CString::new(id).map_err(|_| Failure::invalid("the id has a NUL"))?;
+        Ok(Named { value, id })
+    }
+}
+
+impl<T> std::ops::Deref for Named<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.value
+    }
+}
+
+/// The id of the handle behind `ptr` as C text, valid while the handle lives; NULL for NULL.
+///
+/// # Safety
+/// `ptr` must be NULL or a live handle made by [`new`].
+pub(crate) unsafe fn id_of<T, H: Handle<Inner = Named<T>>>(
+    ptr: *const H,
+) -> *const std::ffi::c_char {
+    // SAFETY: per the caller.
+    unsafe { ptr.as_ref() }.map_or(std::ptr::null(), |h| h.guarded().inner.id.as_ptr())
+}
+
 /// A C handle type wrapping a [`Guarded`] value (see [`handle!`](crate::handle)).
 pub(crate) trait Handle: Sized {
     /// What the handle holds.

@@ -17,6 +17,7 @@ use super::cancel::{mqstate_cancel, run};
 use super::guard;
 use super::store::{enter_client, mqstate_client};
 use super::text::put;
+use super::timeout;
 use crate::ffi::{bytes_arg, out_arg};
 use crate::status::{boundary, mqstate_status};
 
@@ -45,7 +46,8 @@ pub struct mqstate_scan_page {
 /// of bytes, `?` one byte, `[abc]`, `[a-z]`, `[^a]` classes, `\` escapes the next byte;
 /// matched byte-wise). Nothing is sent until the first `mqstate_scan_next`. On success
 /// `*out` is a new pager, owned by the caller (free it with `mqstate_scan_free`); on error
-/// `*out` is NULL. An empty pattern is `MQSTATE_STATUS_INVALID_ARGUMENT`.
+/// `*out` is NULL. An empty pattern is `MQSTATE_STATUS_INVALID_ARGUMENT`. `timeout_ms` bounds
+/// each page (0: the client's `request_timeout`; `MQSTATE_NO_TIMEOUT` is refused).
 ///
 /// The pager keeps what it needs of the client: after `mqstate_client_close` it stays a
 /// valid handle whose pages fail with `MQSTATE_STATUS_CLOSED` until it is freed.
@@ -58,6 +60,7 @@ pub unsafe extern "C" fn mqstate_client_scan(
     client: *const mqstate_client,
     pattern: *const u8,
     pattern_len: usize,
+    timeout_ms: u32,
     out: *mut *mut mqstate_scan,
 ) -> mqstate_status {
     boundary(|| {
@@ -67,7 +70,12 @@ pub unsafe extern "C" fn mqstate_client_scan(
         let store = unsafe { enter_client(client) }?;
         // SAFETY: per the caller.
         let pattern = unsafe { bytes_arg(pattern, pattern_len, "pattern") }?;
-        let pager = store.scan(Bytes::copy_from_slice(pattern), ScanOptions::default())?;
+        // Each page's own timeout (a plain timeout, never "may have been applied": a SCAN
+        // only reads); the wait in `mqstate_scan_next` has no limit of its own.
+        let options = ScanOptions {
+            timeout: timeout::request(timeout_ms)?,
+        };
+        let pager = store.scan(Bytes::copy_from_slice(pattern), options)?;
         *out = guard::new(ScanState {
             pager,
             in_flight: Mutex::new(Vec::new()),
@@ -77,8 +85,8 @@ pub unsafe extern "C" fn mqstate_client_scan(
     })
 }
 
-/// Asks for the next page and waits for it, up to `timeout_ms` (0: the client's
-/// `request_timeout`), cancellable from another thread through `cancel` (may be NULL).
+/// Asks for the next page and waits for it, up to the scan's `timeout_ms` (see
+/// `mqstate_client_scan`), cancellable from another thread through `cancel` (may be NULL).
 ///
 /// - `MQSTATE_STATUS_OK` with `*page` set: the next page (it may hold no key while more
 ///   pages follow). The page is the caller's: free it with `mqstate_scan_page_free`.
@@ -93,7 +101,6 @@ pub unsafe extern "C" fn mqstate_client_scan(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mqstate_scan_next(
     scan: *const mqstate_scan,
-    timeout_ms: u32,
     cancel: *const mqstate_cancel,
     page: *mut *mut mqstate_scan_page,
 ) -> mqstate_status {
@@ -102,23 +109,22 @@ pub unsafe extern "C" fn mqstate_scan_next(
         let out = unsafe { out_arg(page, std::ptr::null_mut(), "page") }?;
         // SAFETY: per the caller.
         let state = unsafe { guard::enter(scan, "scan") }?;
-        // The page's own timeout (a plain timeout, never "may have been applied": a SCAN
-        // only reads); the wait below has no limit of its own.
-        let timeout =
-            (timeout_ms > 0).then(|| std::time::Duration::from_millis(u64::from(timeout_ms)));
-        let call = state.pager.next_page_within(timeout);
         let id = {
             let mut next = state.next_id.lock().unwrap_or_else(|e| e.into_inner());
             *next += 1;
             *next
         };
-        state
-            .in_flight
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push((id, call.canceller()));
+        let start = || {
+            let call = state.pager.next_page();
+            state
+                .in_flight
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push((id, call.canceller()));
+            call
+        };
         // SAFETY: per the caller.
-        let got = unsafe { run(call, 0, cancel) };
+        let got = unsafe { run(cancel, start) };
         state
             .in_flight
             .lock()

@@ -1,7 +1,8 @@
 //! `mqstate_client`: connect, set, get, delete, vdel, observe, close. Every call blocks the
 //! calling thread (never a library thread: calling from inside a callback is refused with
-//! `MQSTATE_STATUS_UNSUPPORTED`) with a timeout in milliseconds, on the runtime the library
-//! owns, and can be cancelled from another thread through a `mqstate_cancel` token.
+//! `MQSTATE_STATUS_UNSUPPORTED`) with a timeout in milliseconds (0: the client's
+//! `request_timeout`, see [`timeout`](super::timeout)), on the runtime the library owns, and
+//! can be cancelled from another thread through a `mqstate_cancel` token.
 
 use std::ffi::c_char;
 
@@ -14,30 +15,32 @@ use super::guard;
 use super::settings::mqstate_settings;
 use super::subscription::{mqstate_subscription, new_subscription};
 use super::text::{mqstate_value, new_value, put, put_string, reset_string};
+use super::timeout;
+use crate::condition::condition_arg;
 use crate::ffi::{bytes_arg, out_arg};
-use crate::request::condition_arg;
 use crate::status::{Failure, boundary, mqstate_status};
 
 /// A connection to the state store (opaque; thread-safe: any number of threads may call
 /// it at once). Close it with `mqstate_client_close`.
 pub struct mqstate_client {
-    guarded: guard::Guarded<Store>,
+    guarded: guard::Guarded<guard::Named<Store>>,
 }
 
-crate::handle!(mqstate_client, Store);
+crate::handle!(mqstate_client, guard::Named<Store>);
 
 /// Options of `mqstate_client_set` (zero-initialise, then set what you need).
 #[repr(C)]
 pub struct mqstate_set_options {
     /// A `mqstate_set_condition`: `MQSTATE_SET_CONDITION_ALWAYS` (0), `_NX`, `_NEX`.
     pub condition: u32,
-    /// Expire the key this many milliseconds after the SET (0: never).
+    /// Expire the key this many milliseconds after the SET (0: never, the default).
     pub expiry_ms: u64,
     /// Write fenced with this token (HLC text), or NULL.
     pub fencing_token: *const c_char,
     /// Ask the service to persist the value.
     pub persist: bool,
-    /// The request's timeout in milliseconds (0: the client's `request_timeout`).
+    /// The request's timeout in milliseconds (0: the client's `request_timeout`;
+    /// `MQSTATE_NO_TIMEOUT` is refused).
     pub timeout_ms: u32,
     /// Cancels the call when triggered from another thread, or NULL.
     pub cancel: *const mqstate_cancel,
@@ -46,28 +49,66 @@ pub struct mqstate_set_options {
 /// Options of GET, DELETE, VDEL and observe (zero-initialise, then set what you need).
 #[repr(C)]
 pub struct mqstate_call_options {
-    /// DELETE / VDEL fenced with this token (HLC text), or NULL.
+    /// DELETE / VDEL fenced with this token (HLC text), or NULL. GET and observe only read:
+    /// they refuse a token (`MQSTATE_STATUS_INVALID_ARGUMENT`) rather than ignore it.
     pub fencing_token: *const c_char,
-    /// The request's timeout in milliseconds (0: the client's `request_timeout`).
+    /// The request's timeout in milliseconds (0: the client's `request_timeout`;
+    /// `MQSTATE_NO_TIMEOUT` is refused).
     pub timeout_ms: u32,
     /// Cancels the call when triggered from another thread, or NULL.
     pub cancel: *const mqstate_cancel,
 }
 
-/// The outcome of `mqstate_client_vdel`.
+/// The outcome of `mqstate_client_vdel`; `MQSTATE_VDEL_OUTCOME_NONE` (0) is what a failed
+/// call leaves in its out-parameter. `mqstate_vdel_outcome_name` gives each its name.
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum mqstate_vdel_outcome {
-    /// The key held the value and was deleted.
-    Deleted = 0,
-    /// There was no such key.
-    NotFound = 1,
-    /// The key holds another value; nothing was deleted.
-    ValueMismatch = 2,
+    /// No outcome: the call failed (nothing is known about the key).
+    None = 0,
+    /// `deleted`: the key held the value and was deleted.
+    Deleted = 1,
+    /// `not_found`: there was no such key.
+    NotFound = 2,
+    /// `value_mismatch`: the key holds another value; nothing was deleted.
+    ValueMismatch = 3,
 }
 
-pub(crate) fn ms(ms: u64) -> Option<std::time::Duration> {
-    (ms > 0).then(|| std::time::Duration::from_millis(ms))
+impl mqstate_vdel_outcome {
+    /// Every outcome but `None`, with the core's outcome it stands for.
+    const OUTCOMES: [(mqstate_vdel_outcome, VdelOutcome); 3] = [
+        (mqstate_vdel_outcome::Deleted, VdelOutcome::Deleted),
+        (mqstate_vdel_outcome::NotFound, VdelOutcome::NotFound),
+        (
+            mqstate_vdel_outcome::ValueMismatch,
+            VdelOutcome::ValueMismatch,
+        ),
+    ];
+
+    fn of(outcome: VdelOutcome) -> mqstate_vdel_outcome {
+        Self::OUTCOMES
+            .into_iter()
+            .find(|(_, core)| *core == outcome)
+            .map_or(mqstate_vdel_outcome::None, |(c, _)| c)
+    }
+}
+
+/// The name of a VDEL outcome, the same in every language (the core's `VdelOutcome::name`):
+/// `"deleted"`, `"not_found"`, `"value_mismatch"`; `"none"` for `MQSTATE_VDEL_OUTCOME_NONE`
+/// and any other number. A static NUL-terminated string; never NULL, not to be freed.
+#[unsafe(no_mangle)]
+pub extern "C" fn mqstate_vdel_outcome_name(outcome: u32) -> *const c_char {
+    static NAMES: std::sync::OnceLock<Vec<(u32, std::ffi::CString)>> = std::sync::OnceLock::new();
+    let names = NAMES.get_or_init(|| {
+        mqstate_vdel_outcome::OUTCOMES
+            .into_iter()
+            .filter_map(|(c, core)| Some((c as u32, std::ffi::CString::new(core.name()).ok()?)))
+            .collect()
+    });
+    names
+        .iter()
+        .find(|(n, _)| *n == outcome)
+        .map_or(c"none".as_ptr(), |(_, name)| name.as_ptr())
 }
 
 /// The fencing token of an options struct.
@@ -94,8 +135,27 @@ unsafe fn call_options<'a>(
     unsafe { options.as_ref() }
 }
 
+/// Reads the call options of a read (GET, observe), which carry no fencing token.
+///
+/// # Safety
+/// `options` must be NULL or valid.
+unsafe fn read_options<'a>(
+    options: *const mqstate_call_options,
+    verb: &str,
+) -> Result<Option<&'a mqstate_call_options>, Failure> {
+    // SAFETY: per the caller.
+    let o = unsafe { call_options(options) };
+    if o.is_some_and(|o| !o.fencing_token.is_null()) {
+        return Err(Failure::invalid(format!(
+            "{verb} only reads: it takes no fencing_token"
+        )));
+    }
+    Ok(o)
+}
+
 /// Connects with `settings` (which stay the caller's), waiting up to `timeout_ms` (0: the
-/// settings' `connect_timeout`). On success `*out` is the client.
+/// settings' `connect_timeout`; `MQSTATE_NO_TIMEOUT` is refused). On success `*out` is the
+/// client; on failure NULL.
 ///
 /// Errors: `MQSTATE_STATUS_CONNECT_REFUSED` / `_CONNECT_TIMEOUT` (retry later),
 /// `_CONNECT_UNAUTHORIZED` / `_TLS` (fix the settings), `_CONNECT_FAILED`, `_INVALID_ARGUMENT`.
@@ -113,10 +173,15 @@ pub unsafe extern "C" fn mqstate_client_connect(
         let out = unsafe { out_arg(out, std::ptr::null_mut(), "out") }?;
         // SAFETY: per the caller.
         let settings = unsafe { guard::enter(settings, "settings") }?;
-        let settings = settings.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let mut settings = settings.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if let Some(limit) = timeout::request(timeout_ms)? {
+            // The core's own connect timeout, so that running out is `connect_timeout`.
+            settings.set("connect_timeout", &format!("{}ms", limit.as_millis()))?;
+        }
         // SAFETY: no token.
-        let store = unsafe { run(Store::connect(settings), timeout_ms, std::ptr::null()) }?;
-        *out = guard::new(store);
+        let store = unsafe { run(std::ptr::null(), || Store::connect(settings)) }?;
+        let id = store.client_id().to_owned();
+        *out = guard::new(guard::Named::new(store, &id)?);
         Ok(())
     })
 }
@@ -136,6 +201,28 @@ pub unsafe extern "C" fn mqstate_client_close(client: *mut mqstate_client) {
             let _ = store.close().wait(None);
         })
     }
+}
+
+/// The client's MQTT client id (the `client_id` setting, or the one generated at connect),
+/// valid while the client lives; NULL for a NULL client.
+///
+/// # Safety
+/// `client` must be NULL or a live client.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mqstate_client_id(client: *const mqstate_client) -> *const c_char {
+    // SAFETY: per the caller.
+    unsafe { guard::id_of(client) }
+}
+
+/// Whether the client's connection is up now (false while it reconnects, once closed, and
+/// for NULL).
+///
+/// # Safety
+/// `client` must be NULL or a live client.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mqstate_client_connected(client: *const mqstate_client) -> bool {
+    // SAFETY: per the caller.
+    unsafe { enter_client(client) }.is_ok_and(|store| store.link_info().connected)
 }
 
 /// SET `key` (`key_len` bytes) to `value` (`value_len` bytes). `*applied` (may be NULL)
@@ -174,19 +261,21 @@ pub unsafe extern "C" fn mqstate_client_set(
         let o = unsafe { options.as_ref() };
         let set = SetOptions {
             condition: condition_arg(o.map_or(0, |o| o.condition))?,
-            expiry: ms(o.map_or(0, |o| o.expiry_ms)),
+            expiry: timeout::option(o.map_or(0, |o| o.expiry_ms)),
             // SAFETY: per the caller.
             fencing_token: unsafe { token_arg(o.map_or(std::ptr::null(), |o| o.fencing_token)) }?,
             persist: o.is_some_and(|o| o.persist),
-            timeout: ms(u64::from(o.map_or(0, |o| o.timeout_ms))),
+            timeout: timeout::request(o.map_or(0, |o| o.timeout_ms))?,
         };
-        let call = store.set(
-            Bytes::copy_from_slice(key),
-            Bytes::copy_from_slice(value),
-            set,
-        );
+        let start = || {
+            store.set(
+                Bytes::copy_from_slice(key),
+                Bytes::copy_from_slice(value),
+                set,
+            )
+        };
         // SAFETY: per the caller.
-        let outcome = unsafe { run(call, 0, o.map_or(std::ptr::null(), |o| o.cancel)) }?;
+        let outcome = unsafe { run(o.map_or(std::ptr::null(), |o| o.cancel), start) }?;
         // SAFETY: per the caller.
         unsafe {
             put(applied, outcome.applied);
@@ -217,13 +306,13 @@ pub unsafe extern "C" fn mqstate_client_get(
         // SAFETY: per the caller.
         let key = unsafe { bytes_arg(key, key_len, "key") }?;
         // SAFETY: per the caller.
-        let o = unsafe { call_options(options) };
+        let o = unsafe { read_options(options, "GET") }?;
         let get = GetOptions {
-            timeout: ms(u64::from(o.map_or(0, |o| o.timeout_ms))),
+            timeout: timeout::request(o.map_or(0, |o| o.timeout_ms))?,
         };
-        let call = store.get(Bytes::copy_from_slice(key), get);
+        let start = || store.get(Bytes::copy_from_slice(key), get);
         // SAFETY: per the caller.
-        if let Some(v) = unsafe { run(call, 0, o.map_or(std::ptr::null(), |o| o.cancel)) }? {
+        if let Some(v) = unsafe { run(o.map_or(std::ptr::null(), |o| o.cancel), start) }? {
             *out = new_value(v);
         }
         Ok(())
@@ -254,18 +343,19 @@ pub unsafe extern "C" fn mqstate_client_delete(
         let del = DelOptions {
             // SAFETY: per the caller.
             fencing_token: unsafe { token_arg(o.map_or(std::ptr::null(), |o| o.fencing_token)) }?,
-            timeout: ms(u64::from(o.map_or(0, |o| o.timeout_ms))),
+            timeout: timeout::request(o.map_or(0, |o| o.timeout_ms))?,
         };
-        let call = store.del(Bytes::copy_from_slice(key), del);
+        let start = || store.del(Bytes::copy_from_slice(key), del);
         // SAFETY: per the caller.
-        let n = unsafe { run(call, 0, o.map_or(std::ptr::null(), |o| o.cancel)) }?;
+        let n = unsafe { run(o.map_or(std::ptr::null(), |o| o.cancel), start) }?;
         // SAFETY: per the caller.
         unsafe { put(deleted, n) };
         Ok(())
     })
 }
 
-/// VDEL: delete `key` only if it holds `value`; `*outcome` (may be NULL) says what happened.
+/// VDEL: delete `key` only if it holds `value`; `*outcome` (may be NULL) says what happened
+/// (`MQSTATE_VDEL_OUTCOME_NONE` on failure).
 ///
 /// # Safety
 /// Pointers must be NULL or valid; `client` a live client.
@@ -281,6 +371,8 @@ pub unsafe extern "C" fn mqstate_client_vdel(
 ) -> mqstate_status {
     boundary(|| {
         // SAFETY: per the caller.
+        unsafe { put(outcome, mqstate_vdel_outcome::None) };
+        // SAFETY: per the caller.
         let store = unsafe { guard::enter(client, "client") }?;
         // SAFETY: per the caller.
         let (key, value) = unsafe {
@@ -294,22 +386,19 @@ pub unsafe extern "C" fn mqstate_client_vdel(
         let del = DelOptions {
             // SAFETY: per the caller.
             fencing_token: unsafe { token_arg(o.map_or(std::ptr::null(), |o| o.fencing_token)) }?,
-            timeout: ms(u64::from(o.map_or(0, |o| o.timeout_ms))),
+            timeout: timeout::request(o.map_or(0, |o| o.timeout_ms))?,
         };
-        let call = store.vdel(
-            Bytes::copy_from_slice(key),
-            Bytes::copy_from_slice(value),
-            del,
-        );
-        // SAFETY: per the caller.
-        let got = unsafe { run(call, 0, o.map_or(std::ptr::null(), |o| o.cancel)) }?;
-        let got = match got {
-            VdelOutcome::Deleted => mqstate_vdel_outcome::Deleted,
-            VdelOutcome::NotFound => mqstate_vdel_outcome::NotFound,
-            VdelOutcome::ValueMismatch => mqstate_vdel_outcome::ValueMismatch,
+        let start = || {
+            store.vdel(
+                Bytes::copy_from_slice(key),
+                Bytes::copy_from_slice(value),
+                del,
+            )
         };
         // SAFETY: per the caller.
-        unsafe { put(outcome, got) };
+        let got = unsafe { run(o.map_or(std::ptr::null(), |o| o.cancel), start) }?;
+        // SAFETY: per the caller.
+        unsafe { put(outcome, mqstate_vdel_outcome::of(got)) };
         Ok(())
     })
 }
@@ -335,13 +424,13 @@ pub unsafe extern "C" fn mqstate_client_observe(
         // SAFETY: per the caller.
         let key = unsafe { bytes_arg(key, key_len, "key") }?;
         // SAFETY: per the caller.
-        let o = unsafe { call_options(options) };
+        let o = unsafe { read_options(options, "observe") }?;
         let observe = ObserveOptions {
-            timeout: ms(u64::from(o.map_or(0, |o| o.timeout_ms))),
+            timeout: timeout::request(o.map_or(0, |o| o.timeout_ms))?,
         };
-        let call = store.observe(Bytes::copy_from_slice(key), observe);
+        let start = || store.observe(Bytes::copy_from_slice(key), observe);
         // SAFETY: per the caller.
-        let sub = unsafe { run(call, 0, o.map_or(std::ptr::null(), |o| o.cancel)) }?;
+        let sub = unsafe { run(o.map_or(std::ptr::null(), |o| o.cancel), start) }?;
         *out = new_subscription(sub);
         Ok(())
     })
@@ -353,7 +442,7 @@ pub unsafe extern "C" fn mqstate_client_observe(
 /// `client` must be NULL or a live client.
 pub(crate) unsafe fn enter_client<'a>(
     client: *const mqstate_client,
-) -> Result<guard::Entered<'a, Store>, Failure> {
+) -> Result<guard::Entered<'a, guard::Named<Store>>, Failure> {
     // SAFETY: per the caller.
     unsafe { guard::enter(client, "client") }
 }

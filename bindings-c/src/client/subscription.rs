@@ -1,7 +1,9 @@
 //! `mqstate_subscription`: key changes, lock-holder changes and lock/leader status, read
 //! three ways over the core's one subscription type:
 //!
-//! - **pull**: `mqstate_subscription_next(sub, timeout_ms, &event)`;
+//! - **pull**: `mqstate_subscription_next(sub, timeout_ms, &event)` (waiting; 0 or
+//!   `MQSTATE_NO_TIMEOUT`: without limit) or `mqstate_subscription_try_next(sub, &event)`
+//!   (never waits);
 //! - **callback**: `mqstate_subscription_set_callback(sub, on_event, release, ctx)`:
 //!   `on_event(ctx, event)` is called for every event, in order, on one library thread
 //!   (`mqstate-sink`) that belongs to this subscription, never concurrently; the event is
@@ -9,116 +11,29 @@
 //!   after the last `on_event`, when the subscription ends (freed, or its client closed);
 //! - **file descriptor**: `mqstate_subscription_fd(sub, &fd)`: `fd` becomes readable while
 //!   events are queued (level-triggered, one byte per event), for `poll`/`epoll`/libuv/
-//!   libevent loops; read the events with `mqstate_subscription_next(sub, 0, &event)`.
+//!   libevent loops; read the events with `mqstate_subscription_try_next(sub, &event)`.
 //!
 //! One mode per subscription: after a callback is set, pulls see nothing.
 
 use std::collections::VecDeque;
-use std::ffi::{CString, c_char, c_int, c_void};
+use std::ffi::{c_int, c_void};
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use mqstate::bridge::{Event, LockState, Subscription};
-use mqstate::codec::KeyEvent;
+use mqstate::bridge::{Event, Subscription};
 
+pub mod event;
+
+pub use event::{mqstate_sub_event, mqstate_sub_event_type};
+
+use super::cancel::run;
 use super::guard;
-use super::text::put;
+use super::timeout;
 use crate::ffi::out_arg;
 use crate::status::{Failure, boundary, mqstate_status};
-
-/// What a subscription event is.
-#[repr(u32)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum mqstate_sub_event_type {
-    /// An observed key was set (`mqstate_sub_event_value` is the new value).
-    KeySet = 0,
-    /// An observed key was deleted (or expired).
-    KeyDeleted = 1,
-    /// A lock's holder (an election's leader) changed; `mqstate_sub_event_holder` is NULL
-    /// when it became free.
-    Holder = 2,
-    /// The lock (candidate) is held now; the token is `mqstate_sub_event_version`.
-    Held = 3,
-    /// The lock (candidate) is not held (never acquired, or released).
-    NotHeld = 4,
-    /// The lock was lost; `mqstate_sub_event_reason` says why (`expired`, `taken_over`,
-    /// `renewal_failed`).
-    Lost = 5,
-    /// After a reconnection the subscription could not be restored yet: changes are being
-    /// missed (`mqstate_sub_event_reason` says why).
-    Degraded = 6,
-    /// Restored after `DEGRADED`.
-    Restored = 7,
-}
-
-/// One event (opaque): read it with the `mqstate_sub_event_*` accessors; free pulled events
-/// with `mqstate_sub_event_free` (callback events belong to the library).
-pub struct mqstate_sub_event {
-    kind: mqstate_sub_event_type,
-    key: Vec<u8>,
-    value: Vec<u8>,
-    version: Option<CString>,
-    text: Option<CString>,
-    resync: bool,
-    dropped_before: u64,
-}
-
-fn cstring(s: impl Into<Vec<u8>>) -> Option<CString> {
-    CString::new(s).ok()
-}
-
-impl mqstate_sub_event {
-    fn of(event: Event) -> mqstate_sub_event {
-        let mut e = mqstate_sub_event {
-            kind: mqstate_sub_event_type::Restored,
-            key: Vec::new(),
-            value: Vec::new(),
-            version: None,
-            text: None,
-            resync: false,
-            dropped_before: 0,
-        };
-        match event {
-            Event::Change(n) => {
-                e.key = n.key.to_vec();
-                e.version = n.version.and_then(|v| cstring(v.to_text()));
-                e.resync = n.resync;
-                e.dropped_before = n.dropped_before;
-                match n.event {
-                    KeyEvent::Set(v) => {
-                        e.kind = mqstate_sub_event_type::KeySet;
-                        e.value = v.to_vec();
-                    }
-                    KeyEvent::Delete => e.kind = mqstate_sub_event_type::KeyDeleted,
-                }
-            }
-            Event::Holder(h) => {
-                e.kind = mqstate_sub_event_type::Holder;
-                e.text = h.holder.and_then(cstring);
-                e.version = h.version.and_then(|v| cstring(v.to_text()));
-                e.resync = h.resync;
-            }
-            Event::Status(LockState::Held { token, .. }) => {
-                e.kind = mqstate_sub_event_type::Held;
-                e.version = cstring(token.to_text());
-            }
-            Event::Status(LockState::NotHeld) => e.kind = mqstate_sub_event_type::NotHeld,
-            Event::Status(LockState::Lost { reason, .. }) => {
-                e.kind = mqstate_sub_event_type::Lost;
-                e.text = cstring(reason);
-            }
-            Event::Degraded { reason } => {
-                e.kind = mqstate_sub_event_type::Degraded;
-                e.text = cstring(reason);
-            }
-            Event::Restored => {}
-        }
-        e
-    }
-}
 
 /// The file-descriptor mode: events moved here by the sink thread, one byte per event in
 /// the socket pair.
@@ -146,9 +61,25 @@ pub(crate) fn new_subscription(sub: Subscription) -> *mut mqstate_subscription {
     })
 }
 
-/// Waits up to `timeout_ms` (0: do not wait) for the next event: `MQSTATE_STATUS_OK` with
-/// `*event` set (free it with `mqstate_sub_event_free`), `MQSTATE_STATUS_TIMEOUT` when none
-/// came, `MQSTATE_STATUS_CLOSED` once the subscription has ended and is drained.
+/// Writes a pulled event to `*out`; `closed` once the subscription ended and is drained.
+fn deliver(got: Option<Event>, out: &mut *mut mqstate_sub_event) -> Result<(), Failure> {
+    match got {
+        Some(e) => {
+            *out = Box::into_raw(Box::new(mqstate_sub_event::of(e)));
+            Ok(())
+        }
+        None => Err(Failure::new(
+            mqstate_status::Closed,
+            "the subscription has ended",
+        )),
+    }
+}
+
+/// Waits up to `timeout_ms` (0 or `MQSTATE_NO_TIMEOUT`: without limit) for the next event:
+/// `MQSTATE_STATUS_OK` with `*event` set (free it with `mqstate_sub_event_free`),
+/// `MQSTATE_STATUS_TIMEOUT` when none came (no event is lost by it),
+/// `MQSTATE_STATUS_CLOSED` once the subscription has ended and is drained. `*event` is NULL
+/// on failure.
 ///
 /// # Safety
 /// `sub` must be a live subscription; `event` writable.
@@ -163,58 +94,87 @@ pub unsafe extern "C" fn mqstate_subscription_next(
         let out = unsafe { out_arg(event, std::ptr::null_mut(), "event") }?;
         // SAFETY: per the caller.
         let state = unsafe { guard::enter(sub, "sub") }?;
+        let limit = timeout::wait(timeout_ms);
         let fd = state.fd.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let got = match fd {
-            Some(q) => next_from_fd(&q, timeout_ms, &state.sub),
-            None if timeout_ms == 0 => match state.sub.try_next() {
-                Some(e) => Ok(Some(e)),
-                None if state.sub.is_closed() => Ok(None),
-                None => Err(Failure::new(mqstate_status::Timeout, "no event is queued")),
-            },
-            None => state
-                .sub
-                .next_blocking(Some(Duration::from_millis(u64::from(timeout_ms))))
-                .map_err(Failure::from),
-        }?;
-        match got {
-            Some(e) => {
-                *out = Box::into_raw(Box::new(mqstate_sub_event::of(e)));
-                Ok(())
-            }
-            None => Err(Failure::new(
-                mqstate_status::Closed,
-                "the subscription has ended",
-            )),
+            Some(q) => next_from_fd(&q, limit, &state.sub)?,
+            // SAFETY: no token.
+            None => unsafe { run(std::ptr::null(), || state.sub.next_within(limit)) }?,
+        };
+        deliver(got, out)
+    })
+}
+
+/// The next event if one is queued, without waiting: `MQSTATE_STATUS_OK` with `*event` set
+/// (free it with `mqstate_sub_event_free`) or NULL when none is queued yet,
+/// `MQSTATE_STATUS_CLOSED` once the subscription has ended and is drained. The way to read
+/// events when `mqstate_subscription_fd` is readable.
+///
+/// # Safety
+/// `sub` must be a live subscription; `event` writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mqstate_subscription_try_next(
+    sub: *const mqstate_subscription,
+    event: *mut *mut mqstate_sub_event,
+) -> mqstate_status {
+    boundary(|| {
+        // SAFETY: per the caller.
+        let out = unsafe { out_arg(event, std::ptr::null_mut(), "event") }?;
+        // SAFETY: per the caller.
+        let state = unsafe { guard::enter(sub, "sub") }?;
+        let fd = state.fd.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let queued = match &fd {
+            Some(q) => q.pop(),
+            None => state.sub.try_next(),
+        };
+        match queued {
+            Some(e) => deliver(Some(e), out),
+            None if drained(fd.as_deref(), &state.sub) => deliver(None, out),
+            None => Ok(()),
         }
     })
 }
 
-fn next_from_fd(
-    q: &FdQueue,
-    timeout_ms: u32,
-    sub: &Subscription,
-) -> Result<Option<Event>, Failure> {
-    let deadline = std::time::Instant::now() + Duration::from_millis(u64::from(timeout_ms));
-    loop {
-        if let Some(e) = q
+impl FdQueue {
+    /// The oldest queued event, consuming its byte of the descriptor.
+    fn pop(&self) -> Option<Event> {
+        let event = self
             .events
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .pop_front()
-        {
-            let mut byte = [0u8; 1];
-            let _ = (&q.reader).read(&mut byte);
-            return Ok(Some(e));
-        }
-        if sub.is_closed()
-            && q.events
+            .pop_front()?;
+        let mut byte = [0u8; 1];
+        let _ = (&self.reader).read(&mut byte);
+        Some(event)
+    }
+}
+
+/// Whether the subscription has ended and nothing is left to read.
+fn drained(fd: Option<&FdQueue>, sub: &Subscription) -> bool {
+    sub.is_closed()
+        && fd.is_none_or(|q| {
+            q.events
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .is_empty()
-        {
+        })
+}
+
+/// The next event of the descriptor's queue, waiting up to `limit` (`None`: without limit).
+fn next_from_fd(
+    q: &FdQueue,
+    limit: Option<Duration>,
+    sub: &Subscription,
+) -> Result<Option<Event>, Failure> {
+    let deadline = limit.map(|l| std::time::Instant::now() + l);
+    loop {
+        if let Some(e) = q.pop() {
+            return Ok(Some(e));
+        }
+        if drained(Some(q), sub) {
             return Ok(None);
         }
-        if std::time::Instant::now() >= deadline {
+        if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
             return Err(Failure::new(mqstate_status::Timeout, "no event is queued"));
         }
         std::thread::sleep(Duration::from_millis(1));
@@ -287,7 +247,7 @@ pub unsafe extern "C" fn mqstate_subscription_set_callback(
 }
 
 /// A file descriptor that is readable while events are queued (one byte per event); read
-/// the events with `mqstate_subscription_next(sub, 0, &event)`, which consumes the byte. The
+/// the events with `mqstate_subscription_try_next(sub, &event)`, which consumes the byte. The
 /// descriptor belongs to the subscription (do not close it); it stays valid until
 /// `mqstate_subscription_free`. Calling it again gives the same descriptor.
 ///
@@ -343,123 +303,4 @@ pub unsafe extern "C" fn mqstate_subscription_fd(
 pub unsafe extern "C" fn mqstate_subscription_free(sub: *mut mqstate_subscription) {
     // SAFETY: per the caller.
     unsafe { guard::close(sub, |state| state.sub.close()) }
-}
-
-/// The event's type.
-///
-/// # Safety
-/// `event` must be a live event.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_sub_event_type_of(
-    event: *const mqstate_sub_event,
-) -> mqstate_sub_event_type {
-    // SAFETY: per the caller.
-    unsafe { event.as_ref() }.map_or(mqstate_sub_event_type::Restored, |e| e.kind)
-}
-
-/// The key of a `KEY_SET`/`KEY_DELETED` event (`*len` bytes; valid while the event lives).
-///
-/// # Safety
-/// `event` must be a live event; `len` NULL or writable.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_sub_event_key(
-    event: *const mqstate_sub_event,
-    len: *mut usize,
-) -> *const u8 {
-    // SAFETY: per the caller.
-    let e = unsafe { event.as_ref() };
-    // SAFETY: per the caller.
-    unsafe { put(len, e.map_or(0, |e| e.key.len())) };
-    e.map_or(std::ptr::null(), |e| e.key.as_ptr())
-}
-
-/// The new value of a `KEY_SET` event (`*len` bytes; valid while the event lives).
-///
-/// # Safety
-/// `event` must be a live event; `len` NULL or writable.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_sub_event_value(
-    event: *const mqstate_sub_event,
-    len: *mut usize,
-) -> *const u8 {
-    // SAFETY: per the caller.
-    let e = unsafe { event.as_ref() };
-    // SAFETY: per the caller.
-    unsafe { put(len, e.map_or(0, |e| e.value.len())) };
-    e.map_or(std::ptr::null(), |e| e.value.as_ptr())
-}
-
-/// The version (HLC text) of a key change or holder change, or the token of `HELD`; NULL
-/// when there is none. Valid while the event lives.
-///
-/// # Safety
-/// `event` must be a live event.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_sub_event_version(
-    event: *const mqstate_sub_event,
-) -> *const c_char {
-    // SAFETY: per the caller.
-    let e = unsafe { event.as_ref() };
-    e.and_then(|e| e.version.as_ref())
-        .map_or(std::ptr::null(), |c| c.as_ptr())
-}
-
-/// The holder of a `HOLDER` event (NULL: free). Valid while the event lives.
-///
-/// # Safety
-/// `event` must be a live event.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_sub_event_holder(
-    event: *const mqstate_sub_event,
-) -> *const c_char {
-    // SAFETY: per the caller.
-    let e = unsafe { event.as_ref() }.filter(|e| e.kind == mqstate_sub_event_type::Holder);
-    e.and_then(|e| e.text.as_ref())
-        .map_or(std::ptr::null(), |c| c.as_ptr())
-}
-
-/// The reason of a `LOST` or `DEGRADED` event (NULL otherwise). Valid while the event lives.
-///
-/// # Safety
-/// `event` must be a live event.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_sub_event_reason(
-    event: *const mqstate_sub_event,
-) -> *const c_char {
-    // SAFETY: per the caller.
-    let e = unsafe { event.as_ref() }.filter(|e| e.kind != mqstate_sub_event_type::Holder);
-    e.and_then(|e| e.text.as_ref())
-        .map_or(std::ptr::null(), |c| c.as_ptr())
-}
-
-/// Whether a change was found by a resynchronisation after a reconnection.
-///
-/// # Safety
-/// `event` must be a live event.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_sub_event_resync(event: *const mqstate_sub_event) -> bool {
-    // SAFETY: per the caller.
-    unsafe { event.as_ref() }.is_some_and(|e| e.resync)
-}
-
-/// Events discarded before this one because the reader was too slow (the oldest go first).
-///
-/// # Safety
-/// `event` must be a live event.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_sub_event_dropped_before(event: *const mqstate_sub_event) -> u64 {
-    // SAFETY: per the caller.
-    unsafe { event.as_ref() }.map_or(0, |e| e.dropped_before)
-}
-
-/// Frees an event from `mqstate_subscription_next` (NULL is ignored).
-///
-/// # Safety
-/// `event` must be NULL or an event from `mqstate_subscription_next`, freed once.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_sub_event_free(event: *mut mqstate_sub_event) {
-    if !event.is_null() {
-        // SAFETY: made by `Box::into_raw` in `mqstate_subscription_next`, freed once.
-        drop(unsafe { Box::from_raw(event) });
-    }
 }

@@ -7,17 +7,18 @@
 // The tests compile and run it (QuickstartTest).
 package mqstate.examples
 
-import java.time.Duration
+import kotlin.time.Duration.Companion.minutes
+import kotlin.time.Duration.Companion.seconds
 import kotlinx.coroutines.runBlocking
 import kotlinx.coroutines.flow.filterIsInstance
 import kotlinx.coroutines.flow.first
 import mqstate.*
 
-fun main(args: Array<String>) = runBlocking {
+fun main(args: Array<String>): Unit = runBlocking {
     val url = args.firstOrNull() ?: "mqtt://localhost:1883"
     Client.connect(url, "requestTimeout" to "5s").use { client ->
         // Values are bytes; text overloads encode UTF-8.
-        val set = client.set("quickstart/greeting", "hello", SetOptions(expiry = Duration.ofMinutes(1)))
+        val set = client.set("quickstart/greeting", "hello", SetOptions(expiry = 1.minutes))
         println("set applied=${set.applied} version=${set.version}")
         val value = client.get("quickstart/greeting")
         println("get ${value?.text} (version ${value?.version})")
@@ -31,7 +32,7 @@ fun main(args: Array<String>) = runBlocking {
         }
 
         // A leased lock, and a write fenced with its token.
-        val lock = client.lock("quickstart/lock", LockOptions(lease = Duration.ofSeconds(5)))
+        val lock = client.lock("quickstart/lock", LockOptions(lease = 5.seconds))
         lock.withLock { token ->
             client.set("quickstart/protected", "mine", SetOptions(fencingToken = token))
             println("wrote under the lock with token $token")
@@ -46,13 +47,13 @@ fun main(args: Array<String>) = runBlocking {
 
         // Leader election.
         val election = client.election("quickstart/election", "candidate-1")
-        election.lead(term = Duration.ofSeconds(5)) {
-            println("leader now: ${election.leader()} (isLeader=${election.isLeader()})")
+        election.lead(term = 5.seconds) {
+            println("leader now: ${election.leader()} (isLeader=${election.isLeader})")
         }
 
         try {
             client.set("", "empty keys are refused")
-        } catch (e: MqstateException) {
+        } catch (e: InvalidArgumentError) {
             println("error code ${e.code}: ${e.detail}")
         }
         client.delete("quickstart/greeting")

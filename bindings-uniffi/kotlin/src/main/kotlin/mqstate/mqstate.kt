@@ -32,6 +32,8 @@ import java.util.concurrent.atomic.AtomicLong
 import java.util.concurrent.ConcurrentHashMap
 import java.util.concurrent.atomic.AtomicBoolean
 import kotlin.coroutines.resume
+import kotlin.time.Duration.Companion.seconds
+import kotlin.time.DurationUnit
 import kotlinx.coroutines.CancellableContinuation
 import kotlinx.coroutines.DelicateCoroutinesApi
 import kotlinx.coroutines.GlobalScope
@@ -734,6 +736,10 @@ internal object IntegrityCheckingUniffiLib {
     internal fun ensureInitialized() = Unit
     external fun uniffi_mqstate_uniffi_checksum_func_check_settings(
     ): Int
+    external fun uniffi_mqstate_uniffi_checksum_func_connect(
+    ): Int
+    external fun uniffi_mqstate_uniffi_checksum_func_connect_from_env(
+    ): Int
     external fun uniffi_mqstate_uniffi_checksum_func_settings_table(
     ): Int
     external fun uniffi_mqstate_uniffi_checksum_func_error_table(
@@ -824,10 +830,6 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_mqstate_uniffi_checksum_method_subscription_try_next(
     ): Int
-    external fun uniffi_mqstate_uniffi_checksum_constructor_client_connect(
-    ): Int
-    external fun uniffi_mqstate_uniffi_checksum_constructor_client_from_env(
-    ): Int
     external fun uniffi_mqstate_uniffi_checksum_method_editfunction_decide(
     ): Int
     external fun uniffi_mqstate_uniffi_checksum_method_eventlistener_on_event(
@@ -860,10 +862,6 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_mqstate_uniffi_fn_free_client(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
-    external fun uniffi_mqstate_uniffi_fn_constructor_client_connect(`url`: RustBuffer.ByValue,`settings`: RustBuffer.ByValue,
-    ): Long
-    external fun uniffi_mqstate_uniffi_fn_constructor_client_from_env(`settings`: RustBuffer.ByValue,
-    ): Long
     external fun uniffi_mqstate_uniffi_fn_method_client_client_id(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_mqstate_uniffi_fn_method_client_close(`ptr`: Long,
@@ -960,7 +958,7 @@ internal object UniffiLib {
     ): Byte
     external fun uniffi_mqstate_uniffi_fn_method_subscription_listen(`ptr`: Long,`listener`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
-    external fun uniffi_mqstate_uniffi_fn_method_subscription_next(`ptr`: Long,
+    external fun uniffi_mqstate_uniffi_fn_method_subscription_next(`ptr`: Long,`timeout`: RustBuffer.ByValue,
     ): Long
     external fun uniffi_mqstate_uniffi_fn_method_subscription_try_next(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
@@ -976,6 +974,10 @@ internal object UniffiLib {
     ): Byte
     external fun uniffi_mqstate_uniffi_fn_func_check_settings(`url`: RustBuffer.ByValue,`settings`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Unit
+    external fun uniffi_mqstate_uniffi_fn_func_connect(`url`: RustBuffer.ByValue,`settings`: RustBuffer.ByValue,
+    ): Long
+    external fun uniffi_mqstate_uniffi_fn_func_connect_from_env(`settings`: RustBuffer.ByValue,
+    ): Long
     external fun uniffi_mqstate_uniffi_fn_func_settings_table(uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun uniffi_mqstate_uniffi_fn_func_error_table(uniffi_out_err: UniffiRustCallStatus, 
@@ -1101,7 +1103,13 @@ private fun uniffiCheckContractApiVersion(lib: IntegrityCheckingUniffiLib) {
 }
 @Suppress("UNUSED_PARAMETER")
 private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
-    if ((lib.uniffi_mqstate_uniffi_checksum_func_check_settings() and 0xFFFF) != 59696) {
+    if ((lib.uniffi_mqstate_uniffi_checksum_func_check_settings() and 0xFFFF) != 53640) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_mqstate_uniffi_checksum_func_connect() and 0xFFFF) != 51131) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_mqstate_uniffi_checksum_func_connect_from_env() and 0xFFFF) != 17111) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_mqstate_uniffi_checksum_func_settings_table() and 0xFFFF) != 45494) {
@@ -1149,7 +1157,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_mqstate_uniffi_checksum_method_client_vdel() and 0xFFFF) != 50594) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_mqstate_uniffi_checksum_method_election_campaign() and 0xFFFF) != 35177) {
+    if ((lib.uniffi_mqstate_uniffi_checksum_method_election_campaign() and 0xFFFF) != 49764) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_mqstate_uniffi_checksum_method_election_candidate_id() and 0xFFFF) != 9421) {
@@ -1167,7 +1175,7 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_mqstate_uniffi_checksum_method_election_resign() and 0xFFFF) != 27275) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_mqstate_uniffi_checksum_method_election_try_campaign() and 0xFFFF) != 47488) {
+    if ((lib.uniffi_mqstate_uniffi_checksum_method_election_try_campaign() and 0xFFFF) != 12380) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_mqstate_uniffi_checksum_method_election_watch_leader() and 0xFFFF) != 55314) {
@@ -1176,10 +1184,10 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_mqstate_uniffi_checksum_method_election_watch_status() and 0xFFFF) != 64848) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_mqstate_uniffi_checksum_method_lock_acquire() and 0xFFFF) != 20637) {
+    if ((lib.uniffi_mqstate_uniffi_checksum_method_lock_acquire() and 0xFFFF) != 39972) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_mqstate_uniffi_checksum_method_lock_edit() and 0xFFFF) != 32802) {
+    if ((lib.uniffi_mqstate_uniffi_checksum_method_lock_edit() and 0xFFFF) != 17653) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_mqstate_uniffi_checksum_method_lock_fencing_token() and 0xFFFF) != 22976) {
@@ -1203,13 +1211,13 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_mqstate_uniffi_checksum_method_lock_renew() and 0xFFFF) != 56832) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_mqstate_uniffi_checksum_method_lock_set_auto_renew() and 0xFFFF) != 61678) {
+    if ((lib.uniffi_mqstate_uniffi_checksum_method_lock_set_auto_renew() and 0xFFFF) != 65210) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_mqstate_uniffi_checksum_method_lock_status() and 0xFFFF) != 41544) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_mqstate_uniffi_checksum_method_lock_try_acquire() and 0xFFFF) != 46728) {
+    if ((lib.uniffi_mqstate_uniffi_checksum_method_lock_try_acquire() and 0xFFFF) != 30755) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_mqstate_uniffi_checksum_method_lock_watch_holder() and 0xFFFF) != 26114) {
@@ -1233,19 +1241,13 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_mqstate_uniffi_checksum_method_subscription_listen() and 0xFFFF) != 8805) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_mqstate_uniffi_checksum_method_subscription_next() and 0xFFFF) != 47821) {
+    if ((lib.uniffi_mqstate_uniffi_checksum_method_subscription_next() and 0xFFFF) != 11376) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_mqstate_uniffi_checksum_method_subscription_try_next() and 0xFFFF) != 53903) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
-    if ((lib.uniffi_mqstate_uniffi_checksum_constructor_client_connect() and 0xFFFF) != 39993) {
-        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    }
-    if ((lib.uniffi_mqstate_uniffi_checksum_constructor_client_from_env() and 0xFFFF) != 35582) {
-        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
-    }
-    if ((lib.uniffi_mqstate_uniffi_checksum_method_editfunction_decide() and 0xFFFF) != 62583) {
+    if ((lib.uniffi_mqstate_uniffi_checksum_method_editfunction_decide() and 0xFFFF) != 54853) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_mqstate_uniffi_checksum_method_eventlistener_on_event() and 0xFFFF) != 33151) {
@@ -1577,6 +1579,29 @@ public object FfiConverterULong: FfiConverter<ULong, Long> {
 /**
  * @suppress
  */
+public object FfiConverterDouble: FfiConverter<Double, Double> {
+    override fun lift(value: Double): Double {
+        return value
+    }
+
+    override fun read(buf: ByteBuffer): Double {
+        return buf.getDouble()
+    }
+
+    override fun lower(value: Double): Double {
+        return value
+    }
+
+    override fun allocationSize(value: Double) = 8UL
+
+    override fun write(value: Double, buf: ByteBuffer) {
+        buf.putDouble(value)
+    }
+}
+
+/**
+ * @suppress
+ */
 public object FfiConverterBoolean: FfiConverter<Boolean, Byte> {
     override fun lift(value: Byte): Boolean {
         return value.toInt() != 0
@@ -1670,47 +1695,6 @@ public object FfiConverterByteArray: FfiConverterRustBuffer<ByteArray> {
     override fun write(value: ByteArray, buf: ByteBuffer) {
         buf.putInt(value.size)
         buf.put(value)
-    }
-}
-
-
-/**
- * @suppress
- */
-public object FfiConverterDuration: FfiConverterRustBuffer<java.time.Duration> {
-    override fun read(buf: ByteBuffer): java.time.Duration {
-        // Type mismatch (should be u64) but we check for overflow/underflow below
-        val seconds = buf.getLong()
-        // Type mismatch (should be u32) but we check for overflow/underflow below
-        val nanoseconds = buf.getInt().toLong()
-        if (seconds < 0) {
-            throw java.time.DateTimeException("Duration exceeds minimum or maximum value supported by uniffi")
-        }
-        if (nanoseconds < 0) {
-            throw java.time.DateTimeException("Duration nanoseconds exceed minimum or maximum supported by uniffi")
-        }
-        return java.time.Duration.ofSeconds(seconds, nanoseconds)
-    }
-
-    // 8 bytes for seconds, 4 bytes for nanoseconds
-    override fun allocationSize(value: java.time.Duration) = 12UL
-
-    override fun write(value: java.time.Duration, buf: ByteBuffer) {
-        if (value.seconds < 0) {
-            // Rust does not support negative Durations
-            throw IllegalArgumentException("Invalid duration, must be non-negative")
-        }
-
-        if (value.nano < 0) {
-            // Java docs provide guarantee that nano will always be positive, so this should be impossible
-            // See: https://docs.oracle.com/javase/8/docs/api/java/time/Duration.html
-            throw IllegalArgumentException("Invalid duration, nano value must be non-negative")
-        }
-
-        // Type mismatch (should be u64) but since Rust doesn't support negative durations we should be OK
-        buf.putLong(value.seconds)
-        // Type mismatch (should be u32) but since values will always be between 0 and 999,999,999 it should be OK
-        buf.putInt(value.nano)
     }
 }
 
@@ -1815,7 +1799,7 @@ public object FfiConverterDuration: FfiConverterRustBuffer<java.time.Duration> {
  * Swift, or dropping the last reference: Kotlin's `close()` / `use {}`) closes the
  * connection for every lock and subscription made from it.
  */
-public interface ClientInterface {
+public interface NativeClientInterface {
     
     /**
      * The MQTT client id.
@@ -1836,7 +1820,7 @@ public interface ClientInterface {
     /**
      * Candidate `candidate` in the election `name`.
      */
-    fun `election`(`name`: kotlin.ByteArray, `candidate`: kotlin.String, `options`: ElectionOptions = ElectionOptions()): Election
+    fun `election`(`name`: kotlin.ByteArray, `candidate`: kotlin.String, `options`: ElectionOptions = ElectionOptions()): NativeElection
     
     /**
      * The key's value and version, or none when it does not exist.
@@ -1856,19 +1840,19 @@ public interface ClientInterface {
     /**
      * A leased lock on `key`.
      */
-    fun `lock`(`key`: kotlin.ByteArray, `options`: LockOptions = LockOptions()): Lock
+    fun `lock`(`key`: kotlin.ByteArray, `options`: LockOptions = LockOptions()): NativeLock
     
     /**
      * Observes the key: a subscription of its changes, registered when this returns.
      */
-    suspend fun `observe`(`key`: kotlin.ByteArray, `options`: ObserveOptions = ObserveOptions()): Subscription
+    suspend fun `observe`(`key`: kotlin.ByteArray, `options`: ObserveOptions = ObserveOptions()): NativeSubscription
     
     /**
      * Lists the keys matching the glob `pattern` (`*`, `?`, `[abc]`, `[a-z]`, `[^a]`, `\`
      * escapes; byte-wise), a page at a time: a pager that sends nothing until its first
      * `nextPage()`. An empty pattern fails with `invalid_argument`.
      */
-    fun `scan`(`pattern`: kotlin.ByteArray, `options`: ScanOptions = ScanOptions()): Pager
+    fun `scan`(`pattern`: kotlin.ByteArray, `options`: ScanOptions = ScanOptions()): NativePager
     
     /**
      * Sets `key` to `value`.
@@ -1888,7 +1872,7 @@ public interface ClientInterface {
  * Swift, or dropping the last reference: Kotlin's `close()` / `use {}`) closes the
  * connection for every lock and subscription made from it.
  */
-open class Client: Disposable, AutoCloseable, ClientInterface
+open class NativeClient: Disposable, AutoCloseable, NativeClientInterface
 {
 
     @Suppress("UNUSED_PARAMETER")
@@ -2010,7 +1994,7 @@ open class Client: Disposable, AutoCloseable, ClientInterface
      * Closes the connection (for every lock and subscription made from it) and waits until
      * it has ended; later calls fail with `closed`. Idempotent.
      */
-    @Throws(MqstateException::class)
+    @Throws(NativeException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
     override suspend fun `closeAndWait`() {
         return uniffiRustCallAsync(
@@ -2027,7 +2011,7 @@ open class Client: Disposable, AutoCloseable, ClientInterface
         { },
         
         // Error FFI converter
-        MqstateException.ErrorHandler,
+        NativeException.ErrorHandler,
     )
     }
 
@@ -2035,7 +2019,7 @@ open class Client: Disposable, AutoCloseable, ClientInterface
     /**
      * Deletes the key: the number of keys deleted (0 or 1).
      */
-    @Throws(MqstateException::class)
+    @Throws(NativeException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
     override suspend fun `delete`(`key`: kotlin.ByteArray, `options`: DelOptions) : kotlin.ULong {
         return uniffiRustCallAsync(
@@ -2053,7 +2037,7 @@ open class Client: Disposable, AutoCloseable, ClientInterface
         // lift function
         { FfiConverterULong.lift(it) },
         // Error FFI converter
-        MqstateException.ErrorHandler,
+        NativeException.ErrorHandler,
     )
     }
 
@@ -2061,10 +2045,10 @@ open class Client: Disposable, AutoCloseable, ClientInterface
     /**
      * Candidate `candidate` in the election `name`.
      */
-    @Throws(MqstateException::class)override fun `election`(`name`: kotlin.ByteArray, `candidate`: kotlin.String, `options`: ElectionOptions): Election {
-            return FfiConverterTypeElection.lift(
+    @Throws(NativeException::class)override fun `election`(`name`: kotlin.ByteArray, `candidate`: kotlin.String, `options`: ElectionOptions): NativeElection {
+            return FfiConverterTypeNativeElection.lift(
     callWithHandle {
-    uniffiRustCallWithError(MqstateException) { _status ->
+    uniffiRustCallWithError(NativeException) { _status ->
     UniffiLib.uniffi_mqstate_uniffi_fn_method_client_election(
         it,
         
@@ -2081,7 +2065,7 @@ open class Client: Disposable, AutoCloseable, ClientInterface
     /**
      * The key's value and version, or none when it does not exist.
      */
-    @Throws(MqstateException::class)
+    @Throws(NativeException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
     override suspend fun `get`(`key`: kotlin.ByteArray, `options`: GetOptions) : Value? {
         return uniffiRustCallAsync(
@@ -2099,7 +2083,7 @@ open class Client: Disposable, AutoCloseable, ClientInterface
         // lift function
         { FfiConverterOptionalTypeValue.lift(it) },
         // Error FFI converter
-        MqstateException.ErrorHandler,
+        NativeException.ErrorHandler,
     )
     }
 
@@ -2139,10 +2123,10 @@ open class Client: Disposable, AutoCloseable, ClientInterface
     /**
      * A leased lock on `key`.
      */
-    @Throws(MqstateException::class)override fun `lock`(`key`: kotlin.ByteArray, `options`: LockOptions): Lock {
-            return FfiConverterTypeLock.lift(
+    @Throws(NativeException::class)override fun `lock`(`key`: kotlin.ByteArray, `options`: LockOptions): NativeLock {
+            return FfiConverterTypeNativeLock.lift(
     callWithHandle {
-    uniffiRustCallWithError(MqstateException) { _status ->
+    uniffiRustCallWithError(NativeException) { _status ->
     UniffiLib.uniffi_mqstate_uniffi_fn_method_client_lock(
         it,
         
@@ -2158,9 +2142,9 @@ open class Client: Disposable, AutoCloseable, ClientInterface
     /**
      * Observes the key: a subscription of its changes, registered when this returns.
      */
-    @Throws(MqstateException::class)
+    @Throws(NativeException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `observe`(`key`: kotlin.ByteArray, `options`: ObserveOptions) : Subscription {
+    override suspend fun `observe`(`key`: kotlin.ByteArray, `options`: ObserveOptions) : NativeSubscription {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_mqstate_uniffi_fn_method_client_observe(
@@ -2174,9 +2158,9 @@ open class Client: Disposable, AutoCloseable, ClientInterface
         { future, continuation -> UniffiLib.ffi_mqstate_uniffi_rust_future_complete_u64(future, continuation) },
         { future -> UniffiLib.ffi_mqstate_uniffi_rust_future_free_u64(future) },
         // lift function
-        { FfiConverterTypeSubscription.lift(it) },
+        { FfiConverterTypeNativeSubscription.lift(it) },
         // Error FFI converter
-        MqstateException.ErrorHandler,
+        NativeException.ErrorHandler,
     )
     }
 
@@ -2186,10 +2170,10 @@ open class Client: Disposable, AutoCloseable, ClientInterface
      * escapes; byte-wise), a page at a time: a pager that sends nothing until its first
      * `nextPage()`. An empty pattern fails with `invalid_argument`.
      */
-    @Throws(MqstateException::class)override fun `scan`(`pattern`: kotlin.ByteArray, `options`: ScanOptions): Pager {
-            return FfiConverterTypePager.lift(
+    @Throws(NativeException::class)override fun `scan`(`pattern`: kotlin.ByteArray, `options`: ScanOptions): NativePager {
+            return FfiConverterTypeNativePager.lift(
     callWithHandle {
-    uniffiRustCallWithError(MqstateException) { _status ->
+    uniffiRustCallWithError(NativeException) { _status ->
     UniffiLib.uniffi_mqstate_uniffi_fn_method_client_scan(
         it,
         
@@ -2205,7 +2189,7 @@ open class Client: Disposable, AutoCloseable, ClientInterface
     /**
      * Sets `key` to `value`.
      */
-    @Throws(MqstateException::class)
+    @Throws(NativeException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
     override suspend fun `set`(`key`: kotlin.ByteArray, `value`: kotlin.ByteArray, `options`: SetOptions) : SetResult {
         return uniffiRustCallAsync(
@@ -2224,7 +2208,7 @@ open class Client: Disposable, AutoCloseable, ClientInterface
         // lift function
         { FfiConverterTypeSetResult.lift(it) },
         // Error FFI converter
-        MqstateException.ErrorHandler,
+        NativeException.ErrorHandler,
     )
     }
 
@@ -2232,7 +2216,7 @@ open class Client: Disposable, AutoCloseable, ClientInterface
     /**
      * Deletes the key only if it holds `value`.
      */
-    @Throws(MqstateException::class)
+    @Throws(NativeException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
     override suspend fun `vdel`(`key`: kotlin.ByteArray, `value`: kotlin.ByteArray, `options`: DelOptions) : VdelOutcome {
         return uniffiRustCallAsync(
@@ -2251,7 +2235,7 @@ open class Client: Disposable, AutoCloseable, ClientInterface
         // lift function
         { FfiConverterTypeVdelOutcome.lift(it) },
         // Error FFI converter
-        MqstateException.ErrorHandler,
+        NativeException.ErrorHandler,
     )
     }
 
@@ -2261,52 +2245,11 @@ open class Client: Disposable, AutoCloseable, ClientInterface
 
 
     
-    companion object {
-        
+    
     /**
-     * Connects to `url` (`mqtt://host:port`, `mqtts://…`; default `localhost:1883`) with
-     * `settings` by name on top (`clientId`, `requestTimeout`, … as in `settingsTable()`).
+     * @suppress
      */
-    @Throws(MqstateException::class)
-    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-     suspend fun `connect`(`url`: kotlin.String? = null, `settings`: Map<kotlin.String, kotlin.String> = mapOf()) : Client {
-        return uniffiRustCallAsync(
-        UniffiLib.uniffi_mqstate_uniffi_fn_constructor_client_connect(
-        FfiConverterOptionalString.lower(`url`),
-        FfiConverterMapStringString.lower(`settings`),),
-        { future, callback, continuation -> UniffiLib.ffi_mqstate_uniffi_rust_future_poll_u64(future, callback, continuation) },
-        { future, continuation -> UniffiLib.ffi_mqstate_uniffi_rust_future_complete_u64(future, continuation) },
-        { future -> UniffiLib.ffi_mqstate_uniffi_rust_future_free_u64(future) },
-        // lift function
-        { FfiConverterTypeClient.lift(it) },
-        // Error FFI converter
-        MqstateException.ErrorHandler,
-    )
-    }
-
-        
-    /**
-     * Connects with the Azure IoT Operations environment variables (`AIO_BROKER_HOSTNAME`
-     * …), `settings` by name on top.
-     */
-    @Throws(MqstateException::class)
-    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-     suspend fun `fromEnv`(`settings`: Map<kotlin.String, kotlin.String> = mapOf()) : Client {
-        return uniffiRustCallAsync(
-        UniffiLib.uniffi_mqstate_uniffi_fn_constructor_client_from_env(
-        FfiConverterMapStringString.lower(`settings`),),
-        { future, callback, continuation -> UniffiLib.ffi_mqstate_uniffi_rust_future_poll_u64(future, callback, continuation) },
-        { future, continuation -> UniffiLib.ffi_mqstate_uniffi_rust_future_complete_u64(future, continuation) },
-        { future -> UniffiLib.ffi_mqstate_uniffi_rust_future_free_u64(future) },
-        // lift function
-        { FfiConverterTypeClient.lift(it) },
-        // Error FFI converter
-        MqstateException.ErrorHandler,
-    )
-    }
-
-        
-    }
+    companion object
     
 }
 
@@ -2314,22 +2257,22 @@ open class Client: Disposable, AutoCloseable, ClientInterface
 /**
  * @suppress
  */
-public object FfiConverterTypeClient: FfiConverter<Client, Long> {
-    override fun lower(value: Client): Long {
+public object FfiConverterTypeNativeClient: FfiConverter<NativeClient, Long> {
+    override fun lower(value: NativeClient): Long {
         return value.uniffiCloneHandle()
     }
 
-    override fun lift(value: Long): Client {
-        return Client(UniffiWithHandle, value)
+    override fun lift(value: Long): NativeClient {
+        return NativeClient(UniffiWithHandle, value)
     }
 
-    override fun read(buf: ByteBuffer): Client {
+    override fun read(buf: ByteBuffer): NativeClient {
         return lift(buf.getLong())
     }
 
-    override fun allocationSize(value: Client) = 8UL
+    override fun allocationSize(value: NativeClient) = 8UL
 
-    override fun write(value: Client, buf: ByteBuffer) {
+    override fun write(value: NativeClient, buf: ByteBuffer) {
         buf.putLong(lower(value))
     }
 }
@@ -2433,13 +2376,13 @@ public object FfiConverterTypeClient: FfiConverter<Client, Long> {
 /**
  * A candidate in one election.
  */
-public interface ElectionInterface {
+public interface NativeElectionInterface {
     
     /**
      * Waits to become leader, up to `timeout` (none: until the coroutine is cancelled);
      * the leader's fencing token. The term is then renewed until `resign()`.
      */
-    suspend fun `campaign`(`term`: java.time.Duration? = null, `timeout`: java.time.Duration? = null): Hlc
+    suspend fun `campaign`(`term`: Duration? = null, `timeout`: Duration? = null): Hlc
     
     /**
      * This candidate's id.
@@ -2469,17 +2412,17 @@ public interface ElectionInterface {
     /**
      * Becomes leader if nobody is; `true` when leader now.
      */
-    suspend fun `tryCampaign`(`term`: java.time.Duration? = null): kotlin.Boolean
+    suspend fun `tryCampaign`(`term`: Duration? = null): kotlin.Boolean
     
     /**
      * `Event.Holder` events of the leadership: the current leader, then each change.
      */
-    suspend fun `watchLeader`(): Subscription
+    suspend fun `watchLeader`(): NativeSubscription
     
     /**
      * `Event.Status` events of this candidate's own leadership.
      */
-    fun `watchStatus`(): Subscription
+    fun `watchStatus`(): NativeSubscription
     
     companion object
 }
@@ -2487,7 +2430,7 @@ public interface ElectionInterface {
 /**
  * A candidate in one election.
  */
-open class Election: Disposable, AutoCloseable, ElectionInterface
+open class NativeElection: Disposable, AutoCloseable, NativeElectionInterface
 {
 
     @Suppress("UNUSED_PARAMETER")
@@ -2593,16 +2536,16 @@ open class Election: Disposable, AutoCloseable, ElectionInterface
      * Waits to become leader, up to `timeout` (none: until the coroutine is cancelled);
      * the leader's fencing token. The term is then renewed until `resign()`.
      */
-    @Throws(MqstateException::class)
+    @Throws(NativeException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `campaign`(`term`: java.time.Duration?, `timeout`: java.time.Duration?) : Hlc {
+    override suspend fun `campaign`(`term`: Duration?, `timeout`: Duration?) : Hlc {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_mqstate_uniffi_fn_method_election_campaign(
                 uniffiHandle,
                 
-        FfiConverterOptionalDuration.lower(`term`),
-        FfiConverterOptionalDuration.lower(`timeout`),
+        FfiConverterOptionalTypeDuration.lower(`term`),
+        FfiConverterOptionalTypeDuration.lower(`timeout`),
             )
         },
         { future, callback, continuation -> UniffiLib.ffi_mqstate_uniffi_rust_future_poll_rust_buffer(future, callback, continuation) },
@@ -2611,7 +2554,7 @@ open class Election: Disposable, AutoCloseable, ElectionInterface
         // lift function
         { FfiConverterTypeHlc.lift(it) },
         // Error FFI converter
-        MqstateException.ErrorHandler,
+        NativeException.ErrorHandler,
     )
     }
 
@@ -2667,7 +2610,7 @@ open class Election: Disposable, AutoCloseable, ElectionInterface
     /**
      * The current leader's id, or none.
      */
-    @Throws(MqstateException::class)
+    @Throws(NativeException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
     override suspend fun `leader`() : kotlin.String? {
         return uniffiRustCallAsync(
@@ -2683,7 +2626,7 @@ open class Election: Disposable, AutoCloseable, ElectionInterface
         // lift function
         { FfiConverterOptionalString.lift(it) },
         // Error FFI converter
-        MqstateException.ErrorHandler,
+        NativeException.ErrorHandler,
     )
     }
 
@@ -2691,7 +2634,7 @@ open class Election: Disposable, AutoCloseable, ElectionInterface
     /**
      * Steps down; `true` when this candidate led.
      */
-    @Throws(MqstateException::class)
+    @Throws(NativeException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
     override suspend fun `resign`() : kotlin.Boolean {
         return uniffiRustCallAsync(
@@ -2707,7 +2650,7 @@ open class Election: Disposable, AutoCloseable, ElectionInterface
         // lift function
         { FfiConverterBoolean.lift(it) },
         // Error FFI converter
-        MqstateException.ErrorHandler,
+        NativeException.ErrorHandler,
     )
     }
 
@@ -2715,15 +2658,15 @@ open class Election: Disposable, AutoCloseable, ElectionInterface
     /**
      * Becomes leader if nobody is; `true` when leader now.
      */
-    @Throws(MqstateException::class)
+    @Throws(NativeException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `tryCampaign`(`term`: java.time.Duration?) : kotlin.Boolean {
+    override suspend fun `tryCampaign`(`term`: Duration?) : kotlin.Boolean {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_mqstate_uniffi_fn_method_election_try_campaign(
                 uniffiHandle,
                 
-        FfiConverterOptionalDuration.lower(`term`),
+        FfiConverterOptionalTypeDuration.lower(`term`),
             )
         },
         { future, callback, continuation -> UniffiLib.ffi_mqstate_uniffi_rust_future_poll_i8(future, callback, continuation) },
@@ -2732,7 +2675,7 @@ open class Election: Disposable, AutoCloseable, ElectionInterface
         // lift function
         { FfiConverterBoolean.lift(it) },
         // Error FFI converter
-        MqstateException.ErrorHandler,
+        NativeException.ErrorHandler,
     )
     }
 
@@ -2740,9 +2683,9 @@ open class Election: Disposable, AutoCloseable, ElectionInterface
     /**
      * `Event.Holder` events of the leadership: the current leader, then each change.
      */
-    @Throws(MqstateException::class)
+    @Throws(NativeException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `watchLeader`() : Subscription {
+    override suspend fun `watchLeader`() : NativeSubscription {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_mqstate_uniffi_fn_method_election_watch_leader(
@@ -2754,17 +2697,17 @@ open class Election: Disposable, AutoCloseable, ElectionInterface
         { future, continuation -> UniffiLib.ffi_mqstate_uniffi_rust_future_complete_u64(future, continuation) },
         { future -> UniffiLib.ffi_mqstate_uniffi_rust_future_free_u64(future) },
         // lift function
-        { FfiConverterTypeSubscription.lift(it) },
+        { FfiConverterTypeNativeSubscription.lift(it) },
         // Error FFI converter
-        MqstateException.ErrorHandler,
+        NativeException.ErrorHandler,
     )
     }
 
     
     /**
      * `Event.Status` events of this candidate's own leadership.
-     */override fun `watchStatus`(): Subscription {
-            return FfiConverterTypeSubscription.lift(
+     */override fun `watchStatus`(): NativeSubscription {
+            return FfiConverterTypeNativeSubscription.lift(
     callWithHandle {
     uniffiRustCall() { _status ->
     UniffiLib.uniffi_mqstate_uniffi_fn_method_election_watch_status(
@@ -2794,22 +2737,22 @@ open class Election: Disposable, AutoCloseable, ElectionInterface
 /**
  * @suppress
  */
-public object FfiConverterTypeElection: FfiConverter<Election, Long> {
-    override fun lower(value: Election): Long {
+public object FfiConverterTypeNativeElection: FfiConverter<NativeElection, Long> {
+    override fun lower(value: NativeElection): Long {
         return value.uniffiCloneHandle()
     }
 
-    override fun lift(value: Long): Election {
-        return Election(UniffiWithHandle, value)
+    override fun lift(value: Long): NativeElection {
+        return NativeElection(UniffiWithHandle, value)
     }
 
-    override fun read(buf: ByteBuffer): Election {
+    override fun read(buf: ByteBuffer): NativeElection {
         return lift(buf.getLong())
     }
 
-    override fun allocationSize(value: Election) = 8UL
+    override fun allocationSize(value: NativeElection) = 8UL
 
-    override fun write(value: Election, buf: ByteBuffer) {
+    override fun write(value: NativeElection, buf: ByteBuffer) {
         buf.putLong(lower(value))
     }
 }
@@ -2913,20 +2856,21 @@ public object FfiConverterTypeElection: FfiConverter<Election, Long> {
 /**
  * A leased lock on one key.
  */
-public interface LockInterface {
+public interface NativeLockInterface {
     
     /**
      * Waits for the lock, up to `timeout` (none: until the coroutine is cancelled); the
      * fencing token.
      */
-    suspend fun `acquire`(`lease`: java.time.Duration? = null, `timeout`: java.time.Duration? = null): Hlc
+    suspend fun `acquire`(`lease`: Duration? = null, `timeout`: Duration? = null): Hlc
     
     /**
      * Edits `key` under this lock: acquires it, reads the key, asks `decide`, writes its
      * answer fenced, releases; retried while a newer holder wrote meanwhile, up to
-     * `timeout` (default 10 s).
+     * `timeout` (default: the core's edit timeout, 10 s). `decide` runs on a blocking
+     * thread of the library, once per attempt.
      */
-    suspend fun `edit`(`key`: kotlin.ByteArray, `decide`: EditFunction, `lease`: java.time.Duration? = null, `timeout`: java.time.Duration? = null): EditResult
+    suspend fun `edit`(`key`: kotlin.ByteArray, `decide`: EditFunction, `lease`: Duration? = null, `timeout`: Duration? = null): EditResult
     
     /**
      * The fencing token while held.
@@ -2966,7 +2910,7 @@ public interface LockInterface {
     /**
      * Renew automatically this often from the next acquire on (none: never).
      */
-    fun `setAutoRenew`(`period`: java.time.Duration?)
+    fun `setAutoRenew`(`period`: Duration?)
     
     /**
      * The lock's status now.
@@ -2976,17 +2920,17 @@ public interface LockInterface {
     /**
      * Tries once: the fencing token, or none when someone else holds it.
      */
-    suspend fun `tryAcquire`(`lease`: java.time.Duration? = null): Hlc?
+    suspend fun `tryAcquire`(`lease`: Duration? = null): Hlc?
     
     /**
      * `Event.Holder` events: the current holder, then each change.
      */
-    suspend fun `watchHolder`(): Subscription
+    suspend fun `watchHolder`(): NativeSubscription
     
     /**
      * `Event.Status` events: the current status, then each change.
      */
-    fun `watchStatus`(): Subscription
+    fun `watchStatus`(): NativeSubscription
     
     companion object
 }
@@ -2994,7 +2938,7 @@ public interface LockInterface {
 /**
  * A leased lock on one key.
  */
-open class Lock: Disposable, AutoCloseable, LockInterface
+open class NativeLock: Disposable, AutoCloseable, NativeLockInterface
 {
 
     @Suppress("UNUSED_PARAMETER")
@@ -3100,16 +3044,16 @@ open class Lock: Disposable, AutoCloseable, LockInterface
      * Waits for the lock, up to `timeout` (none: until the coroutine is cancelled); the
      * fencing token.
      */
-    @Throws(MqstateException::class)
+    @Throws(NativeException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `acquire`(`lease`: java.time.Duration?, `timeout`: java.time.Duration?) : Hlc {
+    override suspend fun `acquire`(`lease`: Duration?, `timeout`: Duration?) : Hlc {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_mqstate_uniffi_fn_method_lock_acquire(
                 uniffiHandle,
                 
-        FfiConverterOptionalDuration.lower(`lease`),
-        FfiConverterOptionalDuration.lower(`timeout`),
+        FfiConverterOptionalTypeDuration.lower(`lease`),
+        FfiConverterOptionalTypeDuration.lower(`timeout`),
             )
         },
         { future, callback, continuation -> UniffiLib.ffi_mqstate_uniffi_rust_future_poll_rust_buffer(future, callback, continuation) },
@@ -3118,7 +3062,7 @@ open class Lock: Disposable, AutoCloseable, LockInterface
         // lift function
         { FfiConverterTypeHlc.lift(it) },
         // Error FFI converter
-        MqstateException.ErrorHandler,
+        NativeException.ErrorHandler,
     )
     }
 
@@ -3126,11 +3070,12 @@ open class Lock: Disposable, AutoCloseable, LockInterface
     /**
      * Edits `key` under this lock: acquires it, reads the key, asks `decide`, writes its
      * answer fenced, releases; retried while a newer holder wrote meanwhile, up to
-     * `timeout` (default 10 s).
+     * `timeout` (default: the core's edit timeout, 10 s). `decide` runs on a blocking
+     * thread of the library, once per attempt.
      */
-    @Throws(MqstateException::class)
+    @Throws(NativeException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `edit`(`key`: kotlin.ByteArray, `decide`: EditFunction, `lease`: java.time.Duration?, `timeout`: java.time.Duration?) : EditResult {
+    override suspend fun `edit`(`key`: kotlin.ByteArray, `decide`: EditFunction, `lease`: Duration?, `timeout`: Duration?) : EditResult {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_mqstate_uniffi_fn_method_lock_edit(
@@ -3138,8 +3083,8 @@ open class Lock: Disposable, AutoCloseable, LockInterface
                 
         FfiConverterByteArray.lower(`key`),
         FfiConverterTypeEditFunction.lower(`decide`),
-        FfiConverterOptionalDuration.lower(`lease`),
-        FfiConverterOptionalDuration.lower(`timeout`),
+        FfiConverterOptionalTypeDuration.lower(`lease`),
+        FfiConverterOptionalTypeDuration.lower(`timeout`),
             )
         },
         { future, callback, continuation -> UniffiLib.ffi_mqstate_uniffi_rust_future_poll_rust_buffer(future, callback, continuation) },
@@ -3148,7 +3093,7 @@ open class Lock: Disposable, AutoCloseable, LockInterface
         // lift function
         { FfiConverterTypeEditResult.lift(it) },
         // Error FFI converter
-        MqstateException.ErrorHandler,
+        NativeException.ErrorHandler,
     )
     }
 
@@ -3172,7 +3117,7 @@ open class Lock: Disposable, AutoCloseable, LockInterface
     /**
      * The current holder id, or none when free.
      */
-    @Throws(MqstateException::class)
+    @Throws(NativeException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
     override suspend fun `holder`() : kotlin.String? {
         return uniffiRustCallAsync(
@@ -3188,7 +3133,7 @@ open class Lock: Disposable, AutoCloseable, LockInterface
         // lift function
         { FfiConverterOptionalString.lift(it) },
         // Error FFI converter
-        MqstateException.ErrorHandler,
+        NativeException.ErrorHandler,
     )
     }
 
@@ -3244,7 +3189,7 @@ open class Lock: Disposable, AutoCloseable, LockInterface
     /**
      * Releases the lock; `true` when our hold was deleted.
      */
-    @Throws(MqstateException::class)
+    @Throws(NativeException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
     override suspend fun `release`() : kotlin.Boolean {
         return uniffiRustCallAsync(
@@ -3260,7 +3205,7 @@ open class Lock: Disposable, AutoCloseable, LockInterface
         // lift function
         { FfiConverterBoolean.lift(it) },
         // Error FFI converter
-        MqstateException.ErrorHandler,
+        NativeException.ErrorHandler,
     )
     }
 
@@ -3268,7 +3213,7 @@ open class Lock: Disposable, AutoCloseable, LockInterface
     /**
      * Renews the held lease: the new token, or none when no longer held.
      */
-    @Throws(MqstateException::class)
+    @Throws(NativeException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
     override suspend fun `renew`() : Hlc? {
         return uniffiRustCallAsync(
@@ -3284,7 +3229,7 @@ open class Lock: Disposable, AutoCloseable, LockInterface
         // lift function
         { FfiConverterOptionalTypeHlc.lift(it) },
         // Error FFI converter
-        MqstateException.ErrorHandler,
+        NativeException.ErrorHandler,
     )
     }
 
@@ -3292,14 +3237,14 @@ open class Lock: Disposable, AutoCloseable, LockInterface
     /**
      * Renew automatically this often from the next acquire on (none: never).
      */
-    @Throws(MqstateException::class)override fun `setAutoRenew`(`period`: java.time.Duration?)
+    @Throws(NativeException::class)override fun `setAutoRenew`(`period`: Duration?)
         = 
     callWithHandle {
-    uniffiRustCallWithError(MqstateException) { _status ->
+    uniffiRustCallWithError(NativeException) { _status ->
     UniffiLib.uniffi_mqstate_uniffi_fn_method_lock_set_auto_renew(
         it,
         
-        FfiConverterOptionalDuration.lower(`period`),_status)
+        FfiConverterOptionalTypeDuration.lower(`period`),_status)
 }
     }
     
@@ -3325,15 +3270,15 @@ open class Lock: Disposable, AutoCloseable, LockInterface
     /**
      * Tries once: the fencing token, or none when someone else holds it.
      */
-    @Throws(MqstateException::class)
+    @Throws(NativeException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `tryAcquire`(`lease`: java.time.Duration?) : Hlc? {
+    override suspend fun `tryAcquire`(`lease`: Duration?) : Hlc? {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_mqstate_uniffi_fn_method_lock_try_acquire(
                 uniffiHandle,
                 
-        FfiConverterOptionalDuration.lower(`lease`),
+        FfiConverterOptionalTypeDuration.lower(`lease`),
             )
         },
         { future, callback, continuation -> UniffiLib.ffi_mqstate_uniffi_rust_future_poll_rust_buffer(future, callback, continuation) },
@@ -3342,7 +3287,7 @@ open class Lock: Disposable, AutoCloseable, LockInterface
         // lift function
         { FfiConverterOptionalTypeHlc.lift(it) },
         // Error FFI converter
-        MqstateException.ErrorHandler,
+        NativeException.ErrorHandler,
     )
     }
 
@@ -3350,9 +3295,9 @@ open class Lock: Disposable, AutoCloseable, LockInterface
     /**
      * `Event.Holder` events: the current holder, then each change.
      */
-    @Throws(MqstateException::class)
+    @Throws(NativeException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `watchHolder`() : Subscription {
+    override suspend fun `watchHolder`() : NativeSubscription {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_mqstate_uniffi_fn_method_lock_watch_holder(
@@ -3364,17 +3309,17 @@ open class Lock: Disposable, AutoCloseable, LockInterface
         { future, continuation -> UniffiLib.ffi_mqstate_uniffi_rust_future_complete_u64(future, continuation) },
         { future -> UniffiLib.ffi_mqstate_uniffi_rust_future_free_u64(future) },
         // lift function
-        { FfiConverterTypeSubscription.lift(it) },
+        { FfiConverterTypeNativeSubscription.lift(it) },
         // Error FFI converter
-        MqstateException.ErrorHandler,
+        NativeException.ErrorHandler,
     )
     }
 
     
     /**
      * `Event.Status` events: the current status, then each change.
-     */override fun `watchStatus`(): Subscription {
-            return FfiConverterTypeSubscription.lift(
+     */override fun `watchStatus`(): NativeSubscription {
+            return FfiConverterTypeNativeSubscription.lift(
     callWithHandle {
     uniffiRustCall() { _status ->
     UniffiLib.uniffi_mqstate_uniffi_fn_method_lock_watch_status(
@@ -3404,22 +3349,22 @@ open class Lock: Disposable, AutoCloseable, LockInterface
 /**
  * @suppress
  */
-public object FfiConverterTypeLock: FfiConverter<Lock, Long> {
-    override fun lower(value: Lock): Long {
+public object FfiConverterTypeNativeLock: FfiConverter<NativeLock, Long> {
+    override fun lower(value: NativeLock): Long {
         return value.uniffiCloneHandle()
     }
 
-    override fun lift(value: Long): Lock {
-        return Lock(UniffiWithHandle, value)
+    override fun lift(value: Long): NativeLock {
+        return NativeLock(UniffiWithHandle, value)
     }
 
-    override fun read(buf: ByteBuffer): Lock {
+    override fun read(buf: ByteBuffer): NativeLock {
         return lift(buf.getLong())
     }
 
-    override fun allocationSize(value: Lock) = 8UL
+    override fun allocationSize(value: NativeLock) = 8UL
 
-    override fun write(value: Lock, buf: ByteBuffer) {
+    override fun write(value: NativeLock, buf: ByteBuffer) {
         buf.putLong(lower(value))
     }
 }
@@ -3526,7 +3471,7 @@ public object FfiConverterTypeLock: FfiConverter<Lock, Long> {
  * may not be. A page that fails (timeout, cancelled coroutine, lost connection) leaves the
  * scan where it was: calling `nextPage()` again asks for the same page.
  */
-public interface PagerInterface {
+public interface NativePagerInterface {
     
     /**
      * Whether the last page has been returned (false while a page is being fetched).
@@ -3548,7 +3493,7 @@ public interface PagerInterface {
  * may not be. A page that fails (timeout, cancelled coroutine, lost connection) leaves the
  * scan where it was: calling `nextPage()` again asks for the same page.
  */
-open class Pager: Disposable, AutoCloseable, PagerInterface
+open class NativePager: Disposable, AutoCloseable, NativePagerInterface
 {
 
     @Suppress("UNUSED_PARAMETER")
@@ -3670,7 +3615,7 @@ open class Pager: Disposable, AutoCloseable, PagerInterface
      * The next page's keys (possibly none while more pages follow), or none once the last
      * page has been returned. Cancelling the coroutine cancels the page's request.
      */
-    @Throws(MqstateException::class)
+    @Throws(NativeException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
     override suspend fun `nextPage`() : List<kotlin.ByteArray>? {
         return uniffiRustCallAsync(
@@ -3686,7 +3631,7 @@ open class Pager: Disposable, AutoCloseable, PagerInterface
         // lift function
         { FfiConverterOptionalSequenceByteArray.lift(it) },
         // Error FFI converter
-        MqstateException.ErrorHandler,
+        NativeException.ErrorHandler,
     )
     }
 
@@ -3708,22 +3653,22 @@ open class Pager: Disposable, AutoCloseable, PagerInterface
 /**
  * @suppress
  */
-public object FfiConverterTypePager: FfiConverter<Pager, Long> {
-    override fun lower(value: Pager): Long {
+public object FfiConverterTypeNativePager: FfiConverter<NativePager, Long> {
+    override fun lower(value: NativePager): Long {
         return value.uniffiCloneHandle()
     }
 
-    override fun lift(value: Long): Pager {
-        return Pager(UniffiWithHandle, value)
+    override fun lift(value: Long): NativePager {
+        return NativePager(UniffiWithHandle, value)
     }
 
-    override fun read(buf: ByteBuffer): Pager {
+    override fun read(buf: ByteBuffer): NativePager {
         return lift(buf.getLong())
     }
 
-    override fun allocationSize(value: Pager) = 8UL
+    override fun allocationSize(value: NativePager) = 8UL
 
-    override fun write(value: Pager, buf: ByteBuffer) {
+    override fun write(value: NativePager, buf: ByteBuffer) {
         buf.putLong(lower(value))
     }
 }
@@ -3825,12 +3770,12 @@ public object FfiConverterTypePager: FfiConverter<Pager, Long> {
 
 
 /**
- * A stream of [`Event`]s. It ends when stopped (`stop()` in Kotlin, `close()` in Swift),
- * when its last reference is dropped (Kotlin's `close()` / `use {}` with no `next()`
- * pending), or when its client closes. Ending a key's subscription sends `KEYNOTIFY … STOP`
- * at once.
+ * A stream of [`Event`]s. It ends when closed (`close()` in Swift; `stop()` of this raw
+ * layer in Kotlin, which the idiomatic `Subscription.close()` calls before freeing it), when
+ * its last reference is dropped, or when its client closes. Ending a key's subscription
+ * sends `KEYNOTIFY … STOP` at once.
  */
-public interface SubscriptionInterface {
+public interface NativeSubscriptionInterface {
     
     /**
      * Ends the subscription now (a key's: `KEYNOTIFY … STOP` is sent at once); a pending
@@ -3850,10 +3795,11 @@ public interface SubscriptionInterface {
     fun `listen`(`listener`: EventListener)
     
     /**
-     * The next event; none once the subscription has ended and is drained. Cancelling the
-     * coroutine that waits loses no event, so `withTimeoutOrNull { sub.next() }` is safe.
+     * The next event; none once the subscription has ended and is drained. With a
+     * `timeout`, the `timeout` error when none came in time. Neither the timeout nor
+     * cancelling the coroutine that waits loses an event.
      */
-    suspend fun `next`(): Event?
+    suspend fun `next`(`timeout`: Duration? = null): Event?
     
     /**
      * The next event if one is buffered now, else none.
@@ -3864,12 +3810,12 @@ public interface SubscriptionInterface {
 }
 
 /**
- * A stream of [`Event`]s. It ends when stopped (`stop()` in Kotlin, `close()` in Swift),
- * when its last reference is dropped (Kotlin's `close()` / `use {}` with no `next()`
- * pending), or when its client closes. Ending a key's subscription sends `KEYNOTIFY … STOP`
- * at once.
+ * A stream of [`Event`]s. It ends when closed (`close()` in Swift; `stop()` of this raw
+ * layer in Kotlin, which the idiomatic `Subscription.close()` calls before freeing it), when
+ * its last reference is dropped, or when its client closes. Ending a key's subscription
+ * sends `KEYNOTIFY … STOP` at once.
  */
-open class Subscription: Disposable, AutoCloseable, SubscriptionInterface
+open class NativeSubscription: Disposable, AutoCloseable, NativeSubscriptionInterface
 {
 
     @Suppress("UNUSED_PARAMETER")
@@ -4007,10 +3953,10 @@ open class Subscription: Disposable, AutoCloseable, SubscriptionInterface
      * Pushes every event to `listener` on a thread of this subscription's own instead
      * (the pull methods then see nothing). A second listener is refused.
      */
-    @Throws(MqstateException::class)override fun `listen`(`listener`: EventListener)
+    @Throws(NativeException::class)override fun `listen`(`listener`: EventListener)
         = 
     callWithHandle {
-    uniffiRustCallWithError(MqstateException) { _status ->
+    uniffiRustCallWithError(NativeException) { _status ->
     UniffiLib.uniffi_mqstate_uniffi_fn_method_subscription_listen(
         it,
         
@@ -4022,16 +3968,19 @@ open class Subscription: Disposable, AutoCloseable, SubscriptionInterface
 
     
     /**
-     * The next event; none once the subscription has ended and is drained. Cancelling the
-     * coroutine that waits loses no event, so `withTimeoutOrNull { sub.next() }` is safe.
+     * The next event; none once the subscription has ended and is drained. With a
+     * `timeout`, the `timeout` error when none came in time. Neither the timeout nor
+     * cancelling the coroutine that waits loses an event.
      */
+    @Throws(NativeException::class)
     @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
-    override suspend fun `next`() : Event? {
+    override suspend fun `next`(`timeout`: Duration?) : Event? {
         return uniffiRustCallAsync(
         callWithHandle { uniffiHandle ->
             UniffiLib.uniffi_mqstate_uniffi_fn_method_subscription_next(
                 uniffiHandle,
                 
+        FfiConverterOptionalTypeDuration.lower(`timeout`),
             )
         },
         { future, callback, continuation -> UniffiLib.ffi_mqstate_uniffi_rust_future_poll_rust_buffer(future, callback, continuation) },
@@ -4040,7 +3989,7 @@ open class Subscription: Disposable, AutoCloseable, SubscriptionInterface
         // lift function
         { FfiConverterOptionalTypeEvent.lift(it) },
         // Error FFI converter
-        UniffiNullRustCallStatusErrorHandler,
+        NativeException.ErrorHandler,
     )
     }
 
@@ -4078,22 +4027,22 @@ open class Subscription: Disposable, AutoCloseable, SubscriptionInterface
 /**
  * @suppress
  */
-public object FfiConverterTypeSubscription: FfiConverter<Subscription, Long> {
-    override fun lower(value: Subscription): Long {
+public object FfiConverterTypeNativeSubscription: FfiConverter<NativeSubscription, Long> {
+    override fun lower(value: NativeSubscription): Long {
         return value.uniffiCloneHandle()
     }
 
-    override fun lift(value: Long): Subscription {
-        return Subscription(UniffiWithHandle, value)
+    override fun lift(value: Long): NativeSubscription {
+        return NativeSubscription(UniffiWithHandle, value)
     }
 
-    override fun read(buf: ByteBuffer): Subscription {
+    override fun read(buf: ByteBuffer): NativeSubscription {
         return lift(buf.getLong())
     }
 
-    override fun allocationSize(value: Subscription) = 8UL
+    override fun allocationSize(value: NativeSubscription) = 8UL
 
-    override fun write(value: Subscription, buf: ByteBuffer) {
+    override fun write(value: NativeSubscription, buf: ByteBuffer) {
         buf.putLong(lower(value))
     }
 }
@@ -4112,7 +4061,7 @@ data class DelOptions (
     /**
      * This call's timeout instead of the client's.
      */
-    val `timeout`: java.time.Duration? = null 
+    val `timeout`: Duration? = null 
     
 ){
     
@@ -4130,18 +4079,18 @@ public object FfiConverterTypeDelOptions: FfiConverterRustBuffer<DelOptions> {
     override fun read(buf: ByteBuffer): DelOptions {
         return DelOptions(
             FfiConverterOptionalTypeHlc.read(buf),
-            FfiConverterOptionalDuration.read(buf),
+            FfiConverterOptionalTypeDuration.read(buf),
         )
     }
 
     override fun allocationSize(value: DelOptions) = (
             FfiConverterOptionalTypeHlc.allocationSize(value.`fencingToken`) +
-            FfiConverterOptionalDuration.allocationSize(value.`timeout`)
+            FfiConverterOptionalTypeDuration.allocationSize(value.`timeout`)
     )
 
     override fun write(value: DelOptions, buf: ByteBuffer) {
             FfiConverterOptionalTypeHlc.write(value.`fencingToken`, buf)
-            FfiConverterOptionalDuration.write(value.`timeout`, buf)
+            FfiConverterOptionalTypeDuration.write(value.`timeout`, buf)
     }
 }
 
@@ -4223,9 +4172,10 @@ public object FfiConverterTypeEditResult: FfiConverterRustBuffer<EditResult> {
  */
 data class ElectionOptions (
     /**
-     * The term of `campaign` / `tryCampaign` when the call gives none (default 10 s).
+     * The term of `campaign` / `tryCampaign` when the call gives none (default: the core's
+     * default lease, 10 s).
      */
-    val `term`: java.time.Duration? = null 
+    val `term`: Duration? = null 
     , 
     /**
      * A session id: the holder id becomes `candidate:session`.
@@ -4235,7 +4185,7 @@ data class ElectionOptions (
     /**
      * How often the leader renews its term (default: a third of the term).
      */
-    val `renewEvery`: java.time.Duration? = null 
+    val `renewEvery`: Duration? = null 
     
 ){
     
@@ -4252,22 +4202,22 @@ data class ElectionOptions (
 public object FfiConverterTypeElectionOptions: FfiConverterRustBuffer<ElectionOptions> {
     override fun read(buf: ByteBuffer): ElectionOptions {
         return ElectionOptions(
-            FfiConverterOptionalDuration.read(buf),
+            FfiConverterOptionalTypeDuration.read(buf),
             FfiConverterOptionalString.read(buf),
-            FfiConverterOptionalDuration.read(buf),
+            FfiConverterOptionalTypeDuration.read(buf),
         )
     }
 
     override fun allocationSize(value: ElectionOptions) = (
-            FfiConverterOptionalDuration.allocationSize(value.`term`) +
+            FfiConverterOptionalTypeDuration.allocationSize(value.`term`) +
             FfiConverterOptionalString.allocationSize(value.`sessionId`) +
-            FfiConverterOptionalDuration.allocationSize(value.`renewEvery`)
+            FfiConverterOptionalTypeDuration.allocationSize(value.`renewEvery`)
     )
 
     override fun write(value: ElectionOptions, buf: ByteBuffer) {
-            FfiConverterOptionalDuration.write(value.`term`, buf)
+            FfiConverterOptionalTypeDuration.write(value.`term`, buf)
             FfiConverterOptionalString.write(value.`sessionId`, buf)
-            FfiConverterOptionalDuration.write(value.`renewEvery`, buf)
+            FfiConverterOptionalTypeDuration.write(value.`renewEvery`, buf)
     }
 }
 
@@ -4335,7 +4285,7 @@ data class GetOptions (
     /**
      * This call's timeout instead of the client's.
      */
-    val `timeout`: java.time.Duration? = null 
+    val `timeout`: Duration? = null 
     
 ){
     
@@ -4352,16 +4302,16 @@ data class GetOptions (
 public object FfiConverterTypeGetOptions: FfiConverterRustBuffer<GetOptions> {
     override fun read(buf: ByteBuffer): GetOptions {
         return GetOptions(
-            FfiConverterOptionalDuration.read(buf),
+            FfiConverterOptionalTypeDuration.read(buf),
         )
     }
 
     override fun allocationSize(value: GetOptions) = (
-            FfiConverterOptionalDuration.allocationSize(value.`timeout`)
+            FfiConverterOptionalTypeDuration.allocationSize(value.`timeout`)
     )
 
     override fun write(value: GetOptions, buf: ByteBuffer) {
-            FfiConverterOptionalDuration.write(value.`timeout`, buf)
+            FfiConverterOptionalTypeDuration.write(value.`timeout`, buf)
     }
 }
 
@@ -4526,9 +4476,10 @@ public object FfiConverterTypeLinkInfo: FfiConverterRustBuffer<LinkInfo> {
  */
 data class LockOptions (
     /**
-     * The lease of `acquire` / `tryAcquire` when the call gives none (default 10 s).
+     * The lease of `acquire` / `tryAcquire` / `edit` when the call gives none (default: the
+     * core's default lease, 10 s).
      */
-    val `lease`: java.time.Duration? = null 
+    val `lease`: Duration? = null 
     , 
     /**
      * The holder id written as the lock's value; default the client id.
@@ -4543,7 +4494,7 @@ data class LockOptions (
     /**
      * Renew the lease automatically this often after each successful acquire.
      */
-    val `autoRenew`: java.time.Duration? = null 
+    val `autoRenew`: Duration? = null 
     
 ){
     
@@ -4560,25 +4511,25 @@ data class LockOptions (
 public object FfiConverterTypeLockOptions: FfiConverterRustBuffer<LockOptions> {
     override fun read(buf: ByteBuffer): LockOptions {
         return LockOptions(
-            FfiConverterOptionalDuration.read(buf),
+            FfiConverterOptionalTypeDuration.read(buf),
             FfiConverterOptionalString.read(buf),
             FfiConverterOptionalString.read(buf),
-            FfiConverterOptionalDuration.read(buf),
+            FfiConverterOptionalTypeDuration.read(buf),
         )
     }
 
     override fun allocationSize(value: LockOptions) = (
-            FfiConverterOptionalDuration.allocationSize(value.`lease`) +
+            FfiConverterOptionalTypeDuration.allocationSize(value.`lease`) +
             FfiConverterOptionalString.allocationSize(value.`holder`) +
             FfiConverterOptionalString.allocationSize(value.`sessionId`) +
-            FfiConverterOptionalDuration.allocationSize(value.`autoRenew`)
+            FfiConverterOptionalTypeDuration.allocationSize(value.`autoRenew`)
     )
 
     override fun write(value: LockOptions, buf: ByteBuffer) {
-            FfiConverterOptionalDuration.write(value.`lease`, buf)
+            FfiConverterOptionalTypeDuration.write(value.`lease`, buf)
             FfiConverterOptionalString.write(value.`holder`, buf)
             FfiConverterOptionalString.write(value.`sessionId`, buf)
-            FfiConverterOptionalDuration.write(value.`autoRenew`, buf)
+            FfiConverterOptionalTypeDuration.write(value.`autoRenew`, buf)
     }
 }
 
@@ -4591,7 +4542,7 @@ data class ObserveOptions (
     /**
      * The time the registration may take instead of the client's request timeout.
      */
-    val `timeout`: java.time.Duration? = null 
+    val `timeout`: Duration? = null 
     
 ){
     
@@ -4608,16 +4559,16 @@ data class ObserveOptions (
 public object FfiConverterTypeObserveOptions: FfiConverterRustBuffer<ObserveOptions> {
     override fun read(buf: ByteBuffer): ObserveOptions {
         return ObserveOptions(
-            FfiConverterOptionalDuration.read(buf),
+            FfiConverterOptionalTypeDuration.read(buf),
         )
     }
 
     override fun allocationSize(value: ObserveOptions) = (
-            FfiConverterOptionalDuration.allocationSize(value.`timeout`)
+            FfiConverterOptionalTypeDuration.allocationSize(value.`timeout`)
     )
 
     override fun write(value: ObserveOptions, buf: ByteBuffer) {
-            FfiConverterOptionalDuration.write(value.`timeout`, buf)
+            FfiConverterOptionalTypeDuration.write(value.`timeout`, buf)
     }
 }
 
@@ -4630,7 +4581,7 @@ data class ScanOptions (
     /**
      * The time each page may take instead of the client's request timeout.
      */
-    val `timeout`: java.time.Duration? = null 
+    val `timeout`: Duration? = null 
     
 ){
     
@@ -4647,16 +4598,16 @@ data class ScanOptions (
 public object FfiConverterTypeScanOptions: FfiConverterRustBuffer<ScanOptions> {
     override fun read(buf: ByteBuffer): ScanOptions {
         return ScanOptions(
-            FfiConverterOptionalDuration.read(buf),
+            FfiConverterOptionalTypeDuration.read(buf),
         )
     }
 
     override fun allocationSize(value: ScanOptions) = (
-            FfiConverterOptionalDuration.allocationSize(value.`timeout`)
+            FfiConverterOptionalTypeDuration.allocationSize(value.`timeout`)
     )
 
     override fun write(value: ScanOptions, buf: ByteBuffer) {
-            FfiConverterOptionalDuration.write(value.`timeout`, buf)
+            FfiConverterOptionalTypeDuration.write(value.`timeout`, buf)
     }
 }
 
@@ -4672,9 +4623,9 @@ data class SetOptions (
     val `condition`: SetCondition? = null 
     , 
     /**
-     * The key expires this long after the set.
+     * The key expires this long after the set (at least 1 ms).
      */
-    val `expiry`: java.time.Duration? = null 
+    val `expiry`: Duration? = null 
     , 
     /**
      * Write fenced with this token (a lock's `fencingToken()`).
@@ -4689,7 +4640,7 @@ data class SetOptions (
     /**
      * This call's timeout instead of the client's `request_timeout`.
      */
-    val `timeout`: java.time.Duration? = null 
+    val `timeout`: Duration? = null 
     
 ){
     
@@ -4707,27 +4658,27 @@ public object FfiConverterTypeSetOptions: FfiConverterRustBuffer<SetOptions> {
     override fun read(buf: ByteBuffer): SetOptions {
         return SetOptions(
             FfiConverterOptionalTypeSetCondition.read(buf),
-            FfiConverterOptionalDuration.read(buf),
+            FfiConverterOptionalTypeDuration.read(buf),
             FfiConverterOptionalTypeHlc.read(buf),
             FfiConverterBoolean.read(buf),
-            FfiConverterOptionalDuration.read(buf),
+            FfiConverterOptionalTypeDuration.read(buf),
         )
     }
 
     override fun allocationSize(value: SetOptions) = (
             FfiConverterOptionalTypeSetCondition.allocationSize(value.`condition`) +
-            FfiConverterOptionalDuration.allocationSize(value.`expiry`) +
+            FfiConverterOptionalTypeDuration.allocationSize(value.`expiry`) +
             FfiConverterOptionalTypeHlc.allocationSize(value.`fencingToken`) +
             FfiConverterBoolean.allocationSize(value.`persist`) +
-            FfiConverterOptionalDuration.allocationSize(value.`timeout`)
+            FfiConverterOptionalTypeDuration.allocationSize(value.`timeout`)
     )
 
     override fun write(value: SetOptions, buf: ByteBuffer) {
             FfiConverterOptionalTypeSetCondition.write(value.`condition`, buf)
-            FfiConverterOptionalDuration.write(value.`expiry`, buf)
+            FfiConverterOptionalTypeDuration.write(value.`expiry`, buf)
             FfiConverterOptionalTypeHlc.write(value.`fencingToken`, buf)
             FfiConverterBoolean.write(value.`persist`, buf)
-            FfiConverterOptionalDuration.write(value.`timeout`, buf)
+            FfiConverterOptionalTypeDuration.write(value.`timeout`, buf)
     }
 }
 
@@ -4775,6 +4726,54 @@ public object FfiConverterTypeSetResult: FfiConverterRustBuffer<SetResult> {
     override fun write(value: SetResult, buf: ByteBuffer) {
             FfiConverterBoolean.write(value.`applied`, buf)
             FfiConverterOptionalTypeHlc.write(value.`version`, buf)
+    }
+}
+
+
+
+/**
+ * One setting by name (`clientId` or `client_id`, as in [`settings_table`]) with its text
+ * value: `Client.connect` takes a list of them, applied in order.
+ */
+data class Setting (
+    /**
+     * The setting's name, snake_case or camelCase.
+     */
+    val `name`: kotlin.String
+    , 
+    /**
+     * Its value as text (durations: seconds, or with a unit: `"250ms"`, `"1.5s"`, `"2m"`).
+     */
+    val `value`: kotlin.String
+    
+){
+    
+
+    
+
+    
+    companion object
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeSetting: FfiConverterRustBuffer<Setting> {
+    override fun read(buf: ByteBuffer): Setting {
+        return Setting(
+            FfiConverterString.read(buf),
+            FfiConverterString.read(buf),
+        )
+    }
+
+    override fun allocationSize(value: Setting) = (
+            FfiConverterString.allocationSize(value.`name`) +
+            FfiConverterString.allocationSize(value.`value`)
+    )
+
+    override fun write(value: Setting, buf: ByteBuffer) {
+            FfiConverterString.write(value.`name`, buf)
+            FfiConverterString.write(value.`value`, buf)
     }
 }
 
@@ -4930,6 +4929,79 @@ public object FfiConverterTypeChangeKind: FfiConverterRustBuffer<ChangeKind> {
 }
 
 
+
+
+
+
+
+/**
+ * Why an [`EditFunction`] gave no decision (Kotlin `DecideException`, Swift `DecideError`):
+ * what it raised, as text. The edit then ends with the core's `callback` error; the Kotlin
+ * layer keeps the exception itself and rethrows it from `edit`.
+ */
+sealed class DecideException: kotlin.Exception() {
+    
+    /**
+     * The function failed.
+     */
+    class Failed(
+        
+        /**
+         * What it raised, for people.
+         */
+        val `reason`: kotlin.String
+        ) : DecideException() {
+        override val message
+            get() = "reason=${ `reason` }"
+    }
+    
+
+    
+
+
+    companion object ErrorHandler : UniffiRustCallStatusErrorHandler<DecideException> {
+        override fun lift(error_buf: RustBuffer.ByValue): DecideException = FfiConverterTypeDecideError.lift(error_buf)
+    }
+
+    
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeDecideError : FfiConverterRustBuffer<DecideException> {
+    override fun read(buf: ByteBuffer): DecideException {
+        
+
+        return when(buf.getInt()) {
+            1 -> DecideException.Failed(
+                FfiConverterString.read(buf),
+                )
+            else -> throw RuntimeException("invalid error enum value, something is very wrong!!")
+        }
+    }
+
+    override fun allocationSize(value: DecideException): ULong {
+        return when(value) {
+            is DecideException.Failed -> (
+                // Add the size for the Int that specifies the variant plus the size needed for all fields
+                4UL
+                + FfiConverterString.allocationSize(value.`reason`)
+            )
+        }
+    }
+
+    override fun write(value: DecideException, buf: ByteBuffer) {
+        when(value) {
+            is DecideException.Failed -> {
+                buf.putInt(1)
+                FfiConverterString.write(value.`reason`, buf)
+                Unit
+            }
+        }.let { /* this makes the `when` an expression, which ensures it is exhaustive */ }
+    }
+
+}
 
 
 
@@ -5278,11 +5350,11 @@ sealed class LockStatus {
         /**
          * The fencing token.
          */
-        val `token`: mqstate.Hlc, 
+        val `fencingToken`: mqstate.Hlc, 
         /**
          * The lease.
          */
-        val `lease`: java.time.Duration) : LockStatus()
+        val `lease`: mqstate.Duration) : LockStatus()
         
     {
         
@@ -5324,7 +5396,7 @@ public object FfiConverterTypeLockStatus : FfiConverterRustBuffer<LockStatus>{
             1 -> LockStatus.NotHeld
             2 -> LockStatus.Held(
                 FfiConverterTypeHlc.read(buf),
-                FfiConverterDuration.read(buf),
+                FfiConverterTypeDuration.read(buf),
                 )
             3 -> LockStatus.Lost(
                 FfiConverterString.read(buf),
@@ -5344,8 +5416,8 @@ public object FfiConverterTypeLockStatus : FfiConverterRustBuffer<LockStatus>{
             // Add the size for the Int that specifies the variant plus the size needed for all fields
             (
                 4UL
-                + FfiConverterTypeHlc.allocationSize(value.`token`)
-                + FfiConverterDuration.allocationSize(value.`lease`)
+                + FfiConverterTypeHlc.allocationSize(value.`fencingToken`)
+                + FfiConverterTypeDuration.allocationSize(value.`lease`)
             )
         }
         is LockStatus.Lost -> {
@@ -5365,8 +5437,8 @@ public object FfiConverterTypeLockStatus : FfiConverterRustBuffer<LockStatus>{
             }
             is LockStatus.Held -> {
                 buf.putInt(2)
-                FfiConverterTypeHlc.write(value.`token`, buf)
-                FfiConverterDuration.write(value.`lease`, buf)
+                FfiConverterTypeHlc.write(value.`fencingToken`, buf)
+                FfiConverterTypeDuration.write(value.`lease`, buf)
                 Unit
             }
             is LockStatus.Lost -> {
@@ -5388,7 +5460,7 @@ public object FfiConverterTypeLockStatus : FfiConverterRustBuffer<LockStatus>{
  * Why an mqstate call failed. Every variant has the same fields; the variant is the family
  * of the stable `code`.
  */
-sealed class MqstateException: kotlin.Exception() {
+sealed class NativeException: kotlin.Exception() {
     
     /**
      * `invalid_argument`: an argument the protocol cannot carry; nothing was sent.
@@ -5409,7 +5481,7 @@ sealed class MqstateException: kotlin.Exception() {
          * Whether a request was sent and may have been applied.
          */
         val `mayHaveApplied`: kotlin.Boolean
-        ) : MqstateException() {
+        ) : NativeException() {
         override val message
             get() = "code=${ `code` }, detail=${ `detail` }, mayHaveApplied=${ `mayHaveApplied` }"
     }
@@ -5433,7 +5505,7 @@ sealed class MqstateException: kotlin.Exception() {
          * Whether a request was sent and may have been applied.
          */
         val `mayHaveApplied`: kotlin.Boolean
-        ) : MqstateException() {
+        ) : NativeException() {
         override val message
             get() = "code=${ `code` }, detail=${ `detail` }, mayHaveApplied=${ `mayHaveApplied` }"
     }
@@ -5457,7 +5529,7 @@ sealed class MqstateException: kotlin.Exception() {
          * Whether a request was sent and may have been applied.
          */
         val `mayHaveApplied`: kotlin.Boolean
-        ) : MqstateException() {
+        ) : NativeException() {
         override val message
             get() = "code=${ `code` }, detail=${ `detail` }, mayHaveApplied=${ `mayHaveApplied` }"
     }
@@ -5482,7 +5554,7 @@ sealed class MqstateException: kotlin.Exception() {
          * Whether a request was sent and may have been applied.
          */
         val `mayHaveApplied`: kotlin.Boolean
-        ) : MqstateException() {
+        ) : NativeException() {
         override val message
             get() = "code=${ `code` }, detail=${ `detail` }, mayHaveApplied=${ `mayHaveApplied` }"
     }
@@ -5506,7 +5578,7 @@ sealed class MqstateException: kotlin.Exception() {
          * Whether a request was sent and may have been applied.
          */
         val `mayHaveApplied`: kotlin.Boolean
-        ) : MqstateException() {
+        ) : NativeException() {
         override val message
             get() = "code=${ `code` }, detail=${ `detail` }, mayHaveApplied=${ `mayHaveApplied` }"
     }
@@ -5530,7 +5602,7 @@ sealed class MqstateException: kotlin.Exception() {
          * Whether a request was sent and may have been applied.
          */
         val `mayHaveApplied`: kotlin.Boolean
-        ) : MqstateException() {
+        ) : NativeException() {
         override val message
             get() = "code=${ `code` }, detail=${ `detail` }, mayHaveApplied=${ `mayHaveApplied` }"
     }
@@ -5554,7 +5626,7 @@ sealed class MqstateException: kotlin.Exception() {
          * Whether a request was sent and may have been applied.
          */
         val `mayHaveApplied`: kotlin.Boolean
-        ) : MqstateException() {
+        ) : NativeException() {
         override val message
             get() = "code=${ `code` }, detail=${ `detail` }, mayHaveApplied=${ `mayHaveApplied` }"
     }
@@ -5578,7 +5650,7 @@ sealed class MqstateException: kotlin.Exception() {
          * Whether a request was sent and may have been applied.
          */
         val `mayHaveApplied`: kotlin.Boolean
-        ) : MqstateException() {
+        ) : NativeException() {
         override val message
             get() = "code=${ `code` }, detail=${ `detail` }, mayHaveApplied=${ `mayHaveApplied` }"
     }
@@ -5602,7 +5674,7 @@ sealed class MqstateException: kotlin.Exception() {
          * Whether a request was sent and may have been applied.
          */
         val `mayHaveApplied`: kotlin.Boolean
-        ) : MqstateException() {
+        ) : NativeException() {
         override val message
             get() = "code=${ `code` }, detail=${ `detail` }, mayHaveApplied=${ `mayHaveApplied` }"
     }
@@ -5626,7 +5698,7 @@ sealed class MqstateException: kotlin.Exception() {
          * Whether a request was sent and may have been applied.
          */
         val `mayHaveApplied`: kotlin.Boolean
-        ) : MqstateException() {
+        ) : NativeException() {
         override val message
             get() = "code=${ `code` }, detail=${ `detail` }, mayHaveApplied=${ `mayHaveApplied` }"
     }
@@ -5650,7 +5722,7 @@ sealed class MqstateException: kotlin.Exception() {
          * Whether a request was sent and may have been applied.
          */
         val `mayHaveApplied`: kotlin.Boolean
-        ) : MqstateException() {
+        ) : NativeException() {
         override val message
             get() = "code=${ `code` }, detail=${ `detail` }, mayHaveApplied=${ `mayHaveApplied` }"
     }
@@ -5674,7 +5746,7 @@ sealed class MqstateException: kotlin.Exception() {
          * Whether a request was sent and may have been applied.
          */
         val `mayHaveApplied`: kotlin.Boolean
-        ) : MqstateException() {
+        ) : NativeException() {
         override val message
             get() = "code=${ `code` }, detail=${ `detail` }, mayHaveApplied=${ `mayHaveApplied` }"
     }
@@ -5698,7 +5770,7 @@ sealed class MqstateException: kotlin.Exception() {
          * Whether a request was sent and may have been applied.
          */
         val `mayHaveApplied`: kotlin.Boolean
-        ) : MqstateException() {
+        ) : NativeException() {
         override val message
             get() = "code=${ `code` }, detail=${ `detail` }, mayHaveApplied=${ `mayHaveApplied` }"
     }
@@ -5707,8 +5779,8 @@ sealed class MqstateException: kotlin.Exception() {
     
 
 
-    companion object ErrorHandler : UniffiRustCallStatusErrorHandler<MqstateException> {
-        override fun lift(error_buf: RustBuffer.ByValue): MqstateException = FfiConverterTypeMqstateError.lift(error_buf)
+    companion object ErrorHandler : UniffiRustCallStatusErrorHandler<NativeException> {
+        override fun lift(error_buf: RustBuffer.ByValue): NativeException = FfiConverterTypeNativeError.lift(error_buf)
     }
 
     
@@ -5717,72 +5789,72 @@ sealed class MqstateException: kotlin.Exception() {
 /**
  * @suppress
  */
-public object FfiConverterTypeMqstateError : FfiConverterRustBuffer<MqstateException> {
-    override fun read(buf: ByteBuffer): MqstateException {
+public object FfiConverterTypeNativeError : FfiConverterRustBuffer<NativeException> {
+    override fun read(buf: ByteBuffer): NativeException {
         
 
         return when(buf.getInt()) {
-            1 -> MqstateException.InvalidArgument(
+            1 -> NativeException.InvalidArgument(
                 FfiConverterString.read(buf),
                 FfiConverterString.read(buf),
                 FfiConverterBoolean.read(buf),
                 )
-            2 -> MqstateException.Malformed(
+            2 -> NativeException.Malformed(
                 FfiConverterString.read(buf),
                 FfiConverterString.read(buf),
                 FfiConverterBoolean.read(buf),
                 )
-            3 -> MqstateException.Clock(
+            3 -> NativeException.Clock(
                 FfiConverterString.read(buf),
                 FfiConverterString.read(buf),
                 FfiConverterBoolean.read(buf),
                 )
-            4 -> MqstateException.Store(
+            4 -> NativeException.Store(
                 FfiConverterString.read(buf),
                 FfiConverterString.read(buf),
                 FfiConverterBoolean.read(buf),
                 )
-            5 -> MqstateException.Rpc(
+            5 -> NativeException.Rpc(
                 FfiConverterString.read(buf),
                 FfiConverterString.read(buf),
                 FfiConverterBoolean.read(buf),
                 )
-            6 -> MqstateException.Timeout(
+            6 -> NativeException.Timeout(
                 FfiConverterString.read(buf),
                 FfiConverterString.read(buf),
                 FfiConverterBoolean.read(buf),
                 )
-            7 -> MqstateException.ConnectionLost(
+            7 -> NativeException.ConnectionLost(
                 FfiConverterString.read(buf),
                 FfiConverterString.read(buf),
                 FfiConverterBoolean.read(buf),
                 )
-            8 -> MqstateException.Connect(
+            8 -> NativeException.Connect(
                 FfiConverterString.read(buf),
                 FfiConverterString.read(buf),
                 FfiConverterBoolean.read(buf),
                 )
-            9 -> MqstateException.Closed(
+            9 -> NativeException.Closed(
                 FfiConverterString.read(buf),
                 FfiConverterString.read(buf),
                 FfiConverterBoolean.read(buf),
                 )
-            10 -> MqstateException.NotHeld(
+            10 -> NativeException.NotHeld(
                 FfiConverterString.read(buf),
                 FfiConverterString.read(buf),
                 FfiConverterBoolean.read(buf),
                 )
-            11 -> MqstateException.Cancelled(
+            11 -> NativeException.Cancelled(
                 FfiConverterString.read(buf),
                 FfiConverterString.read(buf),
                 FfiConverterBoolean.read(buf),
                 )
-            12 -> MqstateException.Callback(
+            12 -> NativeException.Callback(
                 FfiConverterString.read(buf),
                 FfiConverterString.read(buf),
                 FfiConverterBoolean.read(buf),
                 )
-            13 -> MqstateException.Other(
+            13 -> NativeException.Other(
                 FfiConverterString.read(buf),
                 FfiConverterString.read(buf),
                 FfiConverterBoolean.read(buf),
@@ -5791,93 +5863,93 @@ public object FfiConverterTypeMqstateError : FfiConverterRustBuffer<MqstateExcep
         }
     }
 
-    override fun allocationSize(value: MqstateException): ULong {
+    override fun allocationSize(value: NativeException): ULong {
         return when(value) {
-            is MqstateException.InvalidArgument -> (
+            is NativeException.InvalidArgument -> (
                 // Add the size for the Int that specifies the variant plus the size needed for all fields
                 4UL
                 + FfiConverterString.allocationSize(value.`code`)
                 + FfiConverterString.allocationSize(value.`detail`)
                 + FfiConverterBoolean.allocationSize(value.`mayHaveApplied`)
             )
-            is MqstateException.Malformed -> (
+            is NativeException.Malformed -> (
                 // Add the size for the Int that specifies the variant plus the size needed for all fields
                 4UL
                 + FfiConverterString.allocationSize(value.`code`)
                 + FfiConverterString.allocationSize(value.`detail`)
                 + FfiConverterBoolean.allocationSize(value.`mayHaveApplied`)
             )
-            is MqstateException.Clock -> (
+            is NativeException.Clock -> (
                 // Add the size for the Int that specifies the variant plus the size needed for all fields
                 4UL
                 + FfiConverterString.allocationSize(value.`code`)
                 + FfiConverterString.allocationSize(value.`detail`)
                 + FfiConverterBoolean.allocationSize(value.`mayHaveApplied`)
             )
-            is MqstateException.Store -> (
+            is NativeException.Store -> (
                 // Add the size for the Int that specifies the variant plus the size needed for all fields
                 4UL
                 + FfiConverterString.allocationSize(value.`code`)
                 + FfiConverterString.allocationSize(value.`detail`)
                 + FfiConverterBoolean.allocationSize(value.`mayHaveApplied`)
             )
-            is MqstateException.Rpc -> (
+            is NativeException.Rpc -> (
                 // Add the size for the Int that specifies the variant plus the size needed for all fields
                 4UL
                 + FfiConverterString.allocationSize(value.`code`)
                 + FfiConverterString.allocationSize(value.`detail`)
                 + FfiConverterBoolean.allocationSize(value.`mayHaveApplied`)
             )
-            is MqstateException.Timeout -> (
+            is NativeException.Timeout -> (
                 // Add the size for the Int that specifies the variant plus the size needed for all fields
                 4UL
                 + FfiConverterString.allocationSize(value.`code`)
                 + FfiConverterString.allocationSize(value.`detail`)
                 + FfiConverterBoolean.allocationSize(value.`mayHaveApplied`)
             )
-            is MqstateException.ConnectionLost -> (
+            is NativeException.ConnectionLost -> (
                 // Add the size for the Int that specifies the variant plus the size needed for all fields
                 4UL
                 + FfiConverterString.allocationSize(value.`code`)
                 + FfiConverterString.allocationSize(value.`detail`)
                 + FfiConverterBoolean.allocationSize(value.`mayHaveApplied`)
             )
-            is MqstateException.Connect -> (
+            is NativeException.Connect -> (
                 // Add the size for the Int that specifies the variant plus the size needed for all fields
                 4UL
                 + FfiConverterString.allocationSize(value.`code`)
                 + FfiConverterString.allocationSize(value.`detail`)
                 + FfiConverterBoolean.allocationSize(value.`mayHaveApplied`)
             )
-            is MqstateException.Closed -> (
+            is NativeException.Closed -> (
                 // Add the size for the Int that specifies the variant plus the size needed for all fields
                 4UL
                 + FfiConverterString.allocationSize(value.`code`)
                 + FfiConverterString.allocationSize(value.`detail`)
                 + FfiConverterBoolean.allocationSize(value.`mayHaveApplied`)
             )
-            is MqstateException.NotHeld -> (
+            is NativeException.NotHeld -> (
                 // Add the size for the Int that specifies the variant plus the size needed for all fields
                 4UL
                 + FfiConverterString.allocationSize(value.`code`)
                 + FfiConverterString.allocationSize(value.`detail`)
                 + FfiConverterBoolean.allocationSize(value.`mayHaveApplied`)
             )
-            is MqstateException.Cancelled -> (
+            is NativeException.Cancelled -> (
                 // Add the size for the Int that specifies the variant plus the size needed for all fields
                 4UL
                 + FfiConverterString.allocationSize(value.`code`)
                 + FfiConverterString.allocationSize(value.`detail`)
                 + FfiConverterBoolean.allocationSize(value.`mayHaveApplied`)
             )
-            is MqstateException.Callback -> (
+            is NativeException.Callback -> (
                 // Add the size for the Int that specifies the variant plus the size needed for all fields
                 4UL
                 + FfiConverterString.allocationSize(value.`code`)
                 + FfiConverterString.allocationSize(value.`detail`)
                 + FfiConverterBoolean.allocationSize(value.`mayHaveApplied`)
             )
-            is MqstateException.Other -> (
+            is NativeException.Other -> (
                 // Add the size for the Int that specifies the variant plus the size needed for all fields
                 4UL
                 + FfiConverterString.allocationSize(value.`code`)
@@ -5887,93 +5959,93 @@ public object FfiConverterTypeMqstateError : FfiConverterRustBuffer<MqstateExcep
         }
     }
 
-    override fun write(value: MqstateException, buf: ByteBuffer) {
+    override fun write(value: NativeException, buf: ByteBuffer) {
         when(value) {
-            is MqstateException.InvalidArgument -> {
+            is NativeException.InvalidArgument -> {
                 buf.putInt(1)
                 FfiConverterString.write(value.`code`, buf)
                 FfiConverterString.write(value.`detail`, buf)
                 FfiConverterBoolean.write(value.`mayHaveApplied`, buf)
                 Unit
             }
-            is MqstateException.Malformed -> {
+            is NativeException.Malformed -> {
                 buf.putInt(2)
                 FfiConverterString.write(value.`code`, buf)
                 FfiConverterString.write(value.`detail`, buf)
                 FfiConverterBoolean.write(value.`mayHaveApplied`, buf)
                 Unit
             }
-            is MqstateException.Clock -> {
+            is NativeException.Clock -> {
                 buf.putInt(3)
                 FfiConverterString.write(value.`code`, buf)
                 FfiConverterString.write(value.`detail`, buf)
                 FfiConverterBoolean.write(value.`mayHaveApplied`, buf)
                 Unit
             }
-            is MqstateException.Store -> {
+            is NativeException.Store -> {
                 buf.putInt(4)
                 FfiConverterString.write(value.`code`, buf)
                 FfiConverterString.write(value.`detail`, buf)
                 FfiConverterBoolean.write(value.`mayHaveApplied`, buf)
                 Unit
             }
-            is MqstateException.Rpc -> {
+            is NativeException.Rpc -> {
                 buf.putInt(5)
                 FfiConverterString.write(value.`code`, buf)
                 FfiConverterString.write(value.`detail`, buf)
                 FfiConverterBoolean.write(value.`mayHaveApplied`, buf)
                 Unit
             }
-            is MqstateException.Timeout -> {
+            is NativeException.Timeout -> {
                 buf.putInt(6)
                 FfiConverterString.write(value.`code`, buf)
                 FfiConverterString.write(value.`detail`, buf)
                 FfiConverterBoolean.write(value.`mayHaveApplied`, buf)
                 Unit
             }
-            is MqstateException.ConnectionLost -> {
+            is NativeException.ConnectionLost -> {
                 buf.putInt(7)
                 FfiConverterString.write(value.`code`, buf)
                 FfiConverterString.write(value.`detail`, buf)
                 FfiConverterBoolean.write(value.`mayHaveApplied`, buf)
                 Unit
             }
-            is MqstateException.Connect -> {
+            is NativeException.Connect -> {
                 buf.putInt(8)
                 FfiConverterString.write(value.`code`, buf)
                 FfiConverterString.write(value.`detail`, buf)
                 FfiConverterBoolean.write(value.`mayHaveApplied`, buf)
                 Unit
             }
-            is MqstateException.Closed -> {
+            is NativeException.Closed -> {
                 buf.putInt(9)
                 FfiConverterString.write(value.`code`, buf)
                 FfiConverterString.write(value.`detail`, buf)
                 FfiConverterBoolean.write(value.`mayHaveApplied`, buf)
                 Unit
             }
-            is MqstateException.NotHeld -> {
+            is NativeException.NotHeld -> {
                 buf.putInt(10)
                 FfiConverterString.write(value.`code`, buf)
                 FfiConverterString.write(value.`detail`, buf)
                 FfiConverterBoolean.write(value.`mayHaveApplied`, buf)
                 Unit
             }
-            is MqstateException.Cancelled -> {
+            is NativeException.Cancelled -> {
                 buf.putInt(11)
                 FfiConverterString.write(value.`code`, buf)
                 FfiConverterString.write(value.`detail`, buf)
                 FfiConverterBoolean.write(value.`mayHaveApplied`, buf)
                 Unit
             }
-            is MqstateException.Callback -> {
+            is NativeException.Callback -> {
                 buf.putInt(12)
                 FfiConverterString.write(value.`code`, buf)
                 FfiConverterString.write(value.`detail`, buf)
                 FfiConverterBoolean.write(value.`mayHaveApplied`, buf)
                 Unit
             }
-            is MqstateException.Other -> {
+            is NativeException.Other -> {
                 buf.putInt(13)
                 FfiConverterString.write(value.`code`, buf)
                 FfiConverterString.write(value.`detail`, buf)
@@ -5988,17 +6060,18 @@ public object FfiConverterTypeMqstateError : FfiConverterRustBuffer<MqstateExcep
 
 
 /**
- * The condition of a `set`.
+ * The condition of a `set`. Each variant's name is the spelling the core parses
+ * ([`CoreCondition::parse`], any case): the names are not repeated here.
  */
 
 enum class SetCondition {
     
     /**
-     * `NX`: only if the key does not exist.
+     * Only if the key does not exist.
      */
     NX,
     /**
-     * `NEX`: only if the key does not exist or holds the same value.
+     * Only if the key does not exist or holds the same value.
      */
     NEX;
 
@@ -6031,7 +6104,8 @@ public object FfiConverterTypeSetCondition: FfiConverterRustBuffer<SetCondition>
 
 
 /**
- * The outcome of a `vdel`.
+ * The outcome of a `vdel`: the core's own enum (its names are
+ * [`VdelOutcome::name`](mqstate::VdelOutcome::name) in every language).
  */
 
 enum class VdelOutcome {
@@ -6111,7 +6185,7 @@ internal object uniffiCallbackInterfaceEditFunction {
                 uniffiCallStatus,
                 makeCall,
                 writeReturn,
-                { e: MqstateException -> FfiConverterTypeMqstateError.lower(e) }
+                { e: DecideException -> FfiConverterTypeDecideError.lower(e) }
             )
         }
     }
@@ -6303,38 +6377,6 @@ public object FfiConverterOptionalByteArray: FfiConverterRustBuffer<kotlin.ByteA
 /**
  * @suppress
  */
-public object FfiConverterOptionalDuration: FfiConverterRustBuffer<java.time.Duration?> {
-    override fun read(buf: ByteBuffer): java.time.Duration? {
-        if (buf.get().toInt() == 0) {
-            return null
-        }
-        return FfiConverterDuration.read(buf)
-    }
-
-    override fun allocationSize(value: java.time.Duration?): ULong {
-        if (value == null) {
-            return 1UL
-        } else {
-            return 1UL + FfiConverterDuration.allocationSize(value)
-        }
-    }
-
-    override fun write(value: java.time.Duration?, buf: ByteBuffer) {
-        if (value == null) {
-            buf.put(0)
-        } else {
-            buf.put(1)
-            FfiConverterDuration.write(value, buf)
-        }
-    }
-}
-
-
-
-
-/**
- * @suppress
- */
 public object FfiConverterOptionalTypeHlc: FfiConverterRustBuffer<Hlc?> {
     override fun read(buf: ByteBuffer): Hlc? {
         if (buf.get().toInt() == 0) {
@@ -6495,6 +6537,38 @@ public object FfiConverterOptionalSequenceByteArray: FfiConverterRustBuffer<List
 /**
  * @suppress
  */
+public object FfiConverterOptionalTypeDuration: FfiConverterRustBuffer<Duration?> {
+    override fun read(buf: ByteBuffer): Duration? {
+        if (buf.get().toInt() == 0) {
+            return null
+        }
+        return FfiConverterTypeDuration.read(buf)
+    }
+
+    override fun allocationSize(value: Duration?): ULong {
+        if (value == null) {
+            return 1UL
+        } else {
+            return 1UL + FfiConverterTypeDuration.allocationSize(value)
+        }
+    }
+
+    override fun write(value: Duration?, buf: ByteBuffer) {
+        if (value == null) {
+            buf.put(0)
+        } else {
+            buf.put(1)
+            FfiConverterTypeDuration.write(value, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
 public object FfiConverterSequenceByteArray: FfiConverterRustBuffer<List<kotlin.ByteArray>> {
     override fun read(buf: ByteBuffer): List<kotlin.ByteArray> {
         val len = buf.getInt()
@@ -6551,6 +6625,34 @@ public object FfiConverterSequenceTypeErrorInfo: FfiConverterRustBuffer<List<Err
 /**
  * @suppress
  */
+public object FfiConverterSequenceTypeSetting: FfiConverterRustBuffer<List<Setting>> {
+    override fun read(buf: ByteBuffer): List<Setting> {
+        val len = buf.getInt()
+        return List<Setting>(len) {
+            FfiConverterTypeSetting.read(buf)
+        }
+    }
+
+    override fun allocationSize(value: List<Setting>): ULong {
+        val sizeForLength = 4UL
+        val sizeForItems = value.map { FfiConverterTypeSetting.allocationSize(it) }.sum()
+        return sizeForLength + sizeForItems
+    }
+
+    override fun write(value: List<Setting>, buf: ByteBuffer) {
+        buf.putInt(value.size)
+        value.iterator().forEach {
+            FfiConverterTypeSetting.write(it, buf)
+        }
+    }
+}
+
+
+
+
+/**
+ * @suppress
+ */
 public object FfiConverterSequenceTypeSettingInfo: FfiConverterRustBuffer<List<SettingInfo>> {
     override fun read(buf: ByteBuffer): List<SettingInfo> {
         val len = buf.getInt()
@@ -6576,39 +6678,38 @@ public object FfiConverterSequenceTypeSettingInfo: FfiConverterRustBuffer<List<S
 
 
 
+
+public typealias Duration = kotlin.time.Duration
+
+
+
 /**
  * @suppress
  */
-public object FfiConverterMapStringString: FfiConverterRustBuffer<Map<kotlin.String, kotlin.String>> {
-    override fun read(buf: ByteBuffer): Map<kotlin.String, kotlin.String> {
-        val len = buf.getInt()
-        return buildMap<kotlin.String, kotlin.String>(len) {
-            repeat(len) {
-                val k = FfiConverterString.read(buf)
-                val v = FfiConverterString.read(buf)
-                this[k] = v
-            }
-        }
+public object FfiConverterTypeDuration: FfiConverter<Duration, Double> {
+    override fun lift(value: Double): Duration {
+        val builtinValue = FfiConverterDouble.lift(value)
+        return builtinValue.seconds
     }
 
-    override fun allocationSize(value: Map<kotlin.String, kotlin.String>): ULong {
-        val spaceForMapSize = 4UL
-        val spaceForChildren = value.map { (k, v) ->
-            FfiConverterString.allocationSize(k) +
-            FfiConverterString.allocationSize(v)
-        }.sum()
-        return spaceForMapSize + spaceForChildren
+    override fun lower(value: Duration): Double {
+        val builtinValue = value.toDouble(DurationUnit.SECONDS)
+        return FfiConverterDouble.lower(builtinValue)
     }
 
-    override fun write(value: Map<kotlin.String, kotlin.String>, buf: ByteBuffer) {
-        buf.putInt(value.size)
-        // The parens on `(k, v)` here ensure we're calling the right method,
-        // which is important for compatibility with older android devices.
-        // Ref https://blog.danlew.net/2017/03/16/kotlin-puzzler-whose-line-is-it-anyways/
-        value.forEach { (k, v) ->
-            FfiConverterString.write(k, buf)
-            FfiConverterString.write(v, buf)
-        }
+    override fun read(buf: ByteBuffer): Duration {
+        val builtinValue = FfiConverterDouble.read(buf)
+        return builtinValue.seconds
+    }
+
+    override fun allocationSize(value: Duration): ULong {
+        val builtinValue = value.toDouble(DurationUnit.SECONDS)
+        return FfiConverterDouble.allocationSize(builtinValue)
+    }
+
+    override fun write(value: Duration, buf: ByteBuffer) {
+        val builtinValue = value.toDouble(DurationUnit.SECONDS)
+        FfiConverterDouble.write(builtinValue, buf)
     }
 }
 
@@ -6622,17 +6723,60 @@ public object FfiConverterMapStringString: FfiConverterRustBuffer<Map<kotlin.Str
         /**
          * Checks settings without connecting: the error `connect` would give for them, if any.
          */
-    @Throws(MqstateException::class) fun `checkSettings`(`url`: kotlin.String? = null, `settings`: Map<kotlin.String, kotlin.String> = mapOf())
+    @Throws(NativeException::class) fun `nativeCheckSettings`(`url`: kotlin.String? = null, `settings`: List<Setting> = listOf())
         = 
-    uniffiRustCallWithError(MqstateException) { _status ->
+    uniffiRustCallWithError(NativeException) { _status ->
     UniffiLib.uniffi_mqstate_uniffi_fn_func_check_settings(
     
         
         FfiConverterOptionalString.lower(`url`),
-        FfiConverterMapStringString.lower(`settings`),_status)
+        FfiConverterSequenceTypeSetting.lower(`settings`),_status)
 }
     
     
+
+        /**
+         * Connects to `url` (`mqtt://host:port`, `mqtts://…`; default `localhost:1883`) with
+         * `settings` by name on top (`clientId`, `requestTimeout`, … as in `settingsTable()`).
+         * (A function rather than a constructor of [`Client`]: uniffi's Kotlin renames miss the
+         * return types of constructors, and Kotlin's idiomatic `Client` wraps this one.)
+         */
+    @Throws(NativeException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+     suspend fun `nativeConnect`(`url`: kotlin.String? = null, `settings`: List<Setting> = listOf()) : NativeClient {
+        return uniffiRustCallAsync(
+        UniffiLib.uniffi_mqstate_uniffi_fn_func_connect(
+        FfiConverterOptionalString.lower(`url`),
+        FfiConverterSequenceTypeSetting.lower(`settings`),),
+        { future, callback, continuation -> UniffiLib.ffi_mqstate_uniffi_rust_future_poll_u64(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_mqstate_uniffi_rust_future_complete_u64(future, continuation) },
+        { future -> UniffiLib.ffi_mqstate_uniffi_rust_future_free_u64(future) },
+        // lift function
+        { FfiConverterTypeNativeClient.lift(it) },
+        // Error FFI converter
+        NativeException.ErrorHandler,
+    )
+    }
+
+        /**
+         * Connects with the Azure IoT Operations environment variables (`AIO_BROKER_HOSTNAME` …),
+         * `settings` by name on top.
+         */
+    @Throws(NativeException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+     suspend fun `nativeConnectFromEnv`(`settings`: List<Setting> = listOf()) : NativeClient {
+        return uniffiRustCallAsync(
+        UniffiLib.uniffi_mqstate_uniffi_fn_func_connect_from_env(
+        FfiConverterSequenceTypeSetting.lower(`settings`),),
+        { future, callback, continuation -> UniffiLib.ffi_mqstate_uniffi_rust_future_poll_u64(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_mqstate_uniffi_rust_future_complete_u64(future, continuation) },
+        { future -> UniffiLib.ffi_mqstate_uniffi_rust_future_free_u64(future) },
+        // lift function
+        { FfiConverterTypeNativeClient.lift(it) },
+        // Error FFI converter
+        NativeException.ErrorHandler,
+    )
+    }
 
         /**
          * Every setting `Client.connect` accepts by name (the core's `SETTINGS`). Durations are
@@ -6664,9 +6808,9 @@ public object FfiConverterMapStringString: FfiConverterRustBuffer<Map<kotlin.Str
         /**
          * Parses the text form `{wall_ms}:{counter}:{node_id}` (error `malformed` otherwise).
          */
-    @Throws(MqstateException::class) fun `parseHlc`(`text`: kotlin.String): Hlc {
+    @Throws(NativeException::class) fun `nativeParseHlc`(`text`: kotlin.String): Hlc {
             return FfiConverterTypeHlc.lift(
-    uniffiRustCallWithError(MqstateException) { _status ->
+    uniffiRustCallWithError(NativeException) { _status ->
     UniffiLib.uniffi_mqstate_uniffi_fn_func_parse_hlc(
     
         

@@ -2,7 +2,9 @@
 // families, the tables, settings, clock values, closing.
 package mqstate
 
-import java.time.Duration
+import kotlin.time.Duration
+import kotlin.time.Duration.Companion.milliseconds
+import kotlin.time.Duration.Companion.seconds
 import kotlinx.coroutines.runBlocking
 import org.junit.jupiter.api.Assertions.assertArrayEquals
 import org.junit.jupiter.api.Assertions.assertEquals
@@ -13,9 +15,9 @@ import org.junit.jupiter.api.Assertions.assertThrows
 import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
 
-/** Runs [block] and returns the MqstateException it throws. */
-fun errorOf(block: () -> Unit): MqstateException =
-    assertThrows(MqstateException::class.java) { block() }
+/** Runs [block] and returns the MqstateError it throws. */
+fun errorOf(block: () -> Unit): MqstateError =
+    assertThrows(MqstateError::class.java) { block() }
 
 class ClientTest {
     private val ns = LiveStore.prefix("client")
@@ -41,17 +43,17 @@ class ClientTest {
             assertNull(client.get("${ns}k"))
             assertEquals(1UL, client.delete("${ns}bin"))
             assertEquals(0UL, client.delete("${ns}bin"))
-            assertTrue(client.isConnected())
+            assertTrue(client.connected)
             assertTrue(client.linkInfo().connections >= 1UL)
         }
     }
 
     @Test
     fun `settings by name in either case, as pairs or a map`() = runBlocking {
-        Client.connect(LiveStore.url, "clientId" to "kt-${ns.hashCode()}", "request_timeout" to Duration.ofSeconds(3), "keepAlive" to 30)
-            .use { client -> assertEquals("kt-${ns.hashCode()}", client.clientId()) }
+        Client.connect(LiveStore.url, "clientId" to "kt-${ns.hashCode()}", "request_timeout" to 3.seconds, "keepAlive" to 30)
+            .use { client -> assertEquals("kt-${ns.hashCode()}", client.clientId) }
         val e = errorOf { runBlocking { Client.connect(LiveStore.url, mapOf("keepAlive" to "soon")) } }
-        assertTrue(e is MqstateException.InvalidArgument)
+        assertTrue(e is InvalidArgumentError)
         assertEquals("invalid_argument", e.code)
         assertEquals("invalid_argument", errorOf { checkSettings(settings = mapOf("noSuchSetting" to "1")) }.code)
         checkSettings("mqtt://127.0.0.1:1", mapOf("connectTimeout" to "250ms"))
@@ -78,25 +80,28 @@ class ClientTest {
 
         Client.connect(LiveStore.url).use { client ->
             val empty = errorOf { runBlocking { client.set("", "v") } }
-            assertTrue(empty is MqstateException.InvalidArgument)
+            assertTrue(empty is InvalidArgumentError, "$empty")
             assertEquals("invalid_argument", empty.code)
             assertFalse(empty.mayHaveApplied)
 
             val lock = client.lock("${ns}lock")
-            val token = lock.tryAcquire(Duration.ofSeconds(5))!!
+            val token = lock.tryAcquire(5.seconds)!!
             client.set("${ns}fenced", "a", SetOptions(fencingToken = token))
             val unfenced = errorOf { runBlocking { client.set("${ns}fenced", "b") } }
-            assertTrue(unfenced is MqstateException.Store)
+            assertEquals(FencingTokenRequiredError::class, unfenced::class)
+            assertTrue(unfenced is StoreError, "$unfenced")
             assertEquals("fencing_token_required", unfenced.code)
-            assertTrue(unfenced.message!!.contains("fencing_token_required"))
+            assertTrue(unfenced.detail.isNotEmpty())
             lock.release()
 
             val malformed = errorOf { Hlc.parse("not a clock") }
+            assertTrue(malformed is MalformedError)
             assertEquals("malformed", malformed.code)
         }
 
         val refused = errorOf { runBlocking { Client.connect("mqtt://127.0.0.1:${LiveStore.freePort()}", mapOf("connectTimeout" to "5")) } }
-        assertTrue(refused is MqstateException.Connect, "$refused")
+        assertEquals(ConnectRefusedError::class, refused::class)
+        assertTrue(refused is ConnectError, "$refused")
         assertEquals("connect_refused", refused.code)
     }
 
@@ -104,9 +109,9 @@ class ClientTest {
     fun `a short timeout is a timeout error`() = runBlocking {
         Client.connect(LiveStore.url).use { client ->
             val lock = client.lock("${ns}t")
-            assertNotNull(client.lock("${ns}t", LockOptions(holder = "someone-else")).tryAcquire(Duration.ofSeconds(5)))
-            val e = errorOf { runBlocking { lock.acquire(Duration.ofSeconds(5), Duration.ofMillis(200)) } }
-            assertTrue(e is MqstateException.Timeout, "$e")
+            assertNotNull(client.lock("${ns}t", LockOptions(holder = "someone-else")).tryAcquire(5.seconds))
+            val e = errorOf { runBlocking { lock.acquire(5.seconds, 200.milliseconds) } }
+            assertTrue(e is MqstateTimeoutError, "$e")
             assertEquals("timeout", e.code)
         }
     }
@@ -117,7 +122,7 @@ class ClientTest {
         client.closeAndWait()
         client.closeAndWait() // idempotent
         val e = errorOf { runBlocking { client.get("${ns}x") } }
-        assertTrue(e is MqstateException.Closed, "$e")
+        assertTrue(e is ClosedError, "$e")
         assertEquals("closed", e.code)
         client.close()
         // Kotlin's close() (use {}) closes the connection too: a subscription made from it ends.
@@ -126,6 +131,40 @@ class ClientTest {
         other.close()
         assertNull(sub.next())
         sub.close()
+    }
+
+    @Test
+    fun `durations are kotlin Durations, and the core refuses bad ones naming the option`() = runBlocking {
+        Client.connect(LiveStore.url).use { client ->
+            for (bad in listOf((-1).seconds, Duration.INFINITE)) {
+                val e = errorOf { runBlocking { client.get("${ns}d", GetOptions(timeout = bad)) } }
+                assertTrue(e is InvalidArgumentError, "$e")
+                assertTrue(e.detail.contains("timeout"), e.detail)
+            }
+            val lease = errorOf { runBlocking { client.lock("${ns}d").tryAcquire(lease = (-5).milliseconds) } }
+            assertTrue(lease.detail.contains("lease"), lease.detail)
+            // Under the floor of 1 ms: refused by the core, whatever the unit was meant to be.
+            val expiry = errorOf { runBlocking { client.set("${ns}d", "v", SetOptions(expiry = 0.5.milliseconds)) } }
+            assertTrue(expiry is InvalidArgumentError && expiry.detail.contains("expiry"), expiry.detail)
+            val set = client.set("${ns}d", "v", SetOptions(expiry = 1.5.seconds))
+            assertTrue(set.applied)
+            val lock = client.lock("${ns}d2", LockOptions(lease = 2.seconds))
+            lock.tryAcquire()!!
+            assertEquals(2.seconds, (lock.status() as LockStatus.Held).lease)
+            lock.release()
+        }
+    }
+
+    @Test
+    fun `a subscription's next can time out, losing no event`() = runBlocking {
+        Client.connect(LiveStore.url).use { client ->
+            client.observe("${ns}next").use { sub ->
+                val e = errorOf { runBlocking { sub.next(timeout = 100.milliseconds) } }
+                assertTrue(e is MqstateTimeoutError, "$e")
+                client.set("${ns}next", "x")
+                assertEquals("x", (sub.next(timeout = 5.seconds) as Event.Change).text)
+            }
+        }
     }
 
     @Test

@@ -3,7 +3,7 @@
 // never taken later for nobody.
 package mqstate
 
-import java.time.Duration
+import kotlin.time.Duration.Companion.seconds
 import kotlinx.coroutines.CancellationException
 import kotlinx.coroutines.CoroutineStart
 import kotlinx.coroutines.cancelAndJoin
@@ -21,7 +21,7 @@ import org.junit.jupiter.api.Test
 
 class LockTest {
     private val ns = LiveStore.prefix("lock")
-    private val lease = Duration.ofSeconds(5)
+    private val lease = 5.seconds
 
     @Test
     fun `try acquire, holder, fencing, release`() = runBlocking {
@@ -30,12 +30,12 @@ class LockTest {
                 val la = a.lock("${ns}l", LockOptions(lease = lease))
                 val lb = b.lock("${ns}l")
                 val token = la.tryAcquire()!!
-                assertEquals(token, la.fencingToken())
-                assertTrue(la.isHeld())
+                assertEquals(token, la.fencingToken)
+                assertTrue(la.isHeld)
                 assertTrue(la.status() is LockStatus.Held)
                 assertNull(lb.tryAcquire())
-                assertEquals(la.holderId(), lb.holder())
-                assertEquals("${ns}l", la.key().decodeToString())
+                assertEquals(la.holderId, lb.holder())
+                assertEquals("${ns}l", la.key.decodeToString())
                 val renewed = la.renew()!!
                 assertTrue(renewed.compareTime(token) > 0)
                 assertTrue(la.release())
@@ -61,10 +61,10 @@ class LockTest {
             assertEquals("done", result)
             assertTrue((status.next() as Event.Status).status is LockStatus.Held)
             assertEquals(LockStatus.NotHeld, (status.next() as Event.Status).status)
-            assertEquals(lock.holderId(), (holders.next() as Event.Holder).holder)
+            assertEquals(lock.holderId, (holders.next() as Event.Holder).holder)
             assertNull((holders.next() as Event.Holder).holder)
-            status.stop()
-            holders.stop()
+            status.close()
+            holders.close()
             assertNull(lock.holder())
         }
     }
@@ -102,11 +102,11 @@ class LockTest {
             Client.connect(LiveStore.url).use { b ->
                 val held = a.lock("${ns}c")
                 val waiting = b.lock("${ns}c")
-                assertNotNull(held.tryAcquire(Duration.ofSeconds(2)))
+                assertNotNull(held.tryAcquire(2.seconds))
                 var outcome: Throwable? = null
                 val job = launch(start = CoroutineStart.UNDISPATCHED) {
                     try {
-                        waiting.acquire(Duration.ofSeconds(30))
+                        waiting.acquire(30.seconds)
                     } catch (e: Throwable) {
                         outcome = e
                         throw e
@@ -119,7 +119,7 @@ class LockTest {
                 // Had the acquire gone on, it would take the free lock now.
                 delay(1500)
                 assertNull(held.holder(), "the cancelled acquire took the lock")
-                assertFalse(waiting.isHeld())
+                assertFalse(waiting.isHeld)
                 // The waiting lock object is still usable.
                 assertNotNull(waiting.tryAcquire())
                 assertTrue(waiting.release())
@@ -131,7 +131,7 @@ class LockTest {
     fun `cancelling a campaign cancels it in the core`() = runBlocking {
         Client.connect(LiveStore.url).use { a ->
             Client.connect(LiveStore.url).use { b ->
-                val leader = a.election("${ns}ce", "first", ElectionOptions(term = Duration.ofSeconds(2)))
+                val leader = a.election("${ns}ce", "first", ElectionOptions(term = 2.seconds))
                 val other = b.election("${ns}ce", "second")
                 leader.campaign()
                 val job = launch(start = CoroutineStart.UNDISPATCHED) { other.campaign() }
@@ -150,29 +150,29 @@ class LockTest {
             Client.connect(LiveStore.url).use { b ->
                 val ea = a.election("${ns}el", "alice", ElectionOptions(term = lease))
                 val eb = b.election("${ns}el", "bob", ElectionOptions(term = lease))
-                assertEquals("alice", ea.candidateId())
+                assertEquals("alice", ea.candidateId)
                 assertNull(ea.leader())
                 val leaders = eb.watchLeader()
                 assertNull((leaders.next() as Event.Holder).holder)
                 assertTrue(ea.tryCampaign())
                 assertFalse(eb.tryCampaign())
-                assertTrue(ea.isLeader())
-                assertNotNull(ea.fencingToken())
+                assertTrue(ea.isLeader)
+                assertNotNull(ea.fencingToken)
                 assertEquals("alice", eb.leader())
                 assertEquals("alice", (leaders.next() as Event.Holder).holder)
                 val handover = launch(start = CoroutineStart.UNDISPATCHED) {
                     eb.lead { token ->
-                        assertTrue(eb.isLeader())
-                        assertEquals(token, eb.fencingToken())
+                        assertTrue(eb.isLeader)
+                        assertEquals(token, eb.fencingToken)
                         assertEquals("bob", ea.leader())
                     }
                 }
                 delay(200)
                 assertTrue(ea.resign())
                 handover.join()
-                assertFalse(eb.isLeader())
+                assertFalse(eb.isLeader)
                 assertNull(ea.leader())
-                leaders.stop()
+                leaders.close()
             }
         }
     }

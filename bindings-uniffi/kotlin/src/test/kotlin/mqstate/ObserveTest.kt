@@ -10,6 +10,7 @@ import kotlinx.coroutines.flow.filterIsInstance
 import kotlinx.coroutines.flow.map
 import kotlinx.coroutines.flow.take
 import kotlinx.coroutines.flow.toList
+import kotlinx.coroutines.CoroutineStart
 import kotlinx.coroutines.async
 import kotlinx.coroutines.runBlocking
 import kotlinx.coroutines.withTimeoutOrNull
@@ -40,15 +41,21 @@ class ObserveTest {
     }
 
     @Test
-    fun `stop, close and the end of a flow each send KEYNOTIFY STOP`() = runBlocking {
+    fun `close, use and the end of a flow each send KEYNOTIFY STOP`() = runBlocking {
         Client.connect(LiveStore.url).use { client ->
-            val stopped = client.observe("${ns}stop")
-            assertFalse(LiveStore.sawRequest("KEYNOTIFY key=\"${ns}stop\" STOP", timeoutMs = 0), "STOP before stop()")
-            stopped.stop()
-            assertTrue(stopSeen("${ns}stop"), "no STOP after stop()")
-            assertNull(stopped.next())
-            assertTrue(stopped.isClosed())
-            stopped.close()
+            val closed = client.observe("${ns}stop")
+            assertFalse(LiveStore.sawRequest("KEYNOTIFY key=\"${ns}stop\" STOP", timeoutMs = 0), "STOP before close()")
+            assertFalse(closed.isClosed())
+            // A next() pending meanwhile returns null when the subscription is closed.
+            // (Undispatched: it runs into the waiting native call before close() is reached.)
+            val pending = async(start = CoroutineStart.UNDISPATCHED) { closed.next() }
+            closed.close()
+            assertTrue(stopSeen("${ns}stop"), "no STOP after close()")
+            assertNull(pending.await())
+            assertNull(closed.next())
+            assertNull(closed.tryNext())
+            assertTrue(closed.isClosed())
+            closed.close() // again: nothing
 
             client.observe("${ns}close").use { }
             assertTrue(stopSeen("${ns}close"), "no STOP after use {} / close()")
@@ -79,7 +86,7 @@ class ObserveTest {
             assertEquals(listOf("1", "2", "3", "4", "5"), seen.toList())
             val again = errorOf { sub.listen { } }
             assertEquals("invalid_argument", again.code)
-            sub.stop()
+            sub.close()
             assertTrue(ended.await(5, TimeUnit.SECONDS), "onEnd was not called")
             assertTrue(stopSeen("${ns}listen"))
             sub.close()

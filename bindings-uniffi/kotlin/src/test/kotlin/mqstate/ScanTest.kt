@@ -66,7 +66,7 @@ class ScanTest {
     fun `an empty pattern is an invalid argument`() = runBlocking {
         Client.connect(LiveStore.url).use { client ->
             val e = errorOf { client.scan("") }
-            assertTrue(e is MqstateException.InvalidArgument)
+            assertTrue(e is InvalidArgumentError)
             assertEquals("invalid_argument", e.code)
         }
     }

@@ -4,8 +4,9 @@
 package mqstate
 
 import java.io.File
-import java.time.Duration
 import java.util.UUID
+import kotlin.time.Duration
+import kotlin.time.Duration.Companion.milliseconds
 import kotlinx.coroutines.async
 import kotlinx.coroutines.awaitAll
 import kotlinx.coroutines.coroutineScope
@@ -24,7 +25,7 @@ import org.junit.jupiter.api.TestFactory
 class ScenarioFailure(message: String) : AssertionError(message)
 
 private fun ms(step: JSONObject, name: String): Duration? =
-    if (step.has(name)) Duration.ofMillis(step.getLong(name)) else null
+    if (step.has(name)) step.getLong(name).milliseconds else null
 
 private fun unhex(hex: String): ByteArray = hex.chunked(2).map { it.toInt(16).toByte() }.toByteArray()
 
@@ -137,8 +138,8 @@ class ScenarioRunner(private val url: String) {
 
     private fun token(step: JSONObject): Hlc? {
         if (step.has("fenced_by")) {
-            return locks.getValue(step.getString("fenced_by")).fencingToken()
-                ?: throw MqstateException.NotHeld("not_held", "the lock is not held", false)
+            return locks.getValue(step.getString("fenced_by")).fencingToken
+                ?: throw NotHeldError("the lock is not held")
         }
         val text = step.optString("fencing_token", "")
         if (text.isEmpty()) return null
@@ -194,11 +195,8 @@ class ScenarioRunner(private val url: String) {
             "close" -> client(step).closeAndWait()
             "sleep" -> delay(step.getLong("ms"))
             "set" -> {
-                val condition = when (step.optString("condition")) {
-                    "nx" -> SetCondition.NX
-                    "nex" -> SetCondition.NEX
-                    else -> null
-                }
+                val named = step.optString("condition")
+                val condition = SetCondition.entries.firstOrNull { it.name.equals(named, ignoreCase = true) }
                 val options = SetOptions(condition, ms(step, "expiry_ms"), token(step), step.optBoolean("persist"), ms(step, "timeout_ms"))
                 val r = client(step).set(setKey(step), valueOf(step)!!, options)
                 expect(step, "applied", r.applied)
@@ -220,7 +218,7 @@ class ScenarioRunner(private val url: String) {
                 expect(step, "outcome", out.name.lowercase())
             }
             "observe" -> subs[step.getString("as")] = client(step).observe(key(step))
-            "unobserve" -> subs.remove(step.getString("subscription"))!!.use { it.stop() }
+            "unobserve" -> subs.remove(step.getString("subscription"))!!.close()
             "expect_notification", "expect_no_notification" -> notification(step)
             "lock" -> locks[step.getString("as")] = client(step).lock(
                 key(step),
@@ -258,7 +256,7 @@ class ScenarioRunner(private val url: String) {
 
     private suspend fun lockStep(op: String, step: JSONObject) {
         val lock = locks.getValue(step.getString("lock"))
-        val lease = Duration.ofMillis(step.optLong("lease_ms", 5000))
+        val lease = step.optLong("lease_ms", 5000).milliseconds
         when (op) {
             "try_acquire" -> {
                 val token = lock.tryAcquire(lease)
@@ -272,20 +270,20 @@ class ScenarioRunner(private val url: String) {
                 checkVersion(step, token)
             }
             "release" -> expect(step, "released", lock.release())
-            "is_held" -> expect(step, "held", lock.isHeld())
+            "is_held" -> expect(step, "held", lock.isHeld)
             "holder" -> {
                 val got = lock.holder()
-                val want = if (step.has("holder_of")) locks.getValue(step.getString("holder_of")).holderId() else step.opt("holder")?.takeIf { it != JSONObject.NULL }
+                val want = if (step.has("holder_of")) locks.getValue(step.getString("holder_of")).holderId else step.opt("holder")?.takeIf { it != JSONObject.NULL }
                 if (got != want) throw ScenarioFailure("holder $got, want $want")
             }
             else -> {
                 val action = step.get("action")
-                val r = lock.edit(key(step), lease, Duration.ofMillis(step.optLong("timeout_ms", 10000))) { current ->
+                val r = lock.edit(key(step), lease, ms(step, "timeout_ms")) { current ->
                     when {
                         action == "delete" -> Edit.Delete
                         action == "keep" -> Edit.Keep
                         action is JSONObject && action.has("fail") ->
-                            throw MqstateException.Callback("callback", action.getString("fail"), false)
+                            throw CallbackError(action.getString("fail"))
                         action is JSONObject && action.has("set") -> Edit.set(action.getString("set"))
                         action is JSONObject && action.has("append") ->
                             Edit.Set((current?.value ?: byteArrayOf()) + action.getString("append").encodeToByteArray())
@@ -299,12 +297,12 @@ class ScenarioRunner(private val url: String) {
 
     private suspend fun electionStep(op: String, step: JSONObject) {
         val e = elections.getValue(step.getString("election"))
-        val term = Duration.ofMillis(step.optLong("term_ms", 5000))
+        val term = step.optLong("term_ms", 5000).milliseconds
         when (op) {
             "campaign" -> checkVersion(step, e.campaign(term, ms(step, "timeout_ms")))
             "try_campaign" -> expect(step, "elected", e.tryCampaign(term))
             "resign" -> expect(step, "resigned", e.resign())
-            "is_leader" -> expect(step, "leader_now", e.isLeader())
+            "is_leader" -> expect(step, "leader_now", e.isLeader)
             else -> {
                 val got = e.leader()
                 val want = step.opt("leader")?.takeIf { it != JSONObject.NULL }
@@ -326,7 +324,7 @@ class ScenarioRunner(private val url: String) {
                 val want = s.optString("error", "")
                 try {
                     withTimeout(60_000) { step(s) }
-                } catch (e: MqstateException) {
+                } catch (e: MqstateError) {
                     if (e.code != want) throw ScenarioFailure("step $i $s: threw ${e.code} (${e.detail}), want ${want.ifEmpty { "success" }}")
                     continue
                 } catch (f: ScenarioFailure) {
@@ -342,7 +340,7 @@ class ScenarioRunner(private val url: String) {
             for (client in clients.values) {
                 try {
                     client.closeAndWait()
-                } catch (_: MqstateException) {
+                } catch (_: MqstateError) {
                 }
                 client.close()
             }

@@ -1,0 +1,151 @@
+// The client of the idiomatic Kotlin layer: every call converts its arguments (text keys
+// and values as UTF-8, settings as pairs or a map) and makes one call of the raw layer
+// (NativeClient, generated in mqstate.kt), its error thrown as the class of its code.
+
+package mqstate
+
+import kotlinx.coroutines.flow.Flow
+import kotlinx.coroutines.flow.emitAll
+import kotlinx.coroutines.flow.flow
+
+/**
+ * A connection to the state store. Every call is a `suspend` function; cancelling its
+ * coroutine cancels it in the core. Keys and values are bytes, with `String` overloads
+ * (UTF-8). [close] (what `use {}` calls) closes the connection without waiting,
+ * [closeAndWait] waits until it has ended; later calls fail with [ClosedError]. Locks and
+ * subscriptions made from a client end when it closes.
+ */
+class Client private constructor(private val native: NativeClient) : AutoCloseable {
+    companion object {
+        /**
+         * Connects to [url] (`mqtt://host:port`, `mqtts://…`; default `localhost:1883`) with
+         * [settings] by name on top, in order: the names of [settingsTable] in camelCase or
+         * snake_case, the values text, numbers, booleans or durations (`"requestTimeout" to 5.seconds`).
+         */
+        suspend fun connect(url: String? = null, settings: Map<String, Any> = emptyMap()): Client =
+            mapped { Client(nativeConnect(url, settingList(settings))) }
+
+        /** [connect] with settings as pairs: `Client.connect(url, "clientId" to "me")`. */
+        suspend fun connect(url: String?, vararg settings: Pair<String, Any>): Client =
+            connect(url, linkedMapOf(*settings))
+
+        /**
+         * Connects with the Azure IoT Operations environment variables (`AIO_BROKER_HOSTNAME`
+         * …), [settings] by name on top.
+         */
+        suspend fun fromEnv(settings: Map<String, Any> = emptyMap()): Client =
+            mapped { Client(nativeConnectFromEnv(settingList(settings))) }
+
+        /** [fromEnv] with settings as pairs. */
+        suspend fun fromEnv(vararg settings: Pair<String, Any>): Client = fromEnv(linkedMapOf(*settings))
+    }
+
+    /** The MQTT client id. */
+    val clientId: String get() = native.clientId()
+
+    /** Whether the connection is up now. */
+    val connected: Boolean get() = native.isConnected()
+
+    /** The connection's history. */
+    fun linkInfo(): LinkInfo = native.linkInfo()
+
+    /** Sets [key] to [value]: whether it was applied (a condition may refuse it) and the new version. */
+    suspend fun set(key: ByteArray, value: ByteArray, options: SetOptions = SetOptions()): SetResult =
+        mapped { native.set(key, value, options) }
+
+    /** Sets [key] to [value] (UTF-8). */
+    suspend fun set(key: String, value: String, options: SetOptions = SetOptions()): SetResult =
+        set(key.bytes(), value.bytes(), options)
+
+    /** Sets [key] (UTF-8) to the bytes [value]. */
+    suspend fun set(key: String, value: ByteArray, options: SetOptions = SetOptions()): SetResult =
+        set(key.bytes(), value, options)
+
+    /** The value of [key] and its version, or null when it does not exist. */
+    suspend fun get(key: ByteArray, options: GetOptions = GetOptions()): Value? = mapped { native.get(key, options) }
+
+    /** The value of [key] (UTF-8) and its version, or null. */
+    suspend fun get(key: String, options: GetOptions = GetOptions()): Value? = get(key.bytes(), options)
+
+    /** Deletes [key]: the number of keys deleted (0 or 1). */
+    suspend fun delete(key: ByteArray, options: DelOptions = DelOptions()): ULong =
+        mapped { native.delete(key, options) }
+
+    /** Deletes [key] (UTF-8). */
+    suspend fun delete(key: String, options: DelOptions = DelOptions()): ULong = delete(key.bytes(), options)
+
+    /** Deletes [key] only if it holds [value]. */
+    suspend fun vdel(key: ByteArray, value: ByteArray, options: DelOptions = DelOptions()): VdelOutcome =
+        mapped { native.vdel(key, value, options) }
+
+    /** Deletes [key] only if it holds [value] (both UTF-8). */
+    suspend fun vdel(key: String, value: String, options: DelOptions = DelOptions()): VdelOutcome =
+        vdel(key.bytes(), value.bytes(), options)
+
+    /** Observes [key]: a subscription of its changes, registered when this returns. */
+    suspend fun observe(key: ByteArray, options: ObserveOptions = ObserveOptions()): Subscription =
+        Subscription(mapped { native.observe(key, options) })
+
+    /** Observes [key] (UTF-8). */
+    suspend fun observe(key: String, options: ObserveOptions = ObserveOptions()): Subscription =
+        observe(key.bytes(), options)
+
+    /**
+     * The changes of [key] as a cold Flow: each collection observes the key (registered
+     * before the first change can be missed) and stops observing it when the collection ends.
+     */
+    fun observeFlow(key: ByteArray, options: ObserveOptions = ObserveOptions()): Flow<Event> = flow {
+        observe(key, options).use { sub -> emitAll(sub.asFlow()) }
+    }
+
+    /** [observeFlow] of a UTF-8 key. */
+    fun observeFlow(key: String, options: ObserveOptions = ObserveOptions()): Flow<Event> =
+        observeFlow(key.bytes(), options)
+
+    /**
+     * The keys matching the glob [pattern] (`*`, `?`, `[abc]`, `[a-z]`, `[^a]`, `\` escapes;
+     * byte-wise), a page at a time: a pager that sends nothing until its first `nextPage()`.
+     * An empty pattern is an [InvalidArgumentError].
+     */
+    fun scan(pattern: ByteArray, options: ScanOptions = ScanOptions()): Pager =
+        Pager(mapped { native.scan(pattern, options) })
+
+    /** [scan] of a UTF-8 pattern. */
+    fun scan(pattern: String, options: ScanOptions = ScanOptions()): Pager = scan(pattern.bytes(), options)
+
+    /**
+     * The keys matching the glob [pattern] as a cold Flow: each collection is a new scan
+     * (nothing is sent before it starts). `client.scanFlow(pattern).take(10).toList()` stops
+     * asking for pages once it has enough.
+     */
+    fun scanFlow(pattern: ByteArray, options: ScanOptions = ScanOptions()): Flow<ByteArray> = flow {
+        scan(pattern, options).use { pager -> emitAll(pager.asFlow()) }
+    }
+
+    /** [scanFlow] of a UTF-8 pattern. */
+    fun scanFlow(pattern: String, options: ScanOptions = ScanOptions()): Flow<ByteArray> =
+        scanFlow(pattern.bytes(), options)
+
+    /** A leased lock on [key]. */
+    fun lock(key: ByteArray, options: LockOptions = LockOptions()): Lock = Lock(mapped { native.lock(key, options) })
+
+    /** A leased lock on [key] (UTF-8). */
+    fun lock(key: String, options: LockOptions = LockOptions()): Lock = lock(key.bytes(), options)
+
+    /** Candidate [candidate] in the election [name]. */
+    fun election(name: ByteArray, candidate: String, options: ElectionOptions = ElectionOptions()): Election =
+        Election(mapped { native.election(name, candidate, options) })
+
+    /** Candidate [candidate] in the election [name] (UTF-8). */
+    fun election(name: String, candidate: String, options: ElectionOptions = ElectionOptions()): Election =
+        election(name.bytes(), candidate, options)
+
+    /**
+     * Closes the connection (for every lock and subscription made from it) and waits until it
+     * has ended. Idempotent.
+     */
+    suspend fun closeAndWait() = mapped { native.closeAndWait() }
+
+    /** Closes the connection without waiting (what `use {}` calls). Idempotent. */
+    override fun close() = native.close()
+}
