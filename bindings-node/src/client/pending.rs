@@ -156,6 +156,7 @@ struct Queue {
 // SAFETY: the thread-safe function may be called from any thread until it is finalized,
 // which `closed` (under the same lock) records; everything else is behind the lock.
 unsafe impl Send for Settler {}
+// SAFETY: as for `Send`: shared use is the thread-safe function's calls and the lock.
 unsafe impl Sync for Settler {}
 
 thread_local! {

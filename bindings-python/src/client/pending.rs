@@ -36,10 +36,12 @@ pub(crate) fn pending<T: Send + 'static>(
     call: Call<T>,
     convert: impl FnOnce(Python<'_>, T) -> PyResult<Py<PyAny>> + Send + 'static,
 ) -> PendingCall {
-    let call = call.map(move |value| -> Converted { Box::new(move |py| convert(py, value)) });
     PendingCall {
         canceller: call.canceller(),
-        call: Mutex::new(Some(call)),
+        call: Mutex::new(Some(Box::new(Typed {
+            call,
+            convert: Some(convert),
+        }))),
     }
 }
 
@@ -59,15 +61,64 @@ fn convert(py: Python<'_>, outcome: Result<Converted, Error>) -> PyResult<Py<PyA
     }
 }
 
+/// A core call with its conversion, its result type erased (one Python class for all).
+trait Erased: Send {
+    /// Waits up to `slice` (the GIL released); the converted result once there.
+    fn wait_slice(&mut self, py: Python<'_>, slice: Duration) -> Option<PyResult<Py<PyAny>>>;
+    /// Hands the outcome, with its conversion, to `shared` as `token` on completion.
+    fn watch(self: Box<Self>, shared: Arc<Shared>, token: u64);
+}
+
+struct Typed<T, F> {
+    call: Call<T>,
+    /// Taken with the result.
+    convert: Option<F>,
+}
+
+impl<T, F> Erased for Typed<T, F>
+where
+    T: Send + 'static,
+    F: FnOnce(Python<'_>, T) -> PyResult<Py<PyAny>> + Send + 'static,
+{
+    fn wait_slice(&mut self, py: Python<'_>, slice: Duration) -> Option<PyResult<Py<PyAny>>> {
+        let call = &self.call;
+        let outcome = py.detach(|| call.wait_slice(slice))?;
+        Some(match (outcome, self.convert.take()) {
+            (Ok(value), Some(convert)) => convert(py, value),
+            (Ok(_), None) => Err(PyRuntimeError::new_err(
+                "this call's result was already taken",
+            )),
+            (Err(e), _) => Err(to_py(e)),
+        })
+    }
+
+    fn watch(self: Box<Self>, shared: Arc<Shared>, token: u64) {
+        let Typed { call, convert } = *self;
+        call.on_complete(move |outcome| {
+            let outcome = match (outcome, convert) {
+                (Ok(value), Some(convert)) => {
+                    Ok(Box::new(move |py: Python<'_>| convert(py, value)) as Converted)
+                }
+                (Ok(_), None) => Err(Error::new(
+                    mqstate::ErrorKind::Unsupported,
+                    "the call's result was already taken",
+                )),
+                (Err(e), _) => Err(e),
+            };
+            shared.push(token, outcome);
+        });
+    }
+}
+
 /// A call in flight in the core; its result is taken once, by `wait` or through `watch`.
 #[pyclass(frozen, module = "mqstate._mqstate", name = "PendingCall")]
 pub(crate) struct PendingCall {
-    call: Mutex<Option<Call<Converted>>>,
+    call: Mutex<Option<Box<dyn Erased>>>,
     canceller: Canceller,
 }
 
 impl PendingCall {
-    fn take_call(&self) -> PyResult<Call<Converted>> {
+    fn take_call(&self) -> PyResult<Box<dyn Erased>> {
         lock(&self.call)
             .take()
             .ok_or_else(|| PyRuntimeError::new_err("this call's result was already taken"))
@@ -83,14 +134,9 @@ impl PendingCall {
         let mut call = self.take_call()?;
         let slice = Duration::try_from_secs_f64(slice.max(0.001)).unwrap_or(Duration::ZERO);
         loop {
-            let (back, got) = py.detach(move || {
-                let got = call.wait_slice(slice);
-                (call, got)
-            });
-            if let Some(outcome) = got {
-                return convert(py, outcome);
+            if let Some(result) = call.wait_slice(py, slice) {
+                return result;
             }
-            call = back;
             if let Err(interrupted) = py.check_signals() {
                 self.canceller.cancel();
                 return Err(interrupted);
@@ -109,8 +155,7 @@ impl PendingCall {
             waiting.futures.insert(token, future);
             token
         };
-        let shared = Arc::clone(&completions.shared);
-        call.on_complete(move |outcome| shared.push(token, outcome));
+        call.watch(Arc::clone(&completions.shared), token);
         Ok(())
     }
 
@@ -214,9 +259,7 @@ impl Completions {
         #[cfg(unix)]
         {
             use std::os::fd::AsRawFd;
-            self.reader
-                .as_ref()
-                .map(|r| i64::from(lock(r).as_raw_fd()))
+            self.reader.as_ref().map(|r| i64::from(lock(r).as_raw_fd()))
         }
         #[cfg(not(unix))]
         {
@@ -242,7 +285,10 @@ impl Completions {
                 continue;
             };
             let future = future.bind(py);
-            if future.call_method0(pyo3::intern!(py, "done"))?.is_truthy()? {
+            if future
+                .call_method0(pyo3::intern!(py, "done"))?
+                .is_truthy()?
+            {
                 continue; // cancelled by its awaiter
             }
             match convert(py, outcome) {

@@ -50,8 +50,8 @@ use std::time::{Duration, Instant};
 
 use tokio::runtime::{Handle, Runtime};
 
-pub(crate) use driver::{Waiting, drive, is_shared, note_started, want_driver};
 pub use driver::{LINGER, SPIN};
+pub(crate) use driver::{Waiting, drive, is_shared, note_started, want_driver};
 
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);

@@ -258,4 +258,3 @@ fn spin_before_park() {
 pub(crate) fn note_started() {
     STARTED.fetch_add(1, Ordering::Relaxed);
 }
-

@@ -76,7 +76,9 @@ fn awaited_and_callback_calls_complete_while_a_thread_drives() {
         }));
         assert_eq!(got.unwrap(), i);
     }
-    let mut delivered: Vec<u32> = (0..50).map(|_| rx.recv_timeout(EVENTUALLY).unwrap()).collect();
+    let mut delivered: Vec<u32> = (0..50)
+        .map(|_| rx.recv_timeout(EVENTUALLY).unwrap())
+        .collect();
     delivered.sort_unstable();
     assert_eq!(delivered, (0..50).collect::<Vec<_>>());
     driving.join().unwrap();
