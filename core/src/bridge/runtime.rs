@@ -9,15 +9,15 @@
 //! # Who runs it: the waiting thread first
 //!
 //! It is a single-threaded (current-thread) tokio runtime that any thread may drive. A
-//! thread that blocks on a call ([`Call::wait`](super::Call::wait): C, blocking Python,
-//! Kotlin's blocking calls) drives it itself while it waits: it sends its own
-//! request, sleeps in the kernel on the connection's socket, and wakes up with the
-//! response — one sleep per request, as a Rust task on a tokio worker has, instead of
-//! three when a library thread does the I/O (the caller waking it to send, it sleeping on
-//! the socket, it waking the caller), each of which is a system call and, on a busy
-//! machine, a wait for a core. With several threads waiting, the first drives and the
-//! others are woken when their call completes (handing the runtime from one to the next
-//! would cost a wake-up each time).
+//! thread that blocks on a call ([`Call::wait`](super::Call::wait): C, blocking Python)
+//! drives it itself while it waits: it sends its own request, sleeps in the kernel on the
+//! connection's socket and wakes up with the response — one sleep per request, as a Rust
+//! task on a tokio worker has, instead of three when a library thread does the I/O (the
+//! caller waking it to send, it sleeping on the socket, it waking the caller), each a system
+//! call and, on a busy or virtual machine, a wait for a core. With several threads waiting,
+//! the first drives and the others are woken when their call completes (handing the runtime
+//! from one to the next would cost a wake-up each time). docs/benchmarks.md ("Language
+//! bindings") has the measurements.
 //!
 //! When no thread waits that way, one background thread (`mqstate-worker`) drives it:
 //! always for asyncio, Node and callers that await or take a callback, and after
