@@ -1,11 +1,20 @@
 #!/usr/bin/env bash
-# The language bindings against the Rust client, side by side in one run (docs/benchmarks.md,
-# "Bindings"): GET/SET ops/s through the Python asyncio client and a paho-mqtt
-# request/response loop at 1 and 64 in flight, and through the C API with 1 thread and 16
-# threads sharing a client, each beside `mqstate bench` (the Rust client) at the same depth.
-# Release builds; one `mqstate serve` (embedded broker); rounds alternate the clients;
-# medians of ROUNDS (default 3) runs of SECONDS (default 5).
+# Every language binding beside the Rust client, side by side in one run (docs/benchmarks.md,
+# "Bindings"): GET/SET ops/s, one connection each, closed loop, through
+#   rust      `mqstate bench` (the Rust client),
+#   python    the Python asyncio client (N tasks sharing one AsyncClient),
+#   blocking  the blocking Python client (N threads sharing one Client),
+#   paho      a paho-mqtt request/response loop with the same envelope,
+#   node      the Node client (N async loops sharing one Client),
+#   mqttjs    an mqtt.js request/response loop with the same envelope,
+#   c         the C API (N threads sharing one mqstate_client, each with one blocking call),
+# at 1 and 64 requests in flight (16 threads for the thread-per-call clients, beside the Rust
+# client at depth 16), plus the CPU time per request of each client process and of the
+# store's. Release builds; one `mqstate serve` (embedded broker, store in process); every
+# round runs each client once per depth, in an order that rotates every round; medians of
+# ROUNDS (default 3) runs of SECONDS (default 5) after 1 s of warm-up each.
 #   bench/bindings.sh [ROUNDS] [SECONDS]
+# A shell function `build` (e.g. from a shared build lock), if exported, wraps every compile.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -14,10 +23,17 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
 work="$(mktemp -d)"
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"' EXIT
+declare -F build >/dev/null || build() { "$@"; }
 
-echo "bindings bench: release builds (cli, C library, Python wheel)"
-cargo build -q --release -p mqstate-cli -p mqstate-c
-"$root/.venv/bin/maturin" build -q --release --manifest-path bindings-python/Cargo.toml --out "$work/dist" >/dev/null 2>&1
+echo "bindings bench: release builds (cli, C library, Python wheel, Node addon)"
+build cargo build -q --release -p mqstate-cli -p mqstate-c
+maturin="${MATURIN:-$root/.venv/bin/maturin}"   # scripts/test's virtualenv, or MATURIN=…
+build "$maturin" build -q --release --manifest-path bindings-python/Cargo.toml \
+    --out "$work/dist" >/dev/null 2>&1
+"$root/scripts/setup-node" >/dev/null
+(cd bindings-node && build ./node_modules/.bin/napi build --platform --release \
+    --target-dir "$CARGO_TARGET_DIR" --output-dir "$work/addon" --js false \
+    --dts "$work/addon/unused.d.ts" >/dev/null)
 python3 -m venv "$work/venv"
 "$work/venv/bin/pip" install -q --disable-pip-version-check "$work"/dist/*.whl paho-mqtt==2.2.0
 cc -O2 -std=c11 -Ibindings-c/include bindings-c/bench/bench.c "$CARGO_TARGET_DIR/release/libmqstate.a" \
@@ -25,41 +41,73 @@ cc -O2 -std=c11 -Ibindings-c/include bindings-c/bench/bench.c "$CARGO_TARGET_DIR
 
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
 "$CARGO_TARGET_DIR/release/mqstate" serve --listen "127.0.0.1:$port" >"$work/serve.log" 2>&1 &
-pids+=($!)
+serve=$!
+pids+=("$serve")
 sleep 0.5
 url="mqtt://127.0.0.1:$port"
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-rust() { "$CARGO_TARGET_DIR/release/mqstate" bench --url "$url" --depth "$1" --duration "$seconds" --warmup 1 \
-         | awk -v d="$1" '/^mqstate / {print "rust", d, $2}'; }
-py() { "$work/venv/bin/python" bindings-python/bench/bench.py "$url" "$1" "$2" "$seconds"; }
-cbench() { "$work/cbench" "$url" "$1" "$seconds"; }
+# Each prints one line: WHO DEPTH OPS_PER_S CPU_US_PER_OP STORE_CPU_US_PER_OP.
+run() {
+    local who="$1" depth="$2"
+    case "$who" in
+    rust) "$CARGO_TARGET_DIR/release/mqstate" bench --url "$url" --depth "$depth" \
+            --duration "$seconds" --warmup 1 --watch-pid "$serve" 2>/dev/null \
+          | awk -v d="$depth" -v p="$serve" '/ ops\/s / {
+                self = "-"; store = "-"
+                for (i = 1; i <= NF; i++) {
+                    if ($i ~ /^self=/) self = substr($i, 6)
+                    if (index($i, p "=") == 1) store = substr($i, length(p) + 2)
+                }
+                print "rust", d, $2, self, store }' ;;
+    python) "$work/venv/bin/python" bindings-python/bench/bench.py "$url" mqstate "$depth" "$seconds" "$serve" \
+            | sed 's/^mqstate/python/' ;;
+    blocking | paho) "$work/venv/bin/python" bindings-python/bench/bench.py "$url" "$who" "$depth" "$seconds" "$serve" ;;
+    node | mqttjs) (cd bindings-node && NAPI_RS_NATIVE_LIBRARY_PATH="$(ls "$work"/addon/mqstate.*.node)" \
+            node bench/compare.mjs "$url" "$who" "$depth" "$seconds" "$serve") ;;
+    c) "$work/cbench" "$url" "$depth" "$seconds" "$serve" ;;
+    esac
+}
 
+# The clients run at each depth (16: the thread-per-call clients, beside Rust at 16).
+declare -A plan=(
+    [1]="rust python blocking paho node mqttjs c"
+    [64]="rust python paho node mqttjs"
+    [16]="rust blocking c"
+)
 : >"$work/results"
 for r in $(seq "$rounds"); do
-    echo "round $r/$rounds"
-    for depth in 1 64; do
-        rust "$depth" | tee -a "$work/results"
-        py mqstate "$depth" | sed 's/^mqstate/python/' | tee -a "$work/results"
-        py paho "$depth" | tee -a "$work/results"
-    done
-    for threads in 1 16; do
-        [ "$threads" = 1 ] || rust 16 | tee -a "$work/results"
-        cbench "$threads" | tee -a "$work/results"
+    echo "round $r/$rounds (load $(cut -d' ' -f1 /proc/loadavg))"
+    for depth in 1 64 16; do
+        read -ra who <<<"${plan[$depth]}"
+        n=${#who[@]}
+        for i in $(seq 0 $((n - 1))); do
+            # Rotate the order every round so that no client always follows the same one.
+            run "${who[$(((i + r - 1) % n))]}" "$depth" | tee -a "$work/results"
+        done
     done
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-echo "medians (ops/s) over $rounds rounds of ${seconds} s:"
+echo "medians over $rounds rounds of ${seconds} s (ratios: medians over the Rust client's at the same depth;"
+echo "CPU: µs per request, of the client process and of the store process):"
 python3 - "$work/results" <<'PY'
 import statistics, sys
 runs = {}
 for line in open(sys.argv[1]):
-    who, depth, rate = line.split()
-    runs.setdefault((who, int(depth)), []).append(float(rate))
-med = {k: statistics.median(v) for k, v in runs.items()}
-for (who, depth), m in sorted(med.items()):
-    rust = med.get(("rust", depth))
-    ratio = f"  {m / rust:.2f}x rust" if rust and who != "rust" else ""
-    print(f"  {who:7} depth/threads {depth:3}: {m:8.0f}{ratio}   runs {sorted(int(x) for x in runs[(who, depth)])}")
+    who, depth, rate, cpu, store = line.split()
+    runs.setdefault((who, int(depth)), []).append(
+        (float(rate), float(cpu) if cpu != "-" else None, float(store) if store != "-" else None))
+order = ["rust", "python", "blocking", "paho", "node", "mqttjs", "c"]
+med = lambda xs: statistics.median(xs) if xs else float("nan")
+rate = {k: med([r for r, _, _ in v]) for k, v in runs.items()}
+print(f"  {'client':9} {'depth':>5} {'ops/s':>8} {'÷ rust':>7} {'cpu µs':>7} {'store µs':>8}   runs")
+for (who, depth) in sorted(runs, key=lambda k: (k[1] != 1, k[1], order.index(k[0]))):
+    v = runs[(who, depth)]
+    rust = rate.get(("rust", depth))
+    ratio = f"{rate[(who, depth)] / rust:.2f}x" if rust and who != "rust" else ""
+    cpu = med([c for _, c, _ in v if c is not None])
+    store = med([s for _, _, s in v if s is not None])
+    print(f"  {who:9} {depth:5} {rate[(who, depth)]:8.0f} {ratio:>7} {cpu:7.1f} {store:8.1f}"
+          f"   {sorted(int(r) for r, _, _ in v)}")
 PY

@@ -5,16 +5,39 @@
 //
 // Env: MQSTATE_BIN (release CLI), BENCH_URL (a broker with mqstate serve behind it),
 // BENCH_SECONDS (measured seconds per run, default 4), BENCH_ROUNDS (alternating rounds, 3).
+//
+// One run instead (what bench/bindings.sh alternates with the other languages):
+//   node bench/compare.mjs node|mqttjs DEPTH SECONDS [WATCH_PID]
+// prints `CLIENT DEPTH OPS_PER_S CPU_US_PER_OP WATCHED_CPU_US_PER_OP`: the CPU time (user +
+// system) of this process, and of process WATCH_PID (the store) if given, per request over
+// the measured window (`-` when not measured).
 import { spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
+import { readFileSync } from 'node:fs'
 import mqtt from 'mqtt'
 import { Client, codec, hlc, topics } from 'mqstate'
 
-const URL_ = process.env.BENCH_URL ?? 'mqtt://127.0.0.1:1883'
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 4)
+const single = process.argv.length > 2
+const URL_ = single ? process.argv[2] : process.env.BENCH_URL ?? 'mqtt://127.0.0.1:1883'
+const SECONDS = Number(single ? process.argv[5] : process.env.BENCH_SECONDS ?? 4)
+const WATCH = single && process.argv[6] ? Number(process.argv[6]) : undefined
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 const KEYS = 1000
 const VALUE = Buffer.alloc(16, 'v')
+
+/** User + system CPU ticks of process `pid` (undefined: not readable). @param {number | undefined} pid */
+function cpuTicks (pid) {
+  if (pid === undefined) return undefined
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(')').at(-1)?.trim().split(/\s+/) ?? []
+    return Number(fields[11]) + Number(fields[12])
+  } catch {
+    return undefined
+  }
+}
+
+/** CPU µs per request of this process and of WATCH over the last load() window. */
+let lastCpu = '- -'
 
 /**
  * Closed-loop load: `depth` requests outstanding, 50 % SET / 50 % GET of 1000 keys, 1 s
@@ -35,12 +58,19 @@ async function load (op, depth) {
   }
   const workers = Array.from({ length: depth }, worker)
   await new Promise((resolve) => setTimeout(resolve, 1000))
+  const cpu0 = process.cpuUsage()
+  const watched0 = cpuTicks(WATCH)
   measuring = true
   const start = process.hrtime.bigint()
   await new Promise((resolve) => setTimeout(resolve, SECONDS * 1000))
   measuring = false
   const elapsed = Number(process.hrtime.bigint() - start) / 1e9
   const counted = done
+  const cpu = process.cpuUsage(cpu0)
+  const watched1 = cpuTicks(WATCH)
+  const per = Math.max(counted, 1)
+  lastCpu = `${((cpu.user + cpu.system) / per).toFixed(1)} ` +
+    (watched0 !== undefined && watched1 !== undefined ? ((watched1 - watched0) * 1e4 / per).toFixed(1) : '-')
   stop = true
   await Promise.all(workers)
   return counted / elapsed
@@ -117,6 +147,13 @@ function rust (depth) {
 
 /** @param {number[]} xs */
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
+
+if (single) {
+  const [which, depth] = [process.argv[3], Number(process.argv[4])]
+  const rate = which === 'node' ? await nodeClient(depth) : await mqttJs(depth)
+  console.log(`${which} ${depth} ${rate.toFixed(0)} ${lastCpu}`)
+  process.exit(0)
+}
 
 const rows = []
 for (const depth of [1, 64]) {

@@ -15,7 +15,7 @@ use pyo3::prelude::*;
 /// Adds the client classes and functions to the native module.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<pending::PendingCall>()?;
-    m.add_class::<pending::Waker>()?;
+    m.add_class::<pending::Completions>()?;
     m.add_class::<store::NativeStore>()?;
     m.add_class::<subscription::NativeSubscription>()?;
     m.add_class::<store::NativePager>()?;

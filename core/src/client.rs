@@ -46,12 +46,25 @@ pub use options::{
 };
 pub use scan::{KeyStream, ScanOptions, Scanner};
 
+/// Random bytes from the operating system, for identities: a thread's own generator is
+/// copied by `fork()`, so that a child (or two) would draw what its parent draws — the
+/// same client id, the same clock node — on the thread that forked, which with the
+/// library's runtime driven by its callers may be the thread that connects.
+fn os_random<const N: usize>() -> [u8; N] {
+    use rand::TryRngCore;
+    let mut bytes = [0u8; N];
+    if rand::rngs::OsRng.try_fill_bytes(&mut bytes).is_err() {
+        bytes = rand::random();
+    }
+    bytes
+}
+
 /// The one clock of this process.
 fn process_clock() -> Clock {
     static CLOCK: OnceLock<Clock> = OnceLock::new();
     CLOCK
         .get_or_init(|| {
-            let node: [u8; 8] = rand::random();
+            let node: [u8; 8] = os_random();
             Clock::new(&format!("mqstate-{}", topics::hex_encode(&node)))
                 .expect("a hex node id is valid")
         })
@@ -119,7 +132,7 @@ impl Client {
         settings.validate()?;
         let runtime = Handle::current();
         let client_id = settings.client_id.clone().unwrap_or_else(|| {
-            let id: [u8; 6] = rand::random();
+            let id: [u8; 6] = os_random();
             format!("mqstate-{}", topics::hex_encode(&id))
         });
         let response_topic = options

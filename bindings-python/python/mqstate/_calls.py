@@ -1,13 +1,14 @@
 """Waiting for the core's pending calls: blocking (in short slices with the GIL released,
-so Ctrl-C interrupts promptly and cancels the call) or from asyncio (a completion callback
-wakes the event loop; cancelling the awaiting task cancels the call)."""
+so Ctrl-C interrupts promptly and cancels the call) or from asyncio (a completion wakes the
+event loop through a pipe it watches; cancelling the awaiting task cancels the call)."""
 
 from __future__ import annotations
 
 import asyncio
 import datetime
+import os
 import weakref
-from typing import Any, Dict, Union
+from typing import Any, Union
 
 from . import _mqstate
 
@@ -24,67 +25,81 @@ _SLICE = 0.05
 
 
 def wait(pending: _mqstate.PendingCall) -> Any:
-    """Blocks until the call completes; returns its result or raises its error."""
-    try:
-        while not pending.wait_slice(_SLICE):
-            pass
-    except BaseException:
-        pending.cancel()
-        raise
-    return pending.result()
+    """Blocks until the call completes; returns its result or raises its error. Ctrl-C
+    (any exception a signal handler raises) cancels the call and is raised."""
+    return pending.wait(_SLICE)
 
 
 class _LoopCompletions:
     """The calls awaited on one event loop. A completing call wakes the loop only when no
-    wake-up is pending already, and one wake-up settles every call completed meanwhile: at
-    64 calls in flight the loop is woken far less often than once per call."""
+    wake-up is pending already (by a byte on a pipe the loop watches, so the completing
+    library thread never takes the GIL), and one wake-up settles every call completed
+    meanwhile."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
-        self._futures: Dict[int, "asyncio.Future[None]"] = {}
-        self._next = 0
-        self._native = _mqstate.Waker(self._wake)
-
-    def _wake(self) -> None:  # runs on a library thread
+        # Weak: the loop is the key of _COMPLETIONS, which must not keep it alive.
+        self._loop = weakref.ref(loop)
+        self._native = _mqstate.Completions()
+        fd = self._native.fileno()
         try:
-            self._loop.call_soon_threadsafe(self._settle)
+            if fd is None:
+                raise NotImplementedError
+            loop.add_reader(fd, self._native.settle)
+        except NotImplementedError:  # a loop without add_reader (Windows' proactor)
+            self._native = _mqstate.Completions(self._wake)
+
+    def _wake(self) -> None:  # runs on a library thread, with the GIL
+        loop = self._loop()
+        try:
+            if loop is not None:
+                loop.call_soon_threadsafe(self._native.settle)
         except RuntimeError:
             pass  # the event loop was closed: nobody waits any more
 
-    def _settle(self) -> None:
-        for token in self._native.take():
-            future = self._futures.pop(token, None)
-            if future is not None and not future.done():
-                future.set_result(None)
-
-    def watch(self, pending: _mqstate.PendingCall) -> "tuple[int, asyncio.Future[None]]":
-        token = self._next
-        self._next += 1
-        future: "asyncio.Future[None]" = self._loop.create_future()
-        self._futures[token] = future
-        pending.on_done_batched(self._native, token)
-        return token, future
-
-    def forget(self, token: int) -> None:
-        self._futures.pop(token, None)
+    def watch(
+        self, loop: asyncio.AbstractEventLoop, pending: _mqstate.PendingCall
+    ) -> "asyncio.Future[Any]":
+        future: "asyncio.Future[Any]" = loop.create_future()
+        pending.watch(self._native, future)
+        return future
 
 
 _COMPLETIONS: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopCompletions]" = (
     weakref.WeakKeyDictionary()
 )
+#: The last loop's completions (the common case: one loop), skipping the weak dictionary.
+_LAST: "tuple[weakref.ReferenceType[asyncio.AbstractEventLoop], _LoopCompletions] | None" = None
+
+
+def _completions(loop: asyncio.AbstractEventLoop) -> _LoopCompletions:
+    global _LAST
+    last = _LAST
+    if last is not None and last[0]() is loop:
+        return last[1]
+    completions = _COMPLETIONS.get(loop)
+    if completions is None:
+        completions = _COMPLETIONS[loop] = _LoopCompletions(loop)
+    _LAST = (weakref.ref(loop), completions)
+    return completions
+
+
+def _forget_loops() -> None:
+    """In a forked child: the parent's loops (and their pipes) are not this process's."""
+    global _LAST
+    _LAST = None
+    _COMPLETIONS.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_loops)
 
 
 async def wait_async(pending: _mqstate.PendingCall) -> Any:
     """Awaits the call; cancelling the awaiting task cancels the call in the core."""
     loop = asyncio.get_running_loop()
-    completions = _COMPLETIONS.get(loop)
-    if completions is None:
-        completions = _COMPLETIONS[loop] = _LoopCompletions(loop)
-    token, future = completions.watch(pending)
+    future = _completions(loop).watch(loop, pending)
     try:
-        await future
+        return await future
     except asyncio.CancelledError:
-        completions.forget(token)
         pending.cancel()
         raise
-    return pending.result()

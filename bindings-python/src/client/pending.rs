@@ -1,9 +1,23 @@
-//! `PendingCall`: one core [`Call`] as Python sees it. The blocking client waits on it in
-//! short slices with the GIL released (so Ctrl-C is noticed between slices); the asyncio
-//! client registers a completion callback that wakes its event loop. Either way the result
-//! is converted to Python objects on the caller's thread, with the GIL, by `result()`.
+//! `PendingCall`: one core [`Call`] as Python sees it, and `Completions`, the way asyncio
+//! learns that calls completed.
+//!
+//! - The blocking client calls `PendingCall.wait`: one native call that waits in slices with
+//!   the GIL released and runs Python's signal handlers between slices (so Ctrl-C raises
+//!   `KeyboardInterrupt` promptly and cancels the call), then converts the result.
+//! - The asyncio client hands the call and an `asyncio.Future` to its event loop's
+//!   `Completions` (`PendingCall.watch`). The library thread that completes the call never
+//!   takes the GIL: it queues the outcome and, only when no wake-up is pending already,
+//!   writes one byte to a pipe the event loop watches (`loop.add_reader`). On the loop's
+//!   thread, `Completions.settle` converts every queued outcome and settles its future, so
+//!   at high concurrency one wake-up settles many calls. An event loop without
+//!   `add_reader` (Windows' proactor) gives a `wake` function instead, called with the GIL
+//!   through the exit gate.
+//!
+//! Either way the result is converted to Python objects on the caller's thread, with the GIL.
 
-use std::sync::Mutex;
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use mqstate::Error;
@@ -22,11 +36,12 @@ pub(crate) fn pending<T: Send + 'static>(
     call: Call<T>,
     convert: impl FnOnce(Python<'_>, T) -> PyResult<Py<PyAny>> + Send + 'static,
 ) -> PendingCall {
-    let call = call.map(move |value| -> Converted { Box::new(move |py| convert(py, value)) });
     PendingCall {
         canceller: call.canceller(),
-        call: Mutex::new(Some(call)),
-        outcome: std::sync::Arc::new(Mutex::new(None)),
+        call: Mutex::new(Some(Box::new(Typed {
+            call,
+            convert: Some(convert),
+        }))),
     }
 }
 
@@ -35,89 +50,112 @@ pub(crate) fn failed(error: Error) -> PendingCall {
     pending(Call::<()>::ready(Err(error)), |py, ()| Ok(py.None()))
 }
 
-type Outcome = std::sync::Arc<Mutex<Option<Result<Converted, Error>>>>;
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
 
-/// A call in flight in the core.
+fn convert(py: Python<'_>, outcome: Result<Converted, Error>) -> PyResult<Py<PyAny>> {
+    match outcome {
+        Ok(convert) => convert(py),
+        Err(e) => Err(to_py(e)),
+    }
+}
+
+/// A core call with its conversion, its result type erased (one Python class for all).
+trait Erased: Send {
+    /// Waits up to `slice` (the GIL released); the converted result once there.
+    fn wait_slice(&mut self, py: Python<'_>, slice: Duration) -> Option<PyResult<Py<PyAny>>>;
+    /// Hands the outcome, with its conversion, to `shared` as `token` on completion.
+    fn watch(self: Box<Self>, shared: Arc<Shared>, token: u64);
+}
+
+struct Typed<T, F> {
+    call: Call<T>,
+    /// Taken with the result.
+    convert: Option<F>,
+}
+
+impl<T, F> Erased for Typed<T, F>
+where
+    T: Send + 'static,
+    F: FnOnce(Python<'_>, T) -> PyResult<Py<PyAny>> + Send + 'static,
+{
+    fn wait_slice(&mut self, py: Python<'_>, slice: Duration) -> Option<PyResult<Py<PyAny>>> {
+        let call = &self.call;
+        let outcome = py.detach(|| call.wait_slice(slice))?;
+        Some(match (outcome, self.convert.take()) {
+            (Ok(value), Some(convert)) => convert(py, value),
+            (Ok(_), None) => Err(PyRuntimeError::new_err(
+                "this call's result was already taken",
+            )),
+            (Err(e), _) => Err(to_py(e)),
+        })
+    }
+
+    fn watch(self: Box<Self>, shared: Arc<Shared>, token: u64) {
+        let Typed { call, convert } = *self;
+        call.on_complete(move |outcome| {
+            let outcome = match (outcome, convert) {
+                (Ok(value), Some(convert)) => {
+                    Ok(Box::new(move |py: Python<'_>| convert(py, value)) as Converted)
+                }
+                (Ok(_), None) => Err(Error::new(
+                    mqstate::ErrorKind::Unsupported,
+                    "the call's result was already taken",
+                )),
+                (Err(e), _) => Err(e),
+            };
+            shared.push(token, outcome);
+        });
+    }
+}
+
+/// A call in flight in the core; its result is taken once, by `wait` or through `watch`.
 #[pyclass(frozen, module = "mqstate._mqstate", name = "PendingCall")]
 pub(crate) struct PendingCall {
-    call: Mutex<Option<Call<Converted>>>,
+    call: Mutex<Option<Box<dyn Erased>>>,
     canceller: Canceller,
-    outcome: Outcome,
 }
 
 impl PendingCall {
-    fn take_call(&self) -> Option<Call<Converted>> {
-        self.call.lock().unwrap_or_else(|e| e.into_inner()).take()
-    }
-
-    fn put_call(&self, call: Call<Converted>) {
-        *self.call.lock().unwrap_or_else(|e| e.into_inner()) = Some(call);
-    }
-
-    fn store(outcome: &Outcome, result: Result<Converted, Error>) {
-        *outcome.lock().unwrap_or_else(|e| e.into_inner()) = Some(result);
+    fn take_call(&self) -> PyResult<Box<dyn Erased>> {
+        lock(&self.call)
+            .take()
+            .ok_or_else(|| PyRuntimeError::new_err("this call's result was already taken"))
     }
 }
 
 #[pymethods]
 impl PendingCall {
-    /// Waits up to `seconds` (GIL released); True once the result is there.
-    fn wait_slice(&self, py: Python<'_>, seconds: f64) -> PyResult<bool> {
-        if self
-            .outcome
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_some()
-        {
-            return Ok(true);
-        }
-        let Some(call) = self.take_call() else {
-            return Err(PyRuntimeError::new_err(
-                "this call is awaited elsewhere (on_done_batched was called)",
-            ));
-        };
-        let slice = Duration::try_from_secs_f64(seconds.max(0.0)).unwrap_or(Duration::ZERO);
-        let (call, got) = py.detach(move || {
-            let got = call.wait_slice(slice);
-            (call, got)
-        });
-        match got {
-            Some(result) => {
-                Self::store(&self.outcome, result);
-                Ok(true)
+    /// Blocks until the call completes and returns its result (or raises its error). Waits
+    /// in slices of `slice` seconds with the GIL released; between slices Python's signal
+    /// handlers run, and if one raises (Ctrl-C) the call is cancelled and that is raised.
+    fn wait(&self, py: Python<'_>, slice: f64) -> PyResult<Py<PyAny>> {
+        let mut call = self.take_call()?;
+        let slice = Duration::try_from_secs_f64(slice.max(0.001)).unwrap_or(Duration::ZERO);
+        loop {
+            if let Some(result) = call.wait_slice(py, slice) {
+                return result;
             }
-            None => {
-                self.put_call(call);
-                Ok(false)
+            if let Err(interrupted) = py.check_signals() {
+                self.canceller.cancel();
+                return Err(interrupted);
             }
         }
     }
 
-    /// Wakes asyncio once the result is there: on completion the call's `token` joins
-    /// `waker`'s ready list, and `waker`'s wake function is called (from a library thread)
-    /// only when that list was empty — so at high concurrency one wake-up of the event loop
-    /// settles many calls.
-    fn on_done_batched(&self, waker: Py<Waker>, token: u64) -> PyResult<()> {
-        let Some(call) = self.take_call() else {
-            return Err(PyRuntimeError::new_err(
-                "on_done_batched was already called",
-            ));
+    /// Settles `future` (an `asyncio.Future` of the loop `completions` belongs to) with the
+    /// call's result when it completes (see the module documentation).
+    fn watch(&self, completions: &Completions, future: Py<PyAny>) -> PyResult<()> {
+        let call = self.take_call()?;
+        let token = {
+            let mut waiting = lock(&completions.waiting);
+            let token = waiting.next;
+            waiting.next += 1;
+            waiting.futures.insert(token, future);
+            token
         };
-        let outcome = std::sync::Arc::clone(&self.outcome);
-        call.on_complete(move |result| {
-            Self::store(&outcome, result);
-            let wake = {
-                let mut state = waker.get().state.lock().unwrap_or_else(|e| e.into_inner());
-                state.ready.push(token);
-                !std::mem::replace(&mut state.scheduled, true)
-            };
-            if wake {
-                with_python(|py| {
-                    // The event loop is gone (closed): nobody waits any more.
-                    let _ = waker.get().wake.call0(py);
-                });
-            }
-        });
+        call.watch(Arc::clone(&completions.shared), token);
         Ok(())
     }
 
@@ -125,55 +163,141 @@ impl PendingCall {
     fn cancel(&self) {
         self.canceller.cancel();
     }
+}
 
-    /// The result, converted (raises the call's error); once.
-    fn result(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let outcome = self
-            .outcome
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take();
-        match outcome {
-            Some(Ok(convert)) => convert(py),
-            Some(Err(e)) => Err(to_py(e)),
-            None => Err(PyRuntimeError::new_err(
-                "the call has not completed, or its result was already taken",
-            )),
-        }
-    }
+/// How a library thread wakes the event loop.
+enum Wake {
+    /// Writes a byte to the pipe the loop reads (`add_reader`); no GIL needed.
+    Pipe(std::io::PipeWriter),
+    /// Calls this function with the GIL (it schedules `settle` with `call_soon_threadsafe`).
+    Call(Py<PyAny>),
+}
+
+/// What library threads share with the loop: completed calls, and whether a wake-up is
+/// pending.
+struct Shared {
+    ready: Mutex<Ready>,
+    wake: Wake,
 }
 
 #[derive(Default)]
-struct WakerState {
-    ready: Vec<u64>,
+struct Ready {
+    done: Vec<(u64, Result<Converted, Error>)>,
+    /// A wake-up is pending: the loop has not run `settle` since.
     scheduled: bool,
 }
 
-/// The completions of one asyncio event loop: tokens of calls that completed, and one
-/// wake-up scheduled at a time (see `PendingCall.on_done_batched`).
-#[pyclass(frozen, module = "mqstate._mqstate", name = "Waker")]
-pub(crate) struct Waker {
-    state: Mutex<WakerState>,
-    wake: Py<PyAny>,
+impl Shared {
+    /// On the completing thread: queues the outcome, and wakes the loop unless a wake-up is
+    /// already pending.
+    fn push(&self, token: u64, outcome: Result<Converted, Error>) {
+        let mut ready = lock(&self.ready);
+        ready.done.push((token, outcome));
+        if std::mem::replace(&mut ready.scheduled, true) {
+            return;
+        }
+        match &self.wake {
+            // Written under the lock, so that `settle` (which reads it under the same lock)
+            // never waits for it. One byte at most is ever unread: the pipe cannot fill.
+            Wake::Pipe(writer) => {
+                let _ = (&*writer).write_all(&[1]);
+            }
+            Wake::Call(wake) => {
+                drop(ready);
+                // The event loop is gone (closed) if this fails: nobody waits any more.
+                with_python(|py| wake.call0(py).map(drop).ok());
+            }
+        }
+    }
+}
+
+/// The futures waiting on one loop, by token (touched only with the GIL).
+#[derive(Default)]
+struct Waiting {
+    next: u64,
+    futures: HashMap<u64, Py<PyAny>>,
+}
+
+/// The completions of one asyncio event loop (see the module documentation).
+#[pyclass(frozen, module = "mqstate._mqstate", name = "Completions")]
+pub(crate) struct Completions {
+    shared: Arc<Shared>,
+    waiting: Mutex<Waiting>,
+    reader: Option<Mutex<std::io::PipeReader>>,
 }
 
 #[pymethods]
-impl Waker {
-    /// `wake()` is called from a library thread when completions become ready; it must
-    /// only schedule `take()` on the event loop (`loop.call_soon_threadsafe`).
+impl Completions {
+    /// With `wake=None`: completions are announced on a pipe, whose reading end is
+    /// `fileno()` (for `loop.add_reader(fileno, settle)`). Otherwise `wake()` is called from
+    /// a library thread when completions become ready; it must only schedule `settle()` on
+    /// the event loop (`loop.call_soon_threadsafe`).
     #[new]
-    fn new(wake: Py<PyAny>) -> Waker {
-        Waker {
-            state: Mutex::new(WakerState::default()),
-            wake,
+    #[pyo3(signature = (wake=None))]
+    fn new(wake: Option<Py<PyAny>>) -> PyResult<Completions> {
+        let (reader, wake) = match wake {
+            Some(wake) => (None, Wake::Call(wake)),
+            None => {
+                let (reader, writer) = std::io::pipe()
+                    .map_err(|e| PyRuntimeError::new_err(format!("no pipe: {e}")))?;
+                (Some(Mutex::new(reader)), Wake::Pipe(writer))
+            }
+        };
+        Ok(Completions {
+            shared: Arc::new(Shared {
+                ready: Mutex::new(Ready::default()),
+                wake,
+            }),
+            waiting: Mutex::new(Waiting::default()),
+            reader,
+        })
+    }
+
+    /// The pipe's reading end to watch, or None in `wake` mode (or where a pipe is no file
+    /// descriptor).
+    fn fileno(&self) -> Option<i64> {
+        #[cfg(unix)]
+        {
+            use std::os::fd::AsRawFd;
+            self.reader.as_ref().map(|r| i64::from(lock(r).as_raw_fd()))
+        }
+        #[cfg(not(unix))]
+        {
+            None
         }
     }
 
-    /// The tokens of the calls completed since the last take; the next completion wakes
-    /// the loop again.
-    fn take(&self) -> Vec<u64> {
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        state.scheduled = false;
-        std::mem::take(&mut state.ready)
+    /// On the loop's thread: settles the future of every call completed since the last
+    /// `settle` (cancelled futures are skipped); the next completion wakes the loop again.
+    fn settle(&self, py: Python<'_>) -> PyResult<()> {
+        let done = {
+            let mut ready = lock(&self.shared.ready);
+            if std::mem::replace(&mut ready.scheduled, false)
+                && let Some(reader) = &self.reader
+            {
+                let mut byte = [0u8; 1];
+                let _ = lock(reader).read(&mut byte);
+            }
+            std::mem::take(&mut ready.done)
+        };
+        for (token, outcome) in done {
+            let Some(future) = lock(&self.waiting).futures.remove(&token) else {
+                continue;
+            };
+            let future = future.bind(py);
+            if future
+                .call_method0(pyo3::intern!(py, "done"))?
+                .is_truthy()?
+            {
+                continue; // cancelled by its awaiter
+            }
+            match convert(py, outcome) {
+                Ok(value) => future.call_method1(pyo3::intern!(py, "set_result"), (value,))?,
+                Err(e) => {
+                    future.call_method1(pyo3::intern!(py, "set_exception"), (e.into_value(py),))?
+                }
+            };
+        }
+        Ok(())
     }
 }

@@ -6,7 +6,9 @@
 //! - **awaited**: `Call<T>` is a `Future`, usable from any executor (napi's, asyncio's bridge,
 //!   Kotlin's coroutines through uniffi);
 //! - **waited for** from a plain thread: [`Call::wait`] / [`Call::wait_slice`] (refused
-//!   with [`ErrorKind::Unsupported`] on a runtime thread, where it could deadlock);
+//!   with [`ErrorKind::Unsupported`] on a runtime thread, where it could deadlock). On the
+//!   library's own runtime the waiting thread drives the runtime while it waits
+//!   ([`runtime`](super::runtime)): its request and response cost no thread hand-off;
 //! - **delivered** to a callback: [`Call::on_complete`] (run on the runtime thread that
 //!   completes the call, or at once on the caller's thread if it is already complete).
 //!
@@ -24,7 +26,7 @@ use std::time::{Duration, Instant};
 use tokio::runtime::Handle;
 use tokio::sync::Notify;
 
-use super::runtime::{InFlight, on_runtime_thread};
+use super::runtime::{self, InFlight, on_runtime_thread};
 use crate::error::{Error, ErrorKind};
 
 type Callback<T> = Box<dyn FnOnce(Result<T, Error>) + Send>;
@@ -93,6 +95,10 @@ pub struct Call<T> {
     slot: Arc<Slot<T>>,
     /// For a mapped call: the canceller of the call it maps.
     forward: Arc<Mutex<Option<Canceller>>>,
+    /// Whether it runs on the library's own runtime (which blocking waiters drive).
+    shared: bool,
+    /// Whether, awaited, it has asked for the runtime to be driven.
+    asked: bool,
 }
 
 impl<T> std::fmt::Debug for Call<T> {
@@ -130,6 +136,8 @@ impl<T: Send + 'static> Call<T> {
                 cancel: Notify::new(),
             }),
             forward: Arc::new(Mutex::new(None)),
+            shared: false,
+            asked: false,
         }
     }
 
@@ -138,7 +146,8 @@ impl<T: Send + 'static> Call<T> {
     where
         F: Future<Output = Result<T, Error>> + Send + 'static,
     {
-        let call = Call::new();
+        let mut call = Call::new();
+        call.shared = runtime::is_shared(runtime);
         let slot = Arc::clone(&call.slot);
         let in_flight = InFlight::start();
         runtime.spawn(async move {
@@ -152,6 +161,7 @@ impl<T: Send + 'static> Call<T> {
             guard.0 = None;
             slot.complete(result);
         });
+        super::runtime::note_started();
         call
     }
 
@@ -206,11 +216,35 @@ impl<T: Send + 'static> Call<T> {
         }
     }
 
+    /// On the library's runtime: blocks, driving the runtime, until the call is no longer
+    /// pending or `limit` passes.
+    fn drive_until_done(&self, limit: Option<Duration>) {
+        let slot = &self.slot;
+        let done = std::future::poll_fn(|cx| match &mut *slot.lock() {
+            State::Pending { waker, .. } => {
+                *waker = Some(cx.waker().clone());
+                Poll::Pending
+            }
+            _ => Poll::Ready(()),
+        });
+        match limit {
+            None => runtime::drive(done),
+            Some(limit) => runtime::drive(async move {
+                let _ = tokio::time::timeout(limit, done).await;
+            }),
+        }
+    }
+
     /// Waits up to `slice` for the result; `None` when it is not there yet (the call goes
     /// on). Lets a host check for its own interrupts (Python's Ctrl-C) between slices.
     pub fn wait_slice(&self, slice: Duration) -> Option<Result<T, Error>> {
         if let Err(e) = Self::refuse_on_runtime() {
             return Some(Err(e));
+        }
+        let waiting = self.shared.then(runtime::Waiting::begin);
+        if waiting.as_ref().is_some_and(runtime::Waiting::alone) {
+            self.drive_until_done(Some(slice));
+            return Self::take(&mut self.slot.lock());
         }
         let deadline = Instant::now() + slice;
         let mut state = self.slot.lock();
@@ -236,6 +270,10 @@ impl<T: Send + 'static> Call<T> {
     pub fn wait(self, timeout: Option<Duration>) -> Result<T, Error> {
         Self::refuse_on_runtime()?;
         let Some(timeout) = timeout else {
+            let waiting = self.shared.then(runtime::Waiting::begin);
+            if waiting.as_ref().is_some_and(runtime::Waiting::alone) {
+                self.drive_until_done(None);
+            }
             let mut state = self.slot.lock();
             loop {
                 if let Some(result) = Self::take(&mut state) {
@@ -264,19 +302,29 @@ impl<T: Send + 'static> Call<T> {
     /// A call completing with `f` of this call's success; cancelling it cancels this one.
     /// Lets a binding erase result types (one pending-call class per language).
     pub fn map<U: Send + 'static>(self, f: impl FnOnce(T) -> U + Send + 'static) -> Call<U> {
-        let out = Call::new();
+        let mut out = Call::new();
+        out.shared = self.shared;
         let slot = Arc::clone(&out.slot);
         let inner = self.canceller();
         // Cancelling the outer call cancels the inner one; its completion then completes
         // the outer call (with `cancelled`, unless it had already finished).
         *out.forward.lock().unwrap_or_else(|e| e.into_inner()) = Some(inner);
-        self.on_complete(move |result| slot.complete(result.map(f)));
+        // Whoever waits for the outer call drives the runtime (or asks for a driver).
+        self.deliver(move |result| slot.complete(result.map(f)));
         out
     }
 
-    /// Delivers the result to `callback` instead: on the runtime thread that completes the
-    /// call, or at once on this thread if it has already completed.
+    /// Delivers the result to `callback` instead: on the thread that completes the call
+    /// (the one driving the runtime), or at once on this thread if it has already
+    /// completed.
     pub fn on_complete(self, callback: impl FnOnce(Result<T, Error>) + Send + 'static) {
+        if self.shared {
+            runtime::want_driver();
+        }
+        self.deliver(callback);
+    }
+
+    fn deliver(self, callback: impl FnOnce(Result<T, Error>) + Send + 'static) {
         let mut state = self.slot.lock();
         match &mut *state {
             State::Pending { callback: slot, .. } => *slot = Some(Box::new(callback)),
@@ -293,12 +341,19 @@ impl<T: Send + 'static> Future for Call<T> {
     type Output = Result<T, Error>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let mut state = self.slot.lock();
-        if let Some(result) = Self::take(&mut state) {
-            return Poll::Ready(result);
+        let this = self.get_mut();
+        {
+            let mut state = this.slot.lock();
+            if let Some(result) = Self::take(&mut state) {
+                return Poll::Ready(result);
+            }
+            if let State::Pending { waker, .. } = &mut *state {
+                *waker = Some(cx.waker().clone());
+            }
         }
-        if let State::Pending { waker, .. } = &mut *state {
-            *waker = Some(cx.waker().clone());
+        if this.shared && !std::mem::replace(&mut this.asked, true) {
+            // Awaited, not waited for: the runtime must be driven by someone else (once).
+            runtime::want_driver();
         }
         Poll::Pending
     }

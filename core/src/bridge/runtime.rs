@@ -1,10 +1,38 @@
-//! The runtime the library owns, for callers that have none (C, blocking Python, Kotlin),
-//! and the count of calls in flight, so that an interpreter or a process can wait for them
-//! to finish before it exits.
+//! The runtime the library owns, for callers that have none (C, Python, Node, Kotlin), and
+//! the count of calls in flight, so that an interpreter or a process can wait for them to
+//! finish before it exits.
 //!
 //! The runtime is created lazily, on the first call that needs it (nothing runs before a
-//! first `connect`, which keeps `fork()` after loading the library safe), with two worker
-//! threads named `mqstate-worker`. It lives for the rest of the process.
+//! first `connect`, which keeps `fork()` after loading the library safe). It lives for the
+//! rest of the process.
+//!
+//! # Who runs it: the waiting thread first
+//!
+//! It is a single-threaded (current-thread) tokio runtime that any thread may drive. A
+//! thread that blocks on a call ([`Call::wait`](super::Call::wait): C, blocking Python)
+//! drives it itself while it waits: it sends its own request, sleeps in the kernel on the
+//! connection's socket and wakes up with the response — one sleep per request, as a Rust
+//! task on a tokio worker has, instead of three when a library thread does the I/O (the
+//! caller waking it to send, it sleeping on the socket, it waking the caller), each a system
+//! call and, on a busy or virtual machine, a wait for a core. With several threads waiting,
+//! the first drives and the others are woken when their call completes (handing the runtime
+//! from one to the next would cost a wake-up each time). docs/benchmarks.md ("Language
+//! bindings") has the measurements.
+//!
+//! When no thread waits that way, one background thread (`mqstate-worker`) drives it:
+//! always for asyncio, Node and callers that await or take a callback, and after
+//! [`LINGER`] without any blocking wait — so keep-alives, notifications, lock renewals and
+//! calls nobody waits for progress within that bound even while blocking callers are
+//! between calls. A blocking wait that finds the background thread driving asks it to
+//! hand over.
+//!
+//! The background thread, out of work with no call in flight, waits up to [`SPIN`]
+//! (yielding its core) for the next call before it sleeps: callers making one call after
+//! another (`await` after `await`) start the next a few microseconds after the last
+//! completed, and a thread still awake takes it without being woken.
+//!
+//! Blocking work (credentials, edit callbacks) goes to tokio's blocking pool, never to the
+//! thread driving the runtime.
 //!
 //! **fork()**: a child process inherits no threads, so the parent's runtime is dead there.
 //! A binding calls [`after_fork_in_child`] from its at-fork hook (Python's
@@ -12,13 +40,19 @@
 //! first use, and stores connected before the fork refuse every call with `unsupported`
 //! instead of hanging ([`generation`]).
 
+mod driver;
+#[cfg(test)]
+mod tests;
+
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::runtime::{Builder, Handle, Runtime};
+use tokio::runtime::{Handle, Runtime};
 
-static RUNTIME: Mutex<Option<&'static Runtime>> = Mutex::new(None);
+pub use driver::{LINGER, SPIN};
+pub(crate) use driver::{Waiting, drive, is_shared, note_started, want_driver};
+
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
 static IDLE: (Mutex<()>, Condvar) = (Mutex::new(()), Condvar::new());
@@ -26,22 +60,14 @@ static IDLE: (Mutex<()>, Condvar) = (Mutex::new(()), Condvar::new());
 /// The library's own runtime, created on first use (in this process).
 ///
 /// # Panics
-/// If the operating system refuses to start its threads (then nothing could run anyway).
+/// If the operating system refuses to start its thread (then nothing could run anyway).
 pub fn shared_runtime() -> &'static Runtime {
-    let mut slot = RUNTIME.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(runtime) = *slot {
-        return runtime;
-    }
-    let runtime = Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("mqstate-worker")
-        .enable_all()
-        .build()
-        .expect("the mqstate runtime's threads could not be started");
-    // Lives for the rest of the process (or until a fork leaves it behind).
-    let runtime: &'static Runtime = Box::leak(Box::new(runtime));
-    *slot = Some(runtime);
-    runtime
+    &driver::library().runtime
+}
+
+/// A handle of the library's own runtime.
+pub fn shared_handle() -> Handle {
+    shared_runtime().handle().clone()
 }
 
 /// The process generation: it changes in a child after [`after_fork_in_child`].
@@ -54,16 +80,7 @@ pub fn generation() -> u64 {
 pub fn after_fork_in_child() {
     GENERATION.fetch_add(1, Ordering::SeqCst);
     IN_FLIGHT.store(0, Ordering::SeqCst);
-    // A parent thread may have held the lock at the fork (it would never be released
-    // here): `try_lock` does not wait for it, and the slot is then left as it is.
-    if let Ok(mut slot) = RUNTIME.try_lock() {
-        *slot = None;
-    }
-}
-
-/// A handle of the library's own runtime.
-pub fn shared_handle() -> Handle {
-    shared_runtime().handle().clone()
+    driver::forget();
 }
 
 /// Whether the calling thread is inside a tokio runtime (where blocking on a call could

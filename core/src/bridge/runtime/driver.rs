@@ -1,0 +1,260 @@
+//! Who drives the library's runtime (see the [parent module](super)): a blocking waiter
+//! that is alone ([`Waiting`], [`drive`]), else the background thread, which hands the
+//! runtime over to such a waiter and takes it back [`LINGER`] after the last one; and the
+//! short wait for the next call before the driving thread sleeps ([`SPIN`]).
+
+use std::future::Future;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::thread::Thread;
+use std::time::{Duration, Instant};
+
+use tokio::runtime::{Builder, Handle, Runtime};
+use tokio::sync::Notify;
+
+use super::IN_FLIGHT;
+
+/// How long the background thread leaves the runtime to blocking waiters after the last
+/// one: the longest a notification, a keep-alive or a call nobody waits for can wait while
+/// blocking callers are between calls.
+pub const LINGER: Duration = Duration::from_millis(1);
+/// How long the thread driving the runtime, out of work with no call in flight, waits for
+/// the next call before it sleeps.
+pub const SPIN: Duration = Duration::from_micros(100);
+
+/// The library's runtime and who drives it.
+pub(super) struct Library {
+    pub(super) runtime: Runtime,
+    /// Blocking waiters in [`drive`] now.
+    drivers: AtomicUsize,
+    /// Blocking waits in progress, driving or not ([`Waiting`]).
+    waiting: AtomicUsize,
+    /// Blocking waits begun so far (the background thread sees whether any came lately).
+    entries: AtomicU64,
+    /// Whether the background thread is driving.
+    background: AtomicBool,
+    /// Asks the background thread to hand the runtime over to a blocking waiter.
+    hand_over: Notify,
+    /// Asks the background thread to drive now, not after [`LINGER`].
+    wanted: AtomicBool,
+    /// The background thread (to wake it from its lingering).
+    thread: Mutex<Option<Thread>>,
+}
+
+/// The library of this process once made.
+static CURRENT: AtomicPtr<Library> = AtomicPtr::new(std::ptr::null_mut());
+/// A thread is making it (the others wait). Not a lock: a fork while it is set leaves the
+/// child nothing to wait for ([`forget`] clears it).
+static MAKING: AtomicBool = AtomicBool::new(false);
+/// Calls handed to the runtime so far (see [`spin_before_park`]).
+static STARTED: AtomicU64 = AtomicU64::new(0);
+
+/// The library of this process, if made.
+fn current() -> Option<&'static Library> {
+    // SAFETY: only ever a leaked `Library` (never freed) or null.
+    unsafe { CURRENT.load(Ordering::Acquire).as_ref() }
+}
+
+/// In a child after `fork()`: the parent's library (its thread is not here) is forgotten,
+/// never freed; the next use makes another.
+pub(super) fn forget() {
+    CURRENT.store(std::ptr::null_mut(), Ordering::Release);
+    MAKING.store(false, Ordering::Release);
+}
+
+/// The library of this process, made on first use.
+pub(super) fn library() -> &'static Library {
+    loop {
+        if let Some(library) = current() {
+            return library;
+        }
+        if MAKING
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            break;
+        }
+        std::thread::yield_now();
+    }
+    /// Lets another thread try again if making it fails (panics).
+    struct Making;
+    impl Drop for Making {
+        fn drop(&mut self) {
+            if current().is_none() {
+                MAKING.store(false, Ordering::Release);
+            }
+        }
+    }
+    let _making = Making;
+    let runtime = Builder::new_current_thread()
+        .thread_name("mqstate-blocking")
+        .on_thread_park(spin_before_park)
+        .enable_all()
+        .build()
+        .expect("the mqstate runtime could not be started");
+    // Lives for the rest of the process (or until a fork leaves it behind).
+    let library: &'static Library = Box::leak(Box::new(Library {
+        runtime,
+        drivers: AtomicUsize::new(0),
+        waiting: AtomicUsize::new(0),
+        entries: AtomicU64::new(0),
+        background: AtomicBool::new(false),
+        hand_over: Notify::new(),
+        wanted: AtomicBool::new(false),
+        thread: Mutex::new(None),
+    }));
+    let thread = std::thread::Builder::new()
+        .name("mqstate-worker".into())
+        .spawn(move || background(library))
+        .expect("the mqstate runtime's thread could not be started");
+    *library.thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(thread.thread().clone());
+    CURRENT.store(std::ptr::from_ref(library).cast_mut(), Ordering::Release);
+    library
+}
+
+/// The background thread: drives the runtime whenever no blocking waiter does.
+fn background(library: &'static Library) {
+    loop {
+        library.background.store(true, Ordering::SeqCst);
+        library.runtime.block_on(async {
+            loop {
+                library.hand_over.notified().await;
+                if library.drivers.load(Ordering::SeqCst) > 0 {
+                    break;
+                }
+            }
+        });
+        library.background.store(false, Ordering::SeqCst);
+        // Blocking waiters drive; take over once none has come for LINGER, or at once
+        // when asked (`wanted`) while none drives.
+        loop {
+            let seen = library.entries.load(Ordering::SeqCst);
+            std::thread::park_timeout(LINGER);
+            let idle = library.drivers.load(Ordering::SeqCst) == 0;
+            if idle
+                && (library.wanted.swap(false, Ordering::SeqCst)
+                    || library.entries.load(Ordering::SeqCst) == seen)
+            {
+                break;
+            }
+        }
+    }
+}
+
+/// Whether `handle` is the library's own runtime (whose blocking waiters drive it).
+pub(crate) fn is_shared(handle: &Handle) -> bool {
+    current().is_some_and(|library| library.runtime.handle().id() == handle.id())
+}
+
+/// A blocking wait on a call of the library's runtime, for as long as it lives: the
+/// waiting thread drives the runtime itself ([`drive`]) only when it is the only one
+/// waiting. With several, the others would keep handing the runtime over to each other
+/// (each hand-over a wake-up): a thread that is not alone waits to be woken, and the
+/// runtime is driven by the first waiter or by the background thread.
+pub(crate) struct Waiting {
+    library: &'static Library,
+    alone: bool,
+}
+
+impl Waiting {
+    pub(crate) fn begin() -> Waiting {
+        let library = library();
+        let alone = library.waiting.fetch_add(1, Ordering::SeqCst) == 0;
+        if !alone {
+            want_driver();
+        }
+        Waiting { library, alone }
+    }
+
+    /// Whether this thread should drive the runtime while it waits.
+    pub(crate) fn alone(&self) -> bool {
+        self.alone
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        self.library.waiting.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Blocks the calling thread (not a runtime thread) on `future`, driving the library's
+/// runtime meanwhile unless another thread does (see the module documentation).
+pub(crate) fn drive<F: Future>(future: F) -> F::Output {
+    /// Counts a blocking waiter for as long as it lives (also when the future panics).
+    struct Driver(&'static Library);
+    impl Drop for Driver {
+        fn drop(&mut self) {
+            // The last one out wakes the background thread if a driver was asked for.
+            if self.0.drivers.fetch_sub(1, Ordering::SeqCst) == 1
+                && self.0.wanted.load(Ordering::SeqCst)
+            {
+                self.0.wake_background();
+            }
+        }
+    }
+    let library = library();
+    library.entries.fetch_add(1, Ordering::SeqCst);
+    library.drivers.fetch_add(1, Ordering::SeqCst);
+    let _driver = Driver(library);
+    if library.background.load(Ordering::SeqCst) {
+        library.hand_over.notify_one();
+    }
+    library.runtime.block_on(async {
+        let out = future.await;
+        // Before handing the runtime back: run what became ready meanwhile (tasks woken
+        // and I/O events that arrived with the response), so that nothing waits for the
+        // next driver.
+        tokio::task::yield_now().await;
+        out
+    })
+}
+
+/// Makes sure the runtime is driven now even if no blocking waiter comes: for a call
+/// awaited by an executor or delivered to a callback (the background thread otherwise
+/// takes over within [`LINGER`]).
+pub(crate) fn want_driver() {
+    let Some(library) = current() else {
+        return;
+    };
+    if library.background.load(Ordering::SeqCst) {
+        return;
+    }
+    library.wanted.store(true, Ordering::SeqCst);
+    // With a blocking waiter driving, the last one out wakes the background thread.
+    if library.drivers.load(Ordering::SeqCst) == 0 {
+        library.wake_background();
+    }
+}
+
+impl Library {
+    fn wake_background(&self) {
+        if let Some(thread) = &*self.thread.lock().unwrap_or_else(|e| e.into_inner()) {
+            thread.unpark();
+        }
+    }
+}
+
+/// Runs when the thread driving the runtime is out of work, before it sleeps in the
+/// kernel until the next I/O event or task. When no call is in flight, so that no response
+/// is expected, it waits up to [`SPIN`], yielding its core, for the next call to start
+/// (see the module documentation). With calls in flight it sleeps at once (their responses
+/// are I/O events).
+fn spin_before_park() {
+    if IN_FLIGHT.load(Ordering::Relaxed) != 0 {
+        return;
+    }
+    let seen = STARTED.load(Ordering::Relaxed);
+    let start = Instant::now();
+    while start.elapsed() < SPIN {
+        std::thread::yield_now();
+        if STARTED.load(Ordering::Relaxed) != seen {
+            return;
+        }
+    }
+}
+
+/// Counts a call just handed to the runtime (see [`spin_before_park`]).
+pub(crate) fn note_started() {
+    STARTED.fetch_add(1, Ordering::Relaxed);
+}

@@ -1,0 +1,112 @@
+//! The library's runtime driven by its waiters: liveness whoever waits, and however.
+
+use std::sync::mpsc;
+use std::time::Duration;
+
+use super::shared_handle;
+use crate::bridge::Call;
+use crate::error::Error;
+
+/// A generous bound for "it happened", never a speed claim.
+const EVENTUALLY: Duration = Duration::from_secs(30);
+
+fn call<T: Send + 'static>(work: impl Future<Output = T> + Send + 'static) -> Call<T> {
+    Call::spawn(&shared_handle(), async move { Ok::<T, Error>(work.await) })
+}
+
+#[test]
+fn blocking_waits_on_many_threads_all_complete() {
+    let threads: Vec<_> = (0..8u64)
+        .map(|t| {
+            std::thread::spawn(move || {
+                for i in 0..200u64 {
+                    let got = call(async move {
+                        tokio::task::yield_now().await;
+                        tokio::time::sleep(Duration::from_micros(10)).await;
+                        t * 1000 + i
+                    })
+                    .wait(None)
+                    .unwrap();
+                    assert_eq!(got, t * 1000 + i);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+}
+
+#[test]
+fn a_call_nobody_waits_for_still_runs_after_a_blocking_wait() {
+    // A blocking wait first, so that the background thread is the one lingering.
+    assert_eq!(call(async { 1 }).wait(None).unwrap(), 1);
+    let (tx, rx) = mpsc::channel();
+    drop(call(async move {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        tx.send(()).unwrap();
+    }));
+    rx.recv_timeout(EVENTUALLY).expect("the call ran");
+}
+
+#[test]
+fn awaited_and_callback_calls_complete_while_a_thread_drives() {
+    let driving = std::thread::spawn(|| {
+        for i in 0..300u32 {
+            assert_eq!(call(async move { i }).wait(None).unwrap(), i);
+        }
+    });
+    let (tx, rx) = mpsc::channel();
+    for i in 0..50u32 {
+        let tx = tx.clone();
+        call(async move {
+            tokio::time::sleep(Duration::from_micros(50)).await;
+            i
+        })
+        .on_complete(move |r| tx.send(r.unwrap()).unwrap());
+    }
+    let other = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    for i in 0..50u32 {
+        let got = other.block_on(call(async move {
+            tokio::time::sleep(Duration::from_micros(50)).await;
+            i
+        }));
+        assert_eq!(got.unwrap(), i);
+    }
+    let mut delivered: Vec<u32> = (0..50)
+        .map(|_| rx.recv_timeout(EVENTUALLY).unwrap())
+        .collect();
+    delivered.sort_unstable();
+    assert_eq!(delivered, (0..50).collect::<Vec<_>>());
+    driving.join().unwrap();
+}
+
+#[test]
+fn a_slice_ends_without_the_result_and_a_later_one_gets_it() {
+    let (tx, rx) = tokio::sync::oneshot::channel::<u8>();
+    let pending = call(async move { rx.await.unwrap() });
+    // Nothing can complete it yet: every slice ends empty-handed, and the call goes on.
+    for _ in 0..3 {
+        assert!(pending.wait_slice(Duration::from_millis(5)).is_none());
+    }
+    tx.send(7).unwrap();
+    let got = loop {
+        if let Some(result) = pending.wait_slice(Duration::from_millis(50)) {
+            break result;
+        }
+    };
+    assert_eq!(got.unwrap(), 7);
+}
+
+#[test]
+fn a_wait_with_a_timeout_cancels_the_call() {
+    let (_tx, rx) = tokio::sync::oneshot::channel::<u8>();
+    let pending = call(async move { rx.await.unwrap_or(0) });
+    let canceller = pending.canceller();
+    let err = pending.wait(Some(Duration::from_millis(5))).unwrap_err();
+    assert_eq!(err.kind(), crate::ErrorKind::Timeout);
+    canceller.cancel(); // idempotent: already cancelled
+}
