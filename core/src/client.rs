@@ -71,12 +71,19 @@ fn process_clock() -> Clock {
         .clone()
 }
 
-/// Closes the connection when the last handle (client clone or observer) is dropped.
-struct CloseOnDrop(Arc<Shared>);
+/// What every handle of one connection (client clone or observer) shares; the connection
+/// closes when the last one is dropped.
+pub(crate) struct Core {
+    shared: Arc<Shared>,
+    clock: Clock,
+    /// The client's default request timeout.
+    timeout: Duration,
+    task: std::sync::Mutex<Option<JoinHandle<()>>>,
+}
 
-impl Drop for CloseOnDrop {
+impl Drop for Core {
     fn drop(&mut self) {
-        self.0.close();
+        self.shared.close();
     }
 }
 
@@ -91,10 +98,8 @@ impl Drop for CloseOnDrop {
 #[derive(Clone)]
 pub struct Client {
     pub(crate) shared: Arc<Shared>,
-    pub(crate) clock: Clock,
+    pub(crate) core: Arc<Core>,
     pub(crate) timeout: Duration,
-    guard: Arc<CloseOnDrop>,
-    task: Arc<std::sync::Mutex<Option<JoinHandle<()>>>>,
 }
 
 impl std::fmt::Debug for Client {
@@ -156,13 +161,13 @@ impl Client {
         let clock = options.clock.unwrap_or_else(process_clock);
         shared.observers.set_clock(clock.clone());
         let task = runtime.spawn(connection::run(Arc::clone(&shared), eventloop));
-        let client = Client {
-            guard: Arc::new(CloseOnDrop(Arc::clone(&shared))),
-            shared,
+        let core = Arc::new(Core {
+            shared: Arc::clone(&shared),
             clock,
             timeout: options.request_timeout,
-            task: Arc::new(std::sync::Mutex::new(Some(task))),
-        };
+            task: std::sync::Mutex::new(Some(task)),
+        });
+        let client = Client::from_core(&core);
         // The first attempt decides: connected and subscribed, or a clear error.
         let mut link = client.shared.link.subscribe();
         let outcome = tokio::time::timeout(
@@ -187,14 +192,21 @@ impl Client {
         Ok(client)
     }
 
+    /// A handle of the connection `core`, with its default timeout.
+    pub(crate) fn from_core(core: &Arc<Core>) -> Client {
+        Client {
+            shared: Arc::clone(&core.shared),
+            core: Arc::clone(core),
+            timeout: core.timeout,
+        }
+    }
+
     /// A handle that does not keep the connection open.
     pub(crate) fn downgrade(&self) -> WeakClient {
         WeakClient {
             shared: Arc::downgrade(&self.shared),
-            guard: Arc::downgrade(&self.guard),
-            clock: self.clock.clone(),
+            core: Arc::downgrade(&self.core),
             timeout: self.timeout,
-            task: Arc::clone(&self.task),
         }
     }
 
@@ -237,7 +249,7 @@ impl Client {
 
     /// The clock that stamps this client's requests.
     pub fn clock(&self) -> &Clock {
-        &self.clock
+        &self.core.clock
     }
 
     /// The client's default request timeout.
@@ -377,8 +389,8 @@ impl Client {
             .subscribe(&self.shared.notification_filter, timeout)
             .await?;
         let _op = self.shared.observers.op_lock(&key).lock().await;
-        let (queue, needs_keynotify) = self.shared.observers.add(&key);
-        let observer = Observer::new(key.clone(), queue, self.clone());
+        let (entry, id, needs_keynotify) = self.shared.observers.add(&key);
+        let observer = Observer::new(entry, id, self);
         if needs_keynotify {
             // On failure the observer's drop removes it again (and sends STOP if owed).
             let current = self.register(&key, timeout).await?;
@@ -434,7 +446,12 @@ impl Client {
     /// still waiting fail with [`ErrorKind::Closed`]; observers' streams end.
     pub async fn shutdown(&self) {
         self.shared.close();
-        let task = self.task.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let task = self
+            .core
+            .task
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
         if let Some(task) = task {
             let _ = task.await;
         }
@@ -444,21 +461,18 @@ impl Client {
 /// A client handle that does not keep the connection open (for background tasks).
 pub(crate) struct WeakClient {
     pub(crate) shared: std::sync::Weak<Shared>,
-    guard: std::sync::Weak<CloseOnDrop>,
-    clock: Clock,
+    core: std::sync::Weak<Core>,
     timeout: Duration,
-    task: Arc<std::sync::Mutex<Option<JoinHandle<()>>>>,
 }
 
 impl WeakClient {
     /// A full client while some handle still holds the connection open.
     pub(crate) fn upgrade(&self) -> Option<Client> {
+        let core = self.core.upgrade()?;
         Some(Client {
-            shared: self.shared.upgrade()?,
-            guard: self.guard.upgrade()?,
-            clock: self.clock.clone(),
+            shared: Arc::clone(&core.shared),
+            core,
             timeout: self.timeout,
-            task: Arc::clone(&self.task),
         })
     }
 }

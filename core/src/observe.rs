@@ -19,6 +19,7 @@
 //!   therefore always delivered, and memory stays bounded;
 //! - bad topics or payloads are logged and skipped.
 
+mod entry;
 pub(crate) mod queue;
 mod registry;
 
@@ -29,9 +30,11 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 
 use crate::Client;
+use crate::client::Core;
 use crate::codec::KeyEvent;
 use crate::hlc::Hlc;
 
+pub(crate) use entry::{KeyEntry, ObserverId};
 pub(crate) use queue::{EventQueue, Next};
 
 pub(crate) use registry::Registry;
@@ -68,59 +71,40 @@ pub enum ObserverEvent {
     Restored,
 }
 
-/// One observer's bounded queue.
-pub(crate) type ObserverQueue = EventQueue<ObserverEvent>;
-
 /// A stream of the changes of one key. Created by [`Client::observe`](crate::Client::observe);
 /// dropping it — on any thread, inside a runtime or not — ends the observation (the client
 /// sends `KEYNOTIFY … STOP` on its own runtime once the key's last observer is gone).
+///
+/// Three words: the key's entry in the client's registry (which holds this observer's
+/// buffer), the connection, and the observer's id in the entry.
 pub struct Observer {
-    key: Bytes,
-    queue: Arc<ObserverQueue>,
-    client: Client,
-    /// Discarded events counted on connection events, carried to the next change.
-    carry: u64,
+    entry: Arc<KeyEntry>,
+    core: Arc<Core>,
+    id: ObserverId,
 }
 
 impl Observer {
-    pub(crate) fn new(key: Bytes, queue: Arc<ObserverQueue>, client: Client) -> Observer {
+    pub(crate) fn new(entry: Arc<KeyEntry>, id: ObserverId, client: &Client) -> Observer {
         Observer {
-            key,
-            queue,
-            client,
-            carry: 0,
+            entry,
+            core: Arc::clone(&client.core),
+            id,
         }
     }
 
     /// The observed key.
-    pub fn key(&self) -> &Bytes {
-        &self.key
+    pub fn key(&self) -> &[u8] {
+        self.entry.key()
     }
 
-    /// The client this observer belongs to.
-    pub fn client(&self) -> &Client {
-        &self.client
-    }
-
-    fn count(&mut self, (event, dropped): (ObserverEvent, u64)) -> ObserverEvent {
-        let dropped = dropped + std::mem::take(&mut self.carry);
-        match event {
-            ObserverEvent::Change(mut n) => {
-                n.dropped_before = dropped;
-                ObserverEvent::Change(n)
-            }
-            other => {
-                self.carry = dropped;
-                other
-            }
-        }
+    /// The client this observer belongs to (a handle with the client's default timeout).
+    pub fn client(&self) -> Client {
+        Client::from_core(&self.core)
     }
 
     /// Polls for the next event, connection events included.
     pub fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<ObserverEvent>> {
-        self.queue
-            .poll_next(cx)
-            .map(|next| next.map(|e| self.count(e)))
+        self.entry.poll_next(self.id, cx)
     }
 
     /// The next event (a change, or a connection event); `None` once the client is closed.
@@ -147,8 +131,8 @@ impl Observer {
 
     /// The next change if one is already buffered (connection events are skipped).
     pub fn try_recv(&mut self) -> Option<KeyNotification> {
-        while let Some(next) = self.queue.try_next() {
-            if let ObserverEvent::Change(n) = self.count(next) {
+        while let Some(next) = self.entry.try_next(self.id) {
+            if let ObserverEvent::Change(n) = next {
                 return Some(n);
             }
         }
@@ -165,15 +149,16 @@ impl futures_core::Stream for Observer {
 
 impl Drop for Observer {
     fn drop(&mut self) {
-        let shared = &self.client.shared;
-        if shared.observers.remove(&self.key, &self.queue) {
-            self.client.stop_observing_later(self.key.clone());
+        if self.entry.remove_observer(self.id) {
+            Client::from_core(&self.core).stop_observing_later(Bytes::copy_from_slice(self.key()));
         }
     }
 }
 
 impl std::fmt::Debug for Observer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Observer").field("key", &self.key).finish()
+        f.debug_struct("Observer")
+            .field("key", &Bytes::copy_from_slice(self.key()))
+            .finish()
     }
 }

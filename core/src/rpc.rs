@@ -52,7 +52,7 @@ impl Client {
         let shared = &self.shared;
         let deadline = tokio::time::Instant::now() + timeout;
         let session = shared.ready(timeout).await?;
-        let timestamp = self.clock.tick()?;
+        let timestamp = self.clock().tick()?;
         let correlation = new_correlation_id();
         let properties = Envelope {
             client_id: &shared.client_id,
@@ -131,7 +131,7 @@ impl Client {
         };
         let reply = read_reply(&publish, request.verb())?;
         if let Some(version) = &reply.version
-            && let Err(e) = self.clock.receive(version)
+            && let Err(e) = self.clock().receive(version)
         {
             warn!(error = %e, "a response's __ts was not merged into the clock");
         }

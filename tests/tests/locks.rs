@@ -237,7 +237,7 @@ async fn holder_changes_are_filtered_by_key() {
         change.holder, None,
         "the release comes next: no y, no renewal"
     );
-    assert_eq!(&watch.key()[..], b"holder/x");
+    assert_eq!(watch.key(), b"holder/x");
 }
 
 /// Sessions, fenced option builders, argument checks; on the embedded broker.

@@ -65,7 +65,7 @@ impl HolderWatch {
     }
 
     /// The watched lock key.
-    pub fn key(&self) -> &Bytes {
+    pub fn key(&self) -> &[u8] {
         self.observer.key()
     }
 

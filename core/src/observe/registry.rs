@@ -4,80 +4,53 @@
 //! each observer's queue. Pure bookkeeping under a mutex; the wire work (KEYNOTIFY, STOP,
 //! resynchronisation) is done by its callers in [`observe`](super).
 
-use std::collections::HashMap;
+use std::borrow::Borrow;
+use std::collections::HashSet;
+use std::hash::{BuildHasher, Hash, Hasher, RandomState};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use rumqttc::v5::mqttbytes::v5::Publish;
-use tracing::{debug, warn};
+use tracing::warn;
 
-use super::{KeyNotification, ObserverEvent, ObserverQueue};
+use super::KeyNotification;
+use super::entry::{KeyEntry, LastState, ObserverId};
 use crate::codec::{KeyEvent, Notification};
 use crate::hlc::{Clock, Hlc};
 
-/// The observers of one key: nearly always one, kept inline (no allocation of its own).
-enum Observers {
-    One(Arc<ObserverQueue>),
-    /// None (empty, unallocated) or several.
-    Many(Vec<Arc<ObserverQueue>>),
-}
+/// An entry in the index, found by its key's bytes.
+struct Indexed(Arc<KeyEntry>);
 
-impl Observers {
-    fn as_slice(&self) -> &[Arc<ObserverQueue>] {
-        match self {
-            Observers::One(q) => std::slice::from_ref(q),
-            Observers::Many(v) => v,
-        }
-    }
-
-    fn is_empty(&self) -> bool {
-        self.as_slice().is_empty()
-    }
-
-    fn push(&mut self, queue: Arc<ObserverQueue>) {
-        *self = match std::mem::replace(self, Observers::Many(Vec::new())) {
-            Observers::Many(v) if v.is_empty() => Observers::One(queue),
-            Observers::One(first) => Observers::Many(vec![first, queue]),
-            Observers::Many(mut v) => {
-                v.push(queue);
-                Observers::Many(v)
-            }
-        };
-    }
-
-    fn remove(&mut self, queue: &Arc<ObserverQueue>) {
-        match self {
-            Observers::One(q) if Arc::ptr_eq(q, queue) => *self = Observers::Many(Vec::new()),
-            Observers::One(_) => {}
-            Observers::Many(v) => {
-                v.retain(|q| !Arc::ptr_eq(q, queue));
-                if v.len() == 1 {
-                    *self = Observers::One(v.remove(0));
-                }
-            }
-        }
+impl Borrow<[u8]> for Indexed {
+    fn borrow(&self) -> &[u8] {
+        self.0.key()
     }
 }
 
-/// What the registry knows of one observed key.
-struct KeyState {
-    observers: Observers,
-    /// KEYNOTIFY accepted for this key on the current connection.
-    registered: bool,
-    /// A KEYNOTIFY was sent (it may have been applied even if its answer never came), so
-    /// a STOP is owed when the last observer goes.
-    stop_owed: bool,
-    /// The last resynchronisation of this key failed; observers were told.
-    degraded: bool,
-    last_version: Option<Hlc>,
-    /// The last known state: `Some(Set)` / `Some(Delete)`, `None` when unknown.
-    last_event: Option<KeyEvent>,
+impl Hash for Indexed {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.key().hash(state);
+    }
 }
 
-/// Every observed key of one client.
+impl PartialEq for Indexed {
+    fn eq(&self, other: &Indexed) -> bool {
+        self.0.key() == other.0.key()
+    }
+}
+
+impl Eq for Indexed {}
+
+/// Every observed key of one client: an index of one [`KeyEntry`] per key.
 pub(crate) struct Registry {
     capacity: usize,
-    keys: Mutex<HashMap<Bytes, KeyState>>,
+    keys: Mutex<HashSet<Indexed>>,
+    /// Set by [`Registry::close_all`]: entries made later are closed from the start.
+    closed: AtomicBool,
+    /// Hashes the last value of each key (kept instead of the value, to compare after a
+    /// reconnection when the service gives no version); keyed per process.
+    values: RandomState,
     clock: Mutex<Option<Clock>>,
     /// Serialise KEYNOTIFY / STOP / resync so that they never interleave for a key; striped
     /// by key so that different keys register concurrently.
@@ -91,7 +64,9 @@ impl Registry {
     pub(crate) fn new(capacity: usize) -> Registry {
         Registry {
             capacity: capacity.max(1),
-            keys: Mutex::new(HashMap::new()),
+            keys: Mutex::new(HashSet::new()),
+            closed: AtomicBool::new(false),
+            values: RandomState::new(),
             clock: Mutex::new(None),
             op_locks: (0..OP_LOCK_STRIPES)
                 .map(|_| tokio::sync::Mutex::new(()))
@@ -106,13 +81,17 @@ impl Registry {
 
     /// The lock that serialises registration work on `key`.
     pub(crate) fn op_lock(&self, key: &[u8]) -> &tokio::sync::Mutex<()> {
-        use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+        use std::hash::{BuildHasherDefault, DefaultHasher};
         let hash = BuildHasherDefault::<DefaultHasher>::default().hash_one(key);
         &self.op_locks[(hash % OP_LOCK_STRIPES as u64) as usize]
     }
 
-    fn keys(&self) -> std::sync::MutexGuard<'_, HashMap<Bytes, KeyState>> {
+    fn keys(&self) -> std::sync::MutexGuard<'_, HashSet<Indexed>> {
         self.keys.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn entry(&self, key: &[u8]) -> Option<Arc<KeyEntry>> {
+        self.keys().get(key).map(|e| Arc::clone(&e.0))
     }
 
     /// The clock notification versions are merged into.
@@ -120,97 +99,75 @@ impl Registry {
         *self.clock.lock().unwrap_or_else(|e| e.into_inner()) = Some(clock);
     }
 
-    /// Adds an observer of `key`; `true` in the second place when the key still needs its
-    /// KEYNOTIFY.
-    pub(crate) fn add(&self, key: &Bytes) -> (Arc<ObserverQueue>, bool) {
-        let queue = Arc::new(ObserverQueue::new(self.capacity));
-        let mut keys = self.keys();
-        let state = keys.entry(key.clone()).or_insert_with(|| KeyState {
-            observers: Observers::Many(Vec::new()),
-            registered: false,
-            stop_owed: false,
-            degraded: false,
-            last_version: None,
-            last_event: None,
-        });
-        state.observers.push(Arc::clone(&queue));
-        (queue, !state.registered)
+    fn last_state(&self, event: &KeyEvent) -> LastState {
+        match event {
+            KeyEvent::Set(value) => LastState::Set(self.values.hash_one(&value[..])),
+            KeyEvent::Delete => LastState::Deleted,
+        }
+    }
+
+    /// Adds an observer of `key`: its entry, its id there, and `true` when the key still
+    /// needs its KEYNOTIFY.
+    pub(crate) fn add(&self, key: &[u8]) -> (Arc<KeyEntry>, ObserverId, bool) {
+        let entry = {
+            let mut keys = self.keys();
+            match keys.get(key) {
+                Some(e) => Arc::clone(&e.0),
+                None => {
+                    let closed = self.closed.load(Ordering::Acquire);
+                    let e = Arc::new(KeyEntry::new(key, closed));
+                    keys.insert(Indexed(Arc::clone(&e)));
+                    e
+                }
+            }
+        };
+        let (id, needs_keynotify) = entry.add_observer();
+        (entry, id, needs_keynotify)
     }
 
     /// Records that a KEYNOTIFY for `key` is about to be sent: from now on a STOP is owed.
-    pub(crate) fn stop_owed(&self, key: &Bytes) {
-        if let Some(state) = self.keys().get_mut(key) {
-            state.stop_owed = true;
+    pub(crate) fn stop_owed(&self, key: &[u8]) {
+        if let Some(entry) = self.entry(key) {
+            entry.stop_owed();
         }
     }
 
     /// Records that KEYNOTIFY was accepted, with the key's state read right after it.
     /// Observers that were told the key was degraded are told it is restored.
-    pub(crate) fn registered(&self, key: &Bytes, current: Option<(Bytes, Option<Hlc>)>) {
-        if let Some(state) = self.keys().get_mut(key) {
-            state.registered = true;
-            if std::mem::take(&mut state.degraded) {
-                for q in state.observers.as_slice() {
-                    q.push(ObserverEvent::Restored);
-                }
-            }
-            if state.last_event.is_none() {
-                match current {
-                    Some((value, version)) => {
-                        state.last_event = Some(KeyEvent::Set(value));
-                        state.last_version = version;
-                    }
-                    None => state.last_event = Some(KeyEvent::Delete),
-                }
-            }
+    pub(crate) fn registered(&self, key: &[u8], current: Option<(Bytes, Option<Hlc>)>) {
+        if let Some(entry) = self.entry(key) {
+            let (last, version) = match current {
+                Some((value, version)) => (self.last_state(&KeyEvent::Set(value)), version),
+                None => (LastState::Deleted, None),
+            };
+            entry.registered(self.capacity, last, version);
         }
-    }
-
-    /// Removes one observer; `true` when it was the key's last.
-    pub(crate) fn remove(&self, key: &Bytes, queue: &Arc<ObserverQueue>) -> bool {
-        let mut keys = self.keys();
-        let Some(state) = keys.get_mut(key) else {
-            return false;
-        };
-        state.observers.remove(queue);
-        state.observers.is_empty()
     }
 
     /// Forgets a key with no observers left; `true` if it was registered with the service
     /// (so a STOP is owed).
-    pub(crate) fn forget_if_unobserved(&self, key: &Bytes) -> bool {
+    pub(crate) fn forget_if_unobserved(&self, key: &[u8]) -> bool {
         let mut keys = self.keys();
         match keys.get(key) {
-            Some(state) if state.observers.is_empty() => keys
-                .remove(key)
-                .is_some_and(|s| s.registered || s.stop_owed),
+            Some(e) if !e.0.observed() => keys.take(key).is_some_and(|e| e.0.owes_stop()),
             _ => false,
         }
     }
 
     /// Observed keys (for resynchronisation), marked as needing KEYNOTIFY again.
     pub(crate) fn unregister_all(&self) -> Vec<Bytes> {
-        let mut keys = self.keys();
-        keys.iter_mut()
-            .filter(|(_, s)| !s.observers.is_empty())
-            .map(|(k, s)| {
-                s.registered = false;
-                k.clone()
-            })
+        self.keys()
+            .iter()
+            .filter(|e| e.0.unregister())
+            .map(|e| Bytes::copy_from_slice(e.0.key()))
             .collect()
     }
 
     /// Tells the observers of `key` that it could not be re-registered after a reconnection
     /// (once, until it is restored): changes are not seen meanwhile.
-    pub(crate) fn degraded(&self, key: &Bytes, reason: &str) {
-        if let Some(state) = self.keys().get_mut(key)
-            && !std::mem::replace(&mut state.degraded, true)
-        {
-            for q in state.observers.as_slice() {
-                q.push(ObserverEvent::Degraded {
-                    reason: reason.to_owned(),
-                });
-            }
+    pub(crate) fn degraded(&self, key: &[u8], reason: &str) {
+        if let Some(entry) = self.entry(key) {
+            entry.degraded(self.capacity, reason);
         }
     }
 
@@ -218,8 +175,8 @@ impl Registry {
     pub(crate) fn unregistered(&self) -> Vec<Bytes> {
         self.keys()
             .iter()
-            .filter(|(_, s)| !s.observers.is_empty() && !s.registered)
-            .map(|(k, _)| k.clone())
+            .filter(|e| e.0.needs_registration())
+            .map(|e| Bytes::copy_from_slice(e.0.key()))
             .collect()
     }
 
@@ -230,62 +187,50 @@ impl Registry {
 
     /// Ends every observer's stream (the client closed).
     pub(crate) fn close_all(&self) {
-        for state in self.keys().values() {
-            for q in state.observers.as_slice() {
-                q.close();
-            }
+        self.closed.store(true, Ordering::Release);
+        for e in self.keys().iter() {
+            e.0.close();
         }
     }
 
     /// Delivers a change to the key's observers unless it is not newer than the last one.
-    fn deliver(&self, key: &Bytes, event: KeyEvent, version: Option<Hlc>, resync: bool) {
-        let mut keys = self.keys();
-        let Some(state) = keys.get_mut(key) else {
+    fn deliver(&self, key: Bytes, event: KeyEvent, version: Option<Hlc>, resync: bool) {
+        let Some(entry) = self.entry(&key) else {
             return;
         };
-        if let (Some(v), Some(last)) = (&version, &state.last_version)
-            && v.cmp_time(last).is_le()
-        {
-            debug!(version = %v, last = %last, "dropped a duplicate or late notification");
-            return;
-        }
-        if version.is_some() {
-            state.last_version.clone_from(&version);
-        }
-        state.last_event = Some(event.clone());
+        let last = self.last_state(&event);
         let n = KeyNotification {
-            key: key.clone(),
+            key,
             event,
             version,
             resync,
             dropped_before: 0,
         };
-        for q in state.observers.as_slice() {
-            q.push(ObserverEvent::Change(n.clone()));
-        }
+        entry.deliver(self.capacity, n, last);
     }
 
     /// After a reconnection: compares the key's current state (from a GET) with the last
     /// known one, and delivers a resync notification when they differ.
     pub(crate) fn resync(&self, key: &Bytes, current: Option<(Bytes, Option<Hlc>)>) {
-        let changed = {
-            let keys = self.keys();
-            let Some(state) = keys.get(key) else {
-                return;
-            };
-            match (&current, &state.last_event) {
-                (Some((value, version)), Some(KeyEvent::Set(last))) => {
-                    value != last || (version.is_some() && *version != state.last_version)
-                }
-                (Some(_), _) => true,
-                (None, Some(KeyEvent::Delete)) => false,
-                (None, _) => true,
+        let Some(entry) = self.entry(key) else {
+            return;
+        };
+        let (last, last_version) = entry.last();
+        let changed = match (&current, last) {
+            (Some((value, version)), LastState::Set(hash)) => {
+                self.values.hash_one(&value[..]) != hash
+                    || (version.is_some() && *version != last_version)
             }
+            (Some(_), _) => true,
+            (None, LastState::Deleted) => false,
+            (None, _) => true,
         };
         if changed {
             match current {
-                Some((value, version)) => self.deliver(key, KeyEvent::Set(value), version, true),
-                None => self.deliver(key, KeyEvent::Delete, None, true),
+                Some((value, version)) => {
+                    self.deliver(key.clone(), KeyEvent::Set(value), version, true)
+                }
+                None => self.deliver(key.clone(), KeyEvent::Delete, None, true),
             }
         }
     }
@@ -332,13 +277,14 @@ impl Registry {
         {
             return warn!(%topic, error = %e, "skipped a notification whose __ts the clock refuses");
         }
-        self.deliver(&n.key, n.event, version, false);
+        self.deliver(n.key, n.event, version, false);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::observe::ObserverEvent;
     use rumqttc::v5::mqttbytes::QoS;
     use rumqttc::v5::mqttbytes::v5::PublishProperties;
 
@@ -366,23 +312,38 @@ mod tests {
         )
     }
 
-    fn changes(q: &ObserverQueue) -> Vec<(String, u64)> {
-        std::iter::from_fn(|| q.try_next())
-            .filter_map(|(e, dropped)| match e {
+    /// One observer: its key's entry and its id there.
+    type Obs = (Arc<KeyEntry>, ObserverId);
+
+    fn events(q: &Obs) -> Vec<ObserverEvent> {
+        std::iter::from_fn(|| q.0.try_next(q.1)).collect()
+    }
+
+    fn changes(q: &Obs) -> Vec<(String, u64)> {
+        events(q)
+            .into_iter()
+            .filter_map(|e| match e {
                 ObserverEvent::Change(n) => match n.event {
-                    KeyEvent::Set(v) => Some((String::from_utf8(v.to_vec()).unwrap(), dropped)),
-                    KeyEvent::Delete => Some(("<deleted>".into(), dropped)),
+                    KeyEvent::Set(v) => {
+                        Some((String::from_utf8(v.to_vec()).unwrap(), n.dropped_before))
+                    }
+                    KeyEvent::Delete => Some(("<deleted>".into(), n.dropped_before)),
                 },
                 _ => None,
             })
             .collect()
     }
 
-    fn registry(capacity: usize) -> (Registry, Bytes, Arc<ObserverQueue>) {
+    fn observe(r: &Registry, key: &[u8]) -> (Obs, bool) {
+        let (entry, id, needs) = r.add(key);
+        ((entry, id), needs)
+    }
+
+    fn registry(capacity: usize) -> (Registry, Bytes, Obs) {
         let r = Registry::new(capacity);
         r.set_clock(Clock::new("test").unwrap());
         let key = Bytes::from_static(b"k");
-        let (q, needs) = r.add(&key);
+        let (q, needs) = observe(&r, &key);
         assert!(needs, "the first observer registers");
         r.registered(&key, None);
         (r, key, q)
@@ -398,7 +359,7 @@ mod tests {
         r.dispatch("me", notification(&key, "b", &hlc(t, 2)));
         r.dispatch("other", notification(&key, "not mine", &hlc(t, 3)));
         assert_eq!(changes(&q), [("a".into(), 0), ("b".into(), 0)]);
-        let (_, again) = r.add(&key);
+        let (_, again) = observe(&r, &key);
         assert!(!again, "a second observer does not register again");
     }
 
@@ -451,10 +412,8 @@ mod tests {
         r.degraded(&key, "boom again");
         assert_eq!(r.unregistered(), vec![key.clone()]);
         r.registered(&key, None);
-        let events: Vec<ObserverEvent> =
-            std::iter::from_fn(|| q.try_next().map(|(e, _)| e)).collect();
         assert_eq!(
-            events,
+            events(&q),
             [
                 ObserverEvent::Degraded {
                     reason: "boom".into()
@@ -469,15 +428,15 @@ mod tests {
     fn a_stop_is_owed_once_keynotify_was_sent() {
         let r = Registry::new(4);
         let key = Bytes::from_static(b"k");
-        let (q, _) = r.add(&key);
+        let (q, _) = observe(&r, &key);
         r.stop_owed(&key);
-        assert!(r.remove(&key, &q), "the last observer");
+        assert!(q.0.remove_observer(q.1), "the last observer");
         assert!(
             r.forget_if_unobserved(&key),
             "STOP owed although never registered"
         );
-        let (q, _) = r.add(&key);
-        assert!(r.remove(&key, &q));
+        let (q, _) = observe(&r, &key);
+        assert!(q.0.remove_observer(q.1));
         assert!(!r.forget_if_unobserved(&key), "nothing was sent: no STOP");
     }
 }
