@@ -15,11 +15,17 @@ Targets, run one after the other in every round (the order rotates each round):
 For each mode, op (GET, SET) and depth (1, 64 in flight) it prints the median of the rounds:
 ops/s, p50/p99 latency, and CPU µs per request of the load process, the store and the broker
 (from /proc, over the measured window only), then the load average and the ratios the
-benchmark targets ask for. Release builds; the SDK comparator needs the `sdk` feature of
-`mqstate-bench` (built here; it needs libssl-dev and pkg-config).
+benchmark targets ask for. With --threads, also the watched processes' CPU µs and voluntary
+context switches (wake-ups) per request by thread name. Release builds; the SDK comparator
+needs the `sdk` feature of `mqstate-bench` (built here unless --targets leaves `sdk` out; it
+needs libssl-dev and pkg-config).
 
   bench/modes.py [--rounds 3] [--seconds 5] [--modes mosquitto,adapter,in-process]
-                 [--depths 1,64] [--ops GET,SET] [--markdown FILE]
+                 [--depths 1,64] [--ops GET,SET] [--clients 1] [--targets mqstate,raw,...]
+                 [--mqstate-bin NAME=PATH]... [--threads] [--markdown FILE]
+
+--mqstate-bin runs the `mqstate` target (and serves the store) with each binary given, as
+targets named `mqstate@NAME`, alternated in the same rounds: an old build against a new one.
 """
 
 import argparse
@@ -59,12 +65,12 @@ def wait_port(port, timeout=10.0):
     raise SystemExit(f"nothing listens on port {port}")
 
 
-def build():
-    for cmd in (
-        ["cargo", "build", "--release", "-q", "-p", "mqstate-cli"],
-        ["cargo", "build", "--release", "-q", "-p", "mqstate-bench", "--features", "sdk",
-         "--bin", "sdk-load"],
-    ):
+def build(sdk=True):
+    cmds = [["cargo", "build", "--release", "-q", "-p", "mqstate-cli"]]
+    if sdk:
+        cmds.append(["cargo", "build", "--release", "-q", "-p", "mqstate-bench", "--features",
+                     "sdk", "--bin", "sdk-load"])
+    for cmd in cmds:
         print("+", " ".join(cmd), file=sys.stderr)
         subprocess.run(cmd, cwd=ROOT, check=True)
     return (os.path.join(TARGET_DIR, "release", "mqstate"),
@@ -74,12 +80,14 @@ def build():
 class Mode:
     """A running deployment: the URL clients use and the pids to watch."""
 
-    def __init__(self, name, mqstate, work):
-        self.name, self.procs, self.watch = name, [], {}
+    def __init__(self, label, mqstate, work):
+        # `in-process@old`: the deployment `in-process` served by the binary named `old`.
+        name = label.split("@")[0]
+        self.label, self.name, self.mqstate, self.procs, self.watch = label, name, mqstate, [], {}
         port = free_port()
         self.url = f"mqtt://127.0.0.1:{port}"
         if name == "mosquitto":
-            conf = os.path.join(work, "mosquitto.conf")
+            conf = os.path.join(work, f"mosquitto-{port}.conf")
             with open(conf, "w") as f:
                 f.write(f"listener {port} 127.0.0.1\nallow_anonymous true\nset_tcp_nodelay true\n"
                         "persistence false\nlog_dest none\n")
@@ -110,22 +118,35 @@ class Mode:
                 p.kill()
 
 
-def run_target(target, binaries, mode, op, depth, seconds):
+THREADS = re.compile(r"^\s*threads (?P<pid>\d+):(?P<groups>.*)$")
+
+
+def run_target(target, binaries, mode, op, depth, seconds, clients=1):
     mqstate, sdk = binaries
     common = ["--url", mode.url, "--depth", str(depth), "--duration", str(seconds),
               "--warmup", "1", "--set-percent", "100" if op == "SET" else "0"]
     for pid in mode.watch.values():
         common += ["--watch-pid", str(pid)]
+    many = ["--clients", str(clients)]
     cmd = {
-        "mqstate": [mqstate, "bench", *common],
-        "raw": [mqstate, "bench", "--target", "raw", *common],
-        "raw+env": [mqstate, "bench", "--target", "raw", "--raw-full-envelope", *common],
+        "mqstate": [mqstate, "bench", *many, *common],
+        "raw": [mqstate, "bench", "--target", "raw", *many, *common],
+        "raw+env": [mqstate, "bench", "--target", "raw", "--raw-full-envelope", *many, *common],
         "sdk": [sdk, *common],
     }[target]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds * 4 + 60)
-    match = None
+    match, threads = None, {}
     for line in out.stdout.splitlines():
         match = LINE.search(line) or match
+        t = THREADS.match(line)
+        if t:
+            groups = []
+            for part in t.group("groups").split():
+                name, rest = part.rsplit("=", 1)
+                name, count = name.rsplit("*", 1)
+                us, switches = rest.split("/")
+                groups.append((name, int(count), float(us), float(switches)))
+            threads[t.group("pid")] = groups
     if out.returncode != 0 or match is None:
         raise SystemExit(f"{target} failed ({out.returncode}):\n{out.stdout}\n{out.stderr[-2000:]}")
     cpu = {}
@@ -138,6 +159,7 @@ def run_target(target, binaries, mode, op, depth, seconds):
         "p99": int(match.group("p99")), "errors": int(match.group("errors")),
         "cpu": {("client" if who == "self" else names.get(who, who)): us
                 for who, us in cpu.items()},
+        "threads": {names.get(pid, pid): groups for pid, groups in threads.items()},
     }
 
 
@@ -147,16 +169,43 @@ def median_run(runs):
     return ordered[len(ordered) // 2]
 
 
+TITLES = {
+    "mosquitto": "mosquitto + `mqstate serve --broker`",
+    "adapter": "embedded broker, store on its own connection (`--embedded-adapter`)",
+    "in-process": "embedded broker, store in process (`mqstate serve`, the default)",
+}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=5)
-    ap.add_argument("--modes", default="mosquitto,adapter,in-process")
+    ap.add_argument("--modes", default="mosquitto,adapter,in-process",
+                    help="deployments; `MODE@NAME` serves it with the --mqstate-bin NAME")
     ap.add_argument("--depths", default="1,64")
     ap.add_argument("--ops", default="GET,SET")
+    ap.add_argument("--clients", type=int, default=1,
+                    help="connections per run (mqstate and raw targets; the SDK uses one)")
+    ap.add_argument("--targets", default=",".join(TARGETS))
+    ap.add_argument("--mqstate-bin", action="append", default=[], metavar="NAME=PATH",
+                    help="a prebuilt mqstate binary for modes written MODE@NAME")
+    ap.add_argument("--threads", action="store_true",
+                    help="print CPU µs and wake-ups per request by thread name")
+    ap.add_argument("--no-build", action="store_true", help="use the binaries already built")
     ap.add_argument("--markdown", help="also write the tables to this file")
     args = ap.parse_args()
-    binaries = build()
+    targets = args.targets.split(",")
+    unknown = set(targets) - set(TARGETS)
+    if unknown:
+        raise SystemExit(f"unknown targets {sorted(unknown)}: choose from {TARGETS}")
+    if args.no_build:
+        binaries = (os.path.join(TARGET_DIR, "release", "mqstate"),
+                    os.path.join(TARGET_DIR, "release", "sdk-load"))
+    else:
+        binaries = build(sdk="sdk" in targets)
+    named = dict(b.split("=", 1) for b in args.mqstate_bin)
+    labels = args.modes.split(",")
+    ops, depths = args.ops.split(","), list(map(int, args.depths.split(",")))
     work = tempfile.mkdtemp()
     out = []
 
@@ -165,77 +214,106 @@ def main():
         out.append(line)
 
     say(f"{os.cpu_count()} cores; {args.rounds} alternating rounds of {args.seconds:g} s "
-        f"(+1 s warm-up) per cell; medians by throughput")
+        f"(+1 s warm-up) per cell, {args.clients} connection(s); medians by throughput")
     results = {}
+    modes = {}
+    load_before = open("/proc/loadavg").read().split()[:3]
     try:
-        for name in args.modes.split(","):
-            mode = Mode(name, binaries[0], work)
-            load_before = open("/proc/loadavg").read().split()[:3]
-            try:
-                for op in args.ops.split(","):
-                    for depth in map(int, args.depths.split(",")):
-                        runs = {t: [] for t in TARGETS}
-                        for r in range(args.rounds):
-                            order = TARGETS[r % len(TARGETS):] + TARGETS[:r % len(TARGETS)]
-                            for target in order:
-                                print(f"  {name} {op} depth {depth} round {r + 1}: {target}",
-                                      file=sys.stderr)
-                                runs[target].append(
-                                    run_target(target, binaries, mode, op, depth, args.seconds))
-                        results[(name, op, depth)] = {t: median_run(v) for t, v in runs.items()}
-            finally:
-                mode.stop()
-            load_after = open("/proc/loadavg").read().split()[:3]
-            say()
-            say(f"### {name}: " + {
-                "mosquitto": "mosquitto + `mqstate serve --broker`",
-                "adapter": "embedded broker, store on its own connection (`--embedded-adapter`)",
-                "in-process": "embedded broker, store in process (`mqstate serve`, the default)",
-            }[name])
-            say()
-            say(f"Load average {' '.join(load_before)} before, {' '.join(load_after)} after.")
-            say()
-            cpu_cols = list(mode.watch)
-            say("| op | in flight | client | ops/s | p50 µs | p99 µs | CPU µs/req: client | "
-                + " | ".join(cpu_cols) + " | vs raw | vs raw+env |")
-            say("|---|---|---|---:|---:|---:|---:|" + "---:|" * len(cpu_cols) + "---:|---:|")
-            for op in args.ops.split(","):
-                for depth in map(int, args.depths.split(",")):
-                    cell = results[(name, op, depth)]
-                    for t in TARGETS:
-                        m = cell[t]
-                        err = f" ({m['errors']} errors)" if m["errors"] else ""
-                        say(f"| {op} | {depth} | {t}{err} | {m['ops']:.0f} | {m['p50']} | {m['p99']} | "
-                            f"{m['cpu'].get('client', float('nan')):.1f} | "
-                            + " | ".join(f"{m['cpu'].get(c, float('nan')):.1f}" for c in cpu_cols)
-                            + f" | {m['ops'] / cell['raw']['ops']:.2f}× | "
-                            f"{m['ops'] / cell['raw+env']['ops']:.2f}× |")
+        for label in labels:
+            which = label.split("@")[1] if "@" in label else None
+            if which is not None and which not in named:
+                raise SystemExit(f"{label}: no --mqstate-bin {which}=PATH")
+            modes[label] = Mode(label, named.get(which, binaries[0]), work)
+        # Every deployment runs throughout; rounds alternate deployments and targets.
+        for op in ops:
+            for depth in depths:
+                runs = {(m, t): [] for m in labels for t in targets}
+                cells = [(m, t) for m in labels for t in targets]
+                for r in range(args.rounds):
+                    order = cells[r % len(cells):] + cells[:r % len(cells)]
+                    for label, target in order:
+                        mode = modes[label]
+                        print(f"  {label} {op} depth {depth} round {r + 1}: {target}",
+                              file=sys.stderr)
+                        runs[(label, target)].append(run_target(
+                            target, (mode.mqstate, binaries[1]), mode, op, depth,
+                            args.seconds, args.clients))
+                for (label, target), v in runs.items():
+                    results[(label, op, depth, target)] = median_run(v)
     finally:
+        for mode in modes.values():
+            mode.stop()
         shutil.rmtree(work, ignore_errors=True)
+    load_after = open("/proc/loadavg").read().split()[:3]
+    say(f"Load average {' '.join(load_before)} before, {' '.join(load_after)} after.")
+
+    def ratio(m, base):
+        return f"{m / base:.2f}×" if base else "–"
+
+    for label in labels:
+        mode = modes[label]
+        say()
+        say(f"### {label}: {TITLES[mode.name]}")
+        say()
+        cpu_cols = list(mode.watch)
+        say("| op | in flight | client | ops/s | p50 µs | p99 µs | CPU µs/req: client | "
+            + " | ".join(cpu_cols) + " | vs raw | p99 vs raw |")
+        say("|---|---|---|---:|---:|---:|---:|" + "---:|" * len(cpu_cols) + "---:|---:|")
+        for op in ops:
+            for depth in depths:
+                raw = results.get((label, op, depth, "raw"))
+                for t in targets:
+                    m = results[(label, op, depth, t)]
+                    err = f" ({m['errors']} errors)" if m["errors"] else ""
+                    say(f"| {op} | {depth} | {t}{err} | {m['ops']:.0f} | {m['p50']} | {m['p99']} | "
+                        f"{m['cpu'].get('client', float('nan')):.1f} | "
+                        + " | ".join(f"{m['cpu'].get(c, float('nan')):.1f}" for c in cpu_cols)
+                        + f" | {ratio(m['ops'], raw['ops']) if raw else '–'}"
+                        f" | {ratio(m['p99'], raw['p99']) if raw else '–'} |")
+        if args.threads:
+            say()
+            say(f"Threads of {label} (CPU µs / voluntary context switches per request, "
+                "by thread name × threads):")
+            say()
+            for op in ops:
+                for depth in depths:
+                    for t in targets:
+                        m = results[(label, op, depth, t)]
+                        for who, groups in m["threads"].items():
+                            shown = ", ".join(f"{n}×{c} {us:.1f} µs/{sw:.2f}"
+                                              for n, c, us, sw in groups if us > 0 or sw > 0.005)
+                            say(f"- {op} {depth} {t}, {who}: {shown}")
 
     say()
     say("### Targets (ratios of medians from this run)")
     say()
     say("| target | op | in flight | measured | goal |")
     say("|---|---|---|---:|---:|")
-    for op in args.ops.split(","):
-        for depth in map(int, args.depths.split(",")):
-            inproc = results.get(("in-process", op, depth))
-            mosq = results.get(("mosquitto", op, depth))
+    for op in ops:
+        for depth in depths:
+            inproc = results.get(("in-process", op, depth, "mqstate"))
+            mosq = results.get(("mosquitto", op, depth, "raw"))
             if inproc and mosq:
                 goal = 1.5 if depth == 1 else 1.3
                 say(f"| in-process mqstate / raw pair through mosquitto | {op} | {depth} | "
-                    f"{inproc['mqstate']['ops'] / mosq['raw']['ops']:.2f}× | ≥ {goal}× |")
+                    f"{inproc['ops'] / mosq['ops']:.2f}× | ≥ {goal}× |")
                 say(f"| in-process mqstate p99 / raw pair p99 through mosquitto | {op} | {depth} | "
-                    f"{inproc['mqstate']['p99'] / max(mosq['raw']['p99'], 1):.2f}× | ≤ 1× |")
-            if mosq:
+                    f"{inproc['p99'] / max(mosq['p99'], 1):.2f}× | ≤ 1× |")
+            mq = results.get(("mosquitto", op, depth, "mqstate"))
+            env = results.get(("mosquitto", op, depth, "raw+env"))
+            if mq and env:
                 say(f"| through mosquitto: mqstate / raw+env | {op} | {depth} | "
-                    f"{mosq['mqstate']['ops'] / mosq['raw+env']['ops']:.2f}× | ≥ 0.98× |")
-            for name in args.modes.split(","):
-                cell = results.get((name, op, depth))
-                if cell:
-                    say(f"| {name}: mqstate / SDK | {op} | {depth} | "
-                        f"{cell['mqstate']['ops'] / cell['sdk']['ops']:.2f}× | ≥ 1.5× |")
+                    f"{mq['ops'] / env['ops']:.2f}× | ≥ 0.98× |")
+            for label in labels:
+                ours = results.get((label, op, depth, "mqstate"))
+                sdk = results.get((label, op, depth, "sdk"))
+                raw = results.get((label, op, depth, "raw"))
+                if ours and sdk:
+                    say(f"| {label}: mqstate / SDK | {op} | {depth} | "
+                        f"{ours['ops'] / sdk['ops']:.2f}× | ≥ 1.5× |")
+                if ours and raw and modes[label].name == "in-process":
+                    say(f"| {label}: store p99 / raw pair p99, same broker | {op} | {depth} | "
+                        f"{ours['p99'] / max(raw['p99'], 1):.2f}× | ≤ 1× |")
     if args.markdown:
         with open(args.markdown, "w") as f:
             f.write("\n".join(out) + "\n")

@@ -10,7 +10,7 @@ use std::collections::{HashMap, VecDeque};
 
 use bytes::Bytes;
 
-use crate::outbox::Message;
+use crate::service::Answer;
 
 /// How long an answer is kept for a duplicate: longer than any request's time to live.
 pub(crate) const WINDOW_MS: u64 = 120_000;
@@ -20,10 +20,19 @@ pub(crate) const MAX_KEPT: usize = 200_000;
 
 type Id = (String, Bytes);
 
+/// What is kept of an answer: its payload and version (the rest comes from the request).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Kept {
+    /// The response payload.
+    pub(crate) payload: Bytes,
+    /// The response's `__ts`, as sent.
+    pub(crate) version: Option<String>,
+}
+
 /// The answers of recent writes.
 #[derive(Default)]
 pub(crate) struct Answered {
-    by_id: HashMap<Id, Message>,
+    by_id: HashMap<Id, Kept>,
     order: VecDeque<(u64, Id)>,
 }
 
@@ -34,25 +43,21 @@ impl Answered {
         now_ms: u64,
         client_id: &str,
         correlation: &Bytes,
-    ) -> Option<&Message> {
+    ) -> Option<&Kept> {
         self.evict(now_ms);
         self.by_id.get(&(client_id.to_owned(), correlation.clone()))
     }
 
     /// Keeps the answer to a write.
-    pub(crate) fn keep(
-        &mut self,
-        now_ms: u64,
-        client_id: &str,
-        correlation: &Bytes,
-        answer: &Message,
-    ) {
+    pub(crate) fn keep(&mut self, now_ms: u64, client_id: &str, answer: &Answer) {
         // Copied: as received, the correlation data is a slice of the request's packet,
         // which it would otherwise keep alive (a whole 64 KiB SET per kept answer).
-        let correlation = Bytes::copy_from_slice(correlation);
-        let id = (client_id.to_owned(), correlation.clone());
-        let mut answer = answer.clone();
-        answer.properties.correlation_data = Some(correlation);
+        let correlation = Bytes::copy_from_slice(&answer.correlation);
+        let id = (client_id.to_owned(), correlation);
+        let answer = Kept {
+            payload: answer.payload.clone(),
+            version: answer.version.clone(),
+        };
         if self.by_id.insert(id.clone(), answer).is_none() {
             self.order.push_back((now_ms, id));
         }
@@ -79,11 +84,12 @@ impl Answered {
 mod tests {
     use super::*;
 
-    fn message(payload: &'static [u8]) -> Message {
-        Message {
+    fn answer(correlation: &Bytes, payload: &'static [u8]) -> Answer {
+        Answer {
             topic: "t".into(),
+            correlation: correlation.clone(),
             payload: Bytes::from_static(payload),
-            properties: Default::default(),
+            version: Some("1:0:n".into()),
         }
     }
 
@@ -92,7 +98,7 @@ mod tests {
         let mut a = Answered::default();
         let c = Bytes::from_static(b"0123456789abcdef");
         assert!(a.get(0, "me", &c).is_none());
-        a.keep(0, "me", &c, &message(b"+OK\r\n"));
+        a.keep(0, "me", &answer(&c, b"+OK\r\n"));
         assert_eq!(a.get(1_000, "me", &c).unwrap().payload, &b"+OK\r\n"[..]);
         assert!(a.get(1_000, "other", &c).is_none(), "per client");
         assert!(

@@ -64,6 +64,7 @@ use crate::service::{BrokerControl, Command};
 
 pub(crate) mod session;
 pub(crate) mod session_ends;
+pub(crate) mod workers;
 
 /// Messages in each client's delivery lane (the broker's default, 10,000, is counted in
 /// messages only: 10,000 × 64 KB held for one subscriber that never reads). Beyond the lane
@@ -534,6 +535,14 @@ impl EmbeddedBroker {
             }
         });
         RouterSink { tx }
+    }
+
+    /// Routes responses straight from the store's workers (published as `own_id`).
+    pub(crate) fn responder(&self, own_id: &str) -> workers::Responder {
+        workers::Responder {
+            router: Arc::clone(&self.router),
+            own_id: own_id.to_owned(),
+        }
     }
 
     /// Registers the store's own session in the router (see [`session`]).

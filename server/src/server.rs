@@ -17,7 +17,7 @@ use crate::access::{Gate, GateConfig};
 use crate::config::ServerConfig;
 use crate::connection::Loop;
 use crate::connection::{self, ClientSink};
-use crate::embedded::{EmbeddedBroker, RouterSink, session};
+use crate::embedded::{EmbeddedBroker, RouterSink, workers};
 use crate::journal::Journal;
 use crate::outbox::{Counters, Outbox, Sink};
 use crate::service::{BrokerControl, Command, Service, now_ms};
@@ -209,7 +209,14 @@ impl Server {
             (None, Some(broker)) => {
                 let session = broker.store_session(&client_id).await?;
                 ready_tx.send_replace(true);
-                tokio::spawn(session::run(service, session, commands_rx, stop_rx))
+                tokio::spawn(workers::run(
+                    service,
+                    session,
+                    broker.responder(&client_id),
+                    workers::default_workers(),
+                    commands_rx,
+                    stop_rx,
+                ))
             }
             (None, None) => unreachable!("an external broker always has the adapter"),
         };

@@ -37,6 +37,58 @@ pub(crate) fn now_ms() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
+/// A successful response, not yet in its MQTT form: building the properties (a handful of
+/// small allocations) is left to whoever publishes it, outside the store's lock.
+#[derive(Clone, Debug)]
+pub(crate) struct Answer {
+    /// The requester's response topic.
+    pub(crate) topic: String,
+    /// The request's correlation data.
+    pub(crate) correlation: Bytes,
+    /// The response payload.
+    pub(crate) payload: Bytes,
+    /// The response's `__ts`.
+    pub(crate) version: Option<String>,
+}
+
+impl Answer {
+    /// The response as the server publishes it (`__stat 200`).
+    pub(crate) fn into_message(self) -> Message {
+        Message {
+            topic: self.topic,
+            payload: self.payload,
+            properties: envelope::ok_properties(self.correlation, self.version),
+        }
+    }
+}
+
+/// A response on its way out, in whichever form is cheapest to hand over.
+#[derive(Clone, Debug)]
+pub(crate) enum Outgoing {
+    /// A success, its properties not built yet.
+    Answer(Answer),
+    /// Anything else (an RPC error), ready.
+    Message(Message),
+}
+
+impl Outgoing {
+    /// The topic it goes to.
+    pub(crate) fn topic(&self) -> &str {
+        match self {
+            Outgoing::Answer(answer) => &answer.topic,
+            Outgoing::Message(message) => &message.topic,
+        }
+    }
+
+    /// The response as the server publishes it.
+    pub(crate) fn into_message(self) -> Message {
+        match self {
+            Outgoing::Answer(answer) => answer.into_message(),
+            Outgoing::Message(message) => message,
+        }
+    }
+}
+
 /// What the service may ask of a broker it runs in (the embedded one). Defined here, and
 /// implemented by the broker module, so that dependencies point one way: `server` wires
 /// `connection` and `embedded` to `service`, which knows neither.
@@ -137,10 +189,28 @@ impl Service {
 
     /// Serves one request: its payload and what was read from its envelope.
     pub(crate) fn serve(&mut self, payload: &Bytes, meta: &RequestMeta) {
+        let handed_back = self.serve_ordered(payload, meta, false);
+        debug_assert!(
+            handed_back.is_none(),
+            "nothing is handed back unless asked for"
+        );
+    }
+
+    /// Serves one request like [`Service::serve`], but with `direct` hands back its
+    /// response (if it has one) instead of sending it, for the caller to publish after it
+    /// lets the store go (see [`crate::embedded::workers`], which keeps the responses of
+    /// each response topic in the order they are handed back). Notifications are sent from
+    /// here either way, through the outbox, in the order of the changes (hence per key).
+    pub(crate) fn serve_ordered(
+        &mut self,
+        payload: &Bytes,
+        meta: &RequestMeta,
+        direct: bool,
+    ) -> Option<Outgoing> {
         self.counters.requests.fetch_add(1, Ordering::Relaxed);
-        let client = meta.client_id().unwrap_or("?").to_owned();
+        let client = meta.client_id().unwrap_or("?");
         match meta.verdict() {
-            Verdict::Answer => self.answer(payload, meta),
+            Verdict::Answer => return self.answer(payload, meta, direct),
             Verdict::Drop(reason) => {
                 self.counters.rejected.fetch_add(1, Ordering::Relaxed);
                 tracing::warn!(client_id = %client, reason, "dropped a request");
@@ -167,26 +237,40 @@ impl Service {
             Verdict::Fail(failure) => {
                 self.counters.rejected.fetch_add(1, Ordering::Relaxed);
                 tracing::warn!(client_id = %client, status = failure.status, message = %failure.message, "rejected a request");
-                self.fail(meta, &failure);
+                return self.fail(meta, &failure, direct);
             }
         }
+        None
     }
 
-    fn answer(&mut self, payload: &Bytes, meta: &RequestMeta) {
+    /// Sends `response` now, or hands it back with `direct`.
+    fn respond(&self, response: Outgoing, direct: bool) -> Option<Outgoing> {
+        if direct {
+            return Some(response);
+        }
+        self.outbox
+            .send_response(&*self.sink, response.into_message(), &self.counters);
+        None
+    }
+
+    fn answer(&mut self, payload: &Bytes, meta: &RequestMeta, direct: bool) -> Option<Outgoing> {
         let client_id = meta.client_id().unwrap_or_default();
         let now = now_ms();
-        if let (Some(correlation), true) = (&meta.correlation, meta.response_topic.is_some())
+        if let (Some(correlation), Some(topic)) = (&meta.correlation, &meta.response_topic)
             && let Some(kept) = self.answered.get(now, client_id, correlation)
         {
             // A redelivered write: the same answer again, the store untouched.
-            let message = kept.clone();
+            let answer = Answer {
+                topic: topic.clone(),
+                correlation: correlation.clone(),
+                payload: kept.payload.clone(),
+                version: kept.version.clone(),
+            };
             tracing::debug!(
                 client_id,
                 "a request delivered twice: answered again, not applied again"
             );
-            self.outbox
-                .send_response(&*self.sink, message, &self.counters);
-            return;
+            return self.respond(Outgoing::Answer(answer), direct);
         }
         let journal = &mut self.journal;
         let mut writer = |ops: &[JournalOp]| match journal {
@@ -236,48 +320,47 @@ impl Service {
                 message: "the store could not write its persistence log".to_owned(),
                 property: None,
             };
-            self.fail(meta, &failure);
+            let response = self.fail(meta, &failure, direct);
             for notice in reply.notifications {
                 self.notify(notice);
             }
-            return;
+            return response;
         }
         let (Some(topic), Some(correlation)) = (&meta.response_topic, &meta.correlation) else {
-            return;
+            return None;
         };
-        let message = Message {
+        let answer = Answer {
             topic: topic.clone(),
+            correlation: correlation.clone(),
             payload: reply.response.encode(),
-            properties: envelope::ok_properties(
-                correlation.clone(),
-                reply.version.map(|v| v.to_text()),
-            ),
+            version: reply.version.map(|v| v.to_text()),
         };
         // Writes are kept for duplicates; reads may simply run again.
         if !matches!(
             reply.response,
             Response::Value(_) | Response::NotFound | Response::Page(_)
         ) {
-            self.answered.keep(now, client_id, correlation, &message);
+            self.answered.keep(now, client_id, &answer);
         }
-        self.outbox
-            .send_response(&*self.sink, message, &self.counters);
+        // The response first: a client that observes the key it writes (and whose response
+        // does not go through a worker) sees its answer before the notification.
+        let response = self.respond(Outgoing::Answer(answer), direct);
         for notice in reply.notifications {
             self.notify(notice);
         }
+        response
     }
 
-    fn fail(&self, meta: &RequestMeta, failure: &Failure) {
+    fn fail(&self, meta: &RequestMeta, failure: &Failure, direct: bool) -> Option<Outgoing> {
         let (Some(topic), Some(correlation)) = (&meta.response_topic, &meta.correlation) else {
-            return;
+            return None;
         };
         let message = Message {
             topic: topic.clone(),
             payload: Bytes::new(),
             properties: envelope::failure_properties(correlation.clone(), failure),
         };
-        self.outbox
-            .send_response(&*self.sink, message, &self.counters);
+        self.respond(Outgoing::Message(message), direct)
     }
 
     fn notify(&self, notice: Notice) {

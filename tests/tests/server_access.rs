@@ -281,3 +281,64 @@ async fn a_burst_from_several_clients_is_answered_in_full_and_in_order() {
     assert_eq!(server.stats().requests, 3 * 3000 + 30);
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn notifications_of_a_key_written_by_several_clients_arrive_in_version_order() {
+    // The in-process store is served by several workers at once (`embedded::workers`):
+    // requests must still be applied in one order, and the notifications of one key must
+    // reach its observer in the order of their versions, each after its write.
+    let server = start(mqstate_tests::server_config()).await;
+    let port = server.addr().port();
+    let mut watcher = RawClient::connect("127.0.0.1", port, "order-watcher")
+        .await
+        .unwrap();
+    let ok = watcher
+        .request(
+            resp(&[b"KEYNOTIFY", b"contended"]),
+            RequestOptions::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(&ok.payload()[..], b"+OK\r\n");
+    const WRITERS: usize = 3;
+    const SETS: usize = 400;
+    let mut tasks = Vec::new();
+    for c in 0..WRITERS {
+        tasks.push(tokio::spawn(async move {
+            let mut client = RawClient::connect("127.0.0.1", port, &format!("order-{c}"))
+                .await
+                .unwrap();
+            let mut sent = Vec::new();
+            for i in 0..SETS {
+                let value = format!("{c}-{i}");
+                let payload = resp(&[b"SET", b"contended", value.as_bytes()]);
+                let options = RequestOptions::default();
+                sent.push(client.send(payload, &options).await.unwrap());
+            }
+            let mut versions = Vec::new();
+            for correlation in &sent {
+                let response = client.response_for(correlation).await.unwrap();
+                assert_eq!(&response.payload()[..], b"+OK\r\n");
+                versions.push(response.version().unwrap().parse::<mqstate::Hlc>().unwrap());
+            }
+            // One client's pipelined writes are applied in the order it sent them.
+            assert!(versions.windows(2).all(|w| w[0] < w[1]), "writer {c}");
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let mut last: Option<mqstate::Hlc> = None;
+    for n in 0..WRITERS * SETS {
+        let message = watcher.next_message().await.unwrap();
+        let version = mqstate_tests::raw::user_property(&message, "__ts")
+            .expect("a notification carries its version")
+            .parse::<mqstate::Hlc>()
+            .unwrap();
+        if let Some(last) = &last {
+            assert!(*last < version, "notification {n} out of order");
+        }
+        last = Some(version);
+    }
+    server.shutdown().await;
+}

@@ -2,9 +2,13 @@
 //! comparators (which include this file with `#[path]`, so that every target is driven and
 //! measured by the same code): `workers` loops each keep one request outstanding for a
 //! warm-up and a measured window; it reports ops/s, latency percentiles and the CPU time
-//! per request of this process and of any watched process (the broker, the store).
+//! per request of this process and of any watched process (the broker, the store), and of
+//! each watched process's threads by name ([`cpu`]).
 //!
 //! Depends on `std` and `tokio` only.
+
+#[path = "cpu.rs"]
+pub mod cpu;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -26,6 +30,9 @@ pub struct RunResult {
     /// CPU time per completed request in the measured window, in microseconds: this
     /// process first (`"self"`), then each watched process by pid.
     pub cpu_us_per_op: Vec<(String, f64)>,
+    /// For each watched process (by pid): CPU µs and voluntary context switches per
+    /// request of its threads, grouped by thread name.
+    pub threads: Vec<(String, Vec<cpu::Group>)>,
 }
 
 impl std::fmt::Display for RunResult {
@@ -41,6 +48,20 @@ impl std::fmt::Display for RunResult {
                 write!(f, " {who}={us:.1}")?;
             }
         }
+        // One line per watched process: `threads PID: NAME*THREADS=CPU_US/SWITCHES …`.
+        for (who, groups) in &self.threads {
+            write!(f, "\n         threads {who}:")?;
+            for g in groups {
+                write!(
+                    f,
+                    " {}*{}={:.1}/{:.2}",
+                    g.name.replace(' ', "_"),
+                    g.threads,
+                    g.cpu_us,
+                    g.switches
+                )?;
+            }
+        }
         Ok(())
     }
 }
@@ -49,24 +70,6 @@ impl std::fmt::Display for RunResult {
 pub type Op = Arc<
     dyn Fn(u64) -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send>> + Send + Sync,
 >;
-
-/// The CPU time (user + system) a process has used, in clock ticks, from
-/// `/proc/<pid>/stat` (`None` if it cannot be read: not Linux, or the process is gone).
-fn cpu_ticks(pid: Option<u32>) -> Option<u64> {
-    let path = match pid {
-        Some(pid) => format!("/proc/{pid}/stat"),
-        None => "/proc/self/stat".to_owned(),
-    };
-    let stat = std::fs::read_to_string(path).ok()?;
-    // The command name may hold spaces: fields are counted after its closing parenthesis.
-    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
-    Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
-}
-
-/// Linux's user-visible clock tick (`USER_HZ`), fixed at 100 on every architecture it
-/// supports today.
-const TICKS_PER_SEC: f64 = 100.0;
 
 /// Runs `op` from `workers` closed loops for `warmup` + `duration`, with a progress line on
 /// stderr, and measures the CPU of this process and of `watch` over the measured window.
@@ -115,7 +118,9 @@ pub async fn drive(
         .chain(watch.iter().map(|&pid| Some(pid)))
         .collect();
     tokio::time::sleep(warmup).await;
-    let cpu_before: Vec<Option<u64>> = watched.iter().map(|&pid| cpu_ticks(pid)).collect();
+    let cpu_before: Vec<Option<u64>> = watched.iter().map(|&pid| cpu::process_ticks(pid)).collect();
+    let threads_before: Vec<cpu::Threads> =
+        watch.iter().map(|&pid| cpu::threads(Some(pid))).collect();
     measuring.store(true, Ordering::SeqCst);
     let started = Instant::now();
     while started.elapsed() < duration {
@@ -129,7 +134,9 @@ pub async fn drive(
     }
     measuring.store(false, Ordering::SeqCst);
     let elapsed = started.elapsed().as_secs_f64();
-    let cpu_after: Vec<Option<u64>> = watched.iter().map(|&pid| cpu_ticks(pid)).collect();
+    let cpu_after: Vec<Option<u64>> = watched.iter().map(|&pid| cpu::process_ticks(pid)).collect();
+    let threads_after: Vec<cpu::Threads> =
+        watch.iter().map(|&pid| cpu::threads(Some(pid))).collect();
     stop.store(true, Ordering::SeqCst);
     eprintln!();
     let mut all = Vec::new();
@@ -147,10 +154,15 @@ pub async fn drive(
         .iter()
         .zip(cpu_before.iter().zip(&cpu_after))
         .filter_map(|(pid, (before, after))| {
-            let ticks = after.as_ref()?.checked_sub(*before.as_ref()?)?;
             let who = pid.map_or_else(|| "self".to_owned(), |p| p.to_string());
-            Some((who, ticks as f64 / TICKS_PER_SEC * 1e6 / ops.max(1) as f64))
+            Some((who, cpu::ticks_per_request(*before, *after, ops)?))
         })
+        .collect();
+    let threads = watch
+        .iter()
+        .zip(threads_before.iter().zip(&threads_after))
+        .map(|(pid, (before, after))| (pid.to_string(), cpu::per_request(before, after, ops)))
+        .filter(|(_, groups)| !groups.is_empty())
         .collect();
     RunResult {
         ops_per_sec: ops as f64 / elapsed,
@@ -159,6 +171,7 @@ pub async fn drive(
         p99_us: pct(0.99),
         errors: errors.load(Ordering::Relaxed),
         cpu_us_per_op,
+        threads,
     }
 }
 

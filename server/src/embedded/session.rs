@@ -6,8 +6,9 @@
 //! request then reaches the store as the `PublishPacket` the broker decoded — already
 //! stamped with the publisher's client id, after the KEYNOTIFY routing hook and the ACL —
 //! without a TCP connection, a second encode or a second decode; responses and
-//! notifications go back through the router ([`super::RouterSink`]). Each request crosses
-//! the loopback twice (client → broker → client) instead of four times with the adapter.
+//! notifications go back through the router ([`super::RouterSink`], or straight from the
+//! worker that served the request: [`super::workers`]). Each request crosses the loopback
+//! twice (client → broker → client) instead of four times with the adapter.
 //!
 //! Backpressure is the router's own: when the store's lane is full, the router queues
 //! requests in the session's queue (bounded in bytes, like every client's), and the store
@@ -23,11 +24,9 @@ use mqtt5::broker::router::{DeliveryLanes, LaneReceivers, MessageRouter, Subscri
 use mqtt5::broker::storage::client_queue::QueueHandle;
 use mqtt5::packet::publish::PublishPacket;
 use mqtt5::{PropertyId, PropertyValue};
-use tokio::sync::mpsc::UnboundedReceiver;
-use tokio::sync::{oneshot, watch};
+use tokio::sync::oneshot;
 
 use crate::envelope::RequestMeta;
-use crate::service::{Command, Service};
 
 /// Requests the store's delivery lane holds before the router queues them.
 const STORE_LANE: usize = 4096;
@@ -91,9 +90,17 @@ impl StoreSession {
         })
     }
 
+    /// Whether a request is ready to be taken without waiting.
+    pub(crate) fn pending(&self) -> bool {
+        !self.batch.is_empty()
+            || !self.lanes.qos1.is_empty()
+            || !self.lanes.qos0.is_empty()
+            || !self.queue.is_empty()
+    }
+
     /// The next request, in the order the broker routed them; `None` once the router is
     /// gone or the session was displaced.
-    async fn next(&mut self) -> Option<PublishPacket> {
+    pub(crate) async fn next(&mut self) -> Option<PublishPacket> {
         loop {
             if let Some(packet) = self.batch.pop_front() {
                 return Some(packet);
@@ -145,33 +152,6 @@ pub(crate) fn request_meta(packet: &PublishPacket) -> RequestMeta {
         }
     }
     meta
-}
-
-/// Serves the store from its session until `shutdown` flips: requests inline, in order,
-/// expiries on time, disconnect events as they come.
-pub(crate) async fn run(
-    mut service: Service,
-    mut session: StoreSession,
-    mut commands: UnboundedReceiver<Command>,
-    mut shutdown: watch::Receiver<bool>,
-) {
-    loop {
-        let expiry = service.until_next_expiry();
-        tokio::select! {
-            biased;
-            _ = shutdown.changed() => break,
-            Some(command) = commands.recv() => service.command(command),
-            () = Service::next_expiry(expiry) => service.expire_due(),
-            packet = session.next() => match packet {
-                Some(packet) => {
-                    let meta = request_meta(&packet);
-                    service.serve(&packet.payload, &meta);
-                }
-                None => break,
-            },
-        }
-    }
-    service.outbox.close();
 }
 
 #[cfg(test)]
