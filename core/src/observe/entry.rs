@@ -116,6 +116,8 @@ mod flag {
     /// The last known state is a value (whose hash is [`Inner::last_hash`](super::Inner)),
     /// not a deletion.
     pub(super) const LAST_SET: u8 = 32;
+    /// The first registration completed: its GET gave the baseline.
+    pub(super) const SETTLED: u8 = 64;
 }
 
 /// The last known state of a key.
@@ -190,6 +192,38 @@ impl Inner {
             LastState::Set(hash) => hash,
             _ => 0,
         };
+    }
+
+    /// Takes the first registration's state (`last`, `version`) as the baseline unless a
+    /// newer change was delivered meanwhile, and withdraws the changes delivered meanwhile
+    /// that are not newer than it (see [`KeyEntry::registered`]).
+    fn settle(&mut self, last: LastState, version: Option<Hlc>) {
+        if let Some(baseline) = &version {
+            let newer = |n: &KeyNotification| {
+                n.version
+                    .as_ref()
+                    .is_none_or(|v| v.cmp_time(baseline).is_gt())
+            };
+            for slot in self.slots_mut() {
+                if let Some(items) = &mut slot.items {
+                    items.retain(|e| !matches!(e, ObserverEvent::Change(n) if !newer(n)));
+                    if items.is_empty() {
+                        slot.items = None;
+                    }
+                }
+            }
+        }
+        let delivered_newer = match (&self.last_version, &version) {
+            (Some(delivered), Some(baseline)) => delivered.cmp_time(baseline).is_gt(),
+            (Some(_), None) => true,
+            (None, _) => self.last() != LastState::Unknown,
+        };
+        if !delivered_newer {
+            self.set_last(last);
+            if last != LastState::Deleted {
+                self.last_version = version;
+            }
+        }
     }
 
     /// Appends `event` to every observer's buffer; the wakers to wake once unlocked.
@@ -288,22 +322,25 @@ impl KeyEntry {
     }
 
     /// Records that KEYNOTIFY was accepted, with the key's state read right after it
-    /// (`last` and `version`, used as the baseline when none is known yet). Observers that
-    /// were told the key was degraded are told it is restored.
+    /// (`last` and `version`). Observers that were told the key was degraded are told it is
+    /// restored.
+    ///
+    /// The first time, that state is the baseline the observers start from: notifications
+    /// that arrived meanwhile (the observe call has not returned yet, so nobody has read
+    /// them) and are not newer than it are withdrawn — they were sent before the GET, for
+    /// instance for a change made while a STOP of an earlier observation was still on its
+    /// way, and the observers must only see later changes.
     pub(crate) fn registered(&self, capacity: usize, last: LastState, version: Option<Hlc>) {
         let mut inner = self.lock();
         inner.put(flag::REGISTERED, true);
+        if !inner.put(flag::SETTLED, true) {
+            inner.settle(last, version);
+        }
         let wake = if inner.put(flag::DEGRADED, false) {
             inner.push_all(capacity, &ObserverEvent::Restored)
         } else {
             Vec::new()
         };
-        if inner.last() == LastState::Unknown {
-            inner.set_last(last);
-            if last != LastState::Deleted {
-                inner.last_version = version;
-            }
-        }
         drop(inner);
         wake_all(wake);
     }
@@ -476,6 +513,53 @@ mod tests {
         assert!(!entry.remove_observer(a), "b is left");
         assert!(entry.remove_observer(b), "the last one");
         assert!(!entry.observed());
+    }
+
+    fn versioned(value: &str, counter: u64) -> KeyNotification {
+        KeyNotification {
+            version: Some(Hlc::new(1_000, counter, "n").unwrap()),
+            ..change(value)
+        }
+    }
+
+    #[test]
+    fn changes_not_newer_than_the_first_registration_are_withdrawn() {
+        let entry = KeyEntry::new(b"k", false);
+        let (id, _) = entry.add_observer();
+        // Sent before the GET (e.g. while an earlier observation's STOP was on its way):
+        entry.deliver(8, versioned("two", 5), LastState::Set(2));
+        // Sent after it:
+        entry.deliver(8, versioned("four", 9), LastState::Set(4));
+        entry.registered(8, LastState::Set(3), Some(Hlc::new(1_000, 7, "n").unwrap()));
+        assert_eq!(values(&entry, id), [("four".into(), 0)]);
+        assert_eq!(
+            entry.last().0,
+            LastState::Set(4),
+            "the newer change is the state"
+        );
+        entry.deliver(8, versioned("older", 8), LastState::Set(8));
+        assert!(
+            values(&entry, id).is_empty(),
+            "not newer than the last delivered"
+        );
+
+        // Nothing newer came: the GET's state is the baseline, later ones are delivered.
+        let entry = KeyEntry::new(b"k", false);
+        let (id, _) = entry.add_observer();
+        entry.deliver(8, versioned("two", 5), LastState::Set(2));
+        entry.registered(8, LastState::Set(2), Some(Hlc::new(1_000, 5, "n").unwrap()));
+        assert!(values(&entry, id).is_empty());
+        entry.deliver(8, versioned("three", 6), LastState::Set(3));
+        assert_eq!(values(&entry, id), [("three".into(), 0)]);
+        // Later registrations (after a reconnection) withdraw nothing.
+        entry.unregister();
+        entry.deliver(8, versioned("five", 10), LastState::Set(5));
+        entry.registered(
+            8,
+            LastState::Set(6),
+            Some(Hlc::new(1_000, 11, "n").unwrap()),
+        );
+        assert_eq!(values(&entry, id), [("five".into(), 0)]);
     }
 
     #[test]
