@@ -19,6 +19,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
@@ -43,6 +44,8 @@ enum State<T> {
 struct Slot<T> {
     state: Mutex<State<T>>,
     done: Condvar,
+    /// Threads asleep on `done` (a notification is a system call: made only for them).
+    sleepers: AtomicUsize,
     cancel: Notify,
 }
 
@@ -66,11 +69,75 @@ impl<T> Slot<T> {
         let waker = waker.take();
         *state = State::Done(result);
         drop(state);
-        self.done.notify_all();
+        // A sleeper counted itself under the lock before it slept, so it is seen here.
+        if self.sleepers.load(Ordering::SeqCst) > 0 {
+            self.done.notify_all();
+        }
         if let Some(w) = waker {
             w.wake();
         }
     }
+
+    /// Sleeps on `done` (up to `limit`), counted as a sleeper.
+    fn sleep<'a>(
+        &self,
+        state: MutexGuard<'a, State<T>>,
+        limit: Option<Duration>,
+    ) -> MutexGuard<'a, State<T>> {
+        self.sleepers.fetch_add(1, Ordering::SeqCst);
+        let state = match limit {
+            None => self.done.wait(state).unwrap_or_else(|e| e.into_inner()),
+            Some(limit) => {
+                self.done
+                    .wait_timeout(state, limit)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0
+            }
+        };
+        self.sleepers.fetch_sub(1, Ordering::SeqCst);
+        state
+    }
+}
+
+/// A call's work, boxed while it waits to start.
+type Work<T> = Pin<Box<dyn Future<Output = Result<T, Error>> + Send>>;
+
+/// The work of a call on the library's runtime that has not started: the thread that waits
+/// for it alone runs it itself ([`Call::wait`]), without a task, a hand-off or a wake-up;
+/// anything else (awaiting it, a callback, another thread driving, dropping it) starts it as
+/// a task. Dropped unstarted, it starts.
+struct Deferred<T> {
+    work: Option<Work<T>>,
+    /// Starts `work` as a task of its runtime (made where `T` is known to be `Send`).
+    launch: Option<Box<dyn FnOnce(Work<T>) + Send>>,
+}
+
+impl<T> Drop for Deferred<T> {
+    fn drop(&mut self) {
+        if let (Some(work), Some(launch)) = (self.work.take(), self.launch.take()) {
+            launch(work);
+        }
+    }
+}
+
+/// Runs `work` as a task of `runtime` that completes `slot` (or ends cancelled).
+fn start_task<T, F>(runtime: &Handle, slot: Arc<Slot<T>>, work: F, in_flight: InFlight)
+where
+    T: Send + 'static,
+    F: Future<Output = Result<T, Error>> + Send + 'static,
+{
+    runtime.spawn(async move {
+        let _in_flight = in_flight;
+        let mut guard = CompleteOnDrop(Some(Arc::clone(&slot)));
+        let result = tokio::select! {
+            biased;
+            () = slot.cancel.notified() => Err(Error::cancelled()),
+            result = work => result,
+        };
+        guard.0 = None;
+        slot.complete(result);
+    });
+    super::runtime::note_started();
 }
 
 /// Cancels a call from anywhere; cheap to clone, `Send + Sync`.
@@ -99,6 +166,8 @@ pub struct Call<T> {
     shared: bool,
     /// Whether, awaited, it has asked for the runtime to be driven.
     asked: bool,
+    /// Its work, until it starts (see [`Deferred`]).
+    deferred: Mutex<Option<Deferred<T>>>,
 }
 
 impl<T> std::fmt::Debug for Call<T> {
@@ -133,15 +202,19 @@ impl<T: Send + 'static> Call<T> {
                     callback: None,
                 }),
                 done: Condvar::new(),
+                sleepers: AtomicUsize::new(0),
                 cancel: Notify::new(),
             }),
             forward: Arc::new(Mutex::new(None)),
             shared: false,
             asked: false,
+            deferred: Mutex::new(None),
         }
     }
 
-    /// Starts `work` on `runtime` as a call.
+    /// Starts `work` on `runtime` as a call. On the library's own runtime, from a thread that
+    /// is not one of its own, the work starts when first needed instead: a thread that then
+    /// waits for it alone runs it itself (see [`Deferred`]); nothing else can tell.
     pub fn spawn<F>(runtime: &Handle, work: F) -> Call<T>
     where
         F: Future<Output = Result<T, Error>> + Send + 'static,
@@ -150,19 +223,65 @@ impl<T: Send + 'static> Call<T> {
         call.shared = runtime::is_shared(runtime);
         let slot = Arc::clone(&call.slot);
         let in_flight = InFlight::start();
-        runtime.spawn(async move {
-            let _in_flight = in_flight;
-            let mut guard = CompleteOnDrop(Some(Arc::clone(&slot)));
-            let result = tokio::select! {
-                biased;
-                () = slot.cancel.notified() => Err(Error::cancelled()),
-                result = work => result,
-            };
-            guard.0 = None;
-            slot.complete(result);
-        });
-        super::runtime::note_started();
+        if call.shared && !on_runtime_thread() {
+            let runtime = runtime.clone();
+            *call.deferred.get_mut().unwrap_or_else(|e| e.into_inner()) = Some(Deferred {
+                work: Some(Box::pin(work)),
+                launch: Some(Box::new(move |work| {
+                    start_task(&runtime, slot, work, in_flight);
+                })),
+            });
+        } else {
+            start_task(runtime, slot, work, in_flight);
+        }
         call
+    }
+
+    /// Starts the work as a task if it has not started.
+    fn start(&self) {
+        let deferred = self
+            .deferred
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        drop(deferred); // starts it
+    }
+
+    /// Runs the work on this thread, driving the runtime, if it has not started: until it
+    /// completes the call or `limit` passes (then the rest goes on as a task). `false` if
+    /// it had started.
+    fn run_here(&self, limit: Option<Duration>) -> bool {
+        let taken = self
+            .deferred
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        let Some(mut deferred) = taken else {
+            return false;
+        };
+        let Some(mut work) = deferred.work.take() else {
+            return false;
+        };
+        let slot = &self.slot;
+        let outcome = runtime::drive(async {
+            let run = async {
+                tokio::select! {
+                    biased;
+                    () = slot.cancel.notified() => Err(Error::cancelled()),
+                    result = &mut work => result,
+                }
+            };
+            match limit {
+                None => Some(run.await),
+                Some(limit) => tokio::time::timeout(limit, run).await.ok(),
+            }
+        });
+        match outcome {
+            Some(result) => slot.complete(result),
+            None => deferred.work = Some(work),
+        }
+        drop(deferred); // starts the rest, or (done) ends its count in flight
+        true
     }
 
     /// A call that is already complete (an argument refused before anything started).
@@ -243,9 +362,12 @@ impl<T: Send + 'static> Call<T> {
         }
         let waiting = self.shared.then(runtime::Waiting::begin);
         if waiting.as_ref().is_some_and(runtime::Waiting::alone) {
-            self.drive_until_done(Some(slice));
+            if !self.run_here(Some(slice)) {
+                self.drive_until_done(Some(slice));
+            }
             return Self::take(&mut self.slot.lock());
         }
+        self.start();
         let deadline = Instant::now() + slice;
         let mut state = self.slot.lock();
         loop {
@@ -256,12 +378,7 @@ impl<T: Send + 'static> Call<T> {
             if left.is_zero() {
                 return None;
             }
-            state = self
-                .slot
-                .done
-                .wait_timeout(state, left)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
+            state = self.slot.sleep(state, Some(left));
         }
     }
 
@@ -272,18 +389,18 @@ impl<T: Send + 'static> Call<T> {
         let Some(timeout) = timeout else {
             let waiting = self.shared.then(runtime::Waiting::begin);
             if waiting.as_ref().is_some_and(runtime::Waiting::alone) {
-                self.drive_until_done(None);
+                if !self.run_here(None) {
+                    self.drive_until_done(None);
+                }
+            } else {
+                self.start();
             }
             let mut state = self.slot.lock();
             loop {
                 if let Some(result) = Self::take(&mut state) {
                     return result;
                 }
-                state = self
-                    .slot
-                    .done
-                    .wait(state)
-                    .unwrap_or_else(|e| e.into_inner());
+                state = self.slot.sleep(state, None);
             }
         };
         match self.wait_slice(timeout) {
@@ -325,6 +442,7 @@ impl<T: Send + 'static> Call<T> {
     }
 
     fn deliver(self, callback: impl FnOnce(Result<T, Error>) + Send + 'static) {
+        self.start();
         let mut state = self.slot.lock();
         match &mut *state {
             State::Pending { callback: slot, .. } => *slot = Some(Box::new(callback)),
@@ -342,6 +460,7 @@ impl<T: Send + 'static> Future for Call<T> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
+        this.start();
         {
             let mut state = this.slot.lock();
             if let Some(result) = Self::take(&mut state) {

@@ -55,6 +55,8 @@ pub(crate) use driver::{Waiting, drive, is_shared, note_started, want_driver};
 
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+/// Threads in [`wait_idle`] (the last call to end notifies only when there are any).
+static IDLE_WAITERS: AtomicUsize = AtomicUsize::new(0);
 static IDLE: (Mutex<()>, Condvar) = (Mutex::new(()), Condvar::new());
 
 /// The library's own runtime, created on first use (in this process).
@@ -100,6 +102,15 @@ pub fn in_flight() -> usize {
 pub fn wait_idle(timeout: Duration) -> bool {
     let deadline = Instant::now() + timeout;
     let mut guard = IDLE.0.lock().unwrap_or_else(|e| e.into_inner());
+    /// Counts this thread among the waiters for as long as it lives.
+    struct Waiter;
+    impl Drop for Waiter {
+        fn drop(&mut self) {
+            IDLE_WAITERS.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+    IDLE_WAITERS.fetch_add(1, Ordering::SeqCst);
+    let _waiter = Waiter;
     while in_flight() > 0 {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
@@ -126,7 +137,10 @@ impl InFlight {
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        if IN_FLIGHT.fetch_sub(1, Ordering::SeqCst) == 1 {
+        // A waiter counts itself before it reads the count in flight, so one that could
+        // miss this end is seen here.
+        if IN_FLIGHT.fetch_sub(1, Ordering::SeqCst) == 1 && IDLE_WAITERS.load(Ordering::SeqCst) > 0
+        {
             let _guard = IDLE.0.lock().unwrap_or_else(|e| e.into_inner());
             IDLE.1.notify_all();
         }
