@@ -1,20 +1,24 @@
 //! [`Call`]: the one pending-call type every binding-facing method returns.
 //!
-//! A call starts at once, on the runtime of the store it belongs to, whether or not anyone
-//! waits for it. Its result can then be taken exactly one way:
+//! A call runs on the runtime of the store it belongs to, whether or not anyone waits for
+//! it: at once, or — made on the library's own runtime by a thread that is not one of its
+//! own — as soon as it is first waited for, awaited, given a callback or dropped, so that a
+//! thread that then waits for it alone runs it itself, with no task.
+//! Its result can be taken exactly one way:
 //!
 //! - **awaited**: `Call<T>` is a `Future`, usable from any executor (napi's, asyncio's bridge,
 //!   Kotlin's coroutines through uniffi);
 //! - **waited for** from a plain thread: [`Call::wait`] / [`Call::wait_slice`] (refused
 //!   with [`ErrorKind::Unsupported`] on a runtime thread, where it could deadlock). On the
 //!   library's own runtime the waiting thread drives the runtime while it waits
-//!   ([`runtime`](super::runtime)): its request and response cost no thread hand-off;
+//!   ([`runtime`](super::runtime)): its request and response cost no thread hand-off, and
+//!   if it is the only one waiting it runs the call's work itself;
 //! - **delivered** to a callback: [`Call::on_complete`] (run on the runtime thread that
 //!   completes the call, or at once on the caller's thread if it is already complete).
 //!
 //! Any thread can cancel it ([`Call::cancel`], or a [`Canceller`] kept apart): the call then
-//! ends with [`ErrorKind::Cancelled`] at once, and its task drops the core future (which
-//! withdraws the request from the correlation engine) and ends. Dropping a `Call` does not
+//! ends with [`ErrorKind::Cancelled`] at once, and whoever runs it drops the core future
+//! (which withdraws the request from the correlation engine); one not started never starts. Dropping a `Call` does not
 //! cancel it: the work finishes and its result is discarded.
 
 use std::future::Future;
@@ -214,7 +218,7 @@ impl<T: Send + 'static> Call<T> {
 
     /// Starts `work` on `runtime` as a call. On the library's own runtime, from a thread that
     /// is not one of its own, the work starts when first needed instead: a thread that then
-    /// waits for it alone runs it itself (see [`Deferred`]); nothing else can tell.
+    /// waits for it alone runs it itself, with no task; nothing else can tell.
     pub fn spawn<F>(runtime: &Handle, work: F) -> Call<T>
     where
         F: Future<Output = Result<T, Error>> + Send + 'static,

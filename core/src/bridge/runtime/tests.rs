@@ -110,3 +110,49 @@ fn a_wait_with_a_timeout_cancels_the_call() {
     assert_eq!(err.kind(), crate::ErrorKind::Timeout);
     canceller.cancel(); // idempotent: already cancelled
 }
+
+#[test]
+fn a_lone_blocking_waiter_runs_its_call_itself_not_as_a_task() {
+    // Whether this thread is the only one waiting depends on the other tests running at the
+    // same time: it is, in one of many tries, and then the work ran outside of any task.
+    let inline = (0..200).any(|_| {
+        call(async { tokio::task::try_id().is_none() })
+            .wait(None)
+            .unwrap()
+    });
+    assert!(inline, "the work always ran as a task");
+}
+
+#[test]
+fn a_call_cancelled_before_anyone_waits_never_runs() {
+    let (tx, rx) = mpsc::channel();
+    let pending = call(async move {
+        tx.send(()).unwrap();
+    });
+    pending.cancel();
+    let err = pending.wait(None).unwrap_err();
+    assert_eq!(err.kind(), crate::ErrorKind::Cancelled);
+    // The work was dropped unstarted: its sender is gone without a message.
+    assert_eq!(
+        rx.recv_timeout(EVENTUALLY),
+        Err(mpsc::RecvTimeoutError::Disconnected)
+    );
+}
+
+#[test]
+fn a_call_run_here_past_its_slice_goes_on_as_a_task() {
+    let (tx, rx) = tokio::sync::oneshot::channel::<u8>();
+    let (ran_tx, ran_rx) = mpsc::channel();
+    let pending = call(async move {
+        ran_tx.send(std::thread::current().id()).unwrap();
+        rx.await.unwrap()
+    });
+    // The first slice starts the work (here or on a task) and ends without the result.
+    assert!(pending.wait_slice(Duration::from_millis(5)).is_none());
+    ran_rx.recv_timeout(EVENTUALLY).expect("the work started");
+    // Completed from elsewhere while nobody waits: the rest ran as a task.
+    tx.send(9).unwrap();
+    let (done_tx, done_rx) = mpsc::channel();
+    pending.on_complete(move |r| done_tx.send(r.unwrap()).unwrap());
+    assert_eq!(done_rx.recv_timeout(EVENTUALLY).unwrap(), 9);
+}
