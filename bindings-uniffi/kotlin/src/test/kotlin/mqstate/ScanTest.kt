@@ -3,6 +3,7 @@
 // a cancelled page asked for again, and a pager outliving its client.
 package mqstate
 
+import java.io.File
 import kotlinx.coroutines.CoroutineStart
 import kotlinx.coroutines.async
 import kotlinx.coroutines.awaitAll
@@ -91,6 +92,24 @@ class ScanTest {
 
     private fun signal(p: Process, sig: String) {
         assertEquals(0, ProcessBuilder("kill", "-$sig", p.pid().toString()).start().waitFor())
+        // `kill` returns once the signal is sent, not once every thread has stopped: under
+        // load a store thread went on for milliseconds and answered the page sent next.
+        if (sig == "STOP") awaitStopped(p.pid())
+    }
+
+    /** Waits until every thread of process `pid` is stopped (state `T` in /proc). */
+    private fun awaitStopped(pid: Long) {
+        val deadline = System.nanoTime() + 10_000_000_000L
+        while (System.nanoTime() < deadline) {
+            val tasks = File("/proc/$pid/task").listFiles() ?: return
+            val stopped = tasks.all { t ->
+                runCatching { File(t, "stat").readText().substringAfterLast(')').trim().startsWith("T") }
+                    .getOrDefault(true)
+            }
+            if (stopped) return
+            Thread.sleep(1)
+        }
+        error("process $pid did not stop")
     }
 
     @Test
