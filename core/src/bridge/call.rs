@@ -18,8 +18,8 @@
 //!
 //! Any thread can cancel it ([`Call::cancel`], or a [`Canceller`] kept apart): the call then
 //! ends with [`ErrorKind::Cancelled`] at once, and whoever runs it drops the core future
-//! (which withdraws the request from the correlation engine); one not started never starts. Dropping a `Call` does not
-//! cancel it: the work finishes and its result is discarded.
+//! (which withdraws the request from the correlation engine); one not started never starts.
+//! Dropping a `Call` does not cancel it: the work finishes and its result is discarded.
 
 use std::future::Future;
 use std::pin::Pin;
