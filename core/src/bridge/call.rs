@@ -124,6 +124,17 @@ impl<T> Drop for Deferred<T> {
     }
 }
 
+/// Drives the library's runtime on `future` until it completes (`Some`) or `limit` passes
+/// (`None`).
+fn drive_within<F: Future>(limit: Option<Duration>, future: F) -> Option<F::Output> {
+    runtime::drive(async move {
+        match limit {
+            None => Some(future.await),
+            Some(limit) => tokio::time::timeout(limit, future).await.ok(),
+        }
+    })
+}
+
 /// Runs `work` as a task of `runtime` that completes `slot` (or ends cancelled).
 fn start_task<T, F>(runtime: &Handle, slot: Arc<Slot<T>>, work: F, in_flight: InFlight)
 where
@@ -267,17 +278,11 @@ impl<T: Send + 'static> Call<T> {
             return false;
         };
         let slot = &self.slot;
-        let outcome = runtime::drive(async {
-            let run = async {
-                tokio::select! {
-                    biased;
-                    () = slot.cancel.notified() => Err(Error::cancelled()),
-                    result = &mut work => result,
-                }
-            };
-            match limit {
-                None => Some(run.await),
-                Some(limit) => tokio::time::timeout(limit, run).await.ok(),
+        let outcome = drive_within(limit, async {
+            tokio::select! {
+                biased;
+                () = slot.cancel.notified() => Err(Error::cancelled()),
+                result = &mut work => result,
             }
         });
         match outcome {
@@ -350,12 +355,7 @@ impl<T: Send + 'static> Call<T> {
             }
             _ => Poll::Ready(()),
         });
-        match limit {
-            None => runtime::drive(done),
-            Some(limit) => runtime::drive(async move {
-                let _ = tokio::time::timeout(limit, done).await;
-            }),
-        }
+        drive_within(limit, done);
     }
 
     /// Waits up to `slice` for the result; `None` when it is not there yet (the call goes
