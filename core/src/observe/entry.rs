@@ -120,6 +120,12 @@ mod flag {
     pub(super) const SETTLED: u8 = 64;
 }
 
+/// Whether a change of version `version` comes after `than` (a change without a version
+/// counts as newer: nothing orders it).
+fn newer(version: Option<&Hlc>, than: &Hlc) -> bool {
+    version.is_none_or(|v| v.cmp_time(than).is_gt())
+}
+
 /// The last known state of a key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum LastState {
@@ -199,14 +205,11 @@ impl Inner {
     /// that are not newer than it (see [`KeyEntry::registered`]).
     fn settle(&mut self, last: LastState, version: Option<Hlc>) {
         if let Some(baseline) = &version {
-            let newer = |n: &KeyNotification| {
-                n.version
-                    .as_ref()
-                    .is_none_or(|v| v.cmp_time(baseline).is_gt())
-            };
             for slot in self.slots_mut() {
                 if let Some(items) = &mut slot.items {
-                    items.retain(|e| !matches!(e, ObserverEvent::Change(n) if !newer(n)));
+                    items.retain(|e| {
+                        !matches!(e, ObserverEvent::Change(n) if !newer(n.version.as_ref(), baseline))
+                    });
                     if items.is_empty() {
                         slot.items = None;
                     }
@@ -214,7 +217,7 @@ impl Inner {
             }
         }
         let delivered_newer = match (&self.last_version, &version) {
-            (Some(delivered), Some(baseline)) => delivered.cmp_time(baseline).is_gt(),
+            (Some(delivered), Some(baseline)) => newer(Some(delivered), baseline),
             (Some(_), None) => true,
             (None, _) => self.last() != LastState::Unknown,
         };
@@ -391,10 +394,10 @@ impl KeyEntry {
     /// state it leaves the key in.
     pub(crate) fn deliver(&self, capacity: usize, n: KeyNotification, last: LastState) {
         let mut inner = self.lock();
-        if let (Some(v), Some(prev)) = (&n.version, &inner.last_version)
-            && v.cmp_time(prev).is_le()
+        if let Some(prev) = &inner.last_version
+            && !newer(n.version.as_ref(), prev)
         {
-            tracing::debug!(version = %v, last = %prev, "dropped a duplicate or late notification");
+            tracing::debug!(version = ?n.version, last = %prev, "dropped a duplicate or late notification");
             return;
         }
         if n.version.is_some() {
