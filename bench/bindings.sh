@@ -8,6 +8,10 @@
 #   node      the Node client (N async loops sharing one Client),
 #   mqttjs    an mqtt.js request/response loop with the same envelope,
 #   c         the C API (N threads sharing one mqstate_client, each with one blocking call),
+# and, at 1 in flight only, each host's own floor with no MQTT and no library: 64-byte round
+# trips to a native TCP echo server (bench/floor/) from a blocking native client (`native`),
+# an asyncio Protocol awaiting a future per round trip (`asyncio`), a blocking Python socket
+# (`pyblocking`) and a Node socket awaiting a Promise per round trip (`nodenet`),
 # at 1 and 64 requests in flight (16 threads for the thread-per-call clients, beside the Rust
 # client at depth 16), plus the CPU time per request of each client process and of the
 # store's. Release builds; one `mqstate serve` (embedded broker, store in process); every
@@ -38,6 +42,7 @@ python3 -m venv "$work/venv"
 "$work/venv/bin/pip" install -q --disable-pip-version-check "$work"/dist/*.whl paho-mqtt==2.2.0
 cc -O2 -std=c11 -Ibindings-c/include bindings-c/bench/bench.c "$CARGO_TARGET_DIR/release/libmqstate.a" \
     -lpthread -ldl -lm -o "$work/cbench"
+cc -O2 -std=c11 bench/floor/pingpong.c -lpthread -o "$work/pingpong"
 
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
 "$CARGO_TARGET_DIR/release/mqstate" serve --listen "127.0.0.1:$port" >"$work/serve.log" 2>&1 &
@@ -45,6 +50,9 @@ serve=$!
 pids+=("$serve")
 sleep 0.5
 url="mqtt://127.0.0.1:$port"
+echo_port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+"$work/pingpong" serve "$echo_port" &
+pids+=("$!")
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # Each prints one line: WHO DEPTH OPS_PER_S CPU_US_PER_OP STORE_CPU_US_PER_OP.
@@ -66,12 +74,15 @@ run() {
     node | mqttjs) (cd bindings-node && NAPI_RS_NATIVE_LIBRARY_PATH="$(ls "$work"/addon/mqstate.*.node)" \
             node bench/compare.mjs "$url" "$who" "$depth" "$seconds" "$serve") ;;
     c) "$work/cbench" "$url" "$depth" "$seconds" "$serve" ;;
+    native) "$work/pingpong" client "$echo_port" "$seconds" ;;
+    asyncio | pyblocking) "$work/venv/bin/python" bench/floor/pingpong.py "$echo_port" "$seconds" "$who" ;;
+    nodenet) node bench/floor/pingpong.mjs "$echo_port" "$seconds" ;;
     esac
 }
 
 # The clients run at each depth (16: the thread-per-call clients, beside Rust at 16).
 declare -A plan=(
-    [1]="rust python blocking paho node mqttjs c"
+    [1]="rust python blocking paho node mqttjs c native asyncio pyblocking nodenet"
     [64]="rust python paho node mqttjs"
     [16]="rust blocking c"
 )
@@ -95,19 +106,41 @@ python3 - "$work/results" <<'PY'
 import statistics, sys
 runs = {}
 for line in open(sys.argv[1]):
-    who, depth, rate, cpu, store = line.split()
+    who, depth, rate, cpu, *store = line.split()
+    store = store[0] if store else "-"
     runs.setdefault((who, int(depth)), []).append(
         (float(rate), float(cpu) if cpu != "-" else None, float(store) if store != "-" else None))
-order = ["rust", "python", "blocking", "paho", "node", "mqttjs", "c"]
+order = ["rust", "python", "blocking", "paho", "node", "mqttjs", "c",
+         "native", "asyncio", "pyblocking", "nodenet"]
 med = lambda xs: statistics.median(xs) if xs else float("nan")
 rate = {k: med([r for r, _, _ in v]) for k, v in runs.items()}
-print(f"  {'client':9} {'depth':>5} {'ops/s':>8} {'÷ rust':>7} {'cpu µs':>7} {'store µs':>8}   runs")
+print(f"  {'client':10} {'depth':>5} {'ops/s':>8} {'÷ rust':>7} {'cpu µs':>7} {'store µs':>8}   runs")
 for (who, depth) in sorted(runs, key=lambda k: (k[1] != 1, k[1], order.index(k[0]))):
     v = runs[(who, depth)]
     rust = rate.get(("rust", depth))
     ratio = f"{rate[(who, depth)] / rust:.2f}x" if rust and who != "rust" else ""
     cpu = med([c for _, c, _ in v if c is not None])
     store = med([s for _, _, s in v if s is not None])
-    print(f"  {who:9} {depth:5} {rate[(who, depth)]:8.0f} {ratio:>7} {cpu:7.1f} {store:8.1f}"
+    print(f"  {who:10} {depth:5} {rate[(who, depth)]:8.0f} {ratio:>7} {cpu:7.1f} {store:8.1f}"
           f"   {sorted(int(r) for r, _, _ in v)}")
+# What each host's own round trip costs beyond a native one (its floor's latency minus the
+# native floor's), added to the Rust client's latency: the best ratio a client on that host
+# could reach with a library as fast as the Rust client (docs/benchmarks.md, "The floor of
+# each host").
+hosts = [("python", "asyncio", 0.8), ("blocking", "pyblocking", 0.85), ("node", "nodenet", 0.85),
+         ("c", "native", 0.9)]
+rust, native = rate.get(("rust", 1)), rate.get(("native", 1))
+if rust and native:
+    print()
+    print("at 1 in flight, µs per round trip (1e6 / ops/s); 'best' = rust / (rust + host floor - native floor);")
+    print("'floor ÷ rust': the host's bare round trips to an echo server over the Rust client's requests:")
+    print(f"  {'client':10} {'latency':>8} {'floor':>8} {'host +':>7} {'floor ÷ rust':>12} {'best':>6} {'now':>6} {'target':>7}")
+    for client, floor, target in hosts:
+        if (client, 1) not in rate or (floor, 1) not in rate:
+            continue
+        extra = 1e6 / rate[(floor, 1)] - 1e6 / native
+        best = (1e6 / rust) / (1e6 / rust + max(extra, 0.0))
+        print(f"  {client:10} {1e6 / rate[(client, 1)]:8.1f} {1e6 / rate[(floor, 1)]:8.1f} {extra:7.1f}"
+              f" {rate[(floor, 1)] / rust:11.2f}x {best:5.2f}x {rate[(client, 1)] / rust:5.2f}x {target:6.2f}x")
+    print(f"  (the Rust client: {1e6 / rust:.1f} µs; the native floor: {1e6 / native:.1f} µs)")
 PY
