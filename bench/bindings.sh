@@ -28,6 +28,8 @@ work="$(mktemp -d)"
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"' EXIT
 declare -F build >/dev/null || build() { "$@"; }
+# A loopback port nothing listens on now.
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 echo "bindings bench: release builds (cli, C library, Python wheel, Node addon)"
 build cargo build -q --release -p mqstate-cli -p mqstate-c
@@ -44,13 +46,13 @@ cc -O2 -std=c11 -Ibindings-c/include bindings-c/bench/bench.c "$CARGO_TARGET_DIR
     -lpthread -ldl -lm -o "$work/cbench"
 cc -O2 -std=c11 bench/floor/pingpong.c -lpthread -o "$work/pingpong"
 
-port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+port="$(free_port)"
 "$CARGO_TARGET_DIR/release/mqstate" serve --listen "127.0.0.1:$port" >"$work/serve.log" 2>&1 &
 serve=$!
 pids+=("$serve")
 sleep 0.5
 url="mqtt://127.0.0.1:$port"
-echo_port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+echo_port="$(free_port)"
 "$work/pingpong" serve "$echo_port" &
 pids+=("$!")
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -120,8 +122,9 @@ for (who, depth) in sorted(runs, key=lambda k: (k[1] != 1, k[1], order.index(k[0
     rust = rate.get(("rust", depth))
     ratio = f"{rate[(who, depth)] / rust:.2f}x" if rust and who != "rust" else ""
     cpu = med([c for _, c, _ in v if c is not None])
-    store = med([s for _, _, s in v if s is not None])
-    print(f"  {who:10} {depth:5} {rate[(who, depth)]:8.0f} {ratio:>7} {cpu:7.1f} {store:8.1f}"
+    stores = [s for _, _, s in v if s is not None]
+    store = f"{med(stores):8.1f}" if stores else f"{'-':>8}"
+    print(f"  {who:10} {depth:5} {rate[(who, depth)]:8.0f} {ratio:>7} {cpu:7.1f} {store}"
           f"   {sorted(int(r) for r, _, _ in v)}")
 # What each host's own round trip costs beyond a native one (its floor's latency minus the
 # native floor's), added to the Rust client's latency: the best ratio a client on that host
