@@ -8,7 +8,8 @@
 //!   it, then sleeps until woken (the path of Node and asyncio: the library's thread does
 //!   the I/O and hands every result over to the caller's thread).
 //!
-//! Prints `MODE 1 OPS_PER_S CPU_US_PER_OP` after 1 s of warm-up and SECONDS measured.
+//! Prints `MODE 1 OPS_PER_S CPU_US_PER_OP` after 1 s of warm-up and SECONDS measured (`-` for
+//! the CPU where `/proc` cannot be read).
 //!
 //! ```text
 //! mqstate serve --listen 127.0.0.1:1883 &
@@ -22,24 +23,12 @@ use bytes::Bytes;
 use mqstate::bridge::{Settings, Store};
 use mqstate::{GetOptions, SetOptions};
 
-/// User + system CPU time of this process, in seconds (Linux), or 0.
-fn cpu_seconds() -> f64 {
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
-        return 0.0;
-    };
-    let fields: Vec<&str> = stat
-        .rsplit(')')
-        .next()
-        .unwrap_or("")
-        .split_whitespace()
-        .collect();
-    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok());
-    match (ticks(11), ticks(12)) {
-        // Linux reports clock ticks of 1/100 s on every platform this runs on.
-        (Some(user), Some(system)) => (user + system) / 100.0,
-        _ => 0.0,
-    }
-}
+/// CPU time of processes and threads from `/proc`: the CLI benchmark's own reader, shared
+/// as a file (std only) as the benchmark crate's comparators share it; this example uses
+/// only the process totals.
+#[path = "../../cli/src/bench/cpu.rs"]
+#[allow(dead_code)]
+mod cpu;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
@@ -86,7 +75,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         one(i)?;
         i += 1;
     }
-    let (start, cpu) = (Instant::now(), cpu_seconds());
+    let (start, ticks) = (Instant::now(), cpu::process_ticks(None));
     let mut done = 0u64;
     while start.elapsed().as_secs_f64() < seconds {
         one(i)?;
@@ -95,10 +84,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let elapsed = start.elapsed().as_secs_f64();
     let mode = if callback { "callback" } else { "wait" };
-    println!(
-        "{mode} 1 {:.0} {:.1}",
-        done as f64 / elapsed,
-        (cpu_seconds() - cpu) * 1e6 / done.max(1) as f64
-    );
+    let cpu_us = cpu::ticks_per_request(ticks, cpu::process_ticks(None), done)
+        .map_or_else(|| "-".to_owned(), |us| format!("{us:.1}"));
+    println!("{mode} 1 {:.0} {cpu_us}", done as f64 / elapsed);
     Ok(())
 }
