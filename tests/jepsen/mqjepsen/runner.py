@@ -77,6 +77,8 @@ class RunConfig:
     workdir: Optional[Path] = None
     keep: bool = False  # keep the work directory even when the run passes
     persist: bool = True  # False: a negative control (a kill loses acknowledged writes)
+    px_share: float = 0.1  # the share of SETs with an expiry
+    deletes: bool = True  # False: no DEL / VDEL in the workload
     # Versions that go backwards across a store restart are a known bug (docs/reliability.md,
     # "Findings"); True lists them without failing the run (the bounded run of scripts/test).
     tolerate_known: bool = False
@@ -249,8 +251,10 @@ def run(cfg: RunConfig) -> RunResult:
                 procs.append(subprocess.Popen(
                     [sys.executable, "-m", "mqjepsen.worker", "--url", url, "--process", str(p),
                      "--keys", ",".join(keys), "--until", str(until), "--seed", str(rng.randrange(2**31)),
-                     "--out", str(workdir / f"history-{p}.jsonl"), "--timeout", str(cfg.timeout)]
-                    + ([] if cfg.persist else ["--no-persist"]),
+                     "--out", str(workdir / f"history-{p}.jsonl"), "--timeout", str(cfg.timeout),
+                     "--px-share", str(cfg.px_share)]
+                    + ([] if cfg.persist else ["--no-persist"])
+                    + ([] if cfg.deletes else ["--no-deletes"]),
                     env=env, stdout=log, stderr=log))
         if cfg.mode not in ("none", "skew"):
             while time.monotonic() < until:

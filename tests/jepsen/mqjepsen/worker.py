@@ -35,7 +35,7 @@ VDEL = {"deleted": 1, "not_found": 0, "value_mismatch": -1}
 
 class Workload:
     def __init__(self, client: mqstate.Client, process: int, keys: List[str], rng: random.Random,
-                 out: TextIO, px_share: float = 0.1, persist: bool = True) -> None:
+                 out: TextIO, px_share: float = 0.1, persist: bool = True, deletes: bool = True) -> None:
         self.client = client
         self.process = process
         self.keys = keys
@@ -43,6 +43,9 @@ class Workload:
         self.out = out
         self.px_share = px_share
         self.persist = persist
+        # False: no DEL / VDEL, so (with px_share 0) nothing but a lost write can make a
+        # written key read as missing.
+        self.deletes = deletes
         self.counter = 0
         self.seen: Dict[str, str] = {}  # a value recently read or written, per key
         self.counts = {OK: 0, FAIL: 0, INFO: 0}
@@ -62,7 +65,7 @@ class Workload:
         op = Op(process=self.process, key=key, f="get", invoke=0.0)
         if r < 0.35:
             pass
-        elif r < 0.70:
+        elif r < 0.70 or not self.deletes:
             op.f = "set"
             c = self.rng.random()
             if c < 0.55:
@@ -145,12 +148,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--px-share", type=float, default=0.1)
     p.add_argument("--no-persist", action="store_true",
                    help="writes without persistence (a kill then loses them: a negative control)")
+    p.add_argument("--no-deletes", action="store_true",
+                   help="no DEL or VDEL: with --px-share 0, a missing value can only be a lost write")
     a = p.parse_args(argv)
     rng = random.Random(a.seed)
     with open(a.out, "a", encoding="utf-8") as out:
         client = connect(a.url, f"jepsen-{a.seed}-{a.process}", a.timeout, a.until)
         try:
-            w = Workload(client, a.process, a.keys.split(","), rng, out, a.px_share, not a.no_persist)
+            w = Workload(client, a.process, a.keys.split(","), rng, out, a.px_share, not a.no_persist,
+                         not a.no_deletes)
             while time.monotonic() < a.until:
                 op = w.run_one(w.next_op())
                 if op.status != OK:
