@@ -94,12 +94,12 @@ def test_kill_without_persistence_is_caught(tmp_path: Path) -> None:
     """A negative control of the whole pipeline: the same kill mode with writes that do not
     ask for persistence loses acknowledged writes at every kill, and the checker says so.
 
-    The workload has no DEL, VDEL or expiry here: with them, a key read as missing after a
-    restart can be explained by a delete in flight at the kill (indeterminate, so it may take
-    effect up to the horizon) or by an expiry, and a short run could pass by luck (seed
-    929598605 did, in CI). Without them, after each kill every written key's first GET, NX or
-    NEX reveals the loss; only a plain SET hides it, so a run with kills passes with a
-    probability of roughly 0.3 ** (keys x kills)."""
+    The workload has no DEL, VDEL or expiry here. With them a run can pass by luck (seed
+    929598605 did once in CI, 4 kills, 9 indeterminate operations): a DEL or VDEL in flight at
+    a kill is indeterminate, may take effect anywhere within the 15 s horizon, and so explains
+    every later missing read of its key in a 3 s run; one per key hides every loss. Without
+    them nothing but a lost write makes a written key read as missing: after each kill, every
+    written key's first GET, NX or NEX reveals the loss and only a plain SET hides it."""
     result = run(RunConfig(mode="kill", duration=3, clients=3, seed=SEED, workdir=tmp_path / "run",
                            persist=False, px_share=0.0, deletes=False))
     assert result.store_kills > 0
