@@ -28,8 +28,7 @@ work="$(mktemp -d)"
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"' EXIT
 declare -F build >/dev/null || build() { "$@"; }
-# A loopback port nothing listens on now.
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. "$root/scripts/lib/net.sh"
 
 echo "bindings bench: release builds (cli, C library, Python wheel, Node addon)"
 build cargo build -q --release -p mqstate-cli -p mqstate-c
@@ -50,7 +49,7 @@ port="$(free_port)"
 "$CARGO_TARGET_DIR/release/mqstate" serve --listen "127.0.0.1:$port" >"$work/serve.log" 2>&1 &
 serve=$!
 pids+=("$serve")
-sleep 0.5
+wait_port "$port" || { cat "$work/serve.log" >&2; exit 1; }
 url="mqtt://127.0.0.1:$port"
 echo_port="$(free_port)"
 "$work/pingpong" serve "$echo_port" &

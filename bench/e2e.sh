@@ -14,7 +14,8 @@ cargo build --release -q -p mqstate-cli
 bin="$target/release/mqstate"
 
 work="$(mktemp -d)"
-port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+. "$root/scripts/lib/net.sh"
+port="$(free_port)"
 cat > "$work/mosquitto.conf" <<CONF
 listener $port 127.0.0.1
 allow_anonymous true
@@ -27,7 +28,7 @@ mosquitto=/usr/sbin/mosquitto; command -v mosquitto >/dev/null && mosquitto="$(c
 "$mosquitto" -c "$work/mosquitto.conf" & mpid=$!
 spid=
 trap 'kill $spid $mpid 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
-sleep 0.5
+wait_port "$port" || { echo "e2e: mosquitto did not start" >&2; exit 1; }
 
 echo "mosquitto $("$mosquitto" -h 2>/dev/null | head -1 | awk '{print $3}'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo; echo "## the client alone: mqstate client against an instant responder (no state store yet)"
