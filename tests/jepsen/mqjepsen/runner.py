@@ -35,7 +35,7 @@ from . import checker, history
 from .cluster import Cluster
 from .history import FAIL, OK, Op
 from .proxy import FaultProxy
-from .worker import classify
+from .worker import PX_SHARE, classify
 
 MODES = ["none", "kill", "partition", "broker", "skew", "combined"]
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
@@ -77,7 +77,7 @@ class RunConfig:
     workdir: Optional[Path] = None
     keep: bool = False  # keep the work directory even when the run passes
     persist: bool = True  # False: a negative control (a kill loses acknowledged writes)
-    px_share: float = 0.1  # the share of SETs with an expiry
+    px_share: float = PX_SHARE  # the share of SETs with an expiry
     deletes: bool = True  # False: no DEL / VDEL in the workload
     # Versions that go backwards across a store restart are a known bug (docs/reliability.md,
     # "Findings"); True lists them without failing the run (the bounded run of scripts/test).

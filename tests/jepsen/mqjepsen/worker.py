@@ -32,10 +32,13 @@ def classify(error: BaseException) -> tuple[str, str]:
 
 VDEL = {"deleted": 1, "not_found": 0, "value_mismatch": -1}
 
+# The share of SETs with an expiry (PX), unless a run says otherwise.
+PX_SHARE = 0.1
+
 
 class Workload:
     def __init__(self, client: mqstate.Client, process: int, keys: List[str], rng: random.Random,
-                 out: TextIO, px_share: float = 0.1, persist: bool = True, deletes: bool = True) -> None:
+                 out: TextIO, px_share: float = PX_SHARE, persist: bool = True, deletes: bool = True) -> None:
         self.client = client
         self.process = process
         self.keys = keys
@@ -145,7 +148,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--seed", type=int, required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--timeout", type=float, default=2.0, help="request timeout, s")
-    p.add_argument("--px-share", type=float, default=0.1)
+    p.add_argument("--px-share", type=float, default=PX_SHARE)
     p.add_argument("--no-persist", action="store_true",
                    help="writes without persistence (a kill then loses them: a negative control)")
     p.add_argument("--no-deletes", action="store_true",
