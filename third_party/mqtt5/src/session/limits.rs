@@ -1,0 +1,1 @@
+pub use mqtt5_protocol::session::limits::*;
