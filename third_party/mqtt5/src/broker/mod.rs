@@ -50,6 +50,9 @@ mod server_stream_manager;
 mod session_fault_tests;
 pub mod session_slot;
 pub mod storage;
+// mqstate patch: the router's indexed subscriptions.
+mod subscription_map;
+pub mod topic_trie;
 pub mod sys_topics;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod tls_acceptor;

@@ -2,6 +2,7 @@
 use crate::broker::bridge::BridgeManager;
 use crate::broker::events::{BrokerEventHandler, RetainedSetEvent};
 use crate::broker::session_slot::{SessionSlotGuard, SessionSlots};
+use crate::broker::subscription_map::SubscriptionMap;
 use crate::broker::storage::{
     unix_millis_now, ChangeOnlyState, ClientSession, DynamicStorage, QueueHandle, QueueLimits,
     QueueRegistry, QueuedMessage, RetainedMessage, StorageBackend, StoredSubscription,
@@ -167,15 +168,16 @@ type ShareGroups<'a> = HashMap<(&'a str, &'a str), Vec<&'a Subscription>>;
 type ShareGroupCounters = HashMap<String, HashMap<String, Arc<AtomicUsize>>>;
 
 impl Subscription {
-    fn identity(&self) -> SubscriptionIdentity<'_> {
+    pub(crate) fn identity(&self) -> SubscriptionIdentity<'_> {
         (&self.client_id, self.share_group.as_deref(), self.flow_id)
     }
 }
 
 /// Message router for the broker
 pub struct MessageRouter {
-    exact_subscriptions: Arc<RwLock<HashMap<String, Vec<Subscription>>>>,
-    wildcard_subscriptions: Arc<RwLock<HashMap<String, Vec<Subscription>>>>,
+    // mqstate patch: indexed maps (see subscription_map.rs) instead of plain HashMaps.
+    exact_subscriptions: Arc<RwLock<SubscriptionMap>>,
+    wildcard_subscriptions: Arc<RwLock<SubscriptionMap>>,
     retained_messages: Arc<RwLock<HashMap<String, RetainedMessage>>>,
     clients: Arc<RwLock<HashMap<String, ClientInfo>>>,
     storage: Option<Arc<DynamicStorage>>,
@@ -357,8 +359,8 @@ impl MessageRouter {
     #[must_use]
     pub fn new() -> Self {
         Self {
-            exact_subscriptions: Arc::new(RwLock::new(HashMap::new())),
-            wildcard_subscriptions: Arc::new(RwLock::new(HashMap::new())),
+            exact_subscriptions: Arc::new(RwLock::new(SubscriptionMap::exact())),
+            wildcard_subscriptions: Arc::new(RwLock::new(SubscriptionMap::wildcard())),
             retained_messages: Arc::new(RwLock::new(HashMap::new())),
             clients: Arc::new(RwLock::new(HashMap::new())),
             storage: None,
@@ -396,8 +398,8 @@ impl MessageRouter {
     #[must_use]
     pub fn with_storage(storage: Arc<DynamicStorage>) -> Self {
         Self {
-            exact_subscriptions: Arc::new(RwLock::new(HashMap::new())),
-            wildcard_subscriptions: Arc::new(RwLock::new(HashMap::new())),
+            exact_subscriptions: Arc::new(RwLock::new(SubscriptionMap::exact())),
+            wildcard_subscriptions: Arc::new(RwLock::new(SubscriptionMap::wildcard())),
             retained_messages: Arc::new(RwLock::new(HashMap::new())),
             clients: Arc::new(RwLock::new(HashMap::new())),
             storage: Some(storage),
@@ -602,8 +604,8 @@ impl MessageRouter {
         let subscription_maps = if clean_start {
             let mut exact = self.exact_subscriptions.write().await;
             let mut wildcard = self.wildcard_subscriptions.write().await;
-            Self::strip_client(&mut exact, &client_id);
-            Self::strip_client(&mut wildcard, &client_id);
+            exact.strip_client(&client_id);
+            wildcard.strip_client(&client_id);
             Some((exact, wildcard))
         } else {
             None
@@ -683,8 +685,8 @@ impl MessageRouter {
         }
         clients.remove(client_id);
         if !preserve_session {
-            Self::strip_client(&mut exact, client_id);
-            Self::strip_client(&mut wildcard, client_id);
+            exact.strip_client(client_id);
+            wildcard.strip_client(client_id);
         }
         drop(clients);
         drop(wildcard);
@@ -831,13 +833,9 @@ impl MessageRouter {
             let mut exact = self.exact_subscriptions.write().await;
             let mut wildcard = self.wildcard_subscriptions.write().await;
             for map in [&mut *exact, &mut *wildcard] {
-                for (filter, subs) in map.iter_mut() {
-                    subs.retain(|sub| {
-                        sub.client_id != client_id
-                            || keep.contains(&(filter.as_str(), sub.identity()))
-                    });
-                }
-                map.retain(|_, subs| !subs.is_empty());
+                map.retain_client(client_id, |filter, sub| {
+                    keep.contains(&(filter, sub.identity()))
+                });
             }
         }
         for request in requests {
@@ -851,10 +849,9 @@ impl MessageRouter {
             let exact = self.exact_subscriptions.read().await;
             let wildcard = self.wildcard_subscriptions.read().await;
             exact
-                .values()
-                .flatten()
-                .chain(wildcard.values().flatten())
-                .map(|sub| sub.client_id.clone())
+                .client_ids()
+                .chain(wildcard.client_ids())
+                .cloned()
                 .collect()
         };
         if let Some(storage) = &self.storage {
@@ -1113,21 +1110,11 @@ impl MessageRouter {
     }
 
     async fn remove_client_subscriptions(&self, client_id: &str) {
-        {
-            let mut exact = self.exact_subscriptions.write().await;
-            Self::strip_client(&mut exact, client_id);
-        }
-        {
-            let mut wildcard = self.wildcard_subscriptions.write().await;
-            Self::strip_client(&mut wildcard, client_id);
-        }
-    }
-
-    fn strip_client(map: &mut HashMap<String, Vec<Subscription>>, client_id: &str) {
-        for subs in map.values_mut() {
-            subs.retain(|sub| sub.client_id != client_id);
-        }
-        map.retain(|_, subs| !subs.is_empty());
+        self.exact_subscriptions.write().await.strip_client(client_id);
+        self.wildcard_subscriptions
+            .write()
+            .await
+            .strip_client(client_id);
     }
 
     /// Adds a subscription for a client.
@@ -1192,19 +1179,13 @@ impl MessageRouter {
         if !self.generation_is_current(generation, &client_id).await {
             return Ok(Subscribed::Fenced);
         }
-        let subs = subs_map.entry(actual_filter.to_string()).or_default();
-        let existing_pos = subs
-            .iter()
-            .position(|s| s.identity() == subscription.identity());
-        let outcome = if let Some(pos) = existing_pos {
-            subs[pos] = subscription;
+        let outcome = if !subs_map.upsert(actual_filter, subscription) {
             debug!(
                 "Client {} updated subscription to {}",
                 client_id, topic_filter
             );
             Subscribed::Updated
         } else {
-            subs.push(subscription);
             debug!("Client {} subscribed to {}", client_id, topic_filter);
             Subscribed::New
         };
@@ -1267,21 +1248,12 @@ impl MessageRouter {
             return Unsubscribed::Fenced;
         }
 
-        if let Some(subs) = subs_map.get_mut(actual_filter) {
-            let initial_len = subs.len();
-            subs.retain(|sub| sub.identity() != (client_id, share_group, flow_id));
-
-            let removed = initial_len != subs.len();
-
-            if subs.is_empty() {
-                subs_map.remove(actual_filter);
-            }
-            if removed {
-                debug!("Client {} unsubscribed from {}", client_id, topic_filter);
-                Unsubscribed::Removed
-            } else {
-                Unsubscribed::Absent
-            }
+        let removed = subs_map.remove_from(client_id, actual_filter, |sub| {
+            sub.identity() == (client_id, share_group, flow_id)
+        });
+        if removed > 0 {
+            debug!("Client {} unsubscribed from {}", client_id, topic_filter);
+            Unsubscribed::Removed
         } else {
             Unsubscribed::Absent
         }
@@ -1303,14 +1275,8 @@ impl MessageRouter {
             return removed_filters;
         }
         for map in [&mut *exact, &mut *wildcard] {
-            for (filter, subs) in map.iter_mut() {
-                let before = subs.len();
-                subs.retain(|sub| !(sub.client_id == client_id && sub.flow_id == Some(flow_id)));
-                if subs.len() < before {
-                    removed_filters.push(filter.clone());
-                }
-            }
-            map.retain(|_, subs| !subs.is_empty());
+            removed_filters
+                .extend(map.retain_client(client_id, |_, sub| sub.flow_id != Some(flow_id)));
         }
         drop(wildcard);
         drop(exact);
@@ -1572,14 +1538,14 @@ impl MessageRouter {
     }
 
     fn collect_matching_subscriptions<'a>(
-        exact: &'a HashMap<String, Vec<Subscription>>,
-        wildcard: &'a HashMap<String, Vec<Subscription>>,
+        exact: &'a SubscriptionMap,
+        wildcard: &'a SubscriptionMap,
         topic_name: &str,
     ) -> (ShareGroups<'a>, Vec<&'a Subscription>) {
         let mut share_groups: ShareGroups<'a> = HashMap::new();
         let mut regular_subs: Vec<&'a Subscription> = Vec::new();
 
-        if let Some((topic_filter, subs)) = exact.get_key_value(topic_name) {
+        let mut collect = |topic_filter: &'a String, subs: &'a Vec<Subscription>| {
             for sub in subs {
                 if let Some(ref group) = sub.share_group {
                     share_groups
@@ -1590,22 +1556,9 @@ impl MessageRouter {
                     regular_subs.push(sub);
                 }
             }
-        }
-
-        for (topic_filter, subs) in wildcard {
-            if topic_matches_filter(topic_name, topic_filter) {
-                for sub in subs {
-                    if let Some(ref group) = sub.share_group {
-                        share_groups
-                            .entry((group, topic_filter))
-                            .or_default()
-                            .push(sub);
-                    } else {
-                        regular_subs.push(sub);
-                    }
-                }
-            }
-        }
+        };
+        exact.matching(topic_name, &mut collect);
+        wildcard.matching(topic_name, &mut collect);
 
         (share_groups, regular_subs)
     }
@@ -1953,17 +1906,7 @@ impl MessageRouter {
     pub async fn subscription_count_for_client(&self, client_id: &str) -> usize {
         let exact = self.exact_subscriptions.read().await;
         let wildcard = self.wildcard_subscriptions.read().await;
-        let exact_count = exact
-            .values()
-            .flat_map(|subs| subs.iter())
-            .filter(|sub| sub.client_id == client_id)
-            .count();
-        let wildcard_count = wildcard
-            .values()
-            .flat_map(|subs| subs.iter())
-            .filter(|sub| sub.client_id == client_id)
-            .count();
-        exact_count + wildcard_count
+        exact.count_for_client(client_id) + wildcard.count_for_client(client_id)
     }
 
     pub async fn has_subscription(&self, client_id: &str, topic_filter: &str) -> bool {
