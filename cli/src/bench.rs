@@ -11,8 +11,11 @@ use mqstate::{Client, ClientOptions, ConnectionSettings, SetOptions};
 
 use crate::bench_raw::{RawPair, StoreEcho};
 
+mod idle;
 pub mod load;
 mod scan;
+
+use idle::{IdleClients, IdleMode};
 
 use load::{Op, RunResult, drive, secs};
 
@@ -64,6 +67,14 @@ pub struct BenchArgs {
     /// fresh store: the keys stay.
     #[arg(long)]
     pub scan_keys: Option<usize>,
+    /// Measure with no idle clients, then again while this many idle clients exist (each
+    /// with the two subscriptions of an mqstate client), and print both with the ratio.
+    #[arg(long, value_name = "N")]
+    pub idle_clients: Option<usize>,
+    /// How the idle clients stay: `online` (connected) or `abandoned` (disconnected, their
+    /// sessions left in the broker for an hour).
+    #[arg(long, value_enum, default_value = "online")]
+    pub idle_mode: IdleMode,
     /// Also report the CPU time per request of this process (e.g. the broker, the store)
     /// over each measured window; repeatable.
     #[arg(long = "watch-pid", value_name = "PID")]
@@ -153,14 +164,7 @@ async fn run_raw(args: &BenchArgs) -> anyhow::Result<RunResult> {
 
 /// Resident set size of this process, in KiB.
 fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
-        })
-        .unwrap_or(0)
+    rss_kib_of("self")
 }
 
 /// Client memory idle and with `n` observed keys.
@@ -217,6 +221,64 @@ async fn observe_memory(args: &BenchArgs, n: usize) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Resident set size of a process, in KiB (0 when it cannot be read).
+fn rss_kib_of(pid: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+/// The load with no idle clients, then with `n` of them (and, for online ones, after they
+/// leave), side by side in one run; with `--watch-pid`, the watched processes' memory per
+/// idle client.
+async fn with_idle_clients(args: &BenchArgs, n: usize) -> anyhow::Result<()> {
+    let settings = ConnectionSettings::from_url(&args.url)?;
+    let rss = || -> Vec<u64> {
+        args.watch_pids
+            .iter()
+            .map(|p| rss_kib_of(&p.to_string()))
+            .collect()
+    };
+    let before = run_mqstate(args).await?;
+    let rss_before = rss();
+    let prefix = format!("mqstate-bench-idle-{}", std::process::id());
+    let idle =
+        IdleClients::start(&settings.host, settings.port, &prefix, n, args.idle_mode).await?;
+    // Let the broker settle (sessions stored, disconnects processed) before measuring.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let rss_idle = rss();
+    let during = run_mqstate(args).await?;
+    let label = match args.idle_mode {
+        IdleMode::Online => "online",
+        IdleMode::Abandoned => "abandoned",
+    };
+    println!("no idle clients       {before}");
+    println!("{n} {label:<9} idle {during}");
+    println!(
+        "ratio                 {:.2}x the ops/s, {:.2}x the p50 with {n} {label} idle clients",
+        during.ops_per_sec / before.ops_per_sec.max(f64::MIN_POSITIVE),
+        f64::from(during.p50_us) / f64::from(before.p50_us.max(1)),
+    );
+    for ((pid, b), i) in args.watch_pids.iter().zip(&rss_before).zip(&rss_idle) {
+        println!(
+            "memory of {pid}: {b} KiB before, {i} KiB with the idle clients ({:.1} KiB per idle client)",
+            i.saturating_sub(*b) as f64 / idle.count.max(1) as f64
+        );
+    }
+    if args.idle_mode == IdleMode::Online {
+        idle.close();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let after = run_mqstate(args).await?;
+        println!("after they left       {after}");
+    }
+    Ok(())
+}
+
 /// Runs the benchmark.
 pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     anyhow::ensure!(
@@ -233,6 +295,13 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         "{} client(s) x {} outstanding, {}% SET, {}-byte values, {} s per run",
         args.clients, args.depth, args.set_percent, args.value_size, args.duration
     );
+    if let Some(n) = args.idle_clients {
+        anyhow::ensure!(
+            args.compare.is_none() && args.target == "mqstate",
+            "--idle-clients measures the mqstate target alone: drop --compare and --target"
+        );
+        return with_idle_clients(&args, n).await;
+    }
     match args.compare {
         None => {
             let result = match args.target.as_str() {
