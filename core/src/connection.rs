@@ -16,6 +16,7 @@
 
 mod link;
 pub(crate) mod options;
+mod session_end;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -50,6 +51,8 @@ pub(crate) async fn run(shared: Arc<Shared>, mut eventloop: EventLoop) {
     };
     tokio::pin!(closed_signal);
     let mut close_seen = false;
+    // Connected when the client closed: its session is ended after the connection.
+    let mut connected_at_close = false;
     let mut failures: u32 = 0;
     let mut closing_deadline: Option<tokio::time::Instant> = None;
     loop {
@@ -60,6 +63,7 @@ pub(crate) async fn run(shared: Arc<Shared>, mut eventloop: EventLoop) {
                 if !shared.link.borrow().connected {
                     break;
                 }
+                connected_at_close = true;
                 closing_deadline = Some(tokio::time::Instant::now() + CLOSE_GRACE);
                 continue;
             }
@@ -99,6 +103,8 @@ pub(crate) async fn run(shared: Arc<Shared>, mut eventloop: EventLoop) {
             }
         }
     }
+    let end_session = (connected_at_close && !shared.settings.session_expiry.is_zero())
+        .then(|| eventloop.options.clone());
     // Dropping the event loop closes the socket.
     drop(eventloop);
     shared.link.send_modify(|l| {
@@ -111,6 +117,9 @@ pub(crate) async fn run(shared: Arc<Shared>, mut eventloop: EventLoop) {
         .pending
         .fail_all(&Error::new(ErrorKind::Closed, "the client was closed"));
     shared.observers.close_all();
+    if let Some(options) = end_session {
+        session_end::end(&options).await;
+    }
     debug!(failed = n, client_id = %shared.client_id, "event loop stopped");
 }
 
