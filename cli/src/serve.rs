@@ -59,6 +59,10 @@ pub struct ServeArgs {
     /// before its oldest are dropped.
     #[arg(long, default_value_t = 16)]
     client_queue_mib: usize,
+    /// Embedded broker: how many MQTT sessions may be kept for clients that left without
+    /// ending theirs (each kept for its session expiry); past it, the oldest end first.
+    #[arg(long, default_value_t = mqstate_server::config::DEFAULT_MAX_OFFLINE_SESSIONS)]
+    max_offline_sessions: usize,
     /// Embedded broker: serve the store through an MQTT connection to the broker (the
     /// older, slower path, kept for comparison) instead of inside the broker's process.
     #[arg(long, conflicts_with = "broker")]
@@ -123,6 +127,7 @@ impl ServeArgs {
             notify_queue_limit: self.notify_queue_limit,
             log_values: self.log_values,
             client_queue_bytes: self.client_queue_mib.saturating_mul(1024 * 1024),
+            max_offline_sessions: self.max_offline_sessions,
             embedded_adapter: self.embedded_adapter,
             tls: match (access.tls_cert, access.tls_key) {
                 (Some(cert), Some(key)) => Some(TlsFiles {

@@ -4,6 +4,9 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+/// The default of [`ServerConfig::max_offline_sessions`].
+pub const DEFAULT_MAX_OFFLINE_SESSIONS: usize = 10_000;
+
 /// Everything [`Server::start`](crate::Server::start) needs.
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
@@ -38,6 +41,11 @@ pub struct ServerConfig {
     /// read (beyond a short delivery lane) before its oldest messages are dropped. Bounds
     /// what one stalled subscriber can make the process hold.
     pub client_queue_bytes: usize,
+    /// Embedded broker: how many MQTT sessions may be kept without a connection (clients
+    /// gone without ending their session, each kept for its session expiry); past it, the
+    /// sessions disconnected longest ago end first. Bounds what abandoned clients can make
+    /// the process hold.
+    pub max_offline_sessions: usize,
     /// Embedded broker: accept `K8S-SAT` enhanced authentication only with a token listed
     /// in this file (one per line); `None` accepts any token.
     pub sat_token_file: Option<PathBuf>,
@@ -84,6 +92,7 @@ impl Default for ServerConfig {
             mqtt_channel_capacity: 256,
             log_values: false,
             client_queue_bytes: 16 * 1024 * 1024,
+            max_offline_sessions: DEFAULT_MAX_OFFLINE_SESSIONS,
             sat_token_file: None,
             password_file: None,
             acl: false,

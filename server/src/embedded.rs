@@ -80,6 +80,8 @@ pub(crate) struct EmbeddedBroker {
     router: Arc<MessageRouter>,
     shutdown: BrokerShutdownHandle,
     task: JoinHandle<()>,
+    /// The connection events' handler (for its counts).
+    events: Arc<Events>,
 }
 
 /// Lets the service drop a client's connection on the embedded broker.
@@ -181,7 +183,23 @@ struct Events {
     /// At most this many per client (the store's key quota, which also bounds how many keys
     /// a client observes): a client cannot grow them beyond what the store would register.
     max_added: Option<usize>,
+    /// At most this many sessions kept without a connection; past it the oldest end.
+    max_offline: usize,
+    /// Offline sessions ended over the bound: in all, and not yet logged.
+    offline_ended: Mutex<OfflineEnded>,
 }
+
+/// Counts of offline sessions ended over the bound, logged at most every
+/// [`OFFLINE_LOG_EVERY`].
+#[derive(Default)]
+struct OfflineEnded {
+    total: u64,
+    unlogged: u64,
+    logged_at: Option<std::time::Instant>,
+}
+
+/// How often the log says how many offline sessions ended over the bound.
+const OFFLINE_LOG_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|poison| poison.into_inner())
@@ -228,6 +246,36 @@ impl Events {
         });
         if let Some(previous) = watchers.insert(client_id, task.abort_handle()) {
             previous.abort();
+        }
+    }
+
+    /// Ends the oldest sessions kept without a connection beyond `max_offline`, and says so
+    /// in the log (a line at most every [`OFFLINE_LOG_EVERY`]).
+    async fn bound_offline(&self, sessions: &session_ends::SessionEnds) {
+        let gone = sessions
+            .end_oldest_over(self.max_offline, |id| self.session_ended(id))
+            .await;
+        if gone.is_empty() {
+            return;
+        }
+        for id in &gone {
+            self.stop_watch(id);
+        }
+        let mut counts = lock(&self.offline_ended);
+        counts.total += gone.len() as u64;
+        counts.unlogged += gone.len() as u64;
+        if counts
+            .logged_at
+            .is_none_or(|at| at.elapsed() >= OFFLINE_LOG_EVERY)
+        {
+            tracing::info!(
+                ended = counts.unlogged,
+                total = counts.total,
+                max_offline_sessions = self.max_offline,
+                "ended the oldest offline sessions over the bound (--max-offline-sessions)"
+            );
+            counts.unlogged = 0;
+            counts.logged_at = Some(std::time::Instant::now());
         }
     }
 
@@ -412,6 +460,7 @@ impl BrokerEventHandler for Events {
             if let session_ends::AfterDisconnect::Kept(watch) = after {
                 tracing::debug!(client_id, wait = ?watch.wait(), "session kept");
                 self.watch(watch);
+                self.bound_offline(sessions).await;
             }
         })
     }
@@ -426,6 +475,7 @@ impl EmbeddedBroker {
         gate: Gate,
         tls: Option<&TlsFiles>,
         max_keys: Option<usize>,
+        max_offline_sessions: usize,
     ) -> std::io::Result<EmbeddedBroker> {
         let events = Arc::new_cyclic(|this| Events {
             this: Weak::clone(this),
@@ -437,6 +487,8 @@ impl EmbeddedBroker {
             filters: Mutex::new(HashMap::new()),
             added: Mutex::new(HashMap::new()),
             max_added: max_keys,
+            max_offline: max_offline_sessions,
+            offline_ended: Mutex::new(OfflineEnded::default()),
         });
         let storage = StorageConfig::default()
             .with_backend(StorageBackend::Memory)
@@ -508,7 +560,21 @@ impl EmbeddedBroker {
             router,
             shutdown,
             task,
+            events,
         })
+    }
+
+    /// How many sessions kept without a connection ended over the bound.
+    pub(crate) fn offline_sessions_ended(&self) -> u64 {
+        lock(&self.events.offline_ended).total
+    }
+
+    /// How many sessions are kept without a connection now.
+    pub(crate) fn offline_sessions(&self) -> u64 {
+        self.events
+            .sessions
+            .get()
+            .map_or(0, |s| s.offline_sessions() as u64)
     }
 
     /// The bound address clients connect to.

@@ -47,6 +47,12 @@ pub struct Stats {
     pub max_client_queue: u64,
     /// KEYNOTIFY registrations dropped because their client disconnected.
     pub registrations_dropped: u64,
+    /// Embedded broker: sessions kept without a connection that ended because more than
+    /// [`ServerConfig::max_offline_sessions`](crate::ServerConfig::max_offline_sessions)
+    /// were kept (the oldest first).
+    pub offline_sessions_ended: u64,
+    /// Embedded broker: MQTT sessions kept now for clients without a connection.
+    pub offline_sessions: u64,
 }
 
 /// A running server. Dropping it stops everything without waiting; prefer
@@ -113,6 +119,7 @@ impl Server {
                     gate,
                     config.tls.as_ref(),
                     config.max_keys,
+                    config.max_offline_sessions,
                 )
                 .await?;
                 let addr = broker.addr();
@@ -337,6 +344,14 @@ impl ServerHandle {
             responses_dropped: c.responses_dropped.load(Ordering::Relaxed),
             max_client_queue: c.max_client_queue.load(Ordering::Relaxed),
             registrations_dropped: c.registrations_dropped.load(Ordering::Relaxed),
+            offline_sessions_ended: self
+                .embedded
+                .as_ref()
+                .map_or(0, EmbeddedBroker::offline_sessions_ended),
+            offline_sessions: self
+                .embedded
+                .as_ref()
+                .map_or(0, EmbeddedBroker::offline_sessions),
         }
     }
 

@@ -55,6 +55,7 @@ both_brokers!(
     a_session_resumes_with_its_subscription_and_messages,
     clean_start_discards_the_session,
     expiry_ends_the_session,
+    a_closed_client_leaves_no_session,
 );
 
 async fn a_session_resumes_with_its_subscription_and_messages(kind: BrokerKind) {
@@ -184,6 +185,84 @@ async fn expiry_ends_the_session(kind: BrokerKind) {
     let (wire, present) = connect(&f, "expiry-short", false, 1).await;
     assert!(!present, "past its expiry the session is gone");
     wire.disconnect().await.unwrap();
+    f.shutdown().await;
+}
+
+/// An mqstate client connects with a session expiry (an hour by default) so that its
+/// session survives a lost connection; one that closes ends it: the next connection with its
+/// client id finds no session (before 0.2.0 it stayed for the hour).
+async fn a_closed_client_leaves_no_session(kind: BrokerKind) {
+    let f = fixture(kind).await;
+    let mut settings = mqstate::ConnectionSettings::from_url(&f.url()).unwrap();
+    settings.client_id = Some("closer".to_owned());
+    assert!(settings.session_expiry >= Duration::from_secs(60));
+    let client = mqstate::Client::connect(settings).await.unwrap();
+    client
+        .set("closer/k", "v", mqstate::SetOptions::default())
+        .await
+        .unwrap();
+    client.shutdown().await;
+    let (wire, present) = connect(&f, "closer", false, 60).await;
+    assert!(!present, "a closed client's session ended with it");
+    wire.disconnect().await.unwrap();
+    f.shutdown().await;
+}
+
+/// Waits (up to 10 s) until `done` holds of the server's counts.
+async fn until_stats(f: &StateStoreFixture, done: impl Fn(&mqstate_server::Stats) -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let stats = f.stats();
+        if done(&stats) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server's counts never got there: {stats:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// The embedded broker keeps at most `max_offline_sessions` sessions of clients gone without
+/// ending theirs; past it the sessions disconnected longest ago end first, and no connection
+/// resumes them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn offline_sessions_past_the_bound_end_oldest_first() {
+    mqstate_tests::init_tracing();
+    let config = mqstate_server::ServerConfig {
+        max_offline_sessions: 2,
+        ..mqstate_tests::server_config()
+    };
+    let f = StateStoreFixture::start(BrokerKind::Embedded, config)
+        .await
+        .unwrap();
+    let ids = ["gone-a", "gone-b", "gone-c", "gone-d"];
+    for (n, id) in ids.iter().enumerate() {
+        let (mut wire, _) = connect(&f, id, true, 3600).await;
+        wire.subscribe("gone/t").await.unwrap();
+        wire.disconnect().await.unwrap();
+        // One at a time, so that "oldest" is well defined.
+        until_stats(&f, |s| {
+            s.offline_sessions + s.offline_sessions_ended == n as u64 + 1
+        })
+        .await;
+    }
+    let stats = f.stats();
+    assert_eq!(
+        (stats.offline_sessions, stats.offline_sessions_ended),
+        (2, 2)
+    );
+    // Every client back at once (online sessions do not count against the bound).
+    let mut wires = Vec::new();
+    for (id, kept) in ids.iter().zip([false, false, true, true]) {
+        let (wire, present) = connect(&f, id, false, 3600).await;
+        assert_eq!(present, kept, "{id}: session present");
+        wires.push(wire);
+    }
+    for wire in wires {
+        wire.disconnect().await.unwrap();
+    }
     f.shutdown().await;
 }
 

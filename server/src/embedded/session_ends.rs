@@ -15,10 +15,14 @@
 //!
 //! Each end is reported once, before any request of a later connection of the same client id
 //! can be served (the connect hook runs before the broker reads the client's first packet).
+//!
+//! Kept sessions are bounded in number ([`SessionEnds::end_oldest_over`]): past the bound,
+//! the sessions disconnected longest ago end first, as if they had expired (the broker's
+//! storage stops resuming them at once, and its sweep drops their subscriptions and queues).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, SystemTime};
 
 use mqtt5::broker::storage::ClientSession;
@@ -39,13 +43,42 @@ struct Known {
     created: SystemTime,
     /// Bumped at every connect: a watcher started before it stands down.
     epoch: u64,
+    /// While the session is kept without a connection: its place in [`State::offline`]'s
+    /// order.
+    offline: Option<u64>,
+}
+
+/// What is known of every client id, under one lock.
+#[derive(Default)]
+struct State {
+    known: HashMap<String, Known>,
+    /// The sessions kept without a connection, oldest disconnect first.
+    offline: BTreeMap<u64, String>,
+}
+
+impl State {
+    /// Forgets that `client_id`'s session waits offline.
+    fn online(&mut self, client_id: &str) {
+        if let Some(seq) = self.known.get_mut(client_id).and_then(|k| k.offline.take()) {
+            self.offline.remove(&seq);
+        }
+    }
+
+    /// Forgets `client_id` altogether.
+    fn forget(&mut self, client_id: &str) {
+        self.online(client_id);
+        self.known.remove(client_id);
+    }
 }
 
 /// The sessions the embedded broker holds, as far as the store is concerned.
 pub(crate) struct SessionEnds {
     storage: Arc<DynamicStorage>,
-    known: Mutex<HashMap<String, Known>>,
+    state: Mutex<State>,
     epochs: AtomicU64,
+    /// How many sessions wait without a connection ([`State::offline`]'s length, readable
+    /// without the lock).
+    offline: AtomicUsize,
 }
 
 /// What a disconnect means for the client's session.
@@ -100,8 +133,9 @@ impl SessionEnds {
     pub(crate) fn new(storage: Arc<DynamicStorage>) -> SessionEnds {
         SessionEnds {
             storage,
-            known: Mutex::new(HashMap::new()),
+            state: Mutex::new(State::default()),
             epochs: AtomicU64::new(0),
+            offline: AtomicUsize::new(0),
         }
     }
 
@@ -124,10 +158,20 @@ impl SessionEnds {
             .await
             .map_or_else(SystemTime::now, |session| session.created_at);
         let epoch = self.epochs.fetch_add(1, Ordering::Relaxed) + 1;
-        let mut known = self.known.lock().await;
-        let replaced = known
-            .insert(client_id.to_owned(), Known { created, epoch })
+        let mut state = self.state.lock().await;
+        state.online(client_id);
+        let replaced = state
+            .known
+            .insert(
+                client_id.to_owned(),
+                Known {
+                    created,
+                    epoch,
+                    offline: None,
+                },
+            )
             .is_some_and(|previous| previous.created != created);
+        self.count_offline(&state);
         if replaced {
             ended();
         }
@@ -141,8 +185,8 @@ impl SessionEnds {
         client_id: &str,
         ended: impl FnOnce(),
     ) -> AfterDisconnect {
-        let mut known = self.known.lock().await;
-        let Some(current) = known.get(client_id).copied() else {
+        let mut state = self.state.lock().await;
+        let Some(current) = state.known.get(client_id).copied() else {
             // Never seen connecting (its connect failed half-way): nothing of it is kept.
             ended();
             return AfterDisconnect::Ended;
@@ -151,14 +195,24 @@ impl SessionEnds {
             Some(session) if session.connected || session.created_at != current.created => {
                 AfterDisconnect::TakenOver
             }
-            Some(session) => AfterDisconnect::Kept(Watch {
-                client_id: client_id.to_owned(),
-                epoch: current.epoch,
-                created: current.created,
-                wait: until_expiry(&session),
-            }),
+            Some(session) => {
+                state.online(client_id);
+                let seq = self.epochs.fetch_add(1, Ordering::Relaxed) + 1;
+                state.offline.insert(seq, client_id.to_owned());
+                if let Some(known) = state.known.get_mut(client_id) {
+                    known.offline = Some(seq);
+                }
+                self.count_offline(&state);
+                AfterDisconnect::Kept(Watch {
+                    client_id: client_id.to_owned(),
+                    epoch: current.epoch,
+                    created: current.created,
+                    wait: until_expiry(&session),
+                })
+            }
             None => {
-                known.remove(client_id);
+                state.forget(client_id);
+                self.count_offline(&state);
                 ended();
                 AfterDisconnect::Ended
             }
@@ -168,8 +222,8 @@ impl SessionEnds {
     /// Looks at a watched session again after [`Watch::wait`]: `None` once it ended (and
     /// `ended` ran) or the client came back, else the next watch.
     pub(crate) async fn recheck(&self, watch: Watch, ended: impl FnOnce()) -> Option<Watch> {
-        let mut known = self.known.lock().await;
-        if known.get(&watch.client_id).map(|k| k.epoch) != Some(watch.epoch) {
+        let mut state = self.state.lock().await;
+        if state.known.get(&watch.client_id).map(|k| k.epoch) != Some(watch.epoch) {
             return None; // it connected again: that connection owns the question now
         }
         match self.stored(&watch.client_id).await {
@@ -179,17 +233,67 @@ impl SessionEnds {
                 ..watch
             }),
             _ => {
-                known.remove(&watch.client_id);
+                state.forget(&watch.client_id);
+                self.count_offline(&state);
                 ended();
                 None
             }
         }
     }
 
+    /// Ends the sessions kept without a connection beyond the `max` most recent ones,
+    /// oldest disconnect first: each is marked expired in the broker's storage (no
+    /// connection resumes it from now on; the broker's sweep drops its subscriptions and
+    /// queue) and `ended` runs for it under the lock. Returns the client ids ended.
+    pub(crate) async fn end_oldest_over(
+        &self,
+        max: usize,
+        mut ended: impl FnMut(&str),
+    ) -> Vec<String> {
+        let mut state = self.state.lock().await;
+        let mut gone = Vec::new();
+        while state.offline.len() > max {
+            let Some((_, client_id)) = state.offline.pop_first() else {
+                break;
+            };
+            let Some(known) = state.known.get(&client_id).copied() else {
+                continue;
+            };
+            if let Some(session) = self.stored(&client_id).await
+                && !session.connected
+                && session.created_at == known.created
+            {
+                let expired = self
+                    .storage
+                    .update_session(&client_id, session.connection_token, |s| {
+                        s.expiry_interval = Some(0);
+                    })
+                    .await;
+                if let Err(e) = expired {
+                    tracing::warn!(client_id, error = %e, "could not end an offline session");
+                }
+            }
+            state.known.remove(&client_id);
+            ended(&client_id);
+            gone.push(client_id);
+        }
+        self.count_offline(&state);
+        gone
+    }
+
+    /// How many sessions wait without a connection now.
+    pub(crate) fn offline_sessions(&self) -> usize {
+        self.offline.load(Ordering::Relaxed)
+    }
+
+    fn count_offline(&self, state: &State) {
+        self.offline.store(state.offline.len(), Ordering::Relaxed);
+    }
+
     /// How many client ids have a session the store knows of (for tests).
     #[cfg(test)]
     pub(crate) async fn len(&self) -> usize {
-        self.known.lock().await.len()
+        self.state.lock().await.known.len()
     }
 }
 
@@ -259,6 +363,46 @@ mod tests {
             AfterDisconnect::Ended
         );
         assert!(ended);
+    }
+
+    #[tokio::test]
+    async fn past_the_bound_the_oldest_offline_sessions_end_first() {
+        let storage = Arc::new(DynamicStorage::Memory(MemoryBackend::new()));
+        let ends = SessionEnds::new(Arc::clone(&storage));
+        for (n, id) in ["a", "b", "c", "d"].into_iter().enumerate() {
+            let mut s = session(id, 3600);
+            s.mark_connected(n as u64);
+            storage.store_session(s.clone()).await.unwrap();
+            ends.connected(id, || panic!("first")).await;
+            s.mark_disconnected(mqtt5::broker::storage::unix_millis_now());
+            storage.store_session(s).await.unwrap();
+            assert!(matches!(
+                ends.disconnected(id, || panic!("kept")).await,
+                AfterDisconnect::Kept(_)
+            ));
+        }
+        // "b" comes back: online, it is not a candidate; "a" and "c" are the oldest offline.
+        let mut b = storage.get_session("b").await.unwrap().unwrap();
+        b.mark_connected(9);
+        storage.store_session(b).await.unwrap();
+        assert!(!ends.connected("b", || panic!("resumed")).await);
+        assert_eq!(ends.offline_sessions(), 3);
+        let mut ended = Vec::new();
+        let gone = ends
+            .end_oldest_over(1, |id| ended.push(id.to_owned()))
+            .await;
+        assert_eq!(gone, ["a", "c"]);
+        assert_eq!(ended, gone);
+        assert_eq!(ends.offline_sessions(), 1);
+        // Ended in the broker's storage too: no connection resumes them.
+        assert!(storage.get_session("a").await.unwrap().is_none());
+        assert!(storage.get_session("c").await.unwrap().is_none());
+        assert!(storage.get_session("d").await.unwrap().is_some());
+        assert!(
+            ends.end_oldest_over(1, |_| panic!("within"))
+                .await
+                .is_empty()
+        );
     }
 
     #[tokio::test]
