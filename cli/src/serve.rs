@@ -63,6 +63,10 @@ pub struct ServeArgs {
     /// ending theirs (each kept for its session expiry); past it, the oldest end first.
     #[arg(long, default_value_t = mqstate_server::config::DEFAULT_MAX_OFFLINE_SESSIONS)]
     max_offline_sessions: usize,
+    /// Embedded broker: how many clients may be connected at once (in all, and from one
+    /// address); each idle one costs about 36 KiB and a file descriptor (see `ulimit -n`).
+    #[arg(long, default_value_t = mqstate_server::config::DEFAULT_MAX_CLIENTS)]
+    max_clients: usize,
     /// Embedded broker: serve the store through an MQTT connection to the broker (the
     /// older, slower path, kept for comparison) instead of inside the broker's process.
     #[arg(long, conflicts_with = "broker")]
@@ -128,6 +132,7 @@ impl ServeArgs {
             log_values: self.log_values,
             client_queue_bytes: self.client_queue_mib.saturating_mul(1024 * 1024),
             max_offline_sessions: self.max_offline_sessions,
+            max_clients: self.max_clients,
             embedded_adapter: self.embedded_adapter,
             tls: match (access.tls_cert, access.tls_key) {
                 (Some(cert), Some(key)) => Some(TlsFiles {

@@ -7,6 +7,9 @@ use std::path::PathBuf;
 /// The default of [`ServerConfig::max_offline_sessions`].
 pub const DEFAULT_MAX_OFFLINE_SESSIONS: usize = 10_000;
 
+/// The default of [`ServerConfig::max_clients`].
+pub const DEFAULT_MAX_CLIENTS: usize = 100_000;
+
 /// Everything [`Server::start`](crate::Server::start) needs.
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
@@ -46,6 +49,9 @@ pub struct ServerConfig {
     /// sessions disconnected longest ago end first. Bounds what abandoned clients can make
     /// the process hold.
     pub max_offline_sessions: usize,
+    /// Embedded broker: how many clients may be connected at once, in all and from one
+    /// address; a connection beyond it is closed at once (the broker logs why).
+    pub max_clients: usize,
     /// Embedded broker: accept `K8S-SAT` enhanced authentication only with a token listed
     /// in this file (one per line); `None` accepts any token.
     pub sat_token_file: Option<PathBuf>,
@@ -93,6 +99,7 @@ impl Default for ServerConfig {
             log_values: false,
             client_queue_bytes: 16 * 1024 * 1024,
             max_offline_sessions: DEFAULT_MAX_OFFLINE_SESSIONS,
+            max_clients: DEFAULT_MAX_CLIENTS,
             sat_token_file: None,
             password_file: None,
             acl: false,

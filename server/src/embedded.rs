@@ -49,7 +49,7 @@ use mqtt5::broker::server::BrokerShutdownHandle;
 use mqtt5::broker::storage::StoredSubscription;
 use mqtt5::broker::{
     BrokerConfig, BrokerEventHandler, ClientConnectEvent, ClientDisconnectEvent, DynamicStorage,
-    StorageBackend as _,
+    ResourceLimits, StorageBackend as _,
 };
 use tokio::sync::mpsc::UnboundedSender as Sender;
 use tokio::task::JoinHandle;
@@ -466,16 +466,26 @@ impl BrokerEventHandler for Events {
     }
 }
 
+/// What the embedded broker bounds (from [`crate::ServerConfig`]).
+pub(crate) struct Limits {
+    /// Bytes of messages that may wait for one client.
+    pub(crate) client_queue_bytes: usize,
+    /// The store's key quota (bounds the notification routes added per client).
+    pub(crate) max_keys: Option<usize>,
+    /// Sessions kept without a connection.
+    pub(crate) max_offline_sessions: usize,
+    /// Connections at once, in all and from one address.
+    pub(crate) max_clients: usize,
+}
+
 impl EmbeddedBroker {
     /// Binds `listen` and starts the broker; connection events go to `commands`.
     pub(crate) async fn start(
         listen: SocketAddr,
         commands: Sender<Command>,
-        client_queue_bytes: usize,
         gate: Gate,
         tls: Option<&TlsFiles>,
-        max_keys: Option<usize>,
-        max_offline_sessions: usize,
+        limits: Limits,
     ) -> std::io::Result<EmbeddedBroker> {
         let events = Arc::new_cyclic(|this| Events {
             this: Weak::clone(this),
@@ -486,15 +496,15 @@ impl EmbeddedBroker {
             router: OnceLock::new(),
             filters: Mutex::new(HashMap::new()),
             added: Mutex::new(HashMap::new()),
-            max_added: max_keys,
-            max_offline: max_offline_sessions,
+            max_added: limits.max_keys,
+            max_offline: limits.max_offline_sessions,
             offline_ended: Mutex::new(OfflineEnded::default()),
         });
         let storage = StorageConfig::default()
             .with_backend(StorageBackend::Memory)
             .with_persistence(true)
             .with_cleanup_interval(SWEEP_INTERVAL)
-            .with_max_queued_bytes_per_client(client_queue_bytes.max(1));
+            .with_max_queued_bytes_per_client(limits.client_queue_bytes.max(1));
         // With TLS, clients get the TLS listener on `listen`; the plain one, for the
         // server's own connection, moves to a free loopback port.
         let plain = match tls {
@@ -509,6 +519,7 @@ impl EmbeddedBroker {
             // such as paho-mqtt reject such a CONNACK and reconnect forever.
             .with_max_packet_size(mqstate::MQTT_MAX_PACKET_SIZE as usize)
             .with_client_channel_capacity(DELIVERY_LANE)
+            .with_max_clients(limits.max_clients.max(1))
             .with_server_receive_maximum(mqstate::envelope::MAX_IN_FLIGHT)
             .with_event_handler(Arc::clone(&events) as Arc<dyn BrokerEventHandler>);
         if let Some(files) = tls {
@@ -518,10 +529,22 @@ impl EmbeddedBroker {
             tls_config.require_client_cert = files.client_ca.is_some();
             config = config.with_tls(tls_config);
         }
+        // The crate also caps connections from one address, at 10,000: clients behind one
+        // NAT, or every test on one machine, are one address. One bound for both (its other
+        // limits as the crate sets them from the configuration).
+        let resource_limits = ResourceLimits {
+            max_connections: limits.max_clients.max(1),
+            max_connections_per_ip: limits.max_clients.max(1),
+            max_message_rate_per_client: config.max_message_rate_per_client,
+            max_bandwidth_per_client: config.max_bandwidth_per_client,
+            max_connection_rate: 10_000,
+            rate_limit_window: std::time::Duration::from_secs(1),
+        };
         let mut broker = MqttBroker::with_config(config)
             .await
             .map_err(|e| std::io::Error::other(format!("embedded broker on {listen}: {e}")))?
             .with_auth_provider(Arc::new(gate));
+        broker.resource_monitor().update_limits(resource_limits);
         let _ = events.router.set(broker.router());
         let storage = broker
             .storage()

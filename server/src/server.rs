@@ -112,14 +112,18 @@ impl Server {
                     server_user: &client_id,
                     server_secret: &secret,
                 })?;
+                let limits = crate::embedded::Limits {
+                    client_queue_bytes: config.client_queue_bytes,
+                    max_keys: config.max_keys,
+                    max_offline_sessions: config.max_offline_sessions,
+                    max_clients: config.max_clients,
+                };
                 let broker = EmbeddedBroker::start(
                     config.listen,
                     commands.clone(),
-                    config.client_queue_bytes,
                     gate,
                     config.tls.as_ref(),
-                    config.max_keys,
-                    config.max_offline_sessions,
+                    limits,
                 )
                 .await?;
                 let addr = broker.addr();
