@@ -20,7 +20,11 @@ fn main() {
     let patch = env::var("CARGO_PKG_VERSION_PATCH").expect("CARGO_PKG_VERSION_PATCH");
     let version = env::var("CARGO_PKG_VERSION").expect("CARGO_PKG_VERSION");
     if env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") {
-        let soversion = if major == "0" { format!("0.{minor}") } else { major.clone() };
+        let soversion = if major == "0" {
+            format!("0.{minor}")
+        } else {
+            major.clone()
+        };
         println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libmqstate.so.{soversion}");
     }
 
