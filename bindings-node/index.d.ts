@@ -601,5 +601,5 @@ export interface SettingInfo {
 }
 /** Every setting of the core's table. */
 export declare function settings (): SettingInfo[]
-/** The package's version, e.g. `0.1.0` (the same in every mqstate language). */
+/** The package's version, e.g. `0.2.0` (the same in every mqstate language). */
 export declare const version: string

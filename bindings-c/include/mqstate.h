@@ -65,6 +65,15 @@
 #define MQSTATE_REQUEST_TOPIC "statestore/v1/FA9AE35F-2F64-47CD-9BFF-08E2B32A0FE8/command/invoke"
 
 /**
+ * The version of this header (the mqstate workspace version): compare with
+ * `mqstate_version()`, the version of the library a program runs with.
+ */
+#define MQSTATE_VERSION_MAJOR 0
+#define MQSTATE_VERSION_MINOR 2
+#define MQSTATE_VERSION_PATCH 0
+#define MQSTATE_VERSION_STRING "0.2.0"
+
+/**
  * `timeout_ms` of a wait that may go on without limit: `mqstate_lock_acquire`,
  * `mqstate_election_campaign`, `mqstate_subscription_next`, `mqstate_wait_idle`.
  */

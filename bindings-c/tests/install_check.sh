@@ -10,11 +10,16 @@ cmake="$1" build="$2" src="$3" cc="$4"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 prefix="$work/prefix"
+# The workspace version and the SONAME's version (0.MINOR before 1.0, MAJOR after: build.rs).
+version="$(sed -n 's/^version = "\(.*\)"/\1/p' "$src/../Cargo.toml" | head -1)"
+major="${version%%.*}" minor="${version#*.}"; minor="${minor%%.*}"
+if [ "$major" = 0 ]; then soversion="0.$minor"; else soversion="$major"; fi
 
 "$cmake" --install "$build" --prefix "$prefix" >"$work/install.log"
 test -f "$prefix/include/mqstate.h"
 test -f "$prefix/lib/libmqstate.a"
-test -L "$prefix/lib/libmqstate.so.0"
+test -f "$prefix/lib/libmqstate.so.$version"
+test "$(readlink "$prefix/lib/libmqstate.so.$soversion")" = "libmqstate.so.$version"
 test -L "$prefix/lib/libmqstate.so"
 
 # pkg-config: the relocatable .pc file of the prefix.
@@ -33,7 +38,7 @@ mkdir -p "$work/consumer"
 cat >"$work/consumer/CMakeLists.txt" <<CMAKE
 cmake_minimum_required(VERSION 3.16)
 project(consumer C)
-find_package(mqstate 0.1 REQUIRED)
+find_package(mqstate $major.$minor REQUIRED)
 find_package(Threads REQUIRED)
 add_executable(quickstart_shared "$src/examples/quickstart.c")
 target_link_libraries(quickstart_shared PRIVATE mqstate::mqstate)

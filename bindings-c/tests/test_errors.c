@@ -158,6 +158,14 @@ static void status_names(void) {
               MQSTATE_STATUS_UNKNOWN_STORE_ERROR == 112 && MQSTATE_STATUS_PANIC == 255,
           "fixed numbers");
     CHECK(mqstate_version() != NULL && strlen(mqstate_version()) > 0, "version");
+    /* The header's version macros name the library they came with. */
+    char macros[32];
+    snprintf(macros, sizeof macros, "%d.%d.%d", MQSTATE_VERSION_MAJOR, MQSTATE_VERSION_MINOR,
+             MQSTATE_VERSION_PATCH);
+    CHECK(strcmp(macros, MQSTATE_VERSION_STRING) == 0, "version macros %s vs %s", macros,
+          MQSTATE_VERSION_STRING);
+    CHECK(strcmp(mqstate_version(), MQSTATE_VERSION_STRING) == 0, "header %s, library %s",
+          MQSTATE_VERSION_STRING, mqstate_version());
 }
 
 static void request_store_errors(void) {

@@ -9,6 +9,18 @@ import kotlinx.coroutines.flow.emitAll
 import kotlinx.coroutines.flow.flow
 
 /**
+ * Connects to [url] (`mqtt://host:port`, `mqtts://…`; default `localhost:1883`) with
+ * [settings] by name on top: the same as [Client.connect], for `import mqstate.*` code that
+ * reads `connect(url).use { client -> … }`.
+ */
+suspend fun connect(url: String? = null, settings: Map<String, Any> = emptyMap()): Client =
+    Client.connect(url, settings)
+
+/** [connect] with settings as pairs: `connect(url, "clientId" to "me")`. */
+suspend fun connect(url: String?, vararg settings: Pair<String, Any>): Client =
+    Client.connect(url, linkedMapOf(*settings))
+
+/**
  * A connection to the state store. Every call is a `suspend` function; cancelling its
  * coroutine cancels it in the core. Keys and values are bytes, with `String` overloads
  * (UTF-8). [close] (what `use {}` calls) closes the connection without waiting,

@@ -5,6 +5,6 @@ package mqstate
 
 /** Facts about this mqstate package. */
 object Mqstate {
-    /** The package's version, e.g. `0.1.0` (the same in every mqstate language). */
-    const val VERSION: String = "0.1.0"
+    /** The package's version, e.g. `0.2.0` (the same in every mqstate language). */
+    const val VERSION: String = "0.2.0"
 }
