@@ -61,7 +61,7 @@ run() {
     local who="$1" depth="$2"
     case "$who" in
     rust) "$CARGO_TARGET_DIR/release/mqstate" bench --url "$url" --depth "$depth" \
-            --duration "$seconds" --warmup 1 --watch-pid "$serve" 2>/dev/null \
+            --duration "${seconds}s" --warmup 1s --watch-pid "$serve" 2>/dev/null \
           | awk -v d="$depth" -v p="$serve" '/ ops\/s / {
                 self = "-"; store = "-"
                 for (i = 1; i <= NF; i++) {

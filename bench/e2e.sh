@@ -34,8 +34,8 @@ echo "mosquitto $("$mosquitto" -h 2>/dev/null | head -1 | awk '{print $3}'), $(n
 echo; echo "## the client alone: mqstate client against an instant responder (no state store yet)"
 for depth in 1 64; do
     echo
-    "$bin" bench --url "mqtt://127.0.0.1:$port" --depth "$depth" --duration "$seconds" \
-        --warmup 1 --compare "$rounds" --target echo 2>/dev/null
+    "$bin" bench --url "mqtt://127.0.0.1:$port" --depth "$depth" --duration "${seconds}s" \
+        --warmup 1s --compare "$rounds" --target echo 2>/dev/null
 done
 
 "$bin" serve --broker "mqtt://127.0.0.1:$port" >"$work/serve.log" 2>&1 & spid=$!
@@ -43,8 +43,8 @@ sleep 1
 echo; echo "## end to end: mqstate client + mqstate serve --broker (release)"
 for depth in 1 64; do
     echo
-    "$bin" bench --url "mqtt://127.0.0.1:$port" --depth "$depth" --duration "$seconds" \
-        --warmup 1 --compare "$rounds" 2>/dev/null
+    "$bin" bench --url "mqtt://127.0.0.1:$port" --depth "$depth" --duration "${seconds}s" \
+        --warmup 1s --compare "$rounds" 2>/dev/null
 done
 echo
 "$bin" bench --url "mqtt://127.0.0.1:$port" --observe-keys 100000 2>/dev/null

@@ -4,12 +4,14 @@
 import { after, before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { readFileSync } from 'node:fs'
+import path from 'node:path'
 import {
   Client, MqstateError, StoreError, ConnectError, CallCancelledError, Value, errorCodes, settings, hlc,
   FencingTokenSkewError, FencingTokenLowerVersionError, FencingTokenRequiredError, ConnectRefusedError,
   InvalidArgumentError, MalformedError, ClosedError, MqstateTimeoutError, CallbackError
 } from 'mqstate'
-import { LiveStore, freePort, haveMosquitto, ns } from './live.mjs'
+import { LiveStore, freePort, haveMosquitto, ns, projectRoot } from './live.mjs'
 
 /**
  * Asserts that `promise` rejects with an MqstateError of `code`; returns the error.
@@ -157,7 +159,11 @@ for (const kind of /** @type {const} */ (['embedded', 'mosquitto'])) {
       assert.equal(aborted.name, 'AbortError')
       const other = await Client.connect(live.url)
       await other.close()
-      assert.ok((await rejectsCode(other.get(`${k}x`), 'closed')) instanceof ClosedError)
+      const closed = await rejectsCode(other.get(`${k}x`), 'closed')
+      assert.ok(closed instanceof ClosedError)
+      // The same words in every language (core/vocabulary.json's closed_message).
+      const vocabulary = JSON.parse(readFileSync(path.join(projectRoot, 'core', 'vocabulary.json'), 'utf8'))
+      assert.equal(closed.message, vocabulary.closed_message)
       assert.throws(() => other.observe(`${k}x`), ClosedError)
       await other.close() // idempotent
       const fail = new CallbackError('mine')

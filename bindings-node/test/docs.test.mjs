@@ -123,6 +123,14 @@ describe('documentation blocks run against a live store', () => {
     assert.ok(ours.some((b) => kindOf(b.code) === 'esm' && b.code.includes('Client.connect')))
   })
 
+  test('the pure layers\' error block is a whole program (it is not inside the quickstart)', () => {
+    // It runs without a client, so it must load what it uses itself: as a snippet it had
+    // every export in scope here and threw `MalformedError is not defined` for people.
+    const block = blocks.find((b) => b.name.startsWith('bindings-node_README-') && b.code.includes('MalformedError'))
+    assert.ok(block, 'the README has the pure layers\' error block')
+    assert.equal(kindOf(block.code), 'cjs', block.code)
+  })
+
   for (const block of blocks) {
     const kind = kindOf(block.code)
     test(`${block.name} (${kind})`, { timeout: 60000 }, async (t) => {

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import json
 import threading
 import time
+from pathlib import Path
 from typing import List
 
 import pytest
@@ -14,6 +16,8 @@ import pytest
 import mqstate
 from live import LiveStore, free_port
 from mqstate import errors
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_blocking_set_get_delete_vdel(live: LiveStore, ns: str) -> None:
@@ -144,11 +148,29 @@ def test_from_env(live: LiveStore, monkeypatch: pytest.MonkeyPatch, ns: str) -> 
 
 
 def test_closed_clients_raise_closed(live: LiveStore, ns: str) -> None:
+    closed = json.loads((ROOT / "core" / "vocabulary.json").read_text(encoding="utf-8"))["closed_message"]
     c = mqstate.Client(live.url)
     c.close()
     c.close()  # idempotent
-    with pytest.raises(errors.ClosedError):
+    # The same words as every language (Node: "the client is closed").
+    with pytest.raises(errors.ClosedError, match=f"^{closed}$"):
         c.get(ns + "k")
+    # Entering a closed client raises, rather than failing at its first call.
+    with pytest.raises(errors.ClosedError, match=f"^{closed}$"):
+        with c:
+            pass
+
+    async def main() -> None:
+        a = mqstate.AsyncClient(live.url)
+        async with a:
+            pass
+        with pytest.raises(errors.ClosedError, match=f"^{closed}$"):
+            await a.get(ns + "k")
+        with pytest.raises(errors.ClosedError, match=f"^{closed}$"):
+            async with a:
+                pass
+
+    asyncio.run(main())
 
 
 def test_async_client_methods_and_closing(live: LiveStore, ns: str) -> None:

@@ -301,13 +301,25 @@ impl From<mqstate::LinkInfo> for LinkInfo {
     }
 }
 
-/// What happened to an observed key.
+/// What happened to an observed key. Prints as the vocabulary spells it (`set`,
+/// `delete`: `mqstate::vocabulary::CHANGE_KINDS`), as Python and Node show it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, uniffi::Enum)]
+#[uniffi::export(Display)]
 pub enum ChangeKind {
     /// Set to a new value.
     Set,
     /// Deleted (or expired).
     Delete,
+}
+
+impl std::fmt::Display for ChangeKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let [set, delete] = mqstate::vocabulary::CHANGE_KINDS;
+        f.write_str(match self {
+            ChangeKind::Set => set,
+            ChangeKind::Delete => delete,
+        })
+    }
 }
 
 /// A lock's (a candidate's) own status.
@@ -479,6 +491,12 @@ impl From<EditOutcome> for EditResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn change_kinds_print_as_the_vocabulary_spells_them() {
+        assert_eq!(ChangeKind::Set.to_string(), "set");
+        assert_eq!(ChangeKind::Delete.to_string(), "delete");
+    }
 
     #[test]
     fn hlc_text_and_order_match_the_core() {

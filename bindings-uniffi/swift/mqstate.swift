@@ -3298,10 +3298,11 @@ public func FfiConverterTypeValue_lower(_ value: Value) -> RustBuffer {
 
 
 /**
- * What happened to an observed key.
+ * What happened to an observed key. Prints as the vocabulary spells it (`set`,
+ * `delete`: `mqstate::vocabulary::CHANGE_KINDS`), as Python and Node show it.
  */
 
-public enum ChangeKind: Equatable, Hashable {
+public enum ChangeKind: Equatable, Hashable, CustomStringConvertible {
     
     /**
      * Set to a new value.
@@ -3316,6 +3317,17 @@ public enum ChangeKind: Equatable, Hashable {
 
 
 
+// The local Rust `Display` implementation.
+public var description: String {
+    return try!  FfiConverterString.lift(
+        try! rustCall() {
+        uniffiCallStatus in
+    uniffi_mqstate_uniffi_fn_method_changekind_uniffi_trait_display(
+            FfiConverterTypeChangeKind_lower(self),uniffiCallStatus
+    )
+}
+    )
+}
 }
 
 #if compiler(>=6)

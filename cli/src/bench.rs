@@ -16,8 +16,7 @@ pub mod load;
 mod scan;
 
 use idle::{IdleClients, IdleMode};
-
-use load::{Op, RunResult, drive, secs};
+use load::{Op, RunResult, drive};
 
 /// Arguments of `mqstate bench`.
 #[derive(Debug, clap::Args)]
@@ -31,12 +30,12 @@ pub struct BenchArgs {
     /// Requests kept outstanding per connection.
     #[arg(long, default_value_t = 1)]
     pub depth: usize,
-    /// Measured time per run, in seconds.
-    #[arg(long, default_value_t = 5.0)]
-    pub duration: f64,
-    /// Unmeasured warm-up per run, in seconds.
-    #[arg(long, default_value_t = 1.0)]
-    pub warmup: f64,
+    /// Measured time per run, with its unit: 500ms, 5s, 2m.
+    #[arg(long, default_value = "5s", value_parser = crate::conn::duration_arg, allow_hyphen_values = true)]
+    pub duration: Duration,
+    /// Unmeasured warm-up per run, with its unit: 500ms, 1s.
+    #[arg(long, default_value = "1s", value_parser = crate::conn::duration_arg, allow_hyphen_values = true)]
+    pub warmup: Duration,
     /// Percentage of SETs (the rest are GETs).
     #[arg(long, default_value_t = 50)]
     pub set_percent: u8,
@@ -123,8 +122,8 @@ async fn run_mqstate(args: &BenchArgs) -> anyhow::Result<RunResult> {
     Ok(drive(
         "mqstate",
         args.clients * args.depth,
-        secs(args.warmup),
-        secs(args.duration),
+        args.warmup,
+        args.duration,
         op,
         &args.watch_pids,
     )
@@ -154,8 +153,8 @@ async fn run_raw(args: &BenchArgs) -> anyhow::Result<RunResult> {
     Ok(drive(
         "raw",
         args.clients * args.depth,
-        secs(args.warmup),
-        secs(args.duration),
+        args.warmup,
+        args.duration,
         op,
         &args.watch_pids,
     )
@@ -198,18 +197,18 @@ async fn observe_memory(args: &BenchArgs, n: usize) -> anyhow::Result<()> {
         if last_progress.elapsed() >= Duration::from_secs(1) {
             last_progress = Instant::now();
             let count = observers.lock().unwrap_or_else(|e| e.into_inner()).len();
-            eprint!("\r  observing {count:>7} of {n} keys");
+            errout!("\r  observing {count:>7} of {n} keys");
         }
     }
-    eprintln!();
+    errln!();
     let observing = rss_kib();
-    println!("process RSS before connecting      {:>8} KiB", before);
-    println!(
+    outln!("process RSS before connecting      {:>8} KiB", before);
+    outln!(
         "client connected, idle             {:>8} KiB (+{} KiB)",
         idle,
         idle.saturating_sub(before)
     );
-    println!(
+    outln!(
         "observing {n} keys                {:>8} KiB (+{} KiB, {:.0} bytes/key; registered in {:.1?})",
         observing,
         observing.saturating_sub(idle),
@@ -257,15 +256,15 @@ async fn with_idle_clients(args: &BenchArgs, n: usize) -> anyhow::Result<()> {
         IdleMode::Online => "online",
         IdleMode::Abandoned => "abandoned",
     };
-    println!("no idle clients       {before}");
-    println!("{n} {label:<9} idle {during}");
-    println!(
+    outln!("no idle clients       {before}");
+    outln!("{n} {label:<9} idle {during}");
+    outln!(
         "ratio                 {:.2}x the ops/s, {:.2}x the p50 with {n} {label} idle clients",
         during.ops_per_sec / before.ops_per_sec.max(f64::MIN_POSITIVE),
         f64::from(during.p50_us) / f64::from(before.p50_us.max(1)),
     );
     for ((pid, b), i) in args.watch_pids.iter().zip(&rss_before).zip(&rss_idle) {
-        println!(
+        outln!(
             "memory of {pid}: {b} KiB before, {i} KiB with the idle clients ({:.1} KiB per idle client)",
             i.saturating_sub(*b) as f64 / idle.count.max(1) as f64
         );
@@ -274,7 +273,7 @@ async fn with_idle_clients(args: &BenchArgs, n: usize) -> anyhow::Result<()> {
         idle.close();
         tokio::time::sleep(Duration::from_secs(1)).await;
         let after = run_mqstate(args).await?;
-        println!("after they left       {after}");
+        outln!("after they left       {after}");
     }
     Ok(())
 }
@@ -291,9 +290,13 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     if let Some(n) = args.scan_keys {
         return scan::run(&args, n).await;
     }
-    println!(
-        "{} client(s) x {} outstanding, {}% SET, {}-byte values, {} s per run",
-        args.clients, args.depth, args.set_percent, args.value_size, args.duration
+    outln!(
+        "{} client(s) x {} outstanding, {}% SET, {}-byte values, {:?} per run",
+        args.clients,
+        args.depth,
+        args.set_percent,
+        args.value_size,
+        args.duration
     );
     if let Some(n) = args.idle_clients {
         anyhow::ensure!(
@@ -310,12 +313,12 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
                 "echo" => run_echo(&args).await?,
                 other => anyhow::bail!("--target must be mqstate, raw or echo, not {other:?}"),
             };
-            println!("{:<8} {result}", args.target);
+            outln!("{:<8} {result}", args.target);
         }
         Some(rounds) => {
             let (mut raw, mut ours) = (Vec::new(), Vec::new());
             for round in 1..=rounds.max(1) {
-                eprintln!("round {round}");
+                errln!("round {round}");
                 raw.push(run_raw(&args).await?);
                 ours.push(match args.target.as_str() {
                     "echo" => run_echo(&args).await?,
@@ -327,9 +330,9 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
                 v[v.len() / 2].clone()
             };
             let (raw, ours) = (median(raw), median(ours));
-            println!("raw      {raw}");
-            println!("{:<8} {ours}", args.target);
-            println!(
+            outln!("raw      {raw}");
+            outln!("{:<8} {ours}", args.target);
+            outln!(
                 "ratio    {:.2}x of raw throughput (median of {rounds} alternating runs)",
                 ours.ops_per_sec / raw.ops_per_sec
             );

@@ -3,6 +3,7 @@
 //! and refuses exactly what the Python, Node and C clients accept.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::Args;
 use mqstate::{Client, ClientOptions, ConnectionSettings, setting_info};
@@ -51,14 +52,16 @@ pub struct ConnArgs {
     /// MQTT client id (default: generated).
     #[arg(long, global = true, value_name = "ID")]
     pub client_id: Option<String>,
-    /// How long connecting may take (seconds, or 250ms / 1.5s / 2m).
-    #[arg(long, global = true, value_name = "DURATION")]
-    pub connect_timeout: Option<String>,
-    /// How long a request waits for the store's answer (default 10s).
-    #[arg(long, global = true, value_name = "DURATION")]
-    pub timeout: Option<String>,
-    /// Any setting of the core's table by name, e.g. -o keep_alive=30 -o key_password_file=PATH
-    /// -o response_topic=T (repeatable; see `mqstate settings`).
+    /// How long connecting may take, with its unit: 250ms, 1.5s, 2m (default 10s).
+    #[arg(long, global = true, value_name = "DURATION", value_parser = duration_arg, allow_hyphen_values = true)]
+    pub connect_timeout: Option<Duration>,
+    /// How long a request waits for the store's answer, with its unit: 250ms, 1.5s, 2m
+    /// (default 10s).
+    #[arg(long, global = true, value_name = "DURATION", value_parser = duration_arg, allow_hyphen_values = true)]
+    pub timeout: Option<Duration>,
+    /// Any setting of the core's table by name, e.g. -o keep_alive=30s -o
+    /// key_password_file=PATH -o response_topic=T (repeatable; see `mqstate settings`;
+    /// durations need their unit, as every duration of the command line).
     #[arg(short = 'o', long = "option", global = true, value_name = "NAME=VALUE")]
     pub options: Vec<String>,
 }
@@ -75,6 +78,13 @@ pub struct Target {
 }
 
 const DEFAULT_URL: &str = "mqtt://localhost:1883";
+
+/// Every duration of the command line: a number with its unit (`250ms`, `1.5s`, `2m`),
+/// parsed by the core ([`mqstate::parse_duration_with_unit`]). A bare number is refused
+/// (Node and C read one as milliseconds, Python as seconds), and so is a negative one.
+pub fn duration_arg(text: &str) -> Result<Duration, String> {
+    mqstate::parse_duration_with_unit(text).map_err(|e| e.message().to_owned())
+}
 
 fn path_text(p: &std::path::Path) -> CliResult<&str> {
     p.to_str()
@@ -118,11 +128,13 @@ impl ConnArgs {
         if let Some(c) = &self.client_id {
             named.push(("client_id", c.clone()));
         }
+        // The duration flags are parsed already (with their unit): given to the core's
+        // table as milliseconds.
         if let Some(t) = &self.connect_timeout {
-            named.push(("connect_timeout", t.clone()));
+            named.push(("connect_timeout", format!("{}ms", t.as_secs_f64() * 1e3)));
         }
         if let Some(t) = &self.timeout {
-            named.push(("request_timeout", t.clone()));
+            named.push(("request_timeout", format!("{}ms", t.as_secs_f64() * 1e3)));
         }
         for item in &self.options {
             let (name, value) = item.split_once('=').ok_or_else(|| {
@@ -130,7 +142,11 @@ impl ConnArgs {
                     "-o {item:?}: expected NAME=VALUE (see `mqstate settings`)"
                 ))
             })?;
-            named.push((name.trim(), value.to_owned()));
+            let name = name.trim();
+            if setting_info(name).is_ok_and(|i| i.value == mqstate::SettingType::Duration) {
+                duration_arg(value).map_err(|e| Failure::usage(format!("-o {name}: {e}")))?;
+            }
+            named.push((name, value.to_owned()));
         }
         let mut options = ClientOptions::default();
         for (name, value) in named {

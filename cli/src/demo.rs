@@ -17,11 +17,11 @@ pub struct DemoArgs {
 }
 
 fn step(title: &str) {
-    println!("\n== {title}");
+    outln!("\n== {title}");
 }
 
 fn show(label: &str, text: impl std::fmt::Display) {
-    println!("   {label:<34} {text}");
+    outln!("   {label:<34} {text}");
 }
 
 fn version(v: &Option<mqstate::Hlc>) -> String {
@@ -154,6 +154,6 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     if let Some(server) = server {
         server.shutdown().await;
     }
-    println!("\ndone in {:.1?}", started.elapsed());
+    outln!("\ndone in {:.1?}", started.elapsed());
     Ok(())
 }

@@ -26,6 +26,8 @@ pub struct Failure {
     pub message: String,
     /// What to try next (printed below the message).
     pub hint: Option<String>,
+    /// Nothing is printed: the reader of stdout went away ([`Failure::output_closed`]).
+    pub quiet: bool,
 }
 
 impl Failure {
@@ -35,6 +37,16 @@ impl Failure {
             code,
             message: message.into(),
             hint: None,
+            quiet: false,
+        }
+    }
+
+    /// Stdout was closed by its reader (`mqstate keys '*' | head`): the command ends
+    /// quietly, with exit code 0, as when it had printed everything.
+    pub fn output_closed() -> Failure {
+        Failure {
+            quiet: true,
+            ..Failure::new(OK, "")
         }
     }
 

@@ -90,9 +90,9 @@ pub struct SetArgs {
     /// Set only if the key does not exist or already holds this value (exit 1 otherwise).
     #[arg(long)]
     nex: bool,
-    /// Expire the key after this long (seconds, or 250ms / 1.5s / 2m).
-    #[arg(long, short = 'x', value_name = "DURATION")]
-    expiry: Option<String>,
+    /// Expire the key after this long, with its unit: 250ms, 1.5s, 2m.
+    #[arg(long, short = 'x', value_name = "DURATION", value_parser = crate::conn::duration_arg, allow_hyphen_values = true)]
+    expiry: Option<Duration>,
     /// Write with this fencing token (from `mqstate lock`'s MQSTATE_FENCING_TOKEN).
     #[arg(long, value_name = "HLC")]
     fencing_token: Option<String>,
@@ -163,15 +163,15 @@ pub async fn get(target: &Target, format: Format, args: GetArgs) -> CliResult {
                     map.insert("value".into(), serde_json::Value::Null);
                 }
             }
-            print_json(&map.into());
+            print_json(&map.into())?;
         }
         Format::Raw => {
             if let Some(v) = &got {
-                print_raw(&v.value);
+                print_raw(&v.value)?;
             }
         }
         Format::Text => match &got {
-            Some(v) => print_line(&escape(&v.value)),
+            Some(v) => print_line(&escape(&v.value))?,
             None => crate::output::note(&format!("(not found) {}", escape(&key))),
         },
     }
@@ -182,18 +182,10 @@ pub async fn get(target: &Target, format: Format, args: GetArgs) -> CliResult {
 pub async fn set(target: &Target, format: Format, args: SetArgs) -> CliResult {
     let key = key_of(&args.key)?;
     let value = args.value.read()?;
-    let expiry = args
-        .expiry
-        .as_deref()
-        .map(|t| {
-            let d = mqstate::parse_duration("expiry", t)
-                .map_err(|e| Failure::usage(e.message().to_owned()))?;
-            if d.is_zero() {
-                return Err(Failure::usage("--expiry must be positive"));
-            }
-            Ok(d)
-        })
-        .transpose()?;
+    let expiry = match args.expiry {
+        Some(d) if d.is_zero() => return Err(Failure::usage("--expiry must be positive")),
+        other => other,
+    };
     let options = SetOptions {
         condition: if args.nx {
             SetCondition::NotExists
@@ -218,12 +210,14 @@ pub async fn set(target: &Target, format: Format, args: SetArgs) -> CliResult {
         Format::Json => print_json(&json!({
             "applied": outcome.applied,
             "version": version_json(&outcome.version),
-        })),
+        }))?,
         Format::Raw => {}
         Format::Text if outcome.applied => {
-            print_line(&format!("OK (version {})", version_text(&outcome.version)));
+            print_line(&format!("OK (version {})", version_text(&outcome.version)))?;
         }
-        Format::Text => print_line("not set: the key exists (--nx) or holds another value (--nex)"),
+        Format::Text => {
+            print_line("not set: the key exists (--nx) or holds another value (--nex)")?
+        }
     }
     Ok(if outcome.applied { OK } else { NOT_MET })
 }
@@ -240,10 +234,10 @@ pub async fn del(target: &Target, format: Format, args: DelArgs) -> CliResult {
     client.shutdown().await;
     let deleted = deleted?;
     match format {
-        Format::Json => print_json(&json!({ "deleted": deleted })),
+        Format::Json => print_json(&json!({ "deleted": deleted }))?,
         Format::Raw => {}
-        Format::Text if deleted > 0 => print_line("deleted"),
-        Format::Text => print_line("not found"),
+        Format::Text if deleted > 0 => print_line("deleted")?,
+        Format::Text => print_line("not found")?,
     }
     Ok(if deleted > 0 { OK } else { NOT_MET })
 }
@@ -272,10 +266,10 @@ pub async fn vdel(target: &Target, format: Format, args: VdelArgs) -> CliResult 
     };
     match format {
         Format::Json => {
-            print_json(&json!({ "outcome": name, "deleted": outcome == VdelOutcome::Deleted }))
+            print_json(&json!({ "outcome": name, "deleted": outcome == VdelOutcome::Deleted }))?
         }
         Format::Raw => {}
-        Format::Text => print_line(text),
+        Format::Text => print_line(text)?,
     }
     Ok(if outcome == VdelOutcome::Deleted {
         OK
@@ -322,12 +316,12 @@ pub async fn ping(target: &Target, format: Format, args: PingArgs) -> CliResult 
             "protocol_version": "1.0",
             "server_version": serde_json::Value::Null,
             "broker_max_packet_size": info.broker_max_packet_size,
-        })),
+        }))?,
         _ => {
             print_line(&format!(
                 "PONG from the state store at {} (client id {client_id})",
                 target.display
-            ));
+            ))?;
             print_line(&format!(
                 "connect {:.3} ms; round trip min/avg/max {:.3}/{:.3}/{:.3} ms over {} GETs",
                 ms(connect),
@@ -335,10 +329,10 @@ pub async fn ping(target: &Target, format: Format, args: PingArgs) -> CliResult 
                 ms(avg),
                 ms(max),
                 rtts.len()
-            ));
+            ))?;
             print_line(
                 "server version: not exposed by the state store protocol; it speaks RPC protocol 1.0",
-            );
+            )?;
         }
     }
     Ok(OK)

@@ -22,14 +22,14 @@ pub struct LockArgs {
     /// The lock key.
     key: OsString,
     /// The lease: how long the lock outlives this process if it dies without releasing it.
-    #[arg(long, value_name = "DURATION", default_value = "10s")]
-    lease: String,
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::conn::duration_arg, allow_hyphen_values = true)]
+    lease: Duration,
     /// How long to wait for the lock when someone else holds it (exit 1 after that).
-    #[arg(long, value_name = "DURATION", default_value = "60s")]
-    wait: String,
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = crate::conn::duration_arg, allow_hyphen_values = true)]
+    wait: Duration,
     /// Renew the lease this often (default: a third of the lease).
-    #[arg(long, value_name = "DURATION")]
-    renew: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = crate::conn::duration_arg, allow_hyphen_values = true)]
+    renew: Option<Duration>,
     /// The holder id written into the lock (default: the client id).
     #[arg(long, value_name = "ID")]
     holder: Option<String>,
@@ -38,9 +38,8 @@ pub struct LockArgs {
     command: Vec<OsString>,
 }
 
-fn duration(flag: &str, text: &str) -> CliResult<Duration> {
-    let d =
-        mqstate::parse_duration(flag, text).map_err(|e| Failure::usage(e.message().to_owned()))?;
+/// `d` (parsed with its unit by clap), refused when zero.
+fn duration(flag: &str, d: Duration) -> CliResult<Duration> {
     if d.is_zero() {
         return Err(Failure::usage(format!("--{flag} must be positive")));
     }
@@ -61,9 +60,9 @@ pub async fn lock(target: &Target, args: LockArgs) -> CliResult {
     if key.is_empty() {
         return Err(Failure::usage("the lock key must not be empty"));
     }
-    let lease = duration("lease", &args.lease)?;
-    let wait = duration("wait", &args.wait)?;
-    let renew = match &args.renew {
+    let lease = duration("lease", args.lease)?;
+    let wait = duration("wait", args.wait)?;
+    let renew = match args.renew {
         Some(r) => duration("renew", r)?,
         None => (lease / 3).max(Duration::from_millis(1)),
     };

@@ -41,5 +41,8 @@ pub fn init(verbose: u8, mode: Mode) {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_ansi(crate::output::stderr_colour())
+        // A closed stderr (`2>&1 | head`) must not end the process: tracing-subscriber
+        // would report the failed write with `eprintln!`, which panics on that stderr.
+        .log_internal_errors(false)
         .init();
 }

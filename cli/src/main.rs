@@ -1,15 +1,49 @@
 //! The `mqstate` command line: a redis-cli for the state store (`get`, `set`, `del`,
 //! `vdel`, `keys`, `watch`, `lock`, `leader`, `ping`), the local state store (`serve`), a
-//! walkthrough (`demo`), a load tool (`bench`) and shell completions.
+//! walkthrough (`demo`), a load tool (`bench`), the settings table (`settings`) and shell
+//! completions (`completions`).
 //!
 //! Exit codes: 0 ok, 1 key missing / condition not met, 2 usage, 3 store or RPC error
 //! (including "no state store answered"), 4 connection failure. Errors are printed here,
-//! with `Display`, so `RUST_BACKTRACE` never turns one into a backtrace.
+//! with `Display`, so `RUST_BACKTRACE` never turns one into a backtrace. A closed stdout
+//! (`| head`) ends any command quietly with exit 0.
+//!
+//! No flag is ignored: the connection and output flags are global (clap), so a command that
+//! does not connect as a client (`serve`, `demo`, `bench`, `settings`, `completions`)
+//! refuses the ones it does not use ([`refuse_unused_flags`]).
 
 use std::io::Write;
 use std::process::ExitCode;
 
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
+
+/// `println!` that ends the process quietly when stdout is a closed pipe.
+macro_rules! outln {
+    () => {
+        $crate::output::print_or_exit(&mut std::io::stdout(), format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::output::print_or_exit(&mut std::io::stdout(), format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `eprintln!` that ends the process quietly when stderr is a closed pipe.
+macro_rules! errln {
+    () => {
+        $crate::output::print_or_exit(&mut std::io::stderr(), format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::output::print_or_exit(&mut std::io::stderr(), format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `eprint!` that ends the process quietly when stderr is a closed pipe.
+macro_rules! errout {
+    ($($arg:tt)*) => {
+        $crate::output::print_or_exit(&mut std::io::stderr(), format_args!($($arg)*))
+    };
+}
 
 mod bench;
 mod bench_raw;
@@ -32,7 +66,8 @@ use failure::{CliResult, Failure};
     name = "mqstate",
     version,
     about,
-    after_help = "Exit codes: 0 ok, 1 key missing or condition not met, 2 usage, \
+    after_help = "Durations take their unit: 250ms, 1.5s, 2m (a bare number is refused).\n\
+                  Exit codes: 0 ok, 1 key missing or condition not met, 2 usage, \
                   3 store or RPC error (or no state store answered), 4 connection failure.\n\
                   Try: mqstate serve & mqstate set hello world && mqstate get hello"
 )]
@@ -85,6 +120,9 @@ enum Command {
 }
 
 fn print_failure(f: &Failure) {
+    if f.quiet {
+        return;
+    }
     let colour = output::stderr_colour();
     let (red, bold, reset) = if colour {
         ("\x1b[31m", "\x1b[1m", "\x1b[0m")
@@ -112,22 +150,84 @@ fn from_anyhow(e: &anyhow::Error) -> Failure {
     Failure::new(code, format!("{e:#}"))
 }
 
+/// The global flags (connection and output) by clap id, as people type them.
+const GLOBAL_FLAGS: [(&str, &str); 17] = [
+    ("url", "--url"),
+    ("env", "--env"),
+    ("host", "--host"),
+    ("port", "-p/--port"),
+    ("tls", "--tls"),
+    ("ca_file", "--ca-file"),
+    ("cert_file", "--cert-file"),
+    ("key_file", "--key-file"),
+    ("username", "-u/--username"),
+    ("password_file", "--password-file"),
+    ("sat_file", "--sat-file"),
+    ("client_id", "--client-id"),
+    ("connect_timeout", "--connect-timeout"),
+    ("timeout", "--timeout"),
+    ("options", "-o/--option"),
+    ("json", "--json"),
+    ("raw", "--raw"),
+];
+
+/// Refuses the global flags given on the command line to a command that does not use them
+/// (an environment variable such as `MQSTATE_URL` is not refused: it is not addressed to
+/// one command). `own` are the ids the command defines itself or honours.
+fn refuse_unused_flags(matches: &ArgMatches) -> CliResult<()> {
+    let Some((name, sub)) = matches.subcommand() else {
+        return Ok(());
+    };
+    let own: &[&str] = match name {
+        "serve" => &["username", "ca_file", "password_file", "port"],
+        "demo" | "bench" => &["url"],
+        "settings" | "completions" => &[],
+        _ => return Ok(()),
+    };
+    let given = |id: &str| sub.value_source(id) == Some(ValueSource::CommandLine);
+    for (id, flag) in GLOBAL_FLAGS {
+        if own.contains(&id) || !given(id) {
+            continue;
+        }
+        let failure = Failure::usage(format!(
+            "`mqstate {name}` does not take {flag}: it is a flag of the client commands \
+             (get, set, keys, watch, …)"
+        ));
+        return Err(match (name, id) {
+            ("serve", "url") => failure.hint(
+                "to serve the store through an existing broker use `serve --broker URL`; \
+                 to choose where the embedded broker listens use --listen PORT or HOST:PORT",
+            ),
+            ("serve", "host") => {
+                failure.hint("the embedded broker listens where --listen HOST:PORT says")
+            }
+            ("serve", "tls" | "cert_file" | "key_file") => {
+                failure.hint("the embedded broker listens with TLS given --tls-cert and --tls-key")
+            }
+            _ => failure,
+        });
+    }
+    Ok(())
+}
+
 fn run(cli: Cli) -> CliResult {
     match cli.command {
         Command::Settings => {
+            let mut text = String::new();
             for row in mqstate::SETTINGS {
                 let env = row.env.map(|e| format!(" (${e})")).unwrap_or_default();
-                println!("{:<20} {:?}{env}: {}", row.name, row.value, row.description);
+                text.push_str(&format!(
+                    "{:<20} {:?}{env}: {}\n",
+                    row.name, row.value, row.description
+                ));
             }
+            output::write_stdout(text.as_bytes())?;
             return Ok(failure::OK);
         }
         Command::Completions { shell } => {
-            clap_complete::generate(
-                shell,
-                &mut Cli::command(),
-                "mqstate",
-                &mut std::io::stdout(),
-            );
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "mqstate", &mut script);
+            output::write_stdout(&script)?;
             return Ok(failure::OK);
         }
         _ => {}
@@ -150,7 +250,7 @@ fn run(cli: Cli) -> CliResult {
             Command::Watch(a) => watch::watch(&target()?, format, a).await,
             Command::Leader(a) => watch::leader(&target()?, format, a).await,
             Command::Lock(a) => lock_cmd::lock(&target()?, a).await,
-            Command::Serve(a) => serve::run(a).await.map(|()| 0).map_err(|e| from_anyhow(&e)),
+            Command::Serve(a) => serve::serve(a, cli.conn.port.as_deref()).await,
             Command::Demo(a) => demo::run(a).await.map(|()| 0).map_err(|e| from_anyhow(&e)),
             Command::Bench(a) => bench::run(a).await.map(|()| 0).map_err(|e| from_anyhow(&e)),
             Command::Settings | Command::Completions { .. } => Ok(failure::OK),
@@ -160,8 +260,9 @@ fn run(cli: Cli) -> CliResult {
 
 fn main() -> ExitCode {
     // clap prints usage errors itself (exit 2) and help/version (exit 0); never a backtrace.
-    let cli = Cli::parse();
-    match run(cli) {
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    match refuse_unused_flags(&matches).and_then(|()| run(cli)) {
         Ok(code) => ExitCode::from(code),
         Err(f) => {
             print_failure(&f);

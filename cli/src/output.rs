@@ -7,6 +7,8 @@ use clap::Args;
 use mqstate::Hlc;
 use serde_json::{Value, json};
 
+use crate::failure::{CliResult, Failure};
+
 /// Output flags shared by the client commands.
 #[derive(Debug, Args, Clone, Copy, Default)]
 #[command(next_help_heading = "Output")]
@@ -116,25 +118,43 @@ pub fn version_text(v: &Option<Hlc>) -> String {
         .map_or_else(|| "-".to_owned(), ToString::to_string)
 }
 
-/// Writes one JSON object and a newline to stdout, flushed (for followers reading lines).
-pub fn print_json(value: &Value) {
+/// Writes to stdout and flushes (for followers reading lines). A closed stdout (the reader
+/// of a pipe went away) is [`Failure::output_closed`]: the command stops quietly.
+pub fn write_stdout(bytes: &[u8]) -> CliResult<()> {
     let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{value}");
-    let _ = out.flush();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(Failure::output_closed()),
+        Err(e) => Err(Failure::new(
+            crate::failure::STORE,
+            format!("could not write the output: {e}"),
+        )),
+    }
+}
+
+/// Writes one JSON object and a newline to stdout, flushed.
+pub fn print_json(value: &Value) -> CliResult<()> {
+    write_stdout(format!("{value}\n").as_bytes())
 }
 
 /// Writes one line of text to stdout, flushed.
-pub fn print_line(text: &str) {
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{text}");
-    let _ = out.flush();
+pub fn print_line(text: &str) -> CliResult<()> {
+    write_stdout(format!("{text}\n").as_bytes())
 }
 
 /// Writes exact bytes to stdout, flushed.
-pub fn print_raw(bytes: &[u8]) {
-    let mut out = std::io::stdout().lock();
-    let _ = out.write_all(bytes);
-    let _ = out.flush();
+pub fn print_raw(bytes: &[u8]) -> CliResult<()> {
+    write_stdout(bytes)
+}
+
+/// `print!`/`eprint!` for the commands that print as they go (`demo`, `bench`): a closed
+/// stream (`| head`) ends the process quietly with exit 0 instead of panicking.
+pub fn print_or_exit(stream: &mut dyn Write, args: std::fmt::Arguments<'_>) {
+    if let Err(e) = stream.write_fmt(args).and_then(|()| stream.flush())
+        && e.kind() == std::io::ErrorKind::BrokenPipe
+    {
+        std::process::exit(i32::from(crate::failure::OK));
+    }
 }
 
 /// Whether stderr may carry colours: a terminal, and `NO_COLOR` unset.

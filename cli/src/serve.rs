@@ -1,17 +1,27 @@
 //! `mqstate serve`: a thin wrapper over [`mqstate_server::Server`].
 
-use std::net::SocketAddr;
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
 use mqstate_server::{BrokerTarget, Server, ServerConfig, TlsFiles};
 
+use crate::failure::{CliResult, Failure, OK};
+
 /// Options of `mqstate serve`.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Where the embedded broker listens (ignored with --broker).
-    #[arg(long, default_value = "127.0.0.1:1883", env = "MQSTATE_LISTEN")]
+    /// Where the embedded broker listens: PORT (on 127.0.0.1), HOST:PORT (a name such as
+    /// localhost is resolved) or [IPv6]:PORT. -p/--port PORT changes only the port. Not
+    /// with --broker.
+    #[arg(
+        long,
+        value_name = "ADDRESS",
+        default_value = "127.0.0.1:1883",
+        env = "MQSTATE_LISTEN",
+        value_parser = parse_listen
+    )]
     listen: SocketAddr,
     /// Attach to an existing broker instead: mqtt://host:port or mqtts://host:port.
     /// Client disconnects are then seen only through mosquitto's log on $SYS/broker/log
@@ -107,8 +117,65 @@ struct AccessArgs {
     acl_allow: Vec<String>,
 }
 
+/// Parses `--listen`: `PORT`, `HOST:PORT` (resolved; IPv4 first, as `localhost` is most
+/// often reached) or `[IPv6]:PORT`.
+fn parse_listen(text: &str) -> Result<SocketAddr, String> {
+    let text = text.trim();
+    if let Ok(port) = text.parse::<u16>() {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    if let Ok(addr) = text.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    let expected = "expected PORT, HOST:PORT or [IPv6]:PORT";
+    let (host, port) = text
+        .rsplit_once(':')
+        .ok_or_else(|| format!("no port: {expected}"))?;
+    let port: u16 = port
+        .parse()
+        .map_err(|_| format!("{port:?} is not a port (0-65535): {expected}"))?;
+    if host.starts_with('[') {
+        return Err(format!(
+            "an IPv6 address is written [ADDRESS]:PORT: {expected}"
+        ));
+    }
+    if host.is_empty() || host.contains(':') {
+        return Err(format!(
+            "{host:?} is not a host name or address: {expected}"
+        ));
+    }
+    let addrs: Vec<SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve {host:?}: {e}"))?
+        .collect();
+    addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(addrs.first())
+        .copied()
+        .ok_or_else(|| format!("{host:?} resolves to no address"))
+}
+
 impl ServeArgs {
-    fn config(self) -> anyhow::Result<ServerConfig> {
+    /// The listen address, with the port of `-p/--port` when one is given.
+    fn listen_addr(&self, port: Option<&str>) -> CliResult<SocketAddr> {
+        let Some(port) = port else {
+            return Ok(self.listen);
+        };
+        if self.broker.is_some() {
+            return Err(Failure::usage(
+                "-p/--port: with --broker nothing listens here (the broker's port is in the \
+                 --broker URL)",
+            ));
+        }
+        let port: u16 = port
+            .trim()
+            .parse()
+            .map_err(|_| Failure::usage(format!("-p/--port {port:?} is not a port (0-65535)")))?;
+        Ok(SocketAddr::new(self.listen.ip(), port))
+    }
+
+    fn config(self, listen: SocketAddr) -> anyhow::Result<ServerConfig> {
         let access = *self.access;
         let broker = match self.broker {
             Some(url) => {
@@ -122,7 +189,7 @@ impl ServeArgs {
             None => None,
         };
         Ok(ServerConfig {
-            listen: self.listen,
+            listen,
             broker,
             data_dir: self.data_dir,
             max_keys: self.max_keys,
@@ -151,9 +218,33 @@ impl ServeArgs {
     }
 }
 
+/// Runs `serve`: `port` is the global `-p/--port`, which here sets the listen port.
+pub async fn serve(args: ServeArgs, port: Option<&str>) -> CliResult {
+    let listen = args.listen_addr(port)?;
+    let embedded = args.broker.is_none();
+    run(args, listen).await.map(|()| OK).map_err(|e| {
+        let busy = std::net::TcpListener::bind(listen)
+            .is_err_and(|b| b.kind() == std::io::ErrorKind::AddrInUse);
+        if embedded && busy {
+            let port = listen.port();
+            Failure::new(
+                crate::failure::STORE,
+                format!("could not start the state store: {listen} is already in use"),
+            )
+            .hint(format!(
+                "another `mqstate serve` or broker listens there: see which with \
+                 `lsof -i :{port}` or `ss -ltnp 'sport = :{port}'`, or listen elsewhere \
+                 with --listen (or -p)"
+            ))
+        } else {
+            crate::from_anyhow(&e)
+        }
+    })
+}
+
 /// Runs the server until Ctrl-C (or SIGTERM), then shuts it down cleanly.
-pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
-    let config = args.config()?;
+async fn run(args: ServeArgs, listen: SocketAddr) -> anyhow::Result<()> {
+    let config = args.config(listen)?;
     if let Some(dir) = &config.data_dir {
         std::fs::create_dir_all(dir).with_context(|| {
             format!("--data-dir {}: cannot create the directory", dir.display())

@@ -57,7 +57,7 @@ pub fn interrupted() -> impl std::future::Future<Output = ()> {
     }
 }
 
-fn print_notification(format: Format, n: &KeyNotification) {
+fn print_notification(format: Format, n: &KeyNotification) -> CliResult<()> {
     match format {
         Format::Json => {
             let mut map = Map::new();
@@ -74,13 +74,13 @@ fn print_notification(format: Format, n: &KeyNotification) {
             map.insert("version".into(), crate::output::version_json(&n.version));
             map.insert("resync".into(), json!(n.resync));
             map.insert("dropped_before".into(), json!(n.dropped_before));
-            print_json(&map.into());
+            print_json(&map.into())
         }
         Format::Raw => match &n.event {
             KeyEvent::Set(value) => {
                 let mut line = value.to_vec();
                 line.push(b'\n');
-                print_raw(&line);
+                print_raw(&line)
             }
             KeyEvent::Delete => print_raw(b"\n"),
         },
@@ -144,7 +144,10 @@ pub async fn watch(target: &Target, format: Format, args: WatchArgs) -> CliResul
             _ = &mut stop => break,
             next = rx.recv() => match next {
                 Some(n) => {
-                    print_notification(format, &n);
+                    if let Err(closed) = print_notification(format, &n) {
+                        client.shutdown().await;
+                        return Err(closed);
+                    }
                     seen += 1;
                 }
                 None => {
@@ -158,7 +161,7 @@ pub async fn watch(target: &Target, format: Format, args: WatchArgs) -> CliResul
     Ok(OK)
 }
 
-fn print_leader(format: Format, change: &HolderChange) {
+fn print_leader(format: Format, change: &HolderChange) -> CliResult<()> {
     match format {
         Format::Json => print_json(&json!({
             "leader": change.holder,
@@ -167,7 +170,7 @@ fn print_leader(format: Format, change: &HolderChange) {
         Format::Raw => {
             let mut line = change.holder.clone().unwrap_or_default().into_bytes();
             line.push(b'\n');
-            print_raw(&line);
+            print_raw(&line)
         }
         Format::Text => match &change.holder {
             Some(h) => print_line(&format!("leader: {h}")),
@@ -187,18 +190,24 @@ pub async fn leader(target: &Target, format: Format, args: LeaderArgs) -> CliRes
     let client = target.connect().await?;
     let lock = Lock::new(&client, &name).map_err(|e| target.fail(&e))?;
     if !args.follow {
-        let holder = lock.holder().await.map_err(|e| target.fail(&e));
+        // The lock key read as `Lock::holder` reads it, keeping its version.
+        let got = client.get(&name).await.map_err(|e| target.fail(&e));
         client.shutdown().await;
-        let holder = holder?;
-        let found = holder.is_some();
-        print_leader(
-            format,
-            &HolderChange {
-                holder,
+        let got = got?;
+        let found = got.is_some();
+        let change = match got {
+            Some(v) => HolderChange {
+                holder: Some(String::from_utf8_lossy(&v.value).into_owned()),
+                version: v.version,
+                resync: false,
+            },
+            None => HolderChange {
+                holder: None,
                 version: None,
                 resync: false,
             },
-        );
+        };
+        print_leader(format, &change)?;
         return Ok(if found { OK } else { NOT_MET });
     }
     let mut changes = match lock.watch_holder().await {
@@ -212,7 +221,13 @@ pub async fn leader(target: &Target, format: Format, args: LeaderArgs) -> CliRes
         tokio::select! {
             _ = &mut stop => break,
             next = changes.recv() => match next {
-                Some(change) => print_leader(format, &change),
+                Some(change) => {
+                    if let Err(closed) = print_leader(format, &change) {
+                        drop(changes);
+                        client.shutdown().await;
+                        return Err(closed);
+                    }
+                }
                 None => break,
             },
         }

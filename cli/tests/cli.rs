@@ -542,7 +542,7 @@ fn connection_options_env_and_credentials() {
             "--url",
             &s.url,
             "-o",
-            "keep_alive=30",
+            "keep_alive=30s",
             "-o",
             "username=ann",
             "-o",
@@ -829,4 +829,466 @@ fn keys_in_a_pipe_that_closes_early_ends_quietly() {
     let out = child.wait_with_output().unwrap();
     assert_eq!(code(&out), 0, "{}", stderr(&out.stderr));
     assert!(out.stderr.is_empty(), "{}", stderr(&out.stderr));
+}
+
+/// Issue 30, item 5: the flags of `serve` are honoured or refused, never ignored.
+#[test]
+fn serve_honours_or_refuses_every_flag_it_is_given() {
+    // -p is the port serve listens on (it used to be ignored, binding 1883).
+    let port = free_port();
+    let _server = Proc(
+        mqstate()
+            .args(["serve", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_port(port);
+    let out = mqstate()
+        .args(["-p", &port.to_string(), "set", "k", "v"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out.stderr));
+
+    for (args, names) in [
+        (
+            &["serve", "--url", "mqtt://127.0.0.1:1"][..],
+            &["--url", "--broker", "--listen"][..],
+        ),
+        (
+            &["serve", "--host", "0.0.0.0"][..],
+            &["--host", "--listen"][..],
+        ),
+        (&["serve", "--timeout", "2s"][..], &["--timeout"][..]),
+        (&["serve", "--json"][..], &["--json"][..]),
+        (&["serve", "--tls"][..], &["--tls", "--tls-cert"][..]),
+        (
+            &["serve", "--broker", "mqtt://127.0.0.1:1", "-p", "1"][..],
+            &["--broker"][..],
+        ),
+        (&["demo", "-p", "1"][..], &["-p/--port"][..]),
+        (&["bench", "--timeout", "1s"][..], &["--timeout"][..]),
+        (&["settings", "--url", "mqtt://x"][..], &["--url"][..]),
+        (&["completions", "bash", "--json"][..], &["--json"][..]),
+    ] {
+        let out = mqstate().args(args).output().unwrap();
+        assert_eq!(code(&out), 2, "{args:?}: {}", stderr(&out.stderr));
+        let err = stderr(&out.stderr);
+        for name in names {
+            assert!(err.contains(name), "{args:?}: {err}");
+        }
+    }
+
+    // A URL from the environment is not addressed to serve: not refused.
+    let port = free_port();
+    let _server = Proc(
+        mqstate()
+            .args(["serve", "--listen", &port.to_string()])
+            .env("MQSTATE_URL", "mqtt://127.0.0.1:1")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_port(port);
+}
+
+/// `--listen` takes PORT, HOST:PORT (a name resolved) and [IPv6]:PORT.
+#[test]
+fn listen_takes_a_port_a_host_name_or_an_ipv6_address() {
+    let ipv6 = TcpListener::bind("[::1]:0").is_ok();
+    for (form, url) in [
+        ("{port}", "mqtt://127.0.0.1:{port}"),
+        ("localhost:{port}", "mqtt://localhost:{port}"),
+        ("[::1]:{port}", "mqtt://[::1]:{port}"),
+    ] {
+        if form.starts_with('[') && !ipv6 {
+            continue;
+        }
+        let port = free_port().to_string();
+        let listen = form.replace("{port}", &port);
+        let url = url.replace("{port}", &port);
+        let mut server = mqstate()
+            .args(["serve", "--listen", &listen])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(wait_stderr(&mut server, "serving"));
+        let server = Proc(server);
+        let out = mqstate()
+            .args(["--url", &url, "set", "k", "v"])
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 0, "{listen}: {}", stderr(&out.stderr));
+        drop(server);
+    }
+    for bad in [
+        "[::1",
+        "localhost",
+        "host:port",
+        "no-such-host.invalid:1883",
+    ] {
+        let out = mqstate().args(["serve", "--listen", bad]).output().unwrap();
+        assert_eq!(code(&out), 2, "{bad}");
+        assert!(stderr(&out.stderr).contains("--listen"), "{bad}");
+    }
+}
+
+/// A port that is taken is named in the hint (not a literal `<port>`).
+#[test]
+fn a_busy_port_is_named_in_the_hint() {
+    let s = serve();
+    let port = s.url.rsplit(':').next().unwrap().to_owned();
+    let out = mqstate()
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 3);
+    let err = stderr(&out.stderr);
+    assert!(err.contains(&format!("lsof -i :{port}")), "{err}");
+    assert!(err.contains("already in use"), "{err}");
+    assert!(!err.contains("<port>"), "{err}");
+}
+
+/// Runs `mqstate ARGS` with a stdout whose reader is already gone: every write fails
+/// with EPIPE. Returns the output once it ends (or panics after 20 s).
+fn run_into_closed_pipe(cmd: &mut Command) -> (i32, String) {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let mut child = cmd
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .env("RUST_BACKTRACE", "1")
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("{cmd:?} kept running with its stdout closed");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    (code(&out), stderr(&out.stderr))
+}
+
+/// `mqstate completions bash | head` and friends: a closed stdout ends the command
+/// quietly (exit 0, nothing on stderr), never a panic, never a command that runs on.
+#[test]
+fn a_closed_stdout_ends_every_command_quietly() {
+    let s = serve();
+    assert_eq!(code(&s.run(&["set", "k", "v"])), 0);
+    for args in [
+        &["completions", "bash"][..],
+        &["settings"][..],
+        &["--help"][..],
+        &["demo"][..],
+    ] {
+        let (code, err) = run_into_closed_pipe(mqstate().args(args));
+        assert_eq!(code, 0, "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    for args in [
+        &["get", "k"][..],
+        &["--json", "get", "k"][..],
+        &["--raw", "get", "k"][..],
+        &["keys", "*"][..],
+        &["--json", "leader", "k"][..],
+        &["ping"][..],
+    ] {
+        let (code, err) = run_into_closed_pipe(&mut s.cmd(args));
+        assert_eq!(code, 0, "{args:?}: {err}");
+        assert!(err.is_empty(), "{args:?}: {err}");
+    }
+    // watch ends at its first notification instead of running on for nobody.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let mut watch = s
+        .cmd(&["watch", "w"])
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(wait_stderr(&mut watch, "watching"));
+    let watch = Proc(watch);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut watch = watch;
+    loop {
+        assert_eq!(code(&s.run(&["set", "w", "v"])), 0);
+        if let Some(status) = watch.0.try_wait().unwrap() {
+            assert_eq!(status.code(), Some(0));
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "watch ran on with its stdout closed"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Every duration flag needs its unit: a bare number is refused (it was seconds here and
+/// is milliseconds in Node and C), as is a negative one, with the rule's own message.
+#[test]
+fn durations_need_their_unit_and_are_never_negative() {
+    for args in [
+        &["--timeout", "2000", "get", "k"][..],
+        &["--connect-timeout", "5", "get", "k"][..],
+        &["-o", "request_timeout=5", "get", "k"][..],
+        &["-o", "keep_alive=30", "get", "k"][..],
+        &["set", "k", "v", "--expiry", "30"][..],
+        &["lock", "k", "--lease", "10", "--", "true"][..],
+        &["lock", "k", "--wait", "1", "--", "true"][..],
+        &["bench", "--duration", "5"][..],
+    ] {
+        let out = mqstate().args(args).output().unwrap();
+        assert_eq!(code(&out), 2, "{args:?}");
+        let err = stderr(&out.stderr);
+        assert!(err.contains("has no unit"), "{args:?}: {err}");
+        assert!(err.contains("ms, "), "{args:?}: {err}");
+    }
+    for args in [
+        &["set", "k", "v", "--expiry", "-1"][..],
+        &["set", "k", "v", "-x", "-1s"][..],
+        &["--timeout", "-5s", "get", "k"][..],
+        &["lock", "k", "--lease", "-10s", "--", "true"][..],
+    ] {
+        let out = mqstate().args(args).output().unwrap();
+        assert_eq!(code(&out), 2, "{args:?}");
+        let err = stderr(&out.stderr);
+        assert!(err.contains("must not be negative"), "{args:?}: {err}");
+        assert!(!err.contains("-- -1"), "{args:?}: {err}");
+    }
+    let help = stdout_text(&mqstate().arg("--help").output().unwrap());
+    assert!(help.contains("Durations take their unit"), "{help}");
+    // With units they work.
+    let s = serve();
+    let out = s.run(&[
+        "--timeout",
+        "2s",
+        "--connect-timeout",
+        "1500ms",
+        "set",
+        "k",
+        "v",
+        "-x",
+        "1m",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out.stderr));
+}
+
+/// `--json leader` shows the lock key's version while someone leads.
+#[test]
+fn leader_json_shows_the_version_of_a_leader() {
+    let s = serve();
+    assert_eq!(code(&s.run(&["set", "election", "alice"])), 0);
+    let (code, value) = s.json(&["leader", "election"]);
+    assert_eq!(code, 0);
+    assert_eq!(value["leader"], "alice");
+    let version = value["version"]
+        .as_str()
+        .expect("a version while there is a leader");
+    assert!(version.ends_with(":StateStore"), "{value}");
+}
+
+/// The help's summary (its first line) names every command.
+#[test]
+fn the_help_summary_names_every_command() {
+    let help = stdout_text(&mqstate().arg("--help").output().unwrap());
+    let summary = help.lines().next().unwrap();
+    let commands: Vec<&str> = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .collect();
+    assert!(commands.len() >= 14, "{commands:?}");
+    for command in commands {
+        assert!(
+            summary.contains(command),
+            "{command} missing from {summary:?}"
+        );
+    }
+}
+
+/// tcp:// and ssl:// are aliases of mqtt:// and mqtts://; any other scheme is refused with
+/// a message that says so.
+#[test]
+fn url_schemes_follow_one_rule() {
+    let s = serve();
+    let tcp = s.url.replace("mqtt://", "tcp://");
+    let out = mqstate()
+        .args(["--url", &tcp, "set", "k", "v"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out.stderr));
+    for url in ["http://127.0.0.1:1", "ws://127.0.0.1:1"] {
+        let out = mqstate().args(["--url", url, "get", "k"]).output().unwrap();
+        assert_eq!(code(&out), 2);
+        let err = stderr(&out.stderr);
+        assert!(err.contains("mqtt:// or mqtts://"), "{err}");
+        assert!(err.contains("tcp:// and ssl:// are their aliases"), "{err}");
+    }
+}
+
+/// A port that answers HTTP is named as not an MQTT broker, in words.
+#[test]
+fn an_http_port_is_named_as_not_a_broker() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(20) {
+            let Ok(mut stream) = stream else { continue };
+            let mut buf = [0u8; 512];
+            let _ = std::io::Read::read(&mut stream, &mut buf);
+            let body = "x".repeat(20_000);
+            let _ = stream.write_all(
+                format!(
+                    "HTTP/1.0 200 OK\r\nContent-Length: {}\r\n\r\n{body}",
+                    body.len()
+                )
+                .as_bytes(),
+            );
+        }
+    });
+    let out = mqstate()
+        .args([
+            "--url",
+            &format!("mqtt://127.0.0.1:{port}"),
+            "--connect-timeout",
+            "3s",
+            "get",
+            "k",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 4);
+    let err = stderr(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "the server at 127.0.0.1:{port} did not answer as an MQTT broker"
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("boundary"), "{err}");
+}
+
+/// mqtts:// without a CA file trusts the system's roots (here: SSL_CERT_FILE, which the
+/// platform loader reads), and a TLS failure says which roots were used.
+#[test]
+fn mqtts_without_a_ca_file_uses_the_system_roots() {
+    let pki = tempdir();
+    mqstate_tests::pki::make(&pki);
+    let port = free_port();
+    let mut server = mqstate()
+        .args(["serve", "--listen", &port.to_string(), "--tls-cert"])
+        .arg(pki.join("server.crt"))
+        .arg("--tls-key")
+        .arg(pki.join("server.key"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Its stderr is closed from here on: its TLS error lines must not end it.
+    drop(wait_stderr(&mut server, "serving"));
+    let _server = Proc(server);
+    let url = format!("mqtts://localhost:{port}");
+    let out = mqstate()
+        .args(["--url", &url, "set", "k", "v"])
+        .env("SSL_CERT_FILE", pki.join("ca.crt"))
+        .env_remove("SSL_CERT_DIR")
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out.stderr));
+
+    // Roots that do not hold the broker's CA: the failure names them.
+    let other = tempdir();
+    mqstate_tests::pki::make(&other);
+    let out = mqstate()
+        .args(["--url", &url, "--connect-timeout", "3s", "get", "k"])
+        .env("SSL_CERT_FILE", other.join("ca.crt"))
+        .env_remove("SSL_CERT_DIR")
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 4);
+    let err = stderr(&out.stderr);
+    assert!(err.contains("system's root certificates"), "{err}");
+    let out = mqstate()
+        .args(["--url", &url, "--connect-timeout", "3s", "--ca-file"])
+        .arg(other.join("ca.crt"))
+        .args(["get", "k"])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 4);
+    let err = stderr(&out.stderr);
+    assert!(
+        err.contains(&format!("the CA file {}", other.join("ca.crt").display())),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(pki);
+    let _ = std::fs::remove_dir_all(other);
+}
+
+/// The README's install lines run in a home that has neither `~/.local/bin` nor the
+/// completions folder: they create what they use.
+#[test]
+fn readme_install_lines_create_the_folders_they_use() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"))
+            .unwrap();
+    let blocks: Vec<&str> = readme
+        .split("```sh")
+        .skip(1)
+        .filter_map(|b| b.split("```").next())
+        .filter(|b| b.contains("bash-completion"))
+        .collect();
+    assert_eq!(
+        blocks.len(),
+        2,
+        "the tarball and the from-source install blocks"
+    );
+    for block in blocks {
+        let home = tempdir();
+        let mut lines: Vec<&str> = block.lines().skip(1).collect();
+        // The tarball the first block unpacks, made here with the binary built for tests.
+        if let Some(tar) = lines.iter().find_map(|l| l.strip_prefix("tar -xzf ")) {
+            let tar = tar.split_whitespace().next().unwrap();
+            let dir = tar.trim_end_matches(".tar.gz");
+            std::fs::create_dir_all(home.join(dir).join("completions")).unwrap();
+            std::fs::copy(BIN, home.join(dir).join("mqstate")).unwrap();
+            std::fs::write(home.join(dir).join("completions/mqstate.bash"), "complete").unwrap();
+            let made = Command::new("tar")
+                .args(["-czf", tar, dir])
+                .current_dir(&home)
+                .status()
+                .unwrap();
+            assert!(made.success());
+            std::fs::remove_dir_all(home.join(dir)).unwrap();
+        }
+        // `cargo install` is what the second block is about; it is not run here.
+        lines.retain(|l| !l.starts_with("cargo "));
+        let bin_dir = Path::new(BIN).parent().unwrap();
+        let out = Command::new("bash")
+            .args(["-e", "-o", "pipefail", "-c", &lines.join("\n")])
+            .current_dir(&home)
+            .env("HOME", &home)
+            .env(
+                "PATH",
+                format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap()),
+            )
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{block}: {}", stderr(&out.stderr));
+        assert!(
+            home.join(".local/share/bash-completion/completions/mqstate")
+                .is_file(),
+            "{block}"
+        );
+        let _ = std::fs::remove_dir_all(home);
+    }
 }

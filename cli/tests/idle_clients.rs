@@ -58,7 +58,7 @@ fn ratio(mode: &str) -> f64 {
     let out = Command::new(BIN)
         .args(["bench", "--url", &format!("mqtt://127.0.0.1:{}", serve.1)])
         .args(["--clients", "2", "--depth", "8", "--keys", "1000"])
-        .args(["--warmup", "0.5", "--duration", "2"])
+        .args(["--warmup", "500ms", "--duration", "2s"])
         .args(["--idle-clients", IDLE, "--idle-mode", mode])
         .args(["--watch-pid", &serve.0.id().to_string()])
         .env_remove("RUST_LOG")

@@ -239,14 +239,28 @@ fn dispatch(shared: &Shared, publish: Publish) {
 }
 
 /// What a failed connection says to people: rumqttc's text, except where it would not
-/// name the cause (a peer that does not speak MQTT 5).
-fn describe_failure(e: &ConnectionError, was_connected: bool) -> String {
+/// name the cause: a peer that does not speak MQTT 5 (an HTTP server, another protocol), or
+/// a TLS failure, which also says which certificates were trusted.
+fn describe_failure(
+    e: &ConnectionError,
+    was_connected: bool,
+    settings: &ConnectionSettings,
+) -> String {
     let not_mqtt = matches!(
         e,
         ConnectionError::MqttState(StateError::Deserialization(_)) | ConnectionError::NotConnAck(_)
     );
     if not_mqtt && !was_connected {
-        format!("not an MQTT 5 broker: the peer answered with something that is not MQTT 5 ({e})")
+        // rumqttc's own words ("Promised boundary crossed, contains 17487 bytes") are for
+        // the debug log, not for people.
+        format!(
+            "the server at {}:{} did not answer as an MQTT broker (it sent something that is \
+             not MQTT 5): is this the broker's port?",
+            settings.host, settings.port
+        )
+    } else if classify(e) == ErrorKind::Tls {
+        let roots = crate::tls::Roots::of(settings.tls.as_ref().and_then(|t| t.ca_file.as_deref()));
+        format!("{e} (the broker's certificate was checked against {roots})")
     } else {
         e.to_string()
     }
@@ -306,7 +320,7 @@ fn on_disconnected(shared: &Shared, e: &ConnectionError) {
                 "connection to {}:{} failed: {}",
                 shared.settings.host,
                 shared.settings.port,
-                describe_failure(e, was_connected)
+                describe_failure(e, was_connected, &shared.settings)
             ),
         ));
     });

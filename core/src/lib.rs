@@ -53,6 +53,8 @@ mod rpc;
 #[cfg(feature = "client")]
 mod settings;
 #[cfg(feature = "client")]
+pub mod tls;
+#[cfg(feature = "client")]
 pub mod vocabulary;
 
 #[cfg(feature = "client")]
@@ -77,8 +79,8 @@ pub use lock::{
 pub use observe::{KeyNotification, Observer, ObserverEvent};
 #[cfg(feature = "client")]
 pub use settings::{
-    ConnectionSettings, SETTINGS, SettingInfo, SettingType, TlsSettings, parse_bool, parse_count,
-    parse_duration, setting_info,
+    ConnectionSettings, SETTINGS, SettingInfo, SettingType, TlsSettings, URL_SCHEME_RULE,
+    URL_SCHEMES, parse_bool, parse_count, parse_duration, parse_duration_with_unit, setting_info,
 };
 
 /// The Rust blocks of the project's README, compiled as doctests (the other languages'

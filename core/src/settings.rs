@@ -9,14 +9,15 @@ use std::time::Duration;
 use crate::error::Error;
 
 pub use table::{
-    SETTINGS, SettingInfo, SettingType, parse_bool, parse_count, parse_duration, setting_info,
+    SETTINGS, SettingInfo, SettingType, parse_bool, parse_count, parse_duration,
+    parse_duration_with_unit, setting_info,
 };
 
 /// TLS settings. Certificates and keys are PEM files.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TlsSettings {
-    /// CA bundle to trust; `None` trusts nothing but what the file gives (a CA file is
-    /// required to verify the broker).
+    /// CA bundle to trust to verify the broker; `None` trusts the system's root
+    /// certificates (as a web browser does; [`crate::tls`]).
     pub ca_file: Option<PathBuf>,
     /// Client certificate chain, for mutual TLS.
     pub cert_file: Option<PathBuf>,
@@ -123,6 +124,19 @@ impl Default for ConnectionSettings {
     }
 }
 
+/// The URL schemes a broker URL may have, and whether each means TLS: `mqtt` and `mqtts`,
+/// with `tcp` and `ssl` as their aliases (the spellings of Paho and other MQTT tools).
+pub const URL_SCHEMES: [(&str, bool); 4] = [
+    ("mqtt", false),
+    ("mqtts", true),
+    ("tcp", false),
+    ("ssl", true),
+];
+
+/// What a broker URL's scheme must be, as every refusal says it.
+pub const URL_SCHEME_RULE: &str =
+    "a broker URL starts with mqtt:// or mqtts:// (TLS); tcp:// and ssl:// are their aliases";
+
 impl ConnectionSettings {
     /// Settings for `host:port`, everything else default.
     pub fn new(host: impl Into<String>, port: u16) -> Self {
@@ -134,16 +148,18 @@ impl ConnectionSettings {
     }
 
     /// Parses `mqtt://[user[:password]@]host[:port][?name=value&…]` or `mqtts://…` (TLS,
-    /// default port 8883). Query items are any settings of [`SETTINGS`] (for example
-    /// `client_id=ID`, `ca_file=PATH`, `keep_alive=30`).
+    /// default port 8883). `tcp://` and `ssl://` are aliases of `mqtt://` and `mqtts://`
+    /// ([`URL_SCHEMES`]); any other scheme is refused with [`URL_SCHEME_RULE`]. Query items
+    /// are any settings of [`SETTINGS`] (for example `client_id=ID`, `ca_file=PATH`,
+    /// `keep_alive=30`).
     pub fn from_url(url: &str) -> Result<Self, Error> {
         let bad = |why: &str| Error::invalid_argument(format!("invalid broker URL {url:?}: {why}"));
-        let (scheme, rest) = url.split_once("://").ok_or_else(|| bad("no scheme"))?;
-        let tls = match scheme {
-            "mqtt" | "tcp" => false,
-            "mqtts" | "ssl" => true,
-            _ => return Err(bad("the scheme must be mqtt or mqtts")),
-        };
+        let (scheme, rest) = url.split_once("://").ok_or_else(|| bad(URL_SCHEME_RULE))?;
+        let tls = URL_SCHEMES
+            .iter()
+            .find(|(name, _)| scheme.eq_ignore_ascii_case(name))
+            .map(|(_, tls)| *tls)
+            .ok_or_else(|| bad(URL_SCHEME_RULE))?;
         let (authority, query) = match rest.split_once('?') {
             Some((a, q)) => (a, Some(q)),
             None => (rest, None),
@@ -291,6 +307,18 @@ mod tests {
         assert_eq!(s.password.as_deref(), Some("p"));
         assert_eq!(s.client_id.as_deref(), Some("c1"));
         assert_eq!(s.tls.unwrap().ca_file, Some(PathBuf::from("/ca.pem")));
+        for (alias, tls) in [
+            ("tcp://h:1", false),
+            ("ssl://h:1", true),
+            ("MQTTS://h", true),
+        ] {
+            let s = ConnectionSettings::from_url(alias).unwrap();
+            assert_eq!(s.tls.is_some(), tls, "{alias}");
+        }
+        for refused in ["http://x", "localhost:1883", "ws://x"] {
+            let err = ConnectionSettings::from_url(refused).unwrap_err();
+            assert!(err.message().contains(URL_SCHEME_RULE), "{err}");
+        }
         for bad in [
             "localhost:1883",
             "http://x",

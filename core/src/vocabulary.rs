@@ -516,6 +516,14 @@ pub const EVENTS: &[(&str, &[&str], &str)] = &[
     ),
 ];
 
+/// The kinds of a change event (its `kind` field), spelled so in every language: Python's
+/// and Node's strings, and what Kotlin's and Swift's `ChangeKind` print.
+pub const CHANGE_KINDS: [&str; 2] = ["set", "delete"];
+
+/// The message of any call on a client after it was closed (a `ClosedError`), the same
+/// words in every language.
+pub const CLOSED_MESSAGE: &str = "the client is closed";
+
 /// A lock's states, and the reasons a held lock is lost.
 pub const LOCK_STATES: [&str; 3] = ["not_held", "held", "lost"];
 /// Why a held lock was lost.

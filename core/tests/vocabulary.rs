@@ -7,8 +7,9 @@ use std::path::Path;
 use mqstate::codec::SetCondition;
 use mqstate::lock::{DEFAULT_EDIT_TIMEOUT, DEFAULT_LEASE, MIN_LEASE};
 use mqstate::vocabulary::{
-    EVENTS, LOCK_STATES, LOSS_REASONS, Language, OPERATIONS, OptionSpec, PROPERTIES,
-    duration_style, event_field_name, operation_name, option_name, property_name,
+    CHANGE_KINDS, CLOSED_MESSAGE, EVENTS, LOCK_STATES, LOSS_REASONS, Language, OPERATIONS,
+    OptionSpec, PROPERTIES, duration_style, event_field_name, operation_name, option_name,
+    property_name,
 };
 use mqstate::{
     DEFAULT_OBSERVER_CAPACITY, DEFAULT_REQUEST_TIMEOUT, ERROR_BASE_CLASS, ERROR_FAMILIES,
@@ -105,6 +106,8 @@ fn to_json() -> Value {
         "operations": operations,
         "properties": properties,
         "events": events,
+        "change_kinds": CHANGE_KINDS,
+        "closed_message": CLOSED_MESSAGE,
         "set_conditions": set_conditions,
         "vdel_outcomes": VdelOutcome::ALL.iter().map(|o| o.name()).collect::<Vec<_>>(),
         "lock_states": LOCK_STATES,

@@ -141,48 +141,20 @@ pub struct BrokerTarget {
 }
 
 impl BrokerTarget {
-    /// Parses `mqtt://host:port` or `mqtts://host:port` (port defaults to 1883 / 8883).
+    /// Parses a broker URL the way every mqstate client does
+    /// ([`mqstate::ConnectionSettings::from_url`]: `mqtt://host:port` or `mqtts://host:port`,
+    /// `tcp://` and `ssl://` as their aliases, port 1883 / 8883 by default), taking its
+    /// host, port, TLS, user name, password and `ca_file`.
     pub fn parse(url: &str) -> Result<BrokerTarget, String> {
-        let (tls, rest) = if let Some(rest) = url.strip_prefix("mqtt://") {
-            (false, rest)
-        } else if let Some(rest) = url.strip_prefix("mqtts://") {
-            (true, rest)
-        } else if let Some(rest) = url.strip_prefix("tcp://") {
-            (false, rest)
-        } else {
-            return Err(format!(
-                "broker URL {url:?} must start with mqtt:// or mqtts://"
-            ));
-        };
-        let rest = rest.trim_end_matches('/');
-        let default_port = if tls { 8883 } else { 1883 };
-        let (host, port_text) = if let Some(bracketed) = rest.strip_prefix('[') {
-            let (host, after) = bracketed
-                .split_once(']')
-                .ok_or_else(|| format!("unclosed [ in broker URL {url:?}"))?;
-            (host, after.strip_prefix(':'))
-        } else {
-            match rest.rsplit_once(':') {
-                Some((host, port)) => (host, Some(port)),
-                None => (rest, None),
-            }
-        };
-        let port = match port_text {
-            Some(text) => text
-                .parse::<u16>()
-                .map_err(|_| format!("bad port in broker URL {url:?}"))?,
-            None => default_port,
-        };
-        if host.is_empty() {
-            return Err(format!("no host in broker URL {url:?}"));
-        }
+        let settings =
+            mqstate::ConnectionSettings::from_url(url).map_err(|e| e.message().to_owned())?;
         Ok(BrokerTarget {
-            host: host.to_owned(),
-            port,
-            tls,
-            ca_file: None,
-            username: None,
-            password: None,
+            tls: settings.tls.is_some(),
+            ca_file: settings.tls.and_then(|t| t.ca_file),
+            host: settings.host,
+            port: settings.port,
+            username: settings.username,
+            password: settings.password,
             watch_sys_log: true,
         })
     }
@@ -204,7 +176,12 @@ mod tests {
         let t = BrokerTarget::parse("mqtt://[::1]:1883").unwrap();
         assert_eq!((t.host.as_str(), t.port), ("::1", 1883));
         assert_eq!(BrokerTarget::parse("mqtt://[::1]").unwrap().port, 1883);
-        assert!(BrokerTarget::parse("http://x").is_err());
+        // One rule with the clients: tcp:// and ssl:// are aliases, others are refused
+        // with the same words.
+        assert!(!BrokerTarget::parse("tcp://h").unwrap().tls);
+        assert!(BrokerTarget::parse("ssl://h").unwrap().tls);
+        let refused = BrokerTarget::parse("http://x").unwrap_err();
+        assert!(refused.contains(mqstate::URL_SCHEME_RULE), "{refused}");
         assert!(BrokerTarget::parse("mqtt://h:notaport").is_err());
         assert!(BrokerTarget::parse("mqtt://:1883").is_err());
     }

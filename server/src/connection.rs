@@ -82,13 +82,15 @@ pub(crate) fn options(
             options.set_credentials(user.clone(), target.password.clone().unwrap_or_default());
         }
         if target.tls {
-            // rumqttc is built without a default crypto provider: install ring's once.
-            let _ = rustls::crypto::ring::default_provider().install_default();
-            let transport = match &target.ca_file {
-                Some(path) => Transport::tls(std::fs::read(path)?, None, None),
-                None => Transport::tls_with_default_config(),
+            // One TLS set-up with the clients: the CA file, or the system's roots.
+            let ca = match &target.ca_file {
+                Some(path) => Some((path.as_path(), std::fs::read(path)?)),
+                None => None,
             };
-            options.set_transport(transport);
+            let (config, roots) = mqstate::tls::client_config(ca, None)
+                .map_err(|e| std::io::Error::other(e.message().to_owned()))?;
+            tracing::debug!(%roots, "TLS to the broker");
+            options.set_transport(Transport::tls_with_config(config));
         }
     }
     Ok(options)

@@ -32,6 +32,12 @@ from ._scan import AsyncPager, Pager
 from ._settings import pairs
 from ._subscriptions import AsyncSubscription, Subscription
 from .errors import ClosedError
+
+#: The message of a call on a closed client, the same in every language
+#: (``closed_message`` in core/vocabulary.json).
+CLOSED_MESSAGE = "the client is closed"
+#: The message of a call on an AsyncClient before ``connect()`` / ``async with``.
+NOT_CONNECTED_MESSAGE = "the client is not connected yet: await connect() or use async with"
 from .hlc import Hlc
 from .locks import AsyncElection, AsyncLock, Election, Lock
 
@@ -61,10 +67,11 @@ class _ClientBase:
         self._pairs = pairs(settings)
         _mqstate.check_settings(url, from_env, self._pairs)
         self._store: Optional[_mqstate.Store] = None
+        self._closed = False
 
     def _native(self) -> _mqstate.Store:
         if self._store is None:
-            raise ClosedError("the client is not connected (or was closed)")
+            raise ClosedError(CLOSED_MESSAGE if self._closed else NOT_CONNECTED_MESSAGE)
         return self._store
 
     def _connect(self) -> _mqstate.PendingCall:
@@ -142,7 +149,10 @@ class AsyncClient(_ClientBase):
         return client
 
     async def connect(self) -> "AsyncClient":
-        """Connects (a no-op when connected); raises a ConnectError subclass on failure."""
+        """Connects (a no-op when connected); raises a ConnectError subclass on failure, and
+        ClosedError once the client was closed (as every other call then does)."""
+        if self._closed:
+            raise ClosedError(CLOSED_MESSAGE)
         if self._store is None:
             self._store = await wait_async(self._connect())
         return self
@@ -160,6 +170,7 @@ class AsyncClient(_ClientBase):
 
     async def close(self) -> None:
         """Closes the connection; pending calls fail with ClosedError. Idempotent."""
+        self._closed = True
         store, self._store = self._store, None
         if store is not None:
             await wait_async(store.close())
@@ -288,6 +299,7 @@ class Client(_ClientBase):
         return client
 
     def __enter__(self) -> "Client":
+        self._native()  # a closed client raises ClosedError here, not at its first call
         return self
 
     def __exit__(
@@ -300,6 +312,7 @@ class Client(_ClientBase):
 
     def close(self) -> None:
         """Closes the connection; pending calls fail with ClosedError. Idempotent."""
+        self._closed = True
         store, self._store = self._store, None
         if store is not None:
             wait(store.close())

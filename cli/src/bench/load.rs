@@ -126,7 +126,7 @@ pub async fn drive(
     while started.elapsed() < duration {
         tokio::time::sleep(Duration::from_secs(1).min(duration)).await;
         let secs = started.elapsed().as_secs_f64();
-        eprint!(
+        errout!(
             "\r  {label:<8} {secs:>5.1} s  {:>9} ops  {:>8.0} ops/s ",
             done.load(Ordering::Relaxed),
             done.load(Ordering::Relaxed) as f64 / secs
@@ -138,7 +138,7 @@ pub async fn drive(
     let threads_after: Vec<cpu::Threads> =
         watch.iter().map(|&pid| cpu::threads(Some(pid))).collect();
     stop.store(true, Ordering::SeqCst);
-    eprintln!();
+    errln!();
     let mut all = Vec::new();
     while let Some(joined) = tasks.join_next().await {
         all.extend(joined.unwrap_or_default());
@@ -173,9 +173,4 @@ pub async fn drive(
         cpu_us_per_op,
         threads,
     }
-}
-
-/// Seconds as a duration (negative: zero).
-pub fn secs(s: f64) -> Duration {
-    Duration::from_secs_f64(s.max(0.0))
 }

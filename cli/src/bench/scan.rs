@@ -65,10 +65,10 @@ async fn fill(client: &Client, n: usize, value_size: usize) -> anyhow::Result<Du
         if last.elapsed() >= Duration::from_secs(1) {
             last = Instant::now();
             let done = next.load(Ordering::Relaxed).min(n as u64);
-            eprint!("\r  filling: {done:>8} of {n} keys");
+            errout!("\r  filling: {done:>8} of {n} keys");
         }
     }
-    eprintln!(
+    errln!(
         "\r  filled {n} keys in {:.1?}              ",
         started.elapsed()
     );
@@ -99,33 +99,33 @@ pub async fn run(args: &BenchArgs, n: usize) -> anyhow::Result<()> {
         }
         if last.elapsed() >= Duration::from_secs(1) {
             last = Instant::now();
-            eprint!("\r  scanning: {keys:>8} keys, {page_count} pages");
+            errout!("\r  scanning: {keys:>8} keys, {page_count} pages");
         }
     }
     let elapsed = started.elapsed();
-    eprintln!();
+    errln!();
     peak = peak.max(status_kib(None, "VmRSS:"));
     let store_peak = store_pid.map(|p| status_kib(Some(p), "VmHWM:"));
-    println!(
+    outln!(
         "filled {n} keys ({}-byte values) in {:.1} s ({:.0} SET/s)",
         args.value_size,
         fill_time.as_secs_f64(),
         n as f64 / fill_time.as_secs_f64()
     );
-    println!(
+    outln!(
         "scanned {keys} keys in {:.2} s: {:.0} keys/s, {page_count} pages ({empty_pages} empty), {:.0} µs per page",
         elapsed.as_secs_f64(),
         keys as f64 / elapsed.as_secs_f64(),
         elapsed.as_micros() as f64 / page_count.max(1) as f64
     );
-    println!(
+    outln!(
         "client RSS during the scan: {:.1} MiB at the start, {:.1} MiB at most (+{:.1} MiB)",
         mib(client_before),
         mib(peak),
         mib(peak.saturating_sub(client_before))
     );
     if let (Some(before), Some(filled), Some(peak)) = (store_before, store_filled, store_peak) {
-        println!(
+        outln!(
             "store RSS: {:.1} MiB before the fill, {:.1} MiB filled ({:.0} B per key), peak {:.1} MiB",
             mib(before),
             mib(filled),

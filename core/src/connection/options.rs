@@ -9,8 +9,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use bytes::Bytes;
+use rumqttc::Transport;
 use rumqttc::v5::MqttOptions;
-use rumqttc::{TlsConfiguration, Transport};
 
 use super::REQUEST_CHANNEL_CAPACITY;
 use crate::error::{Error, ErrorKind};
@@ -106,7 +106,6 @@ pub(crate) fn mqtt_options(
     net.set_connection_timeout(settings.connect_timeout.as_secs().max(1));
     opts.set_network_options(net);
     if let Some(tls) = &settings.tls {
-        let _ = rustls::crypto::ring::default_provider().install_default();
         let read = |path: &Path, what: &str| read_file(path, what, ErrorKind::InvalidArgument);
         if tls.key_password_file.is_some() {
             return Err(Error::new(
@@ -115,12 +114,9 @@ pub(crate) fn mqtt_options(
             ));
         }
         let ca = match &tls.ca_file {
-            Some(path) => read(path, "CA file")?,
-            None => {
-                return Err(Error::invalid_argument(
-                    "TLS needs a CA file (ca_file, AIO_TLS_CA_FILE)",
-                ));
-            }
+            Some(path) => Some((path.as_path(), read(path, "CA file")?)),
+            // Without a CA file: the system's root certificates (crate::tls).
+            None => None,
         };
         let client_auth = match (&tls.cert_file, &tls.key_file) {
             (Some(cert), Some(key)) => {
@@ -133,11 +129,8 @@ pub(crate) fn mqtt_options(
                 ));
             }
         };
-        opts.set_transport(Transport::tls_with_config(TlsConfiguration::Simple {
-            ca,
-            alpn: None,
-            client_auth,
-        }));
+        let (config, _roots) = crate::tls::client_config(ca, client_auth)?;
+        opts.set_transport(Transport::tls_with_config(config));
     }
     Credentials::read(settings)?.apply(&mut opts);
     Ok(opts)

@@ -139,26 +139,70 @@ pub fn parse_bool(name: &str, value: &str) -> Result<bool, Error> {
     }
 }
 
-/// Parses a duration setting value (seconds, or with a unit `ms`, `s`, `m`).
-pub fn parse_duration(name: &str, value: &str) -> Result<Duration, Error> {
+/// The units a duration's text may carry, with their length in seconds (`ms` before `m`,
+/// `s`: the first suffix that matches is the unit).
+const DURATION_UNITS: [(&str, f64); 3] = [("ms", 0.001), ("s", 1.0), ("m", 60.0)];
+
+/// The text of a duration split into its number and its unit's scale (`None`: no unit).
+fn duration_parts(value: &str) -> (&str, Option<f64>) {
     let v = value.trim();
-    let (number, scale) = if let Some(n) = v.strip_suffix("ms") {
-        (n, 0.001)
-    } else if let Some(n) = v.strip_suffix('s') {
-        (n, 1.0)
-    } else if let Some(n) = v.strip_suffix('m') {
-        (n, 60.0)
-    } else {
-        (v, 1.0)
-    };
+    DURATION_UNITS
+        .iter()
+        .find_map(|(unit, scale)| v.strip_suffix(unit).map(|n| (n.trim(), Some(*scale))))
+        .unwrap_or((v, None))
+}
+
+/// Seconds times `scale` as a duration; `Err` holds why the text is not one.
+fn duration_of(number: &str, scale: f64) -> Result<Duration, &'static str> {
     let seconds: f64 = number
-        .trim()
         .parse()
         .ok()
-        .filter(|s: &f64| s.is_finite() && *s >= 0.0)
-        .ok_or_else(|| invalid(name, value, "a duration (seconds, or 250ms / 1.5s / 2m)"))?;
-    Duration::try_from_secs_f64(seconds * scale)
-        .map_err(|_| invalid(name, value, "a duration in range"))
+        .filter(|s: &f64| s.is_finite())
+        .ok_or("not a duration")?;
+    if seconds < 0.0 {
+        return Err("a duration must not be negative");
+    }
+    Duration::try_from_secs_f64(seconds * scale).map_err(|_| "out of range")
+}
+
+/// Parses a duration setting value (seconds, or with a unit `ms`, `s`, `m`).
+pub fn parse_duration(name: &str, value: &str) -> Result<Duration, Error> {
+    let (number, scale) = duration_parts(value);
+    duration_of(number, scale.unwrap_or(1.0)).map_err(|why| match why {
+        "out of range" => invalid(name, value, "a duration in range"),
+        _ => invalid(name, value, "a duration (seconds, or 250ms / 1.5s / 2m)"),
+    })
+}
+
+/// Parses a duration that must carry its unit (`250ms`, `1.5s`, `2m`), as the command line
+/// takes them: a bare number is refused, because Node and C read bare numbers as
+/// milliseconds and Python as seconds, so `2000` alone would mean two things. The message
+/// does not name the option (the caller does).
+pub fn parse_duration_with_unit(value: &str) -> Result<Duration, Error> {
+    let (number, scale) = duration_parts(value);
+    let Some(scale) = scale else {
+        let shown = value.trim();
+        let message = if shown.parse::<f64>().is_ok_and(|n| n < 0.0) {
+            format!("{shown:?}: a duration must not be negative")
+        } else if shown.parse::<f64>().is_ok() {
+            format!(
+                "{shown:?} has no unit: write {shown}ms, {shown}s or {shown}m (a bare number \
+                 is refused: it would be seconds here and milliseconds in Node and C)"
+            )
+        } else {
+            format!("{shown:?} is not a duration (a number with a unit: 250ms, 1.5s, 2m)")
+        };
+        return Err(Error::invalid_argument(message));
+    };
+    duration_of(number, scale).map_err(|why| {
+        let why = match why {
+            "not a duration" => "is not a duration (a number with a unit: 250ms, 1.5s, 2m)",
+            "out of range" => "is out of range",
+            other => other,
+        };
+        let sep = if why.starts_with("is ") { " " } else { ": " };
+        Error::invalid_argument(format!("{:?}{sep}{why}", value.trim()))
+    })
 }
 
 /// Parses a whole-number setting value.
@@ -248,6 +292,31 @@ mod tests {
         }
         let err = ConnectionSettings::default().set("hots", "x").unwrap_err();
         assert!(err.message().contains("known: host"), "{err}");
+    }
+
+    #[test]
+    fn a_duration_with_its_unit_refuses_bare_and_negative_numbers() {
+        assert_eq!(
+            parse_duration_with_unit("250ms").unwrap(),
+            Duration::from_millis(250)
+        );
+        assert_eq!(
+            parse_duration_with_unit(" 1.5s").unwrap(),
+            Duration::from_millis(1500)
+        );
+        assert_eq!(
+            parse_duration_with_unit("2m").unwrap(),
+            Duration::from_secs(120)
+        );
+        let bare = parse_duration_with_unit("2000").unwrap_err();
+        assert!(bare.message().contains("2000ms, 2000s or 2000m"), "{bare}");
+        for negative in ["-1", "-1s", "-250ms"] {
+            let e = parse_duration_with_unit(negative).unwrap_err();
+            assert!(e.message().contains("must not be negative"), "{e}");
+        }
+        for bad in ["", "s", "soon", "nans", "1e400s"] {
+            assert!(parse_duration_with_unit(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

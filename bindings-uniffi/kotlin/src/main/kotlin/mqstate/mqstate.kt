@@ -966,6 +966,8 @@ internal object UniffiLib {
     ): Unit
     external fun uniffi_mqstate_uniffi_fn_init_callback_vtable_eventlistener(`vtable`: UniffiVTableCallbackInterfaceEventListener,
     ): Unit
+    external fun uniffi_mqstate_uniffi_fn_method_changekind_uniffi_trait_display(`ptr`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
     external fun uniffi_mqstate_uniffi_fn_method_hlc_compare_time(`ptr`: RustBuffer.ByValue,`other`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): Int
     external fun uniffi_mqstate_uniffi_fn_method_hlc_uniffi_trait_display(`ptr`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
@@ -4890,7 +4892,8 @@ public object FfiConverterTypeValue: FfiConverterRustBuffer<Value> {
 
 
 /**
- * What happened to an observed key.
+ * What happened to an observed key. Prints as the vocabulary spells it (`set`,
+ * `delete`: `mqstate::vocabulary::CHANGE_KINDS`), as Python and Node show it.
  */
 
 enum class ChangeKind {
@@ -4906,6 +4909,15 @@ enum class ChangeKind {
 
     
 
+    // The local Rust `Display`/`Debug` implementation.
+    override fun toString(): String {
+        return FfiConverterString.lift(
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_mqstate_uniffi_fn_method_changekind_uniffi_trait_display(FfiConverterTypeChangeKind.lower(this),
+        _status)
+}
+    )
+    }
 
     companion object
 }

@@ -37,7 +37,7 @@ class QuickstartTest {
     fun `the quickstart example runs`() {
         val text = runMain("mqstate.examples.QuickstartKt", LiveStore.url)
         assertTrue(text.contains("get hello"), text)
-        assertTrue(text.contains("observed SET hello again"), text)
+        assertTrue(text.contains("observed set hello again"), text)
         assertTrue(text.contains("error code invalid_argument"), text)
         assertTrue(text.trimEnd().endsWith("done"), text)
     }

@@ -152,6 +152,11 @@ class VocabularyTest {
     }
 
     @Test
+    fun `change kinds print as the vocabulary spells them, as Python and Node show them`() {
+        assertEquals(vocabulary.getJSONArray("change_kinds").strings(), ChangeKind.entries.map { it.toString() })
+    }
+
+    @Test
     fun `every event is an Event with the vocabulary's fields`() {
         val events = Event::class.sealedSubclasses.associateBy { snake(it.simpleName!!) }
         val missing = mutableListOf<String>()
