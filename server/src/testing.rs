@@ -278,6 +278,11 @@ fn verb(command: &str) -> Result<Verb, Error> {
     })
 }
 
+/// The Rust blocks of `docs/server.md` ("Testing your app (Rust)"), run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/server.md")]
+pub struct ServerDocDoctests;
+
 #[cfg(test)]
 mod tests {
     use super::*;
