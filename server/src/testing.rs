@@ -129,13 +129,17 @@ impl LocalStore {
         Ok(())
     }
 
-    /// What `kill -9` and a restart do: every connection and MQTT session is lost, and the
-    /// store comes back on the same port (clients reconnect by themselves, with new
+    /// What `kill -9` and a restart do: every connection is reset (no DISCONNECT packet)
+    /// and every MQTT session is lost, and the store comes back on the same port (clients reconnect by themselves, with new
     /// sessions: their requests in flight fail with `connection_lost`). With `keep_data`,
     /// keys SET with persistence (`SetOptions::persist`) survive, with their versions;
     /// nothing else does. Returns once the new store serves requests.
     pub async fn restart(&mut self, keep_data: bool) -> std::io::Result<()> {
         if let Some(server) = self.server.take() {
+            // Connections reset first, as a killed process leaves them (a broker that stops
+            // says DISCONNECT to each; a client that reconnects in the instant before the
+            // stop still hears it).
+            server.cut_connections().await;
             server.shutdown().await;
         }
         if !keep_data {

@@ -116,7 +116,21 @@ async fn a_restart_keeps_persisted_keys_only_with_keep_data() {
     assert_eq!(store.get("durable").unwrap().unwrap().version, version);
     assert_eq!(client.link_info().sessions, 2, "the session was lost");
 
+    // A request in flight (held by a pause) dies with the session.
+    store.pause(Duration::from_secs(5)).unwrap();
+    let in_flight = {
+        let client = client.clone();
+        tokio::spawn(async move { client.set("late", "x", SetOptions::default()).await })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
     store.restart(false).await.unwrap();
+    let e = tokio::time::timeout(BOUND, in_flight)
+        .await
+        .expect("the request ended")
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::ConnectionLost, "{e}");
+    assert!(e.may_have_applied());
     assert_eq!(read_when_back(&client, "durable").await, None);
     assert!(store.keys("*").unwrap().is_empty());
     store.stop().await;
