@@ -187,6 +187,18 @@ struct Events {
     max_offline: usize,
     /// Offline sessions ended over the bound: in all, and not yet logged.
     offline_ended: Mutex<OfflineEnded>,
+    /// The client connections open now, by client id (see [`Live`]).
+    live: Mutex<HashMap<String, Live>>,
+    /// Fires whenever a client connection closes.
+    closed: tokio::sync::Notify,
+}
+
+/// The connections of one client id: how many are open (two for a moment during a
+/// takeover), and how many closed while any was open (the entry goes once none is).
+#[derive(Default)]
+struct Live {
+    open: u32,
+    closed: u64,
 }
 
 /// Counts of offline sessions ended over the bound, logged at most every
@@ -417,6 +429,10 @@ impl BrokerEventHandler for Events {
         &'a self,
         event: ClientConnectEvent,
     ) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
+        lock(&self.live)
+            .entry(event.client_id.to_string())
+            .or_default()
+            .open += 1;
         Box::pin(async move {
             let client_id = &*event.client_id;
             self.stop_watch(client_id);
@@ -448,6 +464,17 @@ impl BrokerEventHandler for Events {
             reason = ?event.reason,
             "client disconnected"
         );
+        {
+            let mut live = lock(&self.live);
+            if let Some(entry) = live.get_mut(&*event.client_id) {
+                entry.open = entry.open.saturating_sub(1);
+                entry.closed += 1;
+                if entry.open == 0 {
+                    live.remove(&*event.client_id);
+                }
+            }
+        }
+        self.closed.notify_waiters();
         Box::pin(async move {
             let client_id = &*event.client_id;
             let Some(sessions) = self.sessions.get() else {
@@ -465,6 +492,10 @@ impl BrokerEventHandler for Events {
         })
     }
 }
+
+/// How long [`EmbeddedBroker::cut_connections`] waits for the connections to close.
+#[cfg(feature = "testing")]
+const CUT_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// What the embedded broker bounds (from [`crate::ServerConfig`]).
 pub(crate) struct Limits {
@@ -499,6 +530,8 @@ impl EmbeddedBroker {
             max_added: limits.max_keys,
             max_offline: limits.max_offline_sessions,
             offline_ended: Mutex::new(OfflineEnded::default()),
+            live: Mutex::new(HashMap::new()),
+            closed: tokio::sync::Notify::new(),
         });
         let storage = StorageConfig::default()
             .with_backend(StorageBackend::Memory)
@@ -648,6 +681,46 @@ impl EmbeddedBroker {
             router: Arc::clone(&self.router),
             runtime: tokio::runtime::Handle::current(),
         }
+    }
+
+    /// Closes every client connection but `own_id`'s (the store's session) the way a
+    /// network failure does — no DISCONNECT packet, the will published, the MQTT session
+    /// and its subscriptions and queued messages kept for the client's return — and waits
+    /// until each connection has closed (at most [`CUT_WAIT`]). Returns how many it closed.
+    #[cfg(feature = "testing")]
+    pub(crate) async fn cut_connections(&self, own_id: &str) -> usize {
+        let targets: Vec<(String, u64)> = lock(&self.events.live)
+            .iter()
+            .filter(|(id, live)| live.open > 0 && id.as_str() != own_id)
+            .map(|(id, live)| (id.clone(), live.closed))
+            .collect();
+        for (id, _) in &targets {
+            // Drops the router's entry: the connection's task sees it gone, closes the
+            // socket and keeps the session (as for a lost connection).
+            self.router.disconnect_client(id).await;
+        }
+        let deadline = tokio::time::Instant::now() + CUT_WAIT;
+        loop {
+            let closed = self.events.closed.notified();
+            tokio::pin!(closed);
+            closed.as_mut().enable();
+            let done = {
+                let live = lock(&self.events.live);
+                targets
+                    .iter()
+                    .all(|(id, before)| live.get(id).is_none_or(|now| now.closed > *before))
+            };
+            if done {
+                break;
+            }
+            if tokio::time::timeout_at(deadline, closed).await.is_err() {
+                tracing::warn!(
+                    "cut_connections: some connections had not closed after {CUT_WAIT:?}"
+                );
+                break;
+            }
+        }
+        targets.len()
     }
 
     /// Tells the broker to stop without waiting.

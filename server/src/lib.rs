@@ -10,7 +10,10 @@
 //!   [`outbox`]: the bounded queues in front of the broker.
 //! - [`Server`] / [`ServerConfig`] / [`ServerHandle`]: start it with an embedded MQTT5
 //!   broker (the default; with optional TLS, K8S-SAT and password authentication and an
-//!   `--acl` mode) or attached to an existing one such as mosquitto. What the emulator does
+//!   `--acl` mode) or attached to an existing one such as mosquitto.
+//! - `testing` (the cargo feature of that name): `testing::LocalStore`, a store that a
+//!   test starts in process, with faults on demand (connection cuts, pauses, restarts,
+//!   injected store errors) and a look inside. What the emulator does
 //!   beyond the spec, and its limits: `docs/server.md`.
 //!
 //! Module dependencies point one way: `server` wires `connection` (the MQTT client) and
@@ -34,11 +37,14 @@ mod connection;
 mod dedup;
 mod embedded;
 pub mod envelope;
+mod faults;
 pub mod journal;
 pub mod outbox;
 mod server;
 pub mod service;
 pub mod store;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 pub use access::SAT_METHOD;
 pub use config::{BrokerTarget, ServerConfig, TlsFiles};

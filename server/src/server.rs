@@ -3,8 +3,8 @@
 //! [`ServerHandle`] that reports the bound address and shuts everything down.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rumqttc::v5::AsyncClient;
@@ -69,6 +69,12 @@ pub struct ServerHandle {
     client_id: String,
     disconnects: Arc<AtomicU8>,
     probe: Option<JoinHandle<()>>,
+    /// The store, when served in process (the embedded broker without the adapter).
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
+    service: Option<Arc<Mutex<Service>>>,
+    /// The faults armed on the store.
+    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
+    faults: Arc<crate::faults::Faults>,
 }
 
 impl Server {
@@ -191,6 +197,7 @@ impl Server {
             publisher,
             Arc::clone(&counters),
         ));
+        let faults = Arc::new(crate::faults::Faults::default());
         let service = Service {
             store,
             journal,
@@ -205,7 +212,9 @@ impl Server {
             log_values: config.log_values,
             warned_unrouted: false,
             answered: Default::default(),
+            faults: Arc::clone(&faults),
         };
+        let mut shared_service = None;
         let connection = match (mqtt, &embedded) {
             (Some((client, eventloop)), _) => tokio::spawn(connection::run(Loop {
                 eventloop,
@@ -220,6 +229,8 @@ impl Server {
             (None, Some(broker)) => {
                 let session = broker.store_session(&client_id).await?;
                 ready_tx.send_replace(true);
+                let service = Arc::new(Mutex::new(service));
+                shared_service = Some(Arc::clone(&service));
                 tokio::spawn(workers::run(
                     service,
                     session,
@@ -249,6 +260,8 @@ impl Server {
             client_id,
             disconnects: Arc::clone(&disconnects),
             probe: None,
+            service: shared_service,
+            faults,
         };
         let subscribed = tokio::time::timeout(READY_TIMEOUT, ready.wait_for(|ready| *ready)).await;
         if !matches!(subscribed, Ok(Ok(_))) {
@@ -379,6 +392,31 @@ impl ServerHandle {
         }
         if let Some(broker) = self.embedded.take() {
             broker.shutdown().await;
+        }
+    }
+}
+
+#[cfg(feature = "testing")]
+impl ServerHandle {
+    /// The faults armed on the store.
+    pub(crate) fn faults(&self) -> &crate::faults::Faults {
+        &self.faults
+    }
+
+    /// Runs `f` on the store served in process, under its lock; `None` when the store is
+    /// not served in process (an external broker, or the adapter on the embedded one).
+    pub(crate) fn with_service<R>(&self, f: impl FnOnce(&mut Service) -> R) -> Option<R> {
+        let service = self.service.as_ref()?;
+        let mut service = service.lock().unwrap_or_else(|p| p.into_inner());
+        Some(f(&mut service))
+    }
+
+    /// Closes every client connection on the embedded broker (not the store's session)
+    /// and waits until each has closed; returns how many were closed.
+    pub(crate) async fn cut_connections(&self) -> usize {
+        match &self.embedded {
+            Some(broker) => broker.cut_connections(&self.client_id).await,
+            None => 0,
         }
     }
 }

@@ -119,6 +119,8 @@ pub(crate) struct Service {
     pub(crate) warned_unrouted: bool,
     /// The answers of recent writes, for requests delivered twice (see [`dedup`](crate::dedup)).
     pub(crate) answered: crate::dedup::Answered,
+    /// Store errors armed for the next requests (and the pause the workers honour).
+    pub(crate) faults: Arc<crate::faults::Faults>,
 }
 
 impl Service {
@@ -159,6 +161,20 @@ impl Service {
         for notice in expired.notifications {
             self.notify(notice);
         }
+    }
+
+    /// Deletes every key (see [`StateMachine::clear`]): observers get a DELETE each, and
+    /// persisted keys leave the journal. Returns how many keys were deleted.
+    #[cfg(feature = "testing")]
+    pub(crate) fn clear(&mut self) -> usize {
+        self.expire_due();
+        let before = self.store.len();
+        let cleared = self.store.clear(now_ms());
+        self.append(&cleared.journal);
+        for notice in cleared.notifications {
+            self.notify(notice);
+        }
+        before
     }
 
     /// Drops the registrations and queued notifications of a client that is gone (its
@@ -255,6 +271,25 @@ impl Service {
 
     fn answer(&mut self, payload: &Bytes, meta: &RequestMeta, direct: bool) -> Option<Outgoing> {
         let client_id = meta.client_id().unwrap_or_default();
+        if let Some(kind) = self.faults.failure_for(payload) {
+            // An injected store error: what the service sends for it (`__stat 200`, a
+            // `-ERR` payload, no `__ts`), the store untouched.
+            let (Some(topic), Some(correlation)) = (&meta.response_topic, &meta.correlation) else {
+                return None;
+            };
+            tracing::debug!(
+                client_id,
+                error = kind.as_str(),
+                "answered with an injected store error"
+            );
+            let answer = Answer {
+                topic: topic.clone(),
+                correlation: correlation.clone(),
+                payload: Response::Error(mqstate::codec::StoreError::new(kind)).encode(),
+                version: None,
+            };
+            return self.respond(Outgoing::Answer(answer), direct);
+        }
         let now = now_ms();
         if let (Some(correlation), Some(topic)) = (&meta.correlation, &meta.response_topic)
             && let Some(kept) = self.answered.get(now, client_id, correlation)
@@ -519,6 +554,7 @@ mod tests {
             log_values: false,
             warned_unrouted: false,
             answered: Default::default(),
+            faults: Default::default(),
         };
         let set = |key: &'static [u8]| {
             Request::Set {
@@ -568,6 +604,7 @@ mod tests {
             log_values: false,
             warned_unrouted: false,
             answered: Default::default(),
+            faults: Default::default(),
         };
         let nx = Request::Set {
             key: &b"k"[..],

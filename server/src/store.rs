@@ -504,6 +504,51 @@ impl StateMachine {
         }
     }
 
+    /// The keys that match the glob `pattern` (SCAN's syntax), in byte order, read
+    /// directly (no request, no clock tick; fire due expiries first with
+    /// [`StateMachine::expire`]).
+    pub fn keys_matching(&self, pattern: &[u8]) -> Vec<Bytes> {
+        let prefix = mqstate::glob::literal_prefix(pattern);
+        self.entries
+            .keys_from(std::ops::Bound::Included(&prefix[..]))
+            .take_while(|key| key.starts_with(&prefix))
+            .filter(|key| mqstate::glob::matches(pattern, key))
+            .map(Bytes::copy_from_slice)
+            .collect()
+    }
+
+    /// The value and version of `key`, read directly (no request, no clock tick; fire due
+    /// expiries first with [`StateMachine::expire`]); `None` when it is absent.
+    pub fn peek(&self, key: &[u8]) -> Option<(Bytes, Hlc)> {
+        let entry = self.entries.get(key)?;
+        Some((Bytes::copy_from_slice(entry.value()), entry.version()))
+    }
+
+    /// Deletes every key, fenced or not, as a DEL by its owner would: each observer gets a
+    /// DELETE, and each persisted key's removal is in the returned journal ops (for the
+    /// caller to write, as with [`StateMachine::expire`]). KEYNOTIFY registrations stay.
+    pub fn clear(&mut self, now_ms: u64) -> Expired {
+        let mut effects = Effects::default();
+        let keys: Vec<Bytes> = self
+            .entries
+            .keys_from(std::ops::Bound::Unbounded)
+            .map(Bytes::copy_from_slice)
+            .collect();
+        for key in keys {
+            if let Some((key, removed)) = self.remove(&key) {
+                let version = self.deletion_version(now_ms, &removed.version);
+                if removed.persisted {
+                    effects.journal.extend(removal(&key, &version));
+                }
+                self.deleted(key, &version, &mut effects);
+            }
+        }
+        Expired {
+            notifications: effects.notifications,
+            journal: effects.journal,
+        }
+    }
+
     /// The number of keys held.
     pub fn len(&self) -> usize {
         self.entries.len()

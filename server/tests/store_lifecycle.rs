@@ -271,3 +271,67 @@ fn a_deleted_key_never_gets_an_older_version_after_a_restart() {
         again.version
     );
 }
+
+/// `clear` (what `LocalStore::clear` runs): every key goes, fenced and persisted ones too;
+/// observers get a DELETE with a version newer than the key's; persisted keys leave the
+/// journal; registrations stay. `keys_matching` and `peek` read without a request.
+#[test]
+fn clear_deletes_every_key_as_its_owner_would() {
+    let mut store = StateMachine::new(StoreConfig::default(), NOW);
+    let ts = format!("{NOW}:0:watcher");
+    send(&mut store, NOW, set(b"app/kept", b"1", None), &ts, true);
+    send(&mut store, NOW, set(b"app/memory", b"2", None), &ts, false);
+    let fenced = store.handle(
+        NOW,
+        Invocation {
+            client_id: "watcher",
+            payload: &set(b"lock", b"me", None).encode(),
+            timestamp: Some(&ts),
+            fencing_token: Some(&ts),
+            persist: false,
+        },
+    );
+    assert_eq!(fenced.response, Response::Ok);
+    send(
+        &mut store,
+        NOW,
+        Request::KeyNotify {
+            key: &b"app/kept"[..],
+            stop: false,
+        },
+        &ts,
+        false,
+    );
+    assert_eq!(
+        store.keys_matching(b"app/*"),
+        vec![Bytes::from("app/kept"), Bytes::from("app/memory")]
+    );
+    let (value, version) = store.peek(b"app/kept").unwrap();
+    assert_eq!(value, "1");
+
+    let cleared = store.clear(NOW);
+    assert!(store.is_empty());
+    assert!(store.keys_matching(b"*").is_empty());
+    assert_eq!(store.peek(b"lock"), None);
+    let removed: Vec<&Bytes> = cleared
+        .journal
+        .iter()
+        .filter_map(|op| match op {
+            JournalOp::Remove { key } => Some(key),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        removed,
+        vec![&Bytes::from("app/kept")],
+        "persisted keys only"
+    );
+    assert_eq!(cleared.notifications.len(), 1, "the one observed key");
+    let notice = &cleared.notifications[0];
+    assert_eq!(notice.key, "app/kept");
+    assert_eq!(notice.event, KeyEvent::Delete);
+    assert!(notice.version > version);
+    // The registration stays: a new value is notified.
+    let again = send(&mut store, NOW, set(b"app/kept", b"3", None), &ts, false);
+    assert_eq!(again.notifications.len(), 1);
+}

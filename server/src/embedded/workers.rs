@@ -29,7 +29,9 @@
 //! (which then has a request to serve).
 //!
 //! PX expiries and session ends are served by the task that runs the workers, under the
-//! same store lock.
+//! same store lock. A pause armed in [`crate::faults`] holds the worker whose turn it is
+//! before it applies its request, so requests queue in the session and are served in order
+//! when the pause ends.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -114,7 +116,9 @@ fn lock(service: &Mutex<Service>) -> MutexGuard<'_, Service> {
 
 /// What the workers share.
 struct Shared {
-    service: Mutex<Service>,
+    service: Arc<Mutex<Service>>,
+    /// The pause the workers honour (the service's faults).
+    faults: Arc<crate::faults::Faults>,
     session: Arc<tokio::sync::Mutex<StoreSession>>,
     chains: Chains,
     responder: Responder,
@@ -125,15 +129,17 @@ struct Shared {
 /// Serves the store from its session with `workers` tasks until `shutdown` flips; expiries
 /// on time, disconnect events as they come.
 pub(crate) async fn run(
-    service: Service,
+    service: Arc<Mutex<Service>>,
     session: StoreSession,
     responder: Responder,
     workers: usize,
     mut commands: UnboundedReceiver<Command>,
     mut shutdown: watch::Receiver<bool>,
 ) {
+    let faults = Arc::clone(&lock(&service).faults);
     let shared = Arc::new(Shared {
-        service: Mutex::new(service),
+        service,
+        faults,
         session: Arc::new(tokio::sync::Mutex::new(session)),
         chains: Chains::default(),
         responder,
@@ -174,6 +180,9 @@ async fn worker(shared: Arc<Shared>) {
         let Some(packet) = turn.next().await else {
             return;
         };
+        // A pause (a fault on demand) holds the turn: every later request waits behind
+        // this one, in order, and is served once it ends.
+        shared.faults.wait_unpaused().await;
         let (response, moved, turn) = apply(&shared, turn, &packet);
         kept = turn;
         if moved {

@@ -1,0 +1,159 @@
+//! Faults injected on demand (the `testing` feature's [`LocalStore`](crate::testing::LocalStore)
+//! arms them): a pause of the request workers, and store errors for the next requests.
+//!
+//! The state lives here, always compiled, so the serving path needs no feature gate: when
+//! nothing is armed a request pays one relaxed atomic load for each (see
+//! [`Faults::failure_for`] and [`Faults::wait_unpaused`]).
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use mqstate::codec::{StoreErrorKind, Verb};
+use tokio::time::Instant;
+
+/// The faults armed on one server.
+#[derive(Debug, Default)]
+pub(crate) struct Faults {
+    /// Whether `paused_until` may be set (checked before the lock).
+    pause_armed: AtomicBool,
+    /// Requests wait until then.
+    paused_until: Mutex<Option<Instant>>,
+    /// Whether `failures` may hold something (checked before the lock).
+    fail_armed: AtomicBool,
+    /// The next requests to answer with a store error.
+    failures: Mutex<Option<Failures>>,
+}
+
+/// `fail_next`: how many requests are still to fail, with which error, of which verb.
+#[derive(Clone, Copy, Debug)]
+struct Failures {
+    left: usize,
+    kind: StoreErrorKind,
+    verb: Option<Verb>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|poison| poison.into_inner())
+}
+
+impl Faults {
+    /// Requests wait until `until` (a later pause already armed is kept).
+    #[cfg(feature = "testing")]
+    pub(crate) fn pause_until(&self, until: Instant) {
+        let mut paused = lock(&self.paused_until);
+        if paused.is_none_or(|at| at < until) {
+            *paused = Some(until);
+        }
+        self.pause_armed.store(true, Ordering::SeqCst);
+    }
+
+    /// Waits while a pause is armed; returns at once when none is.
+    pub(crate) async fn wait_unpaused(&self) {
+        while self.pause_armed.load(Ordering::SeqCst) {
+            let until = {
+                let mut paused = lock(&self.paused_until);
+                match *paused {
+                    Some(until) if until > Instant::now() => until,
+                    _ => {
+                        *paused = None;
+                        self.pause_armed.store(false, Ordering::SeqCst);
+                        return;
+                    }
+                }
+            };
+            tokio::time::sleep_until(until).await;
+        }
+    }
+
+    /// Answers the next `n` requests (of `verb` only, if given) with `kind`, replacing what
+    /// was armed before; `n == 0` disarms.
+    #[cfg(feature = "testing")]
+    pub(crate) fn fail_next(&self, n: usize, kind: StoreErrorKind, verb: Option<Verb>) {
+        let mut failures = lock(&self.failures);
+        *failures = (n > 0).then_some(Failures {
+            left: n,
+            kind,
+            verb,
+        });
+        self.fail_armed.store(n > 0, Ordering::SeqCst);
+    }
+
+    /// The store error to answer the request `payload` with instead of serving it, if a
+    /// `fail_next` applies to it (counting it).
+    pub(crate) fn failure_for(&self, payload: &bytes::Bytes) -> Option<StoreErrorKind> {
+        if !self.fail_armed.load(Ordering::Relaxed) {
+            return None;
+        }
+        let mut failures = lock(&self.failures);
+        let armed = failures.as_mut()?;
+        if let Some(verb) = armed.verb {
+            let theirs = mqstate::codec::Request::decode(payload)
+                .ok()
+                .map(|r| r.verb());
+            if theirs != Some(verb) {
+                return None;
+            }
+        }
+        let kind = armed.kind;
+        armed.left -= 1;
+        if armed.left == 0 {
+            *failures = None;
+            self.fail_armed.store(false, Ordering::SeqCst);
+        }
+        Some(kind)
+    }
+}
+
+#[cfg(all(test, feature = "testing"))]
+mod tests {
+    use super::*;
+
+    fn get() -> bytes::Bytes {
+        mqstate::codec::Request::Get { key: &b"k"[..] }.encode()
+    }
+
+    fn set() -> bytes::Bytes {
+        mqstate::codec::Request::Set {
+            key: &b"k"[..],
+            value: &b"v"[..],
+            condition: mqstate::codec::SetCondition::Always,
+            expiry_ms: None,
+        }
+        .encode()
+    }
+
+    #[test]
+    fn fail_next_counts_only_requests_of_its_verb() {
+        let faults = Faults::default();
+        assert_eq!(faults.failure_for(&set()), None, "nothing armed");
+        faults.fail_next(2, StoreErrorKind::QuotaExceeded, Some(Verb::Set));
+        assert_eq!(faults.failure_for(&get()), None);
+        assert_eq!(
+            faults.failure_for(&set()),
+            Some(StoreErrorKind::QuotaExceeded)
+        );
+        assert_eq!(faults.failure_for(&get()), None);
+        assert_eq!(
+            faults.failure_for(&set()),
+            Some(StoreErrorKind::QuotaExceeded)
+        );
+        assert_eq!(faults.failure_for(&set()), None, "two only");
+        faults.fail_next(1, StoreErrorKind::NotAuthorized, None);
+        assert_eq!(
+            faults.failure_for(&get()),
+            Some(StoreErrorKind::NotAuthorized)
+        );
+        assert_eq!(faults.failure_for(&get()), None);
+    }
+
+    #[tokio::test]
+    async fn a_pause_holds_until_its_end() {
+        let faults = Faults::default();
+        faults.wait_unpaused().await;
+        let end = Instant::now() + std::time::Duration::from_millis(50);
+        faults.pause_until(end);
+        faults.wait_unpaused().await;
+        assert!(Instant::now() >= end, "released before the pause ended");
+        assert!(!faults.pause_armed.load(Ordering::SeqCst), "disarmed after");
+    }
+}

@@ -1,0 +1,315 @@
+//! A state store to test applications against, in process, with faults on demand (the
+//! `testing` feature).
+//!
+//! [`LocalStore::start`] runs the emulator — the embedded MQTT5 broker with the store served
+//! inside it — on `127.0.0.1` at a free port, in the calling process: no binary, no fixed
+//! port, nothing shared between two stores. Point a client at [`LocalStore::url`], then make
+//! the store misbehave on cue:
+//!
+//! | call | what the clients see |
+//! |---|---|
+//! | [`cut_connections`](LocalStore::cut_connections) | every connection reset; sessions kept, so they resume and in-flight requests complete |
+//! | [`pause`](LocalStore::pause) | no answers for a while, then the queued requests answered in order |
+//! | [`restart`](LocalStore::restart) | `kill -9` and a restart on the same port: connections and sessions lost; persisted keys kept only with `keep_data` |
+//! | [`fail_next`](LocalStore::fail_next) | the next requests answered with a state store error, exactly as the service sends it |
+//!
+//! and look inside without a client: [`keys`](LocalStore::keys), [`get`](LocalStore::get),
+//! [`clear`](LocalStore::clear). Each call returns once it has taken effect.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use mqstate_server::testing::LocalStore;
+//! let mut store = LocalStore::start().await?;
+//! let client = mqstate::Client::connect(mqstate::ConnectionSettings::from_url(&store.url())?).await?;
+//! client.set("k", "v", Default::default()).await?;
+//! store.fail_next(1, "fencing_token_lower_version", Some("SET"))?;
+//! assert!(client.set("k", "w", Default::default()).await.is_err());
+//! assert_eq!(store.get("k")?.map(|e| e.value), Some("v".into()));
+//! store.stop().await;
+//! # Ok(())
+//! # }
+//! ```
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use bytes::Bytes;
+use mqstate::codec::{StoreErrorKind, Verb};
+use mqstate::{Error, ErrorKind, Hlc};
+
+use crate::{Server, ServerConfig, ServerHandle};
+
+/// How long [`LocalStore::restart`] keeps trying to bind the same port again.
+const REBIND_FOR: Duration = Duration::from_secs(5);
+
+/// A key's value and version, as [`LocalStore::get`] reads it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredValue {
+    /// The value.
+    pub value: Bytes,
+    /// Its version (what a client's GET returns as the response's `__ts`).
+    pub version: Hlc,
+}
+
+/// An emulated state store running in this process, on a free loopback port; see the
+/// [module](self) documentation.
+///
+/// It owns a temporary data directory (for keys SET with persistence, which
+/// [`restart(true)`](LocalStore::restart) keeps), removed when the store stops. Dropping it
+/// stops it without waiting; [`LocalStore::stop`] waits.
+pub struct LocalStore {
+    server: Option<ServerHandle>,
+    port: u16,
+    data_dir: PathBuf,
+}
+
+impl LocalStore {
+    /// Starts a store on `127.0.0.1` at a free port, and returns once it serves requests.
+    /// Needs a Tokio runtime with the time and I/O drivers (the store's tasks run on it).
+    pub async fn start() -> std::io::Result<LocalStore> {
+        let data_dir = std::env::temp_dir().join(format!(
+            "mqstate-local-store-{}",
+            uuid::Uuid::new_v4().simple()
+        ));
+        std::fs::create_dir_all(&data_dir)?;
+        match Server::start(config(&data_dir, 0)).await {
+            Ok(server) => Ok(LocalStore {
+                port: server.addr().port(),
+                server: Some(server),
+                data_dir,
+            }),
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&data_dir);
+                Err(e)
+            }
+        }
+    }
+
+    /// Where clients connect: `mqtt://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("mqtt://127.0.0.1:{}", self.port)
+    }
+
+    /// The TCP port (the same after a [`restart`](LocalStore::restart)).
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Whether the store runs (false after [`stop`](LocalStore::stop), or after a
+    /// [`restart`](LocalStore::restart) that failed).
+    pub fn is_running(&self) -> bool {
+        self.server.is_some()
+    }
+
+    /// Stops the store and waits until its connections, broker and tasks are gone; removes
+    /// its data directory. Calling it again does nothing.
+    pub async fn stop(&mut self) {
+        if let Some(server) = self.server.take() {
+            server.shutdown().await;
+        }
+        let _ = std::fs::remove_dir_all(&self.data_dir);
+    }
+
+    /// Closes every client connection now, as a network failure does: no DISCONNECT packet,
+    /// each client's will published, its MQTT session (subscriptions, queued responses and
+    /// notifications) kept. Clients reconnect and resume by themselves, and their requests
+    /// in flight complete. Returns, once every connection has closed, how many it closed.
+    pub async fn cut_connections(&self) -> Result<usize, Error> {
+        Ok(self.running()?.cut_connections().await)
+    }
+
+    /// Stops answering requests for `duration` (the shape of a GC pause or a slow
+    /// network): requests received meanwhile wait, and are answered in order when it ends.
+    /// Connections stay up. A pause armed while one runs extends it if it ends later.
+    /// Returns at once, the pause in effect.
+    pub fn pause(&self, duration: Duration) -> Result<(), Error> {
+        let until = tokio::time::Instant::now() + duration;
+        self.running()?.faults().pause_until(until);
+        Ok(())
+    }
+
+    /// What `kill -9` and a restart do: every connection is reset (no DISCONNECT packet)
+    /// and every MQTT session is lost, and the store comes back on the same port (clients reconnect by themselves, with new
+    /// sessions: their requests in flight fail with `connection_lost`). With `keep_data`,
+    /// keys SET with persistence (`SetOptions::persist`) survive, with their versions;
+    /// nothing else does. Returns once the new store serves requests.
+    pub async fn restart(&mut self, keep_data: bool) -> std::io::Result<()> {
+        if let Some(server) = self.server.take() {
+            // Connections reset first, as a killed process leaves them (a broker that stops
+            // says DISCONNECT to each; a client that reconnects in the instant before the
+            // stop still hears it).
+            server.cut_connections().await;
+            server.shutdown().await;
+        }
+        if !keep_data {
+            let _ = std::fs::remove_dir_all(&self.data_dir);
+        }
+        std::fs::create_dir_all(&self.data_dir)?;
+        // The port was just freed; a lingering accept, or (rarely) another process, may
+        // hold it a moment.
+        let deadline = tokio::time::Instant::now() + REBIND_FOR;
+        loop {
+            match Server::start(config(&self.data_dir, self.port)).await {
+                Ok(server) => {
+                    self.server = Some(server);
+                    return Ok(());
+                }
+                Err(e) if tokio::time::Instant::now() < deadline => {
+                    tracing::debug!(error = %e, port = self.port, "restart: port not free yet");
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Answers the next `n` requests — only those of `command` (`"SET"`, `"GET"`, `"DEL"`,
+    /// `"VDEL"`, `"KEYNOTIFY"`, `"SCAN"`; any case) if given — with the state store error
+    /// whose code (in the error table: `mqstate::ERROR_TABLE`, `core/vocabulary.json`) is
+    /// `error`, for example `"fencing_token_lower_version"`. The response is exactly what
+    /// the service sends for that error (`-ERR <its text>`, `__stat 200`), and the store is
+    /// left untouched. Replaces what an earlier call armed; `n == 0` disarms.
+    ///
+    /// Errors with [`ErrorKind::InvalidArgument`] when `error` is not the code of a state
+    /// store error (connection, timeout and client-side errors are not answers the service
+    /// sends: use [`cut_connections`](LocalStore::cut_connections) or
+    /// [`pause`](LocalStore::pause) for those) or `command` is not a verb.
+    pub fn fail_next(&self, n: usize, error: &str, command: Option<&str>) -> Result<(), Error> {
+        let kind = store_error_kind(error)?;
+        let verb = command.map(verb).transpose()?;
+        self.running()?.faults().fail_next(n, kind, verb);
+        Ok(())
+    }
+
+    /// The keys that match the glob `pattern` (the syntax of a client's SCAN: `*`, `?`,
+    /// `[…]`, `\` escapes), in byte order.
+    pub fn keys(&self, pattern: impl AsRef<[u8]>) -> Result<Vec<Bytes>, Error> {
+        self.with_service(|service| {
+            service.expire_due();
+            service.store.keys_matching(pattern.as_ref())
+        })
+    }
+
+    /// The value and version of `key`, or `None`.
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<StoredValue>, Error> {
+        self.with_service(|service| {
+            service.expire_due();
+            service
+                .store
+                .peek(key.as_ref())
+                .map(|(value, version)| StoredValue { value, version })
+        })
+    }
+
+    /// Deletes every key, persisted ones included (observers get a DELETE for each, as for
+    /// a DEL); returns how many were deleted.
+    pub fn clear(&self) -> Result<usize, Error> {
+        self.with_service(crate::service::Service::clear)
+    }
+
+    fn running(&self) -> Result<&ServerHandle, Error> {
+        self.server
+            .as_ref()
+            .ok_or_else(|| Error::new(ErrorKind::Closed, "the local store is stopped"))
+    }
+
+    fn with_service<R>(
+        &self,
+        f: impl FnOnce(&mut crate::service::Service) -> R,
+    ) -> Result<R, Error> {
+        self.running()?
+            .with_service(f)
+            .ok_or_else(|| Error::new(ErrorKind::Unsupported, "the store is not served in process"))
+    }
+
+    /// The directory that holds the persisted keys.
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+}
+
+impl Drop for LocalStore {
+    fn drop(&mut self) {
+        // Signals every task to stop, without waiting (no runtime is needed here).
+        drop(self.server.take());
+        let _ = std::fs::remove_dir_all(&self.data_dir);
+    }
+}
+
+impl std::fmt::Debug for LocalStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalStore")
+            .field("url", &self.url())
+            .field("running", &self.is_running())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The configuration of a local store on `port` (0: a free one) with `data_dir`.
+fn config(data_dir: &Path, port: u16) -> ServerConfig {
+    ServerConfig {
+        listen: SocketAddr::from((Ipv4Addr::LOCALHOST, port)),
+        data_dir: Some(data_dir.to_owned()),
+        ..ServerConfig::ephemeral()
+    }
+}
+
+/// The store error whose code is `code`.
+fn store_error_kind(code: &str) -> Result<StoreErrorKind, Error> {
+    match ErrorKind::from_code(code) {
+        Some(ErrorKind::Store(kind)) if kind != StoreErrorKind::Unknown => Ok(kind),
+        _ => {
+            let known: Vec<&str> = StoreErrorKind::ALL
+                .into_iter()
+                .filter(|k| *k != StoreErrorKind::Unknown)
+                .map(StoreErrorKind::as_str)
+                .collect();
+            Err(Error::invalid_argument(format!(
+                "fail_next: {code:?} is not the code of a state store error; one of: {}",
+                known.join(", ")
+            )))
+        }
+    }
+}
+
+/// The verb named `command` (any case).
+fn verb(command: &str) -> Result<Verb, Error> {
+    Verb::from_wire(command.to_ascii_uppercase().as_bytes()).ok_or_else(|| {
+        Error::invalid_argument(format!(
+            "fail_next: {command:?} is not a command; one of: SET, GET, DEL, VDEL, KEYNOTIFY, SCAN"
+        ))
+    })
+}
+
+/// The Rust blocks of `docs/server.md` ("Testing your app (Rust)"), run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/server.md")]
+pub struct ServerDocDoctests;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_state_store_error_codes_can_be_injected() {
+        assert_eq!(
+            store_error_kind("fencing_token_lower_version").unwrap(),
+            StoreErrorKind::FencingTokenLowerVersion
+        );
+        for code in [
+            "timeout",
+            "connection_lost",
+            "unknown_store_error",
+            "nope",
+            "",
+        ] {
+            let e = store_error_kind(code).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{code}");
+            assert!(e.message().contains("quota_exceeded"), "{}", e.message());
+        }
+        assert_eq!(verb("set").unwrap(), Verb::Set);
+        assert_eq!(verb("KEYNOTIFY").unwrap(), Verb::KeyNotify);
+        assert_eq!(verb("PUT").unwrap_err().kind(), ErrorKind::InvalidArgument);
+    }
+}
