@@ -424,7 +424,7 @@ mod tests {
     #[test]
     fn numbers_are_fixed() {
         let numbers: Vec<u32> = ALL_STATUSES.iter().map(|s| *s as u32).collect();
-        let mut want: Vec<u32> = (0..=17).chain(100..=112).collect();
+        let mut want: Vec<u32> = (0..=18).chain(100..=112).collect();
         want.extend([200, 254, 255]);
         assert_eq!(numbers, want);
         assert_eq!(name_of(9999), "unknown_status");
