@@ -51,6 +51,10 @@ async fn a_broker_without_a_state_store_is_named_as_such() {
         .await
         .unwrap_err();
     assert!(err.message().contains("no state store"), "{err}");
+    assert!(
+        !err.may_have_applied(),
+        "routed to nobody every time: {err}"
+    );
     client.shutdown().await;
 }
 

@@ -25,7 +25,9 @@ pub(crate) enum Outcome {
 }
 
 struct Slot {
-    tx: oneshot::Sender<Outcome>,
+    /// `None` while its request, routed to nobody, waits to be sent again (it is still
+    /// pending: [`PendingMap::insert`] arms it again).
+    tx: Option<oneshot::Sender<Outcome>>,
     session: u64,
     /// The broker acknowledged this sending as routed to a subscriber.
     delivered: bool,
@@ -80,7 +82,7 @@ impl PendingMap {
         self.lock().insert(
             id,
             Slot {
-                tx,
+                tx: Some(tx),
                 session,
                 delivered: false,
             },
@@ -89,16 +91,22 @@ impl PendingMap {
     }
 
     /// The broker acknowledged the PUBLISH of request `id`: routed to a subscriber, or (PUBACK
-    /// 0x10) to nobody, which the request hears at once (it was not delivered).
+    /// 0x10) to nobody, which the request hears at once (it was not delivered; it stays in
+    /// the map, disarmed, until it is sent again or given up).
     pub(crate) fn routed(&self, id: &CorrelationId, to_someone: bool) {
-        let mut slots = self.lock();
-        if to_someone {
-            if let Some(slot) = slots.get_mut(id) {
+        let tx = {
+            let mut slots = self.lock();
+            let Some(slot) = slots.get_mut(id) else {
+                return;
+            };
+            if to_someone {
                 slot.delivered = true;
+                return;
             }
-        } else if let Some(slot) = slots.remove(id) {
-            drop(slots);
-            let _ = slot.tx.send(Outcome::Unrouted);
+            slot.tx.take()
+        };
+        if let Some(tx) = tx {
+            let _ = tx.send(Outcome::Unrouted);
         }
     }
 
@@ -116,7 +124,8 @@ impl PendingMap {
         };
         let slot = self.lock().remove(&id);
         match slot {
-            Some(slot) => slot.tx.send(Outcome::Answered(publish)).is_ok(),
+            Some(Slot { tx: Some(tx), .. }) => tx.send(Outcome::Answered(publish)).is_ok(),
+            Some(_) => false,
             None => false,
         }
     }
@@ -135,8 +144,8 @@ impl PendingMap {
             .map(|(_, slot)| slot)
             .collect();
         let n = failed.len();
-        for slot in failed {
-            let _ = slot.tx.send(Outcome::Failed(error.clone()));
+        for tx in failed.into_iter().filter_map(|slot| slot.tx) {
+            let _ = tx.send(Outcome::Failed(error.clone()));
         }
         n
     }
@@ -205,7 +214,14 @@ mod tests {
         assert!(!map.delivered(&[1; 16]));
         map.routed(&[1; 16], false);
         assert!(matches!(a.try_recv().unwrap(), Outcome::Unrouted));
-        assert_eq!(map.len(), 1, "the unrouted request left the map");
-        map.routed(&[1; 16], false); // a late PUBACK changes nothing
+        assert_eq!(map.len(), 2, "the unrouted request is still pending");
+        map.routed(&[1; 16], false); // a second PUBACK changes nothing
+        assert!(
+            !map.complete(&[1; 16], response(&[], b"")),
+            "nobody waits until armed again"
+        );
+        let mut again = map.insert([1; 16], 1);
+        assert!(map.complete(&[1; 16], response(&[], b"")));
+        assert!(matches!(again.try_recv().unwrap(), Outcome::Answered(_)));
     }
 }
