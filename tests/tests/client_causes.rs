@@ -156,3 +156,34 @@ async fn a_peer_that_is_not_mqtt_is_named_as_such() {
     assert!(err.kind().is_connect(), "{err}");
     assert!(err.message().contains("not an MQTT 5 broker"), "{err}");
 }
+
+/// A timeout too short for any round trip is named as such, never taken for a missing store
+/// (the message said "no state store has answered this client yet" while one was running);
+/// a zero one is refused before anything is sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tiny_timeout_is_named_as_such_and_a_zero_one_is_refused() {
+    let fixture = StateStoreFixture::embedded().await.unwrap();
+    let mut s = settings(fixture.port());
+    s.host = fixture.host().to_owned();
+    let client = Client::connect(s).await.unwrap();
+    let tiny = Some(Duration::from_micros(1));
+    let err = client
+        .get_with("k", GetOptions { timeout: tiny })
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
+    assert!(err.message().contains("may be too short"), "{err}");
+    assert!(!err.message().contains("no state store"), "{err}");
+    let zero = Some(Duration::ZERO);
+    for _ in 0..5 {
+        let err = client
+            .get_with("k", GetOptions { timeout: zero })
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "never racy: {err}");
+    }
+    assert_eq!(client.pending_requests(), 0);
+    client.get("k").await.expect("a default timeout works");
+    client.shutdown().await;
+    fixture.shutdown().await;
+}
