@@ -523,6 +523,11 @@ export declare class TlsError extends ConnectError {
   constructor (message: string, details?: ErrorDetails)
   readonly code: 'tls'
 }
+/** `no_store`: the broker says no state store is subscribed to the request topic; the request was not applied. */
+export declare class NoStoreError extends MqstateError {
+  constructor (message: string, details?: ErrorDetails)
+  readonly code: 'no_store'
+}
 /** `timestamp_skew`: the state store refused the request (the message is the service's exact text). */
 export declare class TimestampSkewError extends StoreError {
   constructor (message: string, details?: ErrorDetails)

@@ -28,6 +28,7 @@ export const {
   ConnectTimeoutError,
   ConnectUnauthorizedError,
   TlsError,
+  NoStoreError,
   TimestampSkewError,
   FencingTokenRequiredError,
   FencingTokenSkewError,

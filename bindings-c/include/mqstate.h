@@ -27,19 +27,21 @@
  * - Client calls block the calling thread and can be cancelled from another thread with a
  *   `mqstate_cancel` token. They run on a runtime the library owns; never call them from a
  *   mqstate callback.
- * - Durations are milliseconds (`..._ms`), and 0 always means the default, never "none"
- *   or "do not wait":
+ * - Durations are milliseconds (`..._ms`). One rule in every language (docs/api.md): a zero
+ *   request timeout, expiry or lease is refused elsewhere, so in C 0 there means "not given",
+ *   the default (a zero-initialised options struct is the defaults):
  *     a request's `timeout_ms`      the client's `request_timeout` setting (10 s unless set),
  *                                   which also bounds every lock and election request;
  *     `mqstate_lock_edit` timeout   the core's edit timeout (10 s);
  *     `mqstate_client_connect`      the `connect_timeout` setting;
- *     waits that may be endless     without limit (`mqstate_lock_acquire`,
- *                                   `mqstate_election_campaign`, `mqstate_subscription_next`,
- *                                   `mqstate_wait_idle`), as is `MQSTATE_NO_TIMEOUT`;
  *     `lease_ms`, `term_ms`         the lock's default lease (10 s unless
  *                                   `mqstate_lock_options.lease_ms` sets it);
  *     `expiry_ms`, `auto_renew_ms`  never.
- *   `MQSTATE_NO_TIMEOUT` is refused (`MQSTATE_STATUS_INVALID_ARGUMENT`) where a call is bounded.
+ *   A wait's 0 is zero, "do not wait", as in every language: `mqstate_lock_acquire` and
+ *   `mqstate_election_campaign` try once, `mqstate_subscription_next` returns a queued event,
+ *   `mqstate_wait_idle` only looks; else `MQSTATE_STATUS_TIMEOUT` at once. A wait without
+ *   limit is `MQSTATE_WAIT_FOREVER`, refused (`MQSTATE_STATUS_INVALID_ARGUMENT`) where a call
+ *   is bounded. `MQSTATE_NO_TIMEOUT` is its former name.
  * - Threads: clients, scans, locks, elections, subscriptions and tokens may be used from any
  *   number of threads at once. A handle may be closed while other threads wait in calls on it (they
  *   return `MQSTATE_STATUS_CLOSED`, and the close waits for them); no call may start on a
@@ -74,10 +76,17 @@
 #define MQSTATE_VERSION_STRING "0.2.0"
 
 /**
- * `timeout_ms` of a wait that may go on without limit: `mqstate_lock_acquire`,
- * `mqstate_election_campaign`, `mqstate_subscription_next`, `mqstate_wait_idle`.
+ * `timeout_ms` of a wait without limit: `mqstate_lock_acquire`,
+ * `mqstate_election_campaign`, `mqstate_subscription_next`, `mqstate_wait_idle` (where 0 is
+ * "do not wait"). Refused by the calls that are bounded.
  */
-#define MQSTATE_NO_TIMEOUT UINT32_MAX
+#define MQSTATE_WAIT_FOREVER UINT32_MAX
+
+/**
+ * The former name of `MQSTATE_WAIT_FOREVER` (the same value), kept for one minor release:
+ * use `MQSTATE_WAIT_FOREVER`.
+ */
+#define MQSTATE_NO_TIMEOUT MQSTATE_WAIT_FOREVER
 
 /**
  * The maximum drift ahead of local time the service and the SDKs allow: one minute.
@@ -175,6 +184,12 @@ enum mqstate_status
    * `tls` (connect family): the TLS handshake failed; fix the TLS settings.
    */
   MQSTATE_STATUS_TLS = 17,
+  /**
+   * `no_store`: the broker says no state store is subscribed to the request topic (the
+   * request was sent again for 2 s first, the core's no-store window); it was not applied.
+   * Worth retrying once a state store runs.
+   */
+  MQSTATE_STATUS_NO_STORE = 18,
   /**
    * `timestamp_skew` (store family): the state store refused the request (the message
    * is the service's exact text), as for every store error.
@@ -702,7 +717,7 @@ typedef struct mqstate_set_options {
   bool persist;
   /**
    * The request's timeout in milliseconds (0: the client's `request_timeout`;
-   * `MQSTATE_NO_TIMEOUT` is refused).
+   * `MQSTATE_WAIT_FOREVER` is refused).
    */
   uint32_t timeout_ms;
   /**
@@ -722,7 +737,7 @@ typedef struct mqstate_call_options {
   const char *fencing_token;
   /**
    * The request's timeout in milliseconds (0: the client's `request_timeout`;
-   * `MQSTATE_NO_TIMEOUT` is refused).
+   * `MQSTATE_WAIT_FOREVER` is refused).
    */
   uint32_t timeout_ms;
   /**
@@ -930,7 +945,7 @@ mqstate_status mqstate_election_new(const struct mqstate_client *client,
 
 /**
  * Becomes leader for `term_ms` (0: the default term; renewed automatically until resign),
- * waiting up to `timeout_ms` (0 or `MQSTATE_NO_TIMEOUT`: without limit) and cancellable
+ * waiting up to `timeout_ms` (0: do not wait, one try only; `MQSTATE_WAIT_FOREVER`: without limit) and cancellable
  * through `cancel` (may be NULL); `*token` (may be NULL) receives the leader's fencing
  * token, NULL on failure.
  *
@@ -1084,7 +1099,7 @@ void mqstate_error_free(struct mqstate_error *error);
 
 /**
  * Waits until no mqstate call and no callback is in flight on any thread — up to
- * `timeout_ms` (0 or `MQSTATE_NO_TIMEOUT`: without limit) — and returns true when that was
+ * `timeout_ms` (0: do not wait, only look; `MQSTATE_WAIT_FOREVER`: without limit) — and returns true when that was
  * reached in time. It only waits: it closes, cancels and frees nothing (close clients,
  * free subscriptions and locks first; their calls then end). Meant for an `atexit` handler,
  * so that no library thread is inside a callback of a program that is exiting.
@@ -1128,7 +1143,7 @@ mqstate_status mqstate_lock_try_acquire(const struct mqstate_lock *lock,
 
 /**
  * Takes the lock for `lease_ms` (0: the lock's default lease), waiting up to `timeout_ms`
- * for it (0 or `MQSTATE_NO_TIMEOUT`: without limit); `MQSTATE_STATUS_TIMEOUT` when someone
+ * for it (0: do not wait, one try only; `MQSTATE_WAIT_FOREVER`: without limit); `MQSTATE_STATUS_TIMEOUT` when someone
  * else kept it, `MQSTATE_STATUS_CANCELLED` when `cancel` (may be NULL) was triggered.
  * `*token` (may be NULL) receives the fencing token; NULL on failure.
  *
@@ -1262,7 +1277,7 @@ mqstate_status mqstate_edit_delete(struct mqstate_edit *decision);
  * reads the key, calls `decide(ctx, current, len, decision)`, writes the decision fenced
  * with the lock's token, releases the lock; retried if a newer holder wrote meanwhile, up
  * to `timeout_ms` (0: the core's default edit timeout, 10 s, the same in every language;
- * `MQSTATE_NO_TIMEOUT` is refused). `decide` runs on a library thread, once per attempt.
+ * `MQSTATE_WAIT_FOREVER` is refused). `decide` runs on a library thread, once per attempt.
  *
  * # Safety
  * `lock` must be a live lock; `key` valid for `key_len`; `decide` valid; `ctx` usable from
@@ -1283,7 +1298,7 @@ mqstate_status mqstate_lock_edit(const struct mqstate_lock *lock,
  * matched byte-wise). Nothing is sent until the first `mqstate_scan_next`. On success
  * `*out` is a new pager, owned by the caller (free it with `mqstate_scan_free`); on error
  * `*out` is NULL. An empty pattern is `MQSTATE_STATUS_INVALID_ARGUMENT`. `timeout_ms` bounds
- * each page (0: the client's `request_timeout`; `MQSTATE_NO_TIMEOUT` is refused).
+ * each page (0: the client's `request_timeout`; `MQSTATE_WAIT_FOREVER` is refused).
  *
  * The pager keeps what it needs of the client: after `mqstate_client_close` it stays a
  * valid handle whose pages fail with `MQSTATE_STATUS_CLOSED` until it is freed.
@@ -1420,7 +1435,7 @@ const char *mqstate_vdel_outcome_name(uint32_t outcome);
 
 /**
  * Connects with `settings` (which stay the caller's), waiting up to `timeout_ms` (0: the
- * settings' `connect_timeout`; `MQSTATE_NO_TIMEOUT` is refused). On success `*out` is the
+ * settings' `connect_timeout`; `MQSTATE_WAIT_FOREVER` is refused). On success `*out` is the
  * client; on failure NULL.
  *
  * Errors: `MQSTATE_STATUS_CONNECT_REFUSED` / `_CONNECT_TIMEOUT` (retry later),
@@ -1533,7 +1548,7 @@ mqstate_status mqstate_client_observe(const struct mqstate_client *client,
                                       struct mqstate_subscription **out);
 
 /**
- * Waits up to `timeout_ms` (0 or `MQSTATE_NO_TIMEOUT`: without limit) for the next event:
+ * Waits up to `timeout_ms` (0: do not wait, only an event already queued; `MQSTATE_WAIT_FOREVER`: without limit) for the next event:
  * `MQSTATE_STATUS_OK` with `*event` set (free it with `mqstate_sub_event_free`),
  * `MQSTATE_STATUS_TIMEOUT` when none came (no event is lost by it),
  * `MQSTATE_STATUS_CLOSED` once the subscription has ended and is drained. `*event` is NULL

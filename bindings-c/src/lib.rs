@@ -21,8 +21,9 @@
 //!   message for [`mqstate_last_error_message`] (thread-local);
 //! - results go through out-parameters, which are reset (NULL / 0 / false / `{NULL, 0}` /
 //!   the enum's `_NONE`) first, so on error there is never anything to free or to misread;
-//! - durations are milliseconds, and 0 is always the core's default
-//!   ([`client::timeout`]; `MQSTATE_NO_TIMEOUT` where a wait may go on without limit);
+//! - durations are milliseconds; 0 is the core's default where the other languages refuse a
+//!   zero, and a wait's 0 is "do not wait" ([`client::timeout`]; `MQSTATE_WAIT_FOREVER` for a
+//!   wait without limit);
 //! - every `extern "C"` body runs inside a panic catch ([`status`]), and every pointer is
 //!   checked for NULL and every text for UTF-8 ([`ffi`]).
 //!
@@ -60,7 +61,7 @@ pub use client::subscription::{
     mqstate_subscription,
 };
 pub use client::text::mqstate_value;
-pub use client::timeout::MQSTATE_NO_TIMEOUT;
+pub use client::timeout::{MQSTATE_NO_TIMEOUT, MQSTATE_WAIT_FOREVER};
 pub use clock::{mqstate_clock, mqstate_now_fn};
 pub use condition::mqstate_set_condition;
 pub use ffi::mqstate_bytes;

@@ -70,6 +70,10 @@ pub enum mqstate_status {
     ConnectUnauthorized = 16,
     /// `tls` (connect family): the TLS handshake failed; fix the TLS settings.
     Tls = 17,
+    /// `no_store`: the broker says no state store is subscribed to the request topic (the
+    /// request was sent again for 2 s first, the core's no-store window); it was not applied.
+    /// Worth retrying once a state store runs.
+    NoStore = 18,
     /// `timestamp_skew` (store family): the state store refused the request (the message
     /// is the service's exact text), as for every store error.
     TimestampSkew = 100,
@@ -109,7 +113,7 @@ pub enum mqstate_status {
 }
 
 /// Every status, in numeric order (for tables and tests).
-pub(crate) const ALL_STATUSES: [mqstate_status; 34] = {
+pub(crate) const ALL_STATUSES: [mqstate_status; 35] = {
     use mqstate_status::*;
     [
         Ok,
@@ -130,6 +134,7 @@ pub(crate) const ALL_STATUSES: [mqstate_status; 34] = {
         ConnectTimeout,
         ConnectUnauthorized,
         Tls,
+        NoStore,
         TimestampSkew,
         FencingTokenRequired,
         FencingTokenSkew,
@@ -204,6 +209,7 @@ impl mqstate_status {
             S::ConnectTimeout => "connect_timeout\0",
             S::ConnectUnauthorized => "connect_unauthorized\0",
             S::Tls => "tls\0",
+            S::NoStore => "no_store\0",
             S::TimestampSkew => "timestamp_skew\0",
             S::FencingTokenRequired => "fencing_token_required\0",
             S::FencingTokenSkew => "fencing_token_skew\0",
@@ -418,7 +424,7 @@ mod tests {
     #[test]
     fn numbers_are_fixed() {
         let numbers: Vec<u32> = ALL_STATUSES.iter().map(|s| *s as u32).collect();
-        let mut want: Vec<u32> = (0..=17).chain(100..=112).collect();
+        let mut want: Vec<u32> = (0..=18).chain(100..=112).collect();
         want.extend([200, 254, 255]);
         assert_eq!(numbers, want);
         assert_eq!(name_of(9999), "unknown_status");

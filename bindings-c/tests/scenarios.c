@@ -85,6 +85,15 @@ static long num(const cJSON *step, const char *field, long dflt) {
     return cJSON_IsNumber(v) ? (long)v->valuedouble : dflt;
 }
 
+/* C has no zero request timeout: there 0 is "not given", the client's request_timeout
+   (docs/api.md, the rule for zero). A scenario's explicit zero, refused in every other
+   language before anything is sent, is reported as that refusal without calling, as for a
+   zero expiry. */
+static int zero_request_timeout(const cJSON *step) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(step, "timeout_ms");
+    return cJSON_IsNumber(v) && v->valuedouble == 0;
+}
+
 static int has_bool(const cJSON *step, const char *field, int *out) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(step, field);
     if (!cJSON_IsBool(v)) {
@@ -510,6 +519,11 @@ static int step(struct run *r, const cJSON *s, mqstate_status *st) {
         char *owned = NULL, *version = NULL;
         bool applied = false;
         memset(&o, 0, sizeof o);
+        if (zero_request_timeout(s)) {
+            *st = MQSTATE_STATUS_INVALID_ARGUMENT;
+            return 0;
+        }
+        o.timeout_ms = (uint32_t)num(s, "timeout_ms", 0);
         /* The condition's text, parsed by the core as in every language. */
         *st = mqstate_set_condition_parse(str(s, "condition"), &o.condition);
         if (*st != MQSTATE_STATUS_OK) return 0;
@@ -534,7 +548,14 @@ static int step(struct run *r, const cJSON *s, mqstate_status *st) {
         return rc;
     } else if (strcmp(op, "get") == 0) {
         mqstate_value *v = NULL;
-        *st = mqstate_client_get(client_of(r, s), (const uint8_t *)key, klen, NULL, &v);
+        mqstate_call_options o;
+        memset(&o, 0, sizeof o);
+        if (zero_request_timeout(s)) {
+            *st = MQSTATE_STATUS_INVALID_ARGUMENT;
+            return 0;
+        }
+        o.timeout_ms = (uint32_t)num(s, "timeout_ms", 0);
+        *st = mqstate_client_get(client_of(r, s), (const uint8_t *)key, klen, &o, &v);
         if (*st != MQSTATE_STATUS_OK) return 0;
         int missing = 0, rc = 0;
         long want = value_of(s, vbuf, sizeof vbuf);
@@ -594,7 +615,10 @@ static int step(struct run *r, const cJSON *s, mqstate_status *st) {
             mqstate_sub_event_free(e);
             return got == MQSTATE_STATUS_OK ? fail(r, "an unexpected notification") : 0;
         }
-        if (got != MQSTATE_STATUS_OK) return fail(r, "no notification: %s", mqstate_status_name(got));
+        if (got != MQSTATE_STATUS_OK) {
+            *st = got; /* the API's own wait (0: do not wait): its status is the step's */
+            return 0;
+        }
         int rc = 0;
         const char *kind = str(s, "event");
         mqstate_sub_event_type t = mqstate_sub_event_type_of(e);
@@ -627,7 +651,9 @@ static int step(struct run *r, const cJSON *s, mqstate_status *st) {
             *st = mqstate_lock_try_acquire(lock, lease, &flag, &token);
             if (*st == MQSTATE_STATUS_OK) rc = expect_bool(r, s, "acquired", flag) || check_version(r, s, token);
         } else if (strcmp(op, "acquire") == 0) {
-            *st = mqstate_lock_acquire(lock, lease, (uint32_t)num(s, "timeout_ms", 0), NULL, &token);
+            /* A wait: without limit unless given; 0 is "do not wait". */
+            uint32_t wait = (uint32_t)num(s, "timeout_ms", (long)MQSTATE_WAIT_FOREVER);
+            *st = mqstate_lock_acquire(lock, lease, wait, NULL, &token);
             if (*st == MQSTATE_STATUS_OK) rc = check_version(r, s, token);
         } else if (strcmp(op, "renew") == 0) {
             *st = mqstate_lock_renew(lock, &flag, &token);
@@ -671,7 +697,8 @@ static int step(struct run *r, const cJSON *s, mqstate_status *st) {
         char *text = NULL;
         int rc = 0;
         if (strcmp(op, "campaign") == 0) {
-            *st = mqstate_election_campaign(e, term, (uint32_t)num(s, "timeout_ms", 0), NULL, &text);
+            uint32_t wait = (uint32_t)num(s, "timeout_ms", (long)MQSTATE_WAIT_FOREVER);
+            *st = mqstate_election_campaign(e, term, wait, NULL, &text);
             if (*st == MQSTATE_STATUS_OK) rc = check_version(r, s, text);
         } else if (strcmp(op, "try_campaign") == 0) {
             *st = mqstate_election_try_campaign(e, term, &flag);

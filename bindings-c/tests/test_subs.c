@@ -72,13 +72,29 @@ static void test_pull(mqstate_client *c) {
     CHECK(e == NULL, "try_next gives NULL when nothing is queued");
     CHECK_STATUS(mqstate_subscription_next(NULL, 0, &e), MQSTATE_STATUS_INVALID_ARGUMENT, "NULL");
 
-    /* 0 and MQSTATE_NO_TIMEOUT wait without limit: an event that comes is returned. */
+    /* MQSTATE_WAIT_FOREVER (and its former name) waits without limit: an event that comes
+       is returned. 0 does not wait: a queued event, else MQSTATE_STATUS_TIMEOUT at once. */
     set_text(c, key, "four", NULL);
-    CHECK_STATUS(mqstate_subscription_next(sub, MQSTATE_NO_TIMEOUT, &e), MQSTATE_STATUS_OK,
+    CHECK_STATUS(mqstate_subscription_next(sub, MQSTATE_WAIT_FOREVER, &e), MQSTATE_STATUS_OK,
                  "next without limit");
     mqstate_sub_event_free(e);
     set_text(c, key, "five", NULL);
-    CHECK_STATUS(mqstate_subscription_next(sub, 0, &e), MQSTATE_STATUS_OK, "next, 0: no limit");
+    CHECK_STATUS(mqstate_subscription_next(sub, MQSTATE_NO_TIMEOUT, &e), MQSTATE_STATUS_OK,
+                 "next without limit, the former name");
+    mqstate_sub_event_free(e);
+    e = (mqstate_sub_event *)&e;
+    CHECK_STATUS(mqstate_subscription_next(sub, 0, &e), MQSTATE_STATUS_TIMEOUT,
+                 "next, 0: nothing queued, so no event and no wait");
+    CHECK(e == NULL, "no event after next(0) found none");
+    set_text(c, key, "polled", NULL);
+    e = NULL;
+    uint64_t polled_until = now_ms() + 5000;
+    mqstate_status polled = MQSTATE_STATUS_TIMEOUT;
+    while (polled == MQSTATE_STATUS_TIMEOUT && now_ms() < polled_until) {
+        polled = mqstate_subscription_next(sub, 0, &e);
+        if (polled == MQSTATE_STATUS_TIMEOUT) sleep_ms(5);
+    }
+    CHECK_STATUS(polled, MQSTATE_STATUS_OK, "polling with next(0) returns the queued event");
     mqstate_sub_event_free(e);
     /* try_next takes what is queued without waiting. */
     set_text(c, key, "six", NULL);
@@ -231,7 +247,7 @@ struct waiter {
 
 static void *wait_acquire(void *arg) {
     struct waiter *w = arg;
-    w->status = mqstate_lock_acquire(w->lock, 5000, 0, NULL, NULL);
+    w->status = mqstate_lock_acquire(w->lock, 5000, MQSTATE_WAIT_FOREVER, NULL, NULL);
     w->returned_at = now_ms();
     return NULL;
 }
@@ -271,12 +287,14 @@ void test_threads(void) {
     struct trigger trig = {token, 200};
     pthread_create(&t, NULL, trigger_later, &trig);
     uint64_t started = now_ms();
-    CHECK_STATUS(mqstate_lock_acquire(wanted, 5000, 0, token, NULL), MQSTATE_STATUS_CANCELLED,
-                 "cancelled acquire");
+    CHECK_STATUS(mqstate_lock_acquire(wanted, 5000, 0, NULL, NULL), MQSTATE_STATUS_TIMEOUT,
+                 "acquire, 0: one try, held by another, so a timeout at once");
+    CHECK_STATUS(mqstate_lock_acquire(wanted, 5000, MQSTATE_WAIT_FOREVER, token, NULL),
+                 MQSTATE_STATUS_CANCELLED, "cancelled acquire");
     CHECK(now_ms() - started < 3000, "promptly");
     pthread_join(t, NULL);
-    CHECK_STATUS(mqstate_lock_acquire(wanted, 5000, 0, token, NULL), MQSTATE_STATUS_CANCELLED,
-                 "a triggered token cancels later calls too");
+    CHECK_STATUS(mqstate_lock_acquire(wanted, 5000, MQSTATE_WAIT_FOREVER, token, NULL),
+                 MQSTATE_STATUS_CANCELLED, "a triggered token cancels later calls too");
     mqstate_cancel_free(token);
 
     /* Close the client while other threads wait in calls on its lock and subscription. */

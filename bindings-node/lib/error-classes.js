@@ -206,6 +206,17 @@ class TlsError extends ConnectError {
   }
 }
 
+/** `no_store`: the broker says no state store is subscribed to the request topic; the request was not applied. */
+class NoStoreError extends MqstateError {
+  /**
+   * @param {string} message
+   * @param {ErrorDetails} [details]
+   */
+  constructor (message, details) {
+    super(message, 'no_store', details)
+  }
+}
+
 /** `timestamp_skew`: the state store refused the request (the message is the service's exact text). */
 class TimestampSkewError extends StoreError {
   /**
@@ -368,6 +379,7 @@ const CLASSES = {
   connect_timeout: ConnectTimeoutError,
   connect_unauthorized: ConnectUnauthorizedError,
   tls: TlsError,
+  no_store: NoStoreError,
   timestamp_skew: TimestampSkewError,
   fencing_token_required: FencingTokenRequiredError,
   fencing_token_skew: FencingTokenSkewError,
@@ -404,6 +416,7 @@ module.exports = {
   ConnectTimeoutError,
   ConnectUnauthorizedError,
   TlsError,
+  NoStoreError,
   TimestampSkewError,
   FencingTokenRequiredError,
   FencingTokenSkewError,

@@ -14,7 +14,7 @@ const STORE_KINDS = [
 ]
 const CODES = [
   'invalid_argument', 'malformed', 'clock_drift', 'clock_overflow', 'timeout', 'connection_lost',
-  'connect_failed', 'connect_refused', 'connect_timeout', 'connect_unauthorized', 'tls', 'closed',
+  'connect_failed', 'connect_refused', 'connect_timeout', 'connect_unauthorized', 'tls', 'no_store', 'closed',
   'rpc_error', 'not_held', 'cancelled', 'unsupported', 'callback',
   ...STORE_KINDS
 ]

@@ -93,17 +93,27 @@ impl Failure {
                 CONNECT,
                 format!("the connection to {target} was lost: {}", e.message()),
             ),
-            ErrorKind::Timeout => Failure::new(
+            ErrorKind::NoStore => Failure::new(
                 STORE,
                 format!(
-                    "no state store answered at {target} ({}); the broker accepted the connection, \
-                     but nothing handled the request",
-                    e.message()
+                    "no state store serves the broker at {target}: {} [{}]",
+                    e.message(),
+                    e.code()
                 ),
             )
             .hint(
-                "is `mqstate serve` running (or `mqstate serve --broker URL` in front of this broker, \
-                 or the Azure IoT Operations state store)? --timeout waits longer",
+                "start `mqstate serve` (or `mqstate serve --broker URL` in front of this broker, \
+                 or the Azure IoT Operations state store)",
+            ),
+            // The core's message says what the broker said of the request: routed to nobody,
+            // passed on, or not acknowledged yet (a short timeout is not a missing store).
+            ErrorKind::Timeout => Failure::new(
+                STORE,
+                format!("no answer from the state store at {target}: {}", e.message()),
+            )
+            .hint(
+                "--timeout waits longer; is `mqstate serve` running (or `mqstate serve --broker URL` \
+                 in front of this broker, or the Azure IoT Operations state store)?",
             ),
             ErrorKind::InvalidArgument => Failure::usage(e.to_string()),
             ErrorKind::Store(_) | ErrorKind::Rpc(_) => {

@@ -620,9 +620,8 @@ fn mosquitto() -> PathBuf {
     panic!("mosquitto is needed for this test (scripts/setup installs it)");
 }
 
-#[test]
-fn a_broker_without_a_state_store_is_named_as_such() {
-    let dir = tempdir();
+/// mosquitto on a free port, with nothing behind it; dropped with the guard.
+fn lone_mosquitto(dir: &Path) -> (Proc, u16) {
     let port = free_port();
     let conf = dir.join("mosquitto.conf");
     std::fs::write(
@@ -630,7 +629,7 @@ fn a_broker_without_a_state_store_is_named_as_such() {
         format!("listener {port} 127.0.0.1\nallow_anonymous true\n"),
     )
     .unwrap();
-    let _broker = Proc(
+    let broker = Proc(
         Command::new(mosquitto())
             .arg("-c")
             .arg(&conf)
@@ -640,6 +639,14 @@ fn a_broker_without_a_state_store_is_named_as_such() {
             .unwrap(),
     );
     wait_port(port);
+    (broker, port)
+}
+
+#[test]
+fn a_broker_without_a_state_store_is_named_as_such() {
+    let dir = tempdir();
+    let (_broker, port) = lone_mosquitto(&dir);
+    // Shorter than the no-store window: the timeout comes first, and names the cause.
     let out = mqstate()
         .args([
             "--url",
@@ -653,8 +660,38 @@ fn a_broker_without_a_state_store_is_named_as_such() {
         .unwrap();
     assert_eq!(code(&out), 3);
     let err = stderr(&out.stderr);
-    assert!(err.contains("no state store answered"), "{err}");
+    assert!(
+        err.contains("the broker says no state store is subscribed"),
+        "{err}"
+    );
     assert!(err.contains("is `mqstate serve` running"), "{err}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// mosquitto says "no matching subscribers" (PUBACK 0x10): `get` and `ping` fail with
+/// `no_store` after the short no-store window, not after their 30 s timeout.
+#[test]
+fn get_and_ping_fail_fast_with_no_store_behind_the_broker() {
+    let dir = tempdir();
+    let (_broker, port) = lone_mosquitto(&dir);
+    for command in [&["get", "k"][..], &["ping"][..]] {
+        let out = mqstate()
+            .args([
+                "--url",
+                &format!("mqtt://127.0.0.1:{port}"),
+                "--timeout",
+                "30s",
+            ])
+            .args(command)
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 3, "{command:?}");
+        let err = stderr(&out.stderr);
+        assert!(err.contains("[no_store]"), "{command:?}: {err}");
+        assert!(err.contains("no state store is subscribed"), "{err}");
+        assert!(err.contains("start `mqstate serve`"), "{err}");
+        assert!(!err.contains("within 30s"), "not the timeout: {err}");
+    }
     let _ = std::fs::remove_dir_all(dir);
 }
 

@@ -145,6 +145,7 @@ impl Client {
             .clone()
             .unwrap_or_else(|| topics::response_topic(&client_id));
         topics::check_response_topic(&response_topic)?;
+        crate::rpc::check_timeout(options.request_timeout)?;
         let connect_timeout = settings.connect_timeout;
         let mqtt = {
             let (settings, client_id) = (settings.clone(), client_id.clone());
@@ -385,6 +386,7 @@ impl Client {
             return Err(Error::invalid_argument("the key must not be empty"));
         }
         let timeout = options.timeout.unwrap_or(self.timeout);
+        crate::rpc::check_timeout(timeout)?;
         self.shared
             .subscribe(&self.shared.notification_filter, timeout)
             .await?;

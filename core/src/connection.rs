@@ -75,9 +75,20 @@ pub(crate) async fn run(shared: Arc<Shared>, mut eventloop: EventLoop) {
                 on_packet(&shared, &mut eventloop, packet, &mut failures)
             }
             Ok(Event::Outgoing(Outgoing::Subscribe(pkid))) => shared.subs().written(pkid),
+            Ok(Event::Outgoing(Outgoing::Publish(pkid))) => shared.pending.routes().written(pkid),
+            Ok(Event::Outgoing(Outgoing::AwaitAck(pkid))) => {
+                let held = eventloop.state.collision.as_ref().and_then(request_id);
+                shared.pending.routes().collided(pkid, held);
+            }
             Ok(Event::Outgoing(Outgoing::Disconnect)) if closing_deadline.is_some() => break,
             Ok(Event::Outgoing(_)) => {}
             Err(e) => {
+                // What rumqttc took from its channel without writing it is dropped if the
+                // broker keeps no session.
+                let unwritten = unwritten_requests(&eventloop.pending)
+                    .filter(|(pkid, _)| *pkid == 0)
+                    .map(|(_, id)| id);
+                shared.pending.routes().disconnected(unwritten);
                 on_disconnected(&shared, &e);
                 if shared.link.borrow().closed {
                     break;
@@ -135,6 +146,11 @@ fn on_packet(shared: &Shared, eventloop: &mut EventLoop, packet: Packet, failure
         Packet::Publish(publish) => dispatch(shared, publish),
         Packet::ConnAck(ack) => {
             *failures = 0;
+            // rumqttc sends its pending PUBLISHes first (none when the session is new).
+            shared
+                .pending
+                .routes()
+                .connected(unwritten_requests(&eventloop.pending));
             let max_packet = ack
                 .properties
                 .as_ref()
@@ -203,13 +219,34 @@ fn on_packet(shared: &Shared, eventloop: &mut EventLoop, packet: Packet, failure
             });
         }
         Packet::Disconnect(d) => warn!(reason = ?d.reason_code, "the broker sent DISCONNECT"),
-        // The client publishes to the request topic only: a broker that routes a request to
-        // nobody says so here (mosquitto does), which names the cause of the timeout to come.
-        Packet::PubAck(ack) => shared
-            .signs
-            .routed(ack.reason != PubAckReason::NoMatchingSubscribers),
+        // The client publishes requests only: a broker that routes one to nobody says so here
+        // (mosquitto does), and the request is told at once.
+        Packet::PubAck(ack) => {
+            let id = shared.pending.routes().acked(ack.pkid);
+            if let Some(id) = id {
+                let to_someone = ack.reason != PubAckReason::NoMatchingSubscribers;
+                shared.pending.routed(&id, to_someone);
+            }
+        }
         _ => {}
     }
+}
+
+/// The request (correlation id) a PUBLISH carries.
+fn request_id(publish: &Publish) -> Option<crate::rpc::CorrelationId> {
+    let data = publish.properties.as_ref()?.correlation_data.as_ref()?;
+    crate::rpc::CorrelationId::try_from(data.as_ref()).ok()
+}
+
+/// The requests among rumqttc's pending packets, in order, with their packet id (0 for a
+/// PUBLISH never written).
+fn unwritten_requests(
+    pending: &std::collections::VecDeque<rumqttc::v5::Request>,
+) -> impl Iterator<Item = (u16, crate::rpc::CorrelationId)> + '_ {
+    pending.iter().filter_map(|r| match r {
+        rumqttc::v5::Request::Publish(p) => request_id(p).map(|id| (p.pkid, id)),
+        _ => None,
+    })
 }
 
 /// Routes a received PUBLISH: a response to its request, a notification to its observers.
@@ -345,6 +382,7 @@ fn rebuild(shared: &Shared, old: &EventLoop) -> EventLoop {
     warn!("rebuilding the MQTT event loop after a collision timeout");
     let (mqtt, eventloop) = AsyncClient::new(old.options.clone(), REQUEST_CHANNEL_CAPACITY);
     shared.replace_mqtt(mqtt);
+    shared.pending.routes().reset();
     shared.pending.fail_all(
         &Error::new(
             ErrorKind::ConnectionLost,

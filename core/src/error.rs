@@ -68,6 +68,11 @@ pub enum ErrorKind {
     /// The TLS handshake failed (untrusted certificate, wrong host name, missing client
     /// certificate). Fix the TLS settings.
     Tls,
+    /// The broker says that nobody is subscribed to the state store's request topic (MQTT 5
+    /// PUBACK reason 0x10, "no matching subscribers"): no state store serves this broker.
+    /// The request was sent again for [`NO_STORE_WINDOW`](crate::vocabulary::NO_STORE_WINDOW)
+    /// first, and was never delivered, so it was not applied. Worth retrying once a store runs.
+    NoStore,
     /// The client (or the object) was shut down or dropped.
     Closed,
     /// A lock or leadership operation needs the lock to be held, and it is not.
@@ -135,6 +140,7 @@ impl ErrorKind {
             self,
             ErrorKind::Timeout
                 | ErrorKind::ConnectionLost
+                | ErrorKind::NoStore
                 | ErrorKind::ConnectRefused
                 | ErrorKind::ConnectTimeout
                 | ErrorKind::Rpc(503)

@@ -319,15 +319,6 @@ impl Lock {
     /// fencing token, or `None` when someone else holds it. Starts automatic renewal (if
     /// configured) only when it succeeds.
     pub async fn try_acquire(&self, lease: Duration) -> Result<Option<Hlc>, Error> {
-        self.try_acquire_within(lease, None).await
-    }
-
-    /// [`Lock::try_acquire`] with a bound on the request's time.
-    async fn try_acquire_within(
-        &self,
-        lease: Duration,
-        timeout: Option<Duration>,
-    ) -> Result<Option<Hlc>, Error> {
         let lease = whole_ms(lease)?;
         let period = *self
             .inner
@@ -340,7 +331,7 @@ impl Lock {
             )));
         }
         let _op = self.inner.op.lock().await;
-        match self.inner.take(lease, timeout).await? {
+        match self.inner.take(lease, None).await? {
             Some((token, valid_until)) => {
                 self.inner.stop_keeper();
                 self.inner.status.send_replace(LockStatus::Held {
@@ -366,7 +357,8 @@ impl Lock {
 
     /// Takes the lock for `lease`, waiting up to `timeout` for its holder to release it or
     /// for its lease to run out; fails with [`ErrorKind::Timeout`](crate::ErrorKind::Timeout)
-    /// when the time is up.
+    /// when the time is up. The first try is always made, so `Duration::ZERO` is "do not
+    /// wait": one try, then the timeout error if someone else holds the lock.
     pub async fn acquire(&self, lease: Duration, timeout: Duration) -> Result<Hlc, Error> {
         self.acquire_until(lease, Some(Instant::now() + timeout))
             .await

@@ -11,6 +11,13 @@
 //! bare name in Rust and Kotlin, seconds under the bare name in Python, milliseconds with
 //! the unit in the name in Node (`expiryMs`) and C (`expiry_ms`) — so one option name never
 //! means two units.
+//!
+//! Zero and "no limit" follow one rule too ([`DURATION_RULES`], [`duration_spellings`]):
+//! every duration option has a [`DurationRole`]; a zero *bound* (a request's timeout) or a
+//! zero *span* (an expiry, a lease) is refused with `invalid_argument`, a zero *wait* means
+//! "do not wait" (look once, then `timeout` at once), and a wait that is not given has no
+//! limit. C, which has no "not given" for a number, spells it 0 exactly where zero is
+//! refused elsewhere, and spells a wait's "no limit" `MQSTATE_WAIT_FOREVER`.
 
 /// A language mqstate speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -83,10 +90,111 @@ pub fn duration_style(language: Language) -> &'static str {
         Language::Rust => "std::time::Duration, under the bare name",
         Language::Python => "seconds (int or float) or datetime.timedelta, under the bare name",
         Language::Node => "milliseconds (number), the name ends in Ms",
-        Language::C => "milliseconds (integer), the name ends in _ms; 0 is the default",
+        Language::C => "milliseconds (integer), the name ends in _ms",
         Language::Kotlin => "kotlin.time.Duration, under the bare name",
     }
 }
+
+/// What a duration option is for; it decides what zero and "not given" mean
+/// ([`DURATION_RULES`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DurationRole {
+    /// Bounds a request, or a call made of requests: the `timeout` of `set`, `get`,
+    /// `delete`, `vdel`, `observe`, `scan` and `edit`, and the `request_timeout` and
+    /// `connect_timeout` settings. A zero bound could never be met (it would race the answer),
+    /// so it is refused.
+    Bound,
+    /// How long to wait for what others do: the `timeout` of a lock's `acquire`, an
+    /// election's `campaign` and a subscription's `next`. Zero is "do not wait".
+    Wait,
+    /// A span of time the store or the client keeps: an expiry, a lease, a term, a renewal
+    /// period. At least 1 ms.
+    Span,
+}
+
+impl DurationRole {
+    /// Every role, in the order of [`DURATION_RULES`].
+    pub const ALL: [DurationRole; 3] =
+        [DurationRole::Bound, DurationRole::Wait, DurationRole::Span];
+
+    /// Its key in `vocabulary.json`.
+    pub fn key(self) -> &'static str {
+        match self {
+            DurationRole::Bound => "bound",
+            DurationRole::Wait => "wait",
+            DurationRole::Span => "span",
+        }
+    }
+
+    /// Its row of [`DURATION_RULES`].
+    pub fn rule(self) -> &'static DurationRule {
+        DURATION_RULES
+            .iter()
+            .find(|r| r.role == self)
+            .expect("every role has a rule")
+    }
+}
+
+/// What zero and "not given" mean for one [`DurationRole`], in every language.
+#[derive(Clone, Copy, Debug)]
+pub struct DurationRule {
+    /// The role.
+    pub role: DurationRole,
+    /// Which options have it, for people.
+    pub options: &'static str,
+    /// What a zero duration does.
+    pub zero: &'static str,
+    /// What a duration that is not given means.
+    pub not_given: &'static str,
+}
+
+/// The one rule for zero and for "not given", per [`DurationRole`].
+pub const DURATION_RULES: [DurationRule; 3] = [
+    DurationRule {
+        role: DurationRole::Bound,
+        options: "a request's timeout (set, get, delete, vdel, observe, scan), an edit's timeout, the request_timeout and connect_timeout settings",
+        zero: "refused with invalid_argument; nothing is sent",
+        not_given: "the default: the client's request_timeout (an edit: 10 s; connecting: connect_timeout)",
+    },
+    DurationRule {
+        role: DurationRole::Wait,
+        options: "the timeout of a lock's acquire, an election's campaign, a subscription's next",
+        zero: "do not wait: one look now (one try of the lock or the leadership, a buffered event), else timeout at once",
+        not_given: "no limit (cancel the call to stop it)",
+    },
+    DurationRule {
+        role: DurationRole::Span,
+        options: "expiry, lease, term, auto_renew, renew_every",
+        zero: "refused with invalid_argument (at least 1 ms)",
+        not_given: "the option's default",
+    },
+];
+
+/// How `language` spells, for a duration option: not giving it (its default), a wait that
+/// does not wait, and a wait without limit. One spelling each.
+pub fn duration_spellings(language: Language) -> [&'static str; 3] {
+    match language {
+        Language::Rust => ["None", "Some(Duration::ZERO)", "None"],
+        Language::Python => ["None (or leave it out)", "0", "None (or leave it out)"],
+        Language::Node => ["leave it out (undefined)", "0", "leave it out (undefined)"],
+        Language::C => [
+            "0, wherever zero is refused in the other languages (bounds and spans: a zero-initialised options struct is the defaults)",
+            "0",
+            "MQSTATE_WAIT_FOREVER",
+        ],
+        Language::Kotlin => [
+            "null (or leave it out)",
+            "Duration.ZERO",
+            "null (or leave it out)",
+        ],
+    }
+}
+
+/// How long a request keeps being sent again while the broker says that nobody is
+/// subscribed to the state store's request topic (MQTT 5 PUBACK reason 0x10, "no matching
+/// subscribers"), before it fails with `no_store`: long enough for a state store that
+/// restarts behind its broker, far shorter than a request timeout.
+pub const NO_STORE_WINDOW: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// One option of an operation.
 #[derive(Clone, Copy, Debug)]
@@ -95,6 +203,8 @@ pub struct OptionSpec {
     pub name: &'static str,
     /// Its unit.
     pub unit: Unit,
+    /// For a duration, what it is for (which decides what zero means); `None` otherwise.
+    pub role: Option<DurationRole>,
     /// What it is when not given, for people.
     pub default: &'static str,
     /// One line for people.
@@ -159,14 +269,30 @@ const fn opt(
     OptionSpec {
         name,
         unit,
+        role: None,
         default,
         description,
     }
 }
 
-const TIMEOUT: OptionSpec = opt(
+const fn duration(
+    name: &'static str,
+    role: DurationRole,
+    default: &'static str,
+    description: &'static str,
+) -> OptionSpec {
+    OptionSpec {
+        name,
+        unit: Unit::Duration,
+        role: Some(role),
+        default,
+        description,
+    }
+}
+
+const TIMEOUT: OptionSpec = duration(
     "timeout",
-    Unit::Duration,
+    DurationRole::Bound,
     "the client's request_timeout",
     "how long this call waits for its answer",
 );
@@ -176,21 +302,21 @@ const FENCING_TOKEN: OptionSpec = opt(
     "none",
     "write fenced by a lock's token (__ft)",
 );
-const LEASE: OptionSpec = opt(
+const LEASE: OptionSpec = duration(
     "lease",
-    Unit::Duration,
+    DurationRole::Span,
     "the lock's lease (10 s)",
     "how long the lock is held unless renewed",
 );
-const TERM: OptionSpec = opt(
+const TERM: OptionSpec = duration(
     "term",
-    Unit::Duration,
+    DurationRole::Span,
     "the election's term (10 s)",
     "how long leadership lasts unless renewed",
 );
-const WAIT: OptionSpec = opt(
+const WAIT: OptionSpec = duration(
     "timeout",
-    Unit::Duration,
+    DurationRole::Wait,
     "no limit (cancel to stop)",
     "how long to wait",
 );
@@ -207,9 +333,9 @@ pub const OPERATIONS: &[Operation] = &[
                 "none",
                 "nx: only if missing; nex: only if missing or equal",
             ),
-            opt(
+            duration(
                 "expiry",
-                Unit::Duration,
+                DurationRole::Span,
                 "never",
                 "the key expires this long after the SET (at least 1 ms)",
             ),
@@ -271,9 +397,9 @@ pub const OPERATIONS: &[Operation] = &[
                 "none",
                 "the holder id becomes holder:session_id",
             ),
-            opt(
+            duration(
                 "auto_renew",
-                Unit::Duration,
+                DurationRole::Span,
                 "no automatic renewal",
                 "renew this often after each acquire",
             ),
@@ -291,9 +417,9 @@ pub const OPERATIONS: &[Operation] = &[
                 "none",
                 "the candidate id becomes candidate:session_id",
             ),
-            opt(
+            duration(
                 "renew_every",
-                Unit::Duration,
+                DurationRole::Span,
                 "a third of the term",
                 "renew the term this often while leader",
             ),
@@ -353,9 +479,9 @@ pub const OPERATIONS: &[Operation] = &[
         name: "edit",
         options: &[
             LEASE,
-            opt(
+            duration(
                 "timeout",
-                Unit::Duration,
+                DurationRole::Bound,
                 "10 s",
                 "how long the edit may take, retries included",
             ),
@@ -407,9 +533,9 @@ pub const OPERATIONS: &[Operation] = &[
     Operation {
         owner: Owner::Subscription,
         name: "next",
-        options: &[opt(
+        options: &[duration(
             "timeout",
-            Unit::Duration,
+            DurationRole::Wait,
             "no limit",
             "how long to wait for an event (a timeout error then; no event is lost)",
         )],
@@ -629,6 +755,37 @@ mod tests {
             operation_name(Language::Rust, Owner::Client, "delete"),
             "del"
         );
+    }
+
+    #[test]
+    fn every_duration_option_has_a_role_and_only_waits_take_zero() {
+        let mut waits = Vec::new();
+        for op in OPERATIONS {
+            for o in op.options {
+                assert_eq!(o.unit == Unit::Duration, o.role.is_some(), "{}", o.name);
+                if o.role == Some(DurationRole::Wait) {
+                    waits.push((op.owner, op.name));
+                }
+            }
+        }
+        assert_eq!(
+            waits,
+            [
+                (Owner::Lock, "acquire"),
+                (Owner::Election, "campaign"),
+                (Owner::Subscription, "next"),
+            ]
+        );
+        for role in DurationRole::ALL {
+            assert_eq!(role.rule().role, role);
+        }
+        assert!(DurationRole::Wait.rule().zero.starts_with("do not wait"));
+        assert!(DurationRole::Bound.rule().zero.contains("invalid_argument"));
+        assert!(NO_STORE_WINDOW < crate::DEFAULT_REQUEST_TIMEOUT / 2);
+        for l in Language::ALL {
+            let [_, no_wait, forever] = duration_spellings(l);
+            assert_ne!(no_wait, forever, "{l:?}: do not wait and no limit differ");
+        }
     }
 
     #[test]

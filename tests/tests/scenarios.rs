@@ -459,13 +459,13 @@ impl Run {
                     .subs
                     .get(text(step, "subscription")?)
                     .ok_or("no such subscription")?;
+                // The API's own wait (0: do not wait), so that its timeout is the step's error.
                 let wait = ms(step, "timeout_ms").unwrap_or(Duration::from_secs(5));
                 let n = loop {
-                    match tokio::time::timeout(wait, sub.next()).await {
-                        Ok(Some(Event::Change(n))) => break n,
-                        Ok(Some(_)) => continue,
-                        Ok(None) => return Err("the subscription ended".into()),
-                        Err(_) => return Err(format!("no notification within {wait:?}")),
+                    match api!(sub.next_within(Some(wait)).await) {
+                        Some(Event::Change(n)) => break n,
+                        Some(_) => continue,
+                        None => return Err("the subscription ended".into()),
                     }
                 };
                 match (step.get("event").and_then(Value::as_str), &n.event) {

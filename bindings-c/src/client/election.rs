@@ -3,7 +3,7 @@
 //!
 //! Durations follow [`timeout`](super::timeout): a `term_ms` of 0 is the election's default
 //! term (`mqstate_election_options.term_ms`, else the core's `DEFAULT_LEASE`), a campaign's
-//! `timeout_ms` of 0 (or `MQSTATE_NO_TIMEOUT`) a wait without limit. The other calls are
+//! `timeout_ms` of 0 is "do not wait" (one try), `MQSTATE_WAIT_FOREVER` a wait without limit. The other calls are
 //! single requests, each bounded by the client's `request_timeout`, as in every language.
 
 use std::ffi::c_char;
@@ -89,7 +89,7 @@ pub unsafe extern "C" fn mqstate_election_new(
 }
 
 /// Becomes leader for `term_ms` (0: the default term; renewed automatically until resign),
-/// waiting up to `timeout_ms` (0 or `MQSTATE_NO_TIMEOUT`: without limit) and cancellable
+/// waiting up to `timeout_ms` (0: do not wait, one try only; `MQSTATE_WAIT_FOREVER`: without limit) and cancellable
 /// through `cancel` (may be NULL); `*token` (may be NULL) receives the leader's fencing
 /// token, NULL on failure.
 ///

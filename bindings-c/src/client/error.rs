@@ -107,7 +107,7 @@ pub unsafe extern "C" fn mqstate_error_free(error: *mut mqstate_error) {
 }
 
 /// Waits until no mqstate call and no callback is in flight on any thread — up to
-/// `timeout_ms` (0 or `MQSTATE_NO_TIMEOUT`: without limit) — and returns true when that was
+/// `timeout_ms` (0: do not wait, only look; `MQSTATE_WAIT_FOREVER`: without limit) — and returns true when that was
 /// reached in time. It only waits: it closes, cancels and frees nothing (close clients,
 /// free subscriptions and locks first; their calls then end). Meant for an `atexit` handler,
 /// so that no library thread is inside a callback of a program that is exiting.

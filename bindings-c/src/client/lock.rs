@@ -4,7 +4,7 @@
 //!
 //! Durations follow [`timeout`](super::timeout): a `lease_ms` of 0 is the lock's default
 //! lease (`mqstate_lock_options.lease_ms`, else the core's `DEFAULT_LEASE`), an acquire's
-//! `timeout_ms` of 0 (or `MQSTATE_NO_TIMEOUT`) a wait without limit. The other calls are
+//! `timeout_ms` of 0 is "do not wait" (one try), `MQSTATE_WAIT_FOREVER` a wait without limit. The other calls are
 //! single requests, each bounded by the client's `request_timeout`, as in every language.
 
 pub mod edit;
@@ -133,7 +133,7 @@ pub unsafe extern "C" fn mqstate_lock_try_acquire(
 }
 
 /// Takes the lock for `lease_ms` (0: the lock's default lease), waiting up to `timeout_ms`
-/// for it (0 or `MQSTATE_NO_TIMEOUT`: without limit); `MQSTATE_STATUS_TIMEOUT` when someone
+/// for it (0: do not wait, one try only; `MQSTATE_WAIT_FOREVER`: without limit); `MQSTATE_STATUS_TIMEOUT` when someone
 /// else kept it, `MQSTATE_STATUS_CANCELLED` when `cancel` (may be NULL) was triggered.
 /// `*token` (may be NULL) receives the fencing token; NULL on failure.
 ///

@@ -47,7 +47,7 @@ pub struct mqstate_scan_page {
 /// matched byte-wise). Nothing is sent until the first `mqstate_scan_next`. On success
 /// `*out` is a new pager, owned by the caller (free it with `mqstate_scan_free`); on error
 /// `*out` is NULL. An empty pattern is `MQSTATE_STATUS_INVALID_ARGUMENT`. `timeout_ms` bounds
-/// each page (0: the client's `request_timeout`; `MQSTATE_NO_TIMEOUT` is refused).
+/// each page (0: the client's `request_timeout`; `MQSTATE_WAIT_FOREVER` is refused).
 ///
 /// The pager keeps what it needs of the client: after `mqstate_client_close` it stays a
 /// valid handle whose pages fail with `MQSTATE_STATUS_CLOSED` until it is freed.

@@ -40,7 +40,7 @@ pub struct mqstate_set_options {
     /// Ask the service to persist the value.
     pub persist: bool,
     /// The request's timeout in milliseconds (0: the client's `request_timeout`;
-    /// `MQSTATE_NO_TIMEOUT` is refused).
+    /// `MQSTATE_WAIT_FOREVER` is refused).
     pub timeout_ms: u32,
     /// Cancels the call when triggered from another thread, or NULL.
     pub cancel: *const mqstate_cancel,
@@ -53,7 +53,7 @@ pub struct mqstate_call_options {
     /// they refuse a token (`MQSTATE_STATUS_INVALID_ARGUMENT`) rather than ignore it.
     pub fencing_token: *const c_char,
     /// The request's timeout in milliseconds (0: the client's `request_timeout`;
-    /// `MQSTATE_NO_TIMEOUT` is refused).
+    /// `MQSTATE_WAIT_FOREVER` is refused).
     pub timeout_ms: u32,
     /// Cancels the call when triggered from another thread, or NULL.
     pub cancel: *const mqstate_cancel,
@@ -154,7 +154,7 @@ unsafe fn read_options<'a>(
 }
 
 /// Connects with `settings` (which stay the caller's), waiting up to `timeout_ms` (0: the
-/// settings' `connect_timeout`; `MQSTATE_NO_TIMEOUT` is refused). On success `*out` is the
+/// settings' `connect_timeout`; `MQSTATE_WAIT_FOREVER` is refused). On success `*out` is the
 /// client; on failure NULL.
 ///
 /// Errors: `MQSTATE_STATUS_CONNECT_REFUSED` / `_CONNECT_TIMEOUT` (retry later),

@@ -1,9 +1,9 @@
 //! `mqstate_subscription`: key changes, lock-holder changes and lock/leader status, read
 //! three ways over the core's one subscription type:
 //!
-//! - **pull**: `mqstate_subscription_next(sub, timeout_ms, &event)` (waiting; 0 or
-//!   `MQSTATE_NO_TIMEOUT`: without limit) or `mqstate_subscription_try_next(sub, &event)`
-//!   (never waits);
+//! - **pull**: `mqstate_subscription_next(sub, timeout_ms, &event)` (waiting; 0: do not
+//!   wait; `MQSTATE_WAIT_FOREVER`: without limit) or `mqstate_subscription_try_next(sub,
+//!   &event)` (never waits);
 //! - **callback**: `mqstate_subscription_set_callback(sub, on_event, release, ctx)`:
 //!   `on_event(ctx, event)` is called for every event, in order, on one library thread
 //!   (`mqstate-sink`) that belongs to this subscription, never concurrently; the event is
@@ -75,7 +75,7 @@ fn deliver(got: Option<Event>, out: &mut *mut mqstate_sub_event) -> Result<(), F
     }
 }
 
-/// Waits up to `timeout_ms` (0 or `MQSTATE_NO_TIMEOUT`: without limit) for the next event:
+/// Waits up to `timeout_ms` (0: do not wait, only an event already queued; `MQSTATE_WAIT_FOREVER`: without limit) for the next event:
 /// `MQSTATE_STATUS_OK` with `*event` set (free it with `mqstate_sub_event_free`),
 /// `MQSTATE_STATUS_TIMEOUT` when none came (no event is lost by it),
 /// `MQSTATE_STATUS_CLOSED` once the subscription has ended and is drained. `*event` is NULL

@@ -21,6 +21,7 @@ its three families. Python adds the builtin exceptions idiomatic code catches::
     │   ├── ConnectTimeoutError(TimeoutError) connect_timeout (retry later)
     │   ├── ConnectUnauthorizedError(PermissionError) connect_unauthorized (fix credentials)
     │   └── TlsError                        tls (fix the TLS settings)
+    ├── NoStoreError                        no_store: no state store serves the broker (not applied)
     ├── ClosedError                         closed
     ├── NotHeldError                        not_held
     ├── CallCancelledError                  cancelled
@@ -212,6 +213,12 @@ class TlsError(ConnectError):
     code = "tls"
 
 
+class NoStoreError(MqstateError):
+    """The broker says no state store is subscribed to the request topic; the request was not applied."""
+
+    code = "no_store"
+
+
 class TimestampSkewError(StoreError):
     """The state store refused the request (the message is the service's exact text)."""
 
@@ -309,6 +316,7 @@ _BY_CODE: Dict[str, Type[MqstateError]] = {
     "connect_timeout": ConnectTimeoutError,
     "connect_unauthorized": ConnectUnauthorizedError,
     "tls": TlsError,
+    "no_store": NoStoreError,
     "timestamp_skew": TimestampSkewError,
     "fencing_token_required": FencingTokenRequiredError,
     "fencing_token_skew": FencingTokenSkewError,
@@ -347,6 +355,7 @@ __all__ = [
     "ConnectTimeoutError",
     "ConnectUnauthorizedError",
     "TlsError",
+    "NoStoreError",
     "TimestampSkewError",
     "FencingTokenRequiredError",
     "FencingTokenSkewError",

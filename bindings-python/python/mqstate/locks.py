@@ -89,7 +89,8 @@ class AsyncLock(_LockBase):
     async def acquire(
         self, lease: Optional[Seconds] = None, *, timeout: Optional[Seconds] = None
     ) -> Hlc:
-        """Waits for the lock (up to ``timeout``; cancel the task to stop waiting)."""
+        """Waits for the lock (up to ``timeout``; ``0``: one try, no wait; ``None``: no limit,
+        cancel the task to stop waiting)."""
         pending = self._native.acquire(lease, timeout)
         token: Hlc = await wait_async(pending)
         return token
@@ -156,7 +157,8 @@ class Lock(_LockBase):
         return token
 
     def acquire(self, lease: Optional[Seconds] = None, *, timeout: Optional[Seconds] = None) -> Hlc:
-        """Waits for the lock (up to ``timeout``; Ctrl-C stops waiting)."""
+        """Waits for the lock (up to ``timeout``; ``0``: one try, no wait; ``None``: no limit,
+        Ctrl-C stops waiting)."""
         token: Hlc = wait(self._native.acquire(lease, timeout))
         return token
 

@@ -107,12 +107,11 @@ impl Subscriptions {
     }
 }
 
-/// What this client has seen of a state store behind its broker, to name the cause when a
-/// request goes unanswered.
+/// Whether a state store has ever answered this client, to name the cause when a request
+/// goes unanswered.
 #[derive(Debug, Default)]
 pub(crate) struct StoreSigns {
     answered: std::sync::atomic::AtomicBool,
-    unrouted: std::sync::atomic::AtomicBool,
 }
 
 impl StoreSigns {
@@ -120,31 +119,11 @@ impl StoreSigns {
     pub(crate) fn answered(&self) {
         self.answered
             .store(true, std::sync::atomic::Ordering::Relaxed);
-        self.unrouted
-            .store(false, std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// The broker acknowledged a request: routed to a subscriber, or to nobody.
-    pub(crate) fn routed(&self, to_someone: bool) {
-        self.unrouted
-            .store(!to_someone, std::sync::atomic::Ordering::Relaxed);
-    }
-
-    /// Why a request of this client may have gone unanswered, for its error message.
-    pub(crate) fn unanswered_cause(&self) -> Option<&'static str> {
-        if self.unrouted.load(std::sync::atomic::Ordering::Relaxed) {
-            Some(
-                "the broker has no subscriber on the state store's request topic: no state \
-                 store is running behind it (is `mqstate serve` running?)",
-            )
-        } else if !self.answered.load(std::sync::atomic::Ordering::Relaxed) {
-            Some(
-                "no state store has answered this client yet: is one running behind this \
-                 broker (`mqstate serve`)?",
-            )
-        } else {
-            None
-        }
+    /// Whether any response has arrived.
+    pub(crate) fn has_answered(&self) -> bool {
+        self.answered.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 

@@ -71,7 +71,7 @@ const fn store(
 
 /// Every error kind of mqstate, in number order.
 #[rustfmt::skip]
-pub const ERROR_TABLE: [ErrorInfo; 30] = {
+pub const ERROR_TABLE: [ErrorInfo; 31] = {
     use ErrorKind as K;
     use StoreErrorKind as S;
     [
@@ -92,6 +92,7 @@ pub const ERROR_TABLE: [ErrorInfo; 30] = {
         row(K::ConnectTimeout, "connect_timeout", 15, ("ConnectTimeoutError", "ConnectError"), "the connection attempt timed out; retry later"),
         row(K::ConnectUnauthorized, "connect_unauthorized", 16, ("ConnectUnauthorizedError", "ConnectError"), "the broker refused the credentials; fix them"),
         row(K::Tls, "tls", 17, ("TlsError", "ConnectError"), "the TLS handshake failed; fix the TLS settings"),
+        row(K::NoStore, "no_store", 18, ("NoStoreError", "MqstateError"), "the broker says no state store is subscribed to the request topic; the request was not applied"),
         store(S::TimestampSkew, "timestamp_skew", 100, "TimestampSkewError"),
         store(S::FencingTokenRequired, "fencing_token_required", 101, "FencingTokenRequiredError"),
         store(S::FencingTokenSkew, "fencing_token_skew", 102, "FencingTokenSkewError"),

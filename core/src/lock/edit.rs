@@ -90,6 +90,7 @@ impl Lock {
         F: FnMut(Option<Versioned>) -> Fut,
         Fut: Future<Output = Result<Edit, Error>>,
     {
+        crate::rpc::check_timeout(timeout)?;
         let key = protected_key.as_ref();
         let deadline = Instant::now() + timeout;
         let mut attempts = 0;

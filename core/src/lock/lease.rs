@@ -3,7 +3,10 @@
 //!
 //! **Waiting** ([`Lock::acquire`](super::Lock::acquire)): try, and while someone else holds
 //! the lock, sleep until the lock key's DELETE notification (a release or an expiry), pause
-//! a little at random, and try again. The key is observed *before* the retry that follows
+//! a little at random, and try again. The wait's deadline bounds the waiting, not the tries:
+//! the first try is always made, and a try under way finishes (bounded by the client's
+//! request timeout), so a zero (or tiny) wait is one try — never a try cut short, which
+//! could leave the lock taken without the caller knowing. The key is observed *before* the retry that follows
 //! the first failed try, so a release between the two cannot be missed. As a safety net (a
 //! notification lost with a broken connection is resynchronised only after the
 //! reconnection), the wait also retries after about one lease (at least 250 ms, at most 5 s).
@@ -52,15 +55,19 @@ impl Lock {
                 ),
             )
         };
-        if let Some(token) = self.try_acquire_within(lease, remaining()).await? {
+        let out_of_time = || remaining().is_some_and(|r| r.is_zero());
+        if let Some(token) = self.try_acquire(lease).await? {
             return Ok(token);
+        }
+        if out_of_time() {
+            return Err(timed_out());
         }
         let mut observer = self.client().observe(self.key()).await?;
         loop {
-            if remaining().is_some_and(|r| r.is_zero()) {
+            if out_of_time() {
                 return Err(timed_out());
             }
-            if let Some(token) = self.try_acquire_within(lease, remaining()).await? {
+            if let Some(token) = self.try_acquire(lease).await? {
                 return Ok(token);
             }
             let mut wait = fallback_interval(lease);

@@ -257,7 +257,13 @@ impl ConnectionSettings {
             "password_file" => self.password_file = path(),
             "sat_file" => self.sat_file = path(),
             "max_packet_size" => self.max_packet_size = parse_count(name, value)?,
-            "connect_timeout" => self.connect_timeout = parse_duration(name, value)?,
+            "connect_timeout" => {
+                let t = parse_duration(name, value)?;
+                if t.is_zero() {
+                    return Err(Error::invalid_argument("connect_timeout must be positive"));
+                }
+                self.connect_timeout = t;
+            }
             "reconnect_min_delay" => self.reconnect_min_delay = parse_duration(name, value)?,
             "reconnect_max_delay" => self.reconnect_max_delay = parse_duration(name, value)?,
             _ => unreachable!("every connection row of SETTINGS is handled"),

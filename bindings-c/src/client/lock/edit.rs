@@ -115,7 +115,7 @@ impl EditCallback {
 /// reads the key, calls `decide(ctx, current, len, decision)`, writes the decision fenced
 /// with the lock's token, releases the lock; retried if a newer holder wrote meanwhile, up
 /// to `timeout_ms` (0: the core's default edit timeout, 10 s, the same in every language;
-/// `MQSTATE_NO_TIMEOUT` is refused). `decide` runs on a library thread, once per attempt.
+/// `MQSTATE_WAIT_FOREVER` is refused). `decide` runs on a library thread, once per attempt.
 ///
 /// # Safety
 /// `lock` must be a live lock; `key` valid for `key_len`; `decide` valid; `ctx` usable from

@@ -41,6 +41,7 @@ open class MqstateError(
                 "connect_timeout" -> ConnectTimeoutError(detail, mayHaveApplied, cause)
                 "connect_unauthorized" -> ConnectUnauthorizedError(detail, mayHaveApplied, cause)
                 "tls" -> TlsError(detail, mayHaveApplied, cause)
+                "no_store" -> NoStoreError(detail, mayHaveApplied, cause)
                 "timestamp_skew" -> TimestampSkewError(detail, mayHaveApplied, cause)
                 "fencing_token_required" -> FencingTokenRequiredError(detail, mayHaveApplied, cause)
                 "fencing_token_skew" -> FencingTokenSkewError(detail, mayHaveApplied, cause)
@@ -138,6 +139,10 @@ class ConnectUnauthorizedError(detail: String, mayHaveApplied: Boolean = false, 
 /** `tls` (17): the TLS handshake failed; fix the TLS settings. */
 class TlsError(detail: String, mayHaveApplied: Boolean = false, cause: Throwable? = null) :
     ConnectError("tls", detail, mayHaveApplied, cause)
+
+/** `no_store` (18): the broker says no state store is subscribed to the request topic; the request was not applied. */
+class NoStoreError(detail: String, mayHaveApplied: Boolean = false, cause: Throwable? = null) :
+    MqstateError("no_store", detail, mayHaveApplied, cause)
 
 /** `timestamp_skew` (100): the state store refused the request (the message is the service's exact text). */
 class TimestampSkewError(detail: String, mayHaveApplied: Boolean = false, cause: Throwable? = null) :
