@@ -7,10 +7,9 @@ use std::path::Path;
 use mqstate::codec::SetCondition;
 use mqstate::lock::{DEFAULT_EDIT_TIMEOUT, DEFAULT_LEASE, MIN_LEASE};
 use mqstate::vocabulary::{
-    CHANGE_KINDS, CLOSED_MESSAGE, DURATION_RULES, DurationRole, EVENTS, LOCK_STATES,
-    LOSS_REASONS, Language, NO_STORE_WINDOW, OPERATIONS, OptionSpec, PROPERTIES,
-    duration_spellings, duration_style, event_field_name, operation_name, option_name,
-    property_name,
+    CHANGE_KINDS, CLOSED_MESSAGE, DURATION_RULES, DurationRole, EVENTS, LOCK_STATES, LOSS_REASONS,
+    Language, NO_STORE_WINDOW, OPERATIONS, OptionSpec, PROPERTIES, duration_spellings,
+    duration_style, event_field_name, operation_name, option_name, property_name,
 };
 use mqstate::{
     DEFAULT_OBSERVER_CAPACITY, DEFAULT_REQUEST_TIMEOUT, ERROR_BASE_CLASS, ERROR_FAMILIES,

@@ -196,7 +196,10 @@ async fn unreadable_credentials_and_tls_settings_are_clear_errors() {
     // No CA file: the system's roots (the broker here speaks no TLS), and the error says so.
     let err = Client::connect(settings).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Tls, "{err}");
-    assert!(err.message().contains("system's root certificates"), "{err}");
+    assert!(
+        err.message().contains("system's root certificates"),
+        "{err}"
+    );
 
     // A password file that exists is read (mosquitto allows anonymous users: it connects).
     let dir = tempfile::tempdir().unwrap();
