@@ -15,6 +15,7 @@
 //!   can tell "retry" from "fix the settings".
 
 mod link;
+mod nagle;
 pub(crate) mod options;
 mod session_end;
 
@@ -54,6 +55,7 @@ pub(crate) async fn run(shared: Arc<Shared>, mut eventloop: EventLoop) {
     // Connected when the client closed: its session is ended after the connection.
     let mut connected_at_close = false;
     let mut failures: u32 = 0;
+    let mut nagle = nagle::NagleWatch::default();
     let mut closing_deadline: Option<tokio::time::Instant> = None;
     loop {
         let polled = tokio::select! {
@@ -72,7 +74,7 @@ pub(crate) async fn run(shared: Arc<Shared>, mut eventloop: EventLoop) {
         };
         match polled {
             Ok(Event::Incoming(packet)) => {
-                on_packet(&shared, &mut eventloop, packet, &mut failures)
+                on_packet(&shared, &mut eventloop, packet, &mut failures, &mut nagle)
             }
             Ok(Event::Outgoing(Outgoing::Subscribe(pkid))) => shared.subs().written(pkid),
             Ok(Event::Outgoing(Outgoing::Publish(pkid))) => shared.pending.routes().written(pkid),
@@ -141,9 +143,15 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
     }
 }
 
-fn on_packet(shared: &Shared, eventloop: &mut EventLoop, packet: Packet, failures: &mut u32) {
+fn on_packet(
+    shared: &Shared,
+    eventloop: &mut EventLoop,
+    packet: Packet,
+    failures: &mut u32,
+    nagle: &mut nagle::NagleWatch,
+) {
     match packet {
-        Packet::Publish(publish) => dispatch(shared, publish),
+        Packet::Publish(publish) => dispatch(shared, publish, nagle),
         Packet::ConnAck(ack) => {
             *failures = 0;
             // rumqttc sends its pending PUBLISHes first (none when the session is new).
@@ -225,6 +233,9 @@ fn on_packet(shared: &Shared, eventloop: &mut EventLoop, packet: Packet, failure
             let id = shared.pending.routes().acked(ack.pkid);
             if let Some(id) = id {
                 let to_someone = ack.reason != PubAckReason::NoMatchingSubscribers;
+                if to_someone {
+                    nagle.acked(std::time::Instant::now());
+                }
                 shared.pending.routed(&id, to_someone);
             }
         }
@@ -250,7 +261,7 @@ fn unwritten_requests(
 }
 
 /// Routes a received PUBLISH: a response to its request, a notification to its observers.
-fn dispatch(shared: &Shared, publish: Publish) {
+fn dispatch(shared: &Shared, publish: Publish, nagle: &mut nagle::NagleWatch) {
     if publish.topic == shared.response_topic.as_bytes() {
         let correlation = publish
             .properties
@@ -259,6 +270,9 @@ fn dispatch(shared: &Shared, publish: Publish) {
         match correlation {
             Some(id) => {
                 shared.signs.answered();
+                if nagle.answered(std::time::Instant::now()) {
+                    warn!(client_id = %shared.client_id, "{}", nagle::ADVICE);
+                }
                 if !shared.pending.complete(&id, publish) {
                     debug!("dropped a response nobody waits for (late, duplicate or unknown)");
                 }
