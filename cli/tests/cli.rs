@@ -4,82 +4,16 @@
 //! messages people see, checked by content.
 
 use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_mqstate");
+mod support;
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn wait_port(port: u16) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "nothing listens on {port}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// A base command with a clean environment (no inherited URL, log filter or colours).
-fn mqstate() -> Command {
-    let mut c = Command::new(BIN);
-    for var in [
-        "MQSTATE_URL",
-        "RUST_LOG",
-        "RUST_BACKTRACE",
-        "MQSTATE_LISTEN",
-    ] {
-        c.env_remove(var);
-    }
-    c.stdin(Stdio::null());
-    c
-}
-
-/// A child killed on drop.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// A live `mqstate serve` on a free port.
-struct Store {
-    url: String,
-    _proc: Proc,
-}
-
-fn serve_with(extra: &[&str]) -> Store {
-    let port = free_port();
-    let child = mqstate()
-        .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-        .args(extra)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let proc = Proc(child);
-    wait_port(port);
-    Store {
-        url: format!("mqtt://127.0.0.1:{port}"),
-        _proc: proc,
-    }
-}
-
-fn serve() -> Store {
-    serve_with(&[])
-}
+use support::{BIN, Proc, Store, free_port, mqstate, serve, serve_with, wait_port};
 
 impl Store {
     fn cmd(&self, args: &[&str]) -> Command {

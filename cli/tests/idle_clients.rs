@@ -6,61 +6,26 @@
 //!
 //! Its own test binary, so that no other test loads the machine while it measures.
 
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
 
-const BIN: &str = env!("CARGO_BIN_EXE_mqstate");
+mod support;
+
+use support::{BIN, serve};
 
 /// Idle clients held during the second measurement.
 const IDLE: &str = "2000";
 /// The least ratio of throughput with them to throughput without.
 const MIN_RATIO: f64 = 0.5;
 
-/// `mqstate serve` on a free port, killed on drop.
-struct Serve(Child, u16);
-
-impl Serve {
-    fn start() -> Serve {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new(BIN)
-            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let serve = Serve(child, port);
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "mqstate serve never listened");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        serve
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// Runs the bench with `mode` idle clients; returns the throughput ratio it printed.
 fn ratio(mode: &str) -> f64 {
-    let serve = Serve::start();
+    let store = serve();
     let out = Command::new(BIN)
-        .args(["bench", "--url", &format!("mqtt://127.0.0.1:{}", serve.1)])
+        .args(["bench", "--url", &store.url])
         .args(["--clients", "2", "--depth", "8", "--keys", "1000"])
         .args(["--warmup", "500ms", "--duration", "2s"])
         .args(["--idle-clients", IDLE, "--idle-mode", mode])
-        .args(["--watch-pid", &serve.0.id().to_string()])
+        .args(["--watch-pid", &store.pid().to_string()])
         .env_remove("RUST_LOG")
         .stdin(Stdio::null())
         .output()
