@@ -315,14 +315,7 @@ async fn request(wire: &mut Wire, client_id: &str, payload: &[u8]) -> Bytes {
 
 /// Waits until the server has dropped more than `before` registrations in all.
 async fn dropped_beyond(f: &StateStoreFixture, before: u64) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while f.stats().registrations_dropped <= before {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the registration was never dropped"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    until_stats(f, |s| s.registrations_dropped > before).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
