@@ -69,6 +69,10 @@ pub enum Unit {
     Token,
     /// A SET condition: `nx` or `nex`, any case ([`SetCondition::parse`]).
     Condition,
+    /// A count (a non-negative integer).
+    Count,
+    /// A state store error, by its code in the error table (`fencing_token_lower_version`).
+    ErrorCode,
 }
 
 impl Unit {
@@ -80,6 +84,8 @@ impl Unit {
             Unit::Bool => "bool",
             Unit::Token => "fencing_token",
             Unit::Condition => "condition",
+            Unit::Count => "count",
+            Unit::ErrorCode => "error_code",
         }
     }
 }
@@ -224,6 +230,9 @@ pub enum Owner {
     Subscription,
     /// A SCAN, page by page.
     Pager,
+    /// An in-process emulated store for tests, with faults on demand
+    /// ([`TESTING_OPERATIONS`]; `mqstate_server::testing::LocalStore` in Rust).
+    LocalStore,
 }
 
 impl Owner {
@@ -235,10 +244,12 @@ impl Owner {
             Owner::Election => "election",
             Owner::Subscription => "subscription",
             Owner::Pager => "pager",
+            Owner::LocalStore => "local_store",
         }
     }
 
-    /// The prefix of its functions in C (`mqstate_scan_next` pages a SCAN).
+    /// The prefix of its functions in C (`mqstate_scan_next` pages a SCAN,
+    /// `mqstate_local_store_pause` pauses a local store).
     fn c_prefix(self) -> &'static str {
         match self {
             Owner::Pager => "scan",
@@ -559,6 +570,115 @@ pub const OPERATIONS: &[Operation] = &[
         options: &[],
         description: "the next page of keys (each page bounded by the scan's timeout), nothing after the last",
     },
+];
+
+/// The operations of the local store for tests (owner [`Owner::LocalStore`]): starting and
+/// stopping it, its faults, and looking inside it without a client. Every binding exposes them
+/// under these names from its package's testing module; each call returns once it has taken
+/// effect. Options listed with the default `required` are positional parameters.
+pub const TESTING_OPERATIONS: &[Operation] = &[
+    Operation {
+        owner: Owner::LocalStore,
+        name: "start",
+        options: &[],
+        description: "starts a store in this process on a free loopback port; returns once it answers",
+    },
+    Operation {
+        owner: Owner::LocalStore,
+        name: "stop",
+        options: &[],
+        description: "stops the store, closes its connections and removes its data; again does nothing",
+    },
+    Operation {
+        owner: Owner::LocalStore,
+        name: "cut_connections",
+        options: &[],
+        description: "resets every client connection now (sessions kept: clients resume, in-flight requests complete); how many it closed",
+    },
+    Operation {
+        owner: Owner::LocalStore,
+        name: "pause",
+        options: &[duration(
+            "duration",
+            DurationRole::Span,
+            "required",
+            "how long the store answers nothing (at least 1 ms); what queued is answered after",
+        )],
+        description: "stops answering requests for a while, then answers what queued, in order",
+    },
+    Operation {
+        owner: Owner::LocalStore,
+        name: "restart",
+        options: &[opt(
+            "keep_data",
+            Unit::Bool,
+            "false",
+            "keep the keys SET with persist (the others are always lost)",
+        )],
+        description: "what kill -9 and a restart do, on the same port: connections and sessions lost",
+    },
+    Operation {
+        owner: Owner::LocalStore,
+        name: "fail_next",
+        options: &[
+            opt("n", Unit::Count, "required", "how many requests fail"),
+            opt(
+                "error",
+                Unit::ErrorCode,
+                "required",
+                "the state store error they get, by its code (e.g. fencing_token_lower_version)",
+            ),
+            opt(
+                "command",
+                Unit::Text,
+                "any command",
+                "only requests of this command (SET, GET, DEL, VDEL, KEYNOTIFY, SCAN; any case)",
+            ),
+        ],
+        description: "answers the next n requests with a state store error, as the service sends it",
+    },
+    Operation {
+        owner: Owner::LocalStore,
+        name: "keys",
+        options: &[opt(
+            "pattern",
+            Unit::Text,
+            "*",
+            "a glob over the keys (*, ?, [...], as SCAN's MATCH)",
+        )],
+        description: "the keys the store holds that match, in byte order",
+    },
+    Operation {
+        owner: Owner::LocalStore,
+        name: "get",
+        options: &[],
+        description: "a key's value and version, or nothing, read inside the store",
+    },
+    Operation {
+        owner: Owner::LocalStore,
+        name: "clear",
+        options: &[],
+        description: "deletes every key (notifying observers); how many it deleted",
+    },
+];
+
+/// The read-only properties of the local store for tests (owner [`Owner::LocalStore`]).
+pub const TESTING_PROPERTIES: &[(Owner, &str, &str)] = &[
+    (
+        Owner::LocalStore,
+        "url",
+        "where clients connect: mqtt://127.0.0.1:PORT",
+    ),
+    (
+        Owner::LocalStore,
+        "port",
+        "its TCP port (the same after a restart)",
+    ),
+    (
+        Owner::LocalStore,
+        "is_running",
+        "whether it runs (false after stop, or a restart that failed)",
+    ),
 ];
 
 /// The read-only properties of each object, by canonical (snake_case) name.

@@ -8,8 +8,9 @@ use mqstate::codec::SetCondition;
 use mqstate::lock::{DEFAULT_EDIT_TIMEOUT, DEFAULT_LEASE, MIN_LEASE};
 use mqstate::vocabulary::{
     CHANGE_KINDS, CLOSED_MESSAGE, DURATION_RULES, DurationRole, EVENTS, LOCK_STATES, LOSS_REASONS,
-    Language, NO_STORE_WINDOW, OPERATIONS, OptionSpec, PROPERTIES, duration_spellings,
-    duration_style, event_field_name, operation_name, option_name, property_name,
+    Language, NO_STORE_WINDOW, OPERATIONS, OptionSpec, PROPERTIES, TESTING_OPERATIONS,
+    TESTING_PROPERTIES, duration_spellings, duration_style, event_field_name, operation_name,
+    option_name, property_name,
 };
 use mqstate::{
     DEFAULT_OBSERVER_CAPACITY, DEFAULT_REQUEST_TIMEOUT, ERROR_BASE_CLASS, ERROR_FAMILIES,
@@ -40,10 +41,8 @@ fn millis(d: std::time::Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// The whole vocabulary as JSON: what `core/vocabulary.json` holds.
-fn to_json() -> Value {
-    let operations: Vec<Value> = OPERATIONS
-        .iter()
+fn operations(ops: &[mqstate::vocabulary::Operation]) -> Vec<Value> {
+    ops.iter()
         .map(|op| {
             json!({
                 "owner": op.owner.key(),
@@ -53,7 +52,25 @@ fn to_json() -> Value {
                 "options": op.options.iter().map(option).collect::<Vec<_>>(),
             })
         })
-        .collect();
+        .collect()
+}
+
+fn properties(props: &[(mqstate::vocabulary::Owner, &str, &str)]) -> Vec<Value> {
+    props
+        .iter()
+        .map(|(owner, name, description)| {
+            json!({
+                "owner": owner.key(),
+                "name": name,
+                "names": names(|l| property_name(l, *owner, name)),
+                "description": description,
+            })
+        })
+        .collect()
+}
+
+/// The whole vocabulary as JSON: what `core/vocabulary.json` holds.
+fn to_json() -> Value {
     let errors: Vec<Value> = ERROR_TABLE
         .iter()
         .map(|e| {
@@ -75,17 +92,6 @@ fn to_json() -> Value {
                 })
                 .collect();
             json!({ "name": name, "fields": fields, "names": names, "description": description })
-        })
-        .collect();
-    let properties: Vec<Value> = PROPERTIES
-        .iter()
-        .map(|(owner, name, description)| {
-            json!({
-                "owner": owner.key(),
-                "name": name,
-                "names": names(|l| property_name(l, *owner, name)),
-                "description": description,
-            })
         })
         .collect();
     let set_conditions: Vec<&str> = [SetCondition::NotExists, SetCondition::NotExistsOrEqual]
@@ -114,8 +120,10 @@ fn to_json() -> Value {
             "no_store_window": millis(NO_STORE_WINDOW),
         },
         "observer_capacity": DEFAULT_OBSERVER_CAPACITY,
-        "operations": operations,
-        "properties": properties,
+        "operations": operations(OPERATIONS),
+        "properties": properties(PROPERTIES),
+        "testing_operations": operations(TESTING_OPERATIONS),
+        "testing_properties": properties(TESTING_PROPERTIES),
         "events": events,
         "change_kinds": CHANGE_KINDS,
         "closed_message": CLOSED_MESSAGE,
@@ -183,7 +191,7 @@ fn api_tables() -> String {
         "\n| object | operation | option | unit | zero is | default | Rust | Python | Node | C | Kotlin |\n",
     );
     out.push_str("|---|---|---|---|---|---|---|---|---|---|---|\n");
-    for op in OPERATIONS {
+    for op in OPERATIONS.iter().chain(TESTING_OPERATIONS) {
         let names: Vec<String> = Language::ALL
             .iter()
             .map(|&l| format!("`{}`", operation_name(l, op.owner, op.name)))
