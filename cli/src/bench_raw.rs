@@ -39,6 +39,7 @@ fn options(id: String, host: &str, port: u16) -> MqttOptions {
     opts.set_outgoing_inflight_upper_limit(mqstate::envelope::MAX_IN_FLIGHT);
     let mut net = rumqttc::NetworkOptions::new();
     net.set_tcp_nodelay(true);
+    net.set_tcp_quickack(true);
     opts.set_network_options(net);
     opts
 }

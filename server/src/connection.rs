@@ -96,10 +96,13 @@ pub(crate) fn options(
     Ok(options)
 }
 
-/// Creates the client and its event loop with `tcp_nodelay` on.
+/// Creates the client and its event loop with `tcp_nodelay` and `tcp_quickack` on.
 pub(crate) fn client(mut options: MqttOptions, capacity: usize) -> (AsyncClient, EventLoop) {
     let mut network = NetworkOptions::new();
     network.set_tcp_nodelay(true);
+    // Requests arrive behind PUBACKs of the broker's too: acknowledge at once (a broker with
+    // Nagle's algorithm on holds them until then; third_party/rumqttc/PATCHES.md).
+    network.set_tcp_quickack(true);
     network.set_connection_timeout(5);
     options.set_network_options(network);
     AsyncClient::new(options, capacity.max(1))

@@ -7,7 +7,7 @@
 //! ```
 //!
 //! The configuration: `listener PORT 127.0.0.1`, `allow_anonymous true`,
-//! `set_tcp_nodelay true`, `persistence false` (or `true` with a temporary directory, see
+//! `set_tcp_nodelay true` (not with [`Mosquitto::start_with_nagle`]), `persistence false` (or `true` with a temporary directory, see
 //! [`Mosquitto::start_persistent`]), its log to stderr (kept in `mosquitto.log` in the
 //! temporary directory) and to `$SYS/broker/log/#` (so the server learns of disconnects),
 //! and `user root` when run as root. A start that loses the race for its port ("address in
@@ -34,6 +34,8 @@ pub struct Mosquitto {
     extra: String,
     /// Publish the log on `$SYS/broker/log/#` (`log_dest topic`).
     sys_log: bool,
+    /// `set_tcp_nodelay true` (mosquitto's own default is false: Nagle's algorithm on).
+    nodelay: bool,
     dir: TempDir,
 }
 
@@ -55,6 +57,12 @@ impl Mosquitto {
         Mosquitto::launch_with(false, "", false)
     }
 
+    /// Starts mosquitto with `persistence false` and without `set_tcp_nodelay true`: Nagle's
+    /// algorithm on, as mosquitto runs when installed.
+    pub fn start_with_nagle() -> Result<Mosquitto> {
+        Mosquitto::launch_full(false, "", true, false)
+    }
+
     /// Starts mosquitto with `persistence true` in a temporary directory, so that
     /// [`Mosquitto::restart`] keeps sessions and queued messages.
     pub fn start_persistent() -> Result<Mosquitto> {
@@ -66,6 +74,15 @@ impl Mosquitto {
     }
 
     fn launch_with(persistence: bool, extra: &str, sys_log: bool) -> Result<Mosquitto> {
+        Mosquitto::launch_full(persistence, extra, sys_log, true)
+    }
+
+    fn launch_full(
+        persistence: bool,
+        extra: &str,
+        sys_log: bool,
+        nodelay: bool,
+    ) -> Result<Mosquitto> {
         let mut last = None;
         for _ in 0..20 {
             let mut broker = Mosquitto {
@@ -74,6 +91,7 @@ impl Mosquitto {
                 persistence,
                 extra: extra.to_owned(),
                 sys_log,
+                nodelay,
                 dir: tempfile::Builder::new()
                     .prefix("mqstate-mosquitto")
                     .tempdir()?,
@@ -98,10 +116,11 @@ impl Mosquitto {
 
     fn write_config(&self) -> Result<()> {
         let mut conf = format!(
-            "listener {} 127.0.0.1\nallow_anonymous true\nset_tcp_nodelay true\n\
+            "listener {} 127.0.0.1\nallow_anonymous true\n{}\
              log_dest stderr\n{}log_type error\nlog_type warning\n\
              log_type notice\nlog_type information\nmax_queued_messages 1000\n",
             self.port,
+            if self.nodelay { "set_tcp_nodelay true\n" } else { "" },
             if self.sys_log { "log_dest topic\n" } else { "" }
         );
         if self.persistence {

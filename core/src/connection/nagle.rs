@@ -3,10 +3,12 @@
 //! A broker that leaves Nagle's algorithm on (mosquitto's default: `set_tcp_nodelay false`)
 //! sends a request's PUBACK at once, then holds the response until the client acknowledges
 //! the PUBACK at the TCP level, which Linux delays by up to 40 ms when the client has nothing
-//! to send. One request at a time then costs ≈ 44 ms instead of ≈ 0.1 ms, silently. The
-//! socket belongs to rumqttc, so the client cannot re-arm `TCP_QUICKACK` after each read; it
-//! can see the signature — each response arriving 30–60 ms after the broker acknowledged the
-//! latest request, several times in a row — and say once, in the log, what to change.
+//! to send. One request at a time then costs ≈ 44 ms instead of ≈ 0.5 ms, silently. On Linux
+//! the client re-arms `TCP_QUICKACK` after each read (`set_tcp_quickack`, patched into
+//! rumqttc: `third_party/rumqttc/PATCHES.md`), which removes the stall when the store does the
+//! same. Where it cannot (another OS, or a store that does not), the client sees the
+//! signature — each response arriving 30–60 ms after the broker acknowledged the latest
+//! request, several times in a row — and says once, in the log, what to change.
 
 use std::time::{Duration, Instant};
 

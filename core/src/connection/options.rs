@@ -103,6 +103,9 @@ pub(crate) fn mqtt_options(
     opts.set_connection_timeout(settings.connect_timeout.as_secs().max(1));
     let mut net = rumqttc::NetworkOptions::new();
     net.set_tcp_nodelay(true);
+    // A broker with Nagle's algorithm on (mosquitto's default) holds a response behind our
+    // delayed ACK of its PUBACK: acknowledge at once (third_party/rumqttc/PATCHES.md).
+    net.set_tcp_quickack(true);
     net.set_connection_timeout(settings.connect_timeout.as_secs().max(1));
     opts.set_network_options(net);
     if let Some(tls) = &settings.tls {

@@ -398,15 +398,17 @@ async fn network_connect(
             Some(proxy) => proxy.connect(&domain, port, network_options).await?,
             None => {
                 let addr = format!("{domain}:{port}");
+                let quickack = network_options.tcp_quickack;
                 let tcp = socket_connect(addr, network_options).await?;
-                Box::new(tcp)
+                crate::quickack::boxed(tcp, quickack)
             }
         }
         #[cfg(not(feature = "proxy"))]
         {
             let addr = format!("{domain}:{port}");
+            let quickack = network_options.tcp_quickack;
             let tcp = socket_connect(addr, network_options).await?;
-            Box::new(tcp)
+            crate::quickack::boxed(tcp, quickack)
         }
     };
 

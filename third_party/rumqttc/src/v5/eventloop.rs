@@ -326,15 +326,19 @@ async fn network_connect(options: &MqttOptions) -> Result<Network, ConnectionErr
             }
             None => {
                 let addr = format!("{domain}:{port}");
-                let tcp = socket_connect(addr, options.network_options()).await?;
-                Box::new(tcp)
+                let network_options = options.network_options();
+                let quickack = network_options.tcp_quickack;
+                let tcp = socket_connect(addr, network_options).await?;
+                crate::quickack::boxed(tcp, quickack)
             }
         }
         #[cfg(not(feature = "proxy"))]
         {
             let addr = format!("{domain}:{port}");
-            let tcp = socket_connect(addr, options.network_options()).await?;
-            Box::new(tcp)
+            let network_options = options.network_options();
+            let quickack = network_options.tcp_quickack;
+            let tcp = socket_connect(addr, network_options).await?;
+            crate::quickack::boxed(tcp, quickack)
         }
     };
 
