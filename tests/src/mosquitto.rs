@@ -7,7 +7,8 @@
 //! ```
 //!
 //! The configuration: `listener PORT 127.0.0.1`, `allow_anonymous true`,
-//! `set_tcp_nodelay true` (not with [`Mosquitto::start_with_nagle`]), `persistence false` (or `true` with a temporary directory, see
+//! `set_tcp_nodelay true` (not with [`Mosquitto::start_with_nagle`]), `persistence false`
+//! (or `true` with a temporary directory, see
 //! [`Mosquitto::start_persistent`]), its log to stderr (kept in `mosquitto.log` in the
 //! temporary directory) and to `$SYS/broker/log/#` (so the server learns of disconnects),
 //! and `user root` when run as root. A start that loses the race for its port ("address in
@@ -120,7 +121,11 @@ impl Mosquitto {
              log_dest stderr\n{}log_type error\nlog_type warning\n\
              log_type notice\nlog_type information\nmax_queued_messages 1000\n",
             self.port,
-            if self.nodelay { "set_tcp_nodelay true\n" } else { "" },
+            if self.nodelay {
+                "set_tcp_nodelay true\n"
+            } else {
+                ""
+            },
             if self.sys_log { "log_dest topic\n" } else { "" }
         );
         if self.persistence {
