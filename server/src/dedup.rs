@@ -37,6 +37,11 @@ pub(crate) struct Answered {
 }
 
 impl Answered {
+    /// How many answers are kept now.
+    pub(crate) fn len(&self) -> usize {
+        self.by_id.len()
+    }
+
     /// The answer already sent for this request, if it is a duplicate.
     pub(crate) fn get(
         &mut self,

@@ -162,6 +162,39 @@ fn to_packet(message: Message) -> PublishPacket {
 /// default is an hour; the store itself learns of an expiry on time from [`session_ends`]).
 const SWEEP_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
 
+/// The embedded broker's session counts, readable from anywhere ([`crate::MetricsReader`]).
+#[derive(Clone)]
+pub(crate) struct SessionCounts(Arc<Events>);
+
+impl SessionCounts {
+    /// Client ids with a connection open now (the store's own included in adapter mode).
+    pub(crate) fn online(&self) -> u64 {
+        lock(&self.0.live).len() as u64
+    }
+
+    /// Sessions kept now for clients without a connection.
+    pub(crate) fn offline(&self) -> u64 {
+        self.0
+            .sessions
+            .get()
+            .map_or(0, |s| s.offline_sessions() as u64)
+    }
+
+    /// Sessions kept without a connection that ended over the bound, in all.
+    pub(crate) fn offline_ended(&self) -> u64 {
+        lock(&self.0.offline_ended).total
+    }
+}
+
+impl std::fmt::Debug for SessionCounts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionCounts")
+            .field("online", &self.online())
+            .field("offline", &self.offline())
+            .finish()
+    }
+}
+
 /// Forwards the broker's connection events to the log and the store, and routes
 /// notifications to clients that did not subscribe to them.
 struct Events {
@@ -620,17 +653,9 @@ impl EmbeddedBroker {
         })
     }
 
-    /// How many sessions kept without a connection ended over the bound.
-    pub(crate) fn offline_sessions_ended(&self) -> u64 {
-        lock(&self.events.offline_ended).total
-    }
-
-    /// How many sessions are kept without a connection now.
-    pub(crate) fn offline_sessions(&self) -> u64 {
-        self.events
-            .sessions
-            .get()
-            .map_or(0, |s| s.offline_sessions() as u64)
+    /// A handle on the session counts that outlives a borrow of the broker.
+    pub(crate) fn session_counts(&self) -> SessionCounts {
+        SessionCounts(Arc::clone(&self.events))
     }
 
     /// The bound address clients connect to.

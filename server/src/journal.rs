@@ -114,6 +114,8 @@ pub struct Journal {
     running: Option<Running>,
     /// Test hook: the next compaction waits for this before finishing its copy.
     gate: Option<mpsc::Receiver<()>>,
+    /// Compactions swapped in since the log was opened.
+    compactions: u64,
 }
 
 /// A background compaction: live records as of `snapshot_len` being copied to the
@@ -204,6 +206,7 @@ impl Journal {
             backup,
             running: None,
             gate: None,
+            compactions: 0,
         };
         Ok((journal, ops))
     }
@@ -353,6 +356,7 @@ impl Journal {
         }
         self.file = new_file;
         self.len = copied.len + (self.len - snapshot_len);
+        self.compactions += 1;
         for (key, offset) in offsets {
             if let Some(span) = self.live.get_mut(&key) {
                 span.offset = offset;
@@ -402,6 +406,7 @@ impl Journal {
             backup: None,
             running: None,
             gate: None,
+            compactions: 0,
         })
     }
 
@@ -422,6 +427,11 @@ impl Journal {
     /// The log file's current length in bytes.
     pub fn len_bytes(&self) -> u64 {
         self.len
+    }
+
+    /// How many compactions were swapped in while running (not counting the one at open).
+    pub fn compactions(&self) -> u64 {
+        self.compactions
     }
 
     /// What [`Journal::open`] found when replaying.

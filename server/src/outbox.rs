@@ -61,6 +61,8 @@ pub struct Counters {
     pub max_client_queue: AtomicU64,
     /// Registrations dropped because their client disconnected.
     pub registrations_dropped: AtomicU64,
+    /// Requests by command and outcome, their latencies, and the store's sizes.
+    pub(crate) recorder: crate::metrics::Recorder,
 }
 
 #[derive(Default)]

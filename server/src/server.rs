@@ -19,6 +19,7 @@ use crate::connection::Loop;
 use crate::connection::{self, ClientSink};
 use crate::embedded::{EmbeddedBroker, RouterSink, workers};
 use crate::journal::Journal;
+use crate::metrics::{Metrics, MetricsReader};
 use crate::outbox::{Counters, Outbox, Sink};
 use crate::service::{BrokerControl, Command, Service, now_ms};
 use crate::store::{StateMachine, StoreConfig};
@@ -53,6 +54,25 @@ pub struct Stats {
     pub offline_sessions_ended: u64,
     /// Embedded broker: MQTT sessions kept now for clients without a connection.
     pub offline_sessions: u64,
+}
+
+/// [`Stats`] from the counters and the embedded broker's session counts.
+pub(crate) fn stats_from(
+    c: &Counters,
+    offline_sessions: u64,
+    offline_sessions_ended: u64,
+) -> Stats {
+    Stats {
+        requests: c.requests.load(Ordering::Relaxed),
+        rejected: c.rejected.load(Ordering::Relaxed),
+        notifications: c.notifications.load(Ordering::Relaxed),
+        notifications_dropped: c.notifications_dropped.load(Ordering::Relaxed),
+        responses_dropped: c.responses_dropped.load(Ordering::Relaxed),
+        max_client_queue: c.max_client_queue.load(Ordering::Relaxed),
+        registrations_dropped: c.registrations_dropped.load(Ordering::Relaxed),
+        offline_sessions_ended,
+        offline_sessions,
+    }
 }
 
 /// A running server. Dropping it stops everything without waiting; prefer
@@ -352,23 +372,21 @@ impl ServerHandle {
 
     /// The server's counters.
     pub fn stats(&self) -> Stats {
-        let c = &self.counters;
-        Stats {
-            requests: c.requests.load(Ordering::Relaxed),
-            rejected: c.rejected.load(Ordering::Relaxed),
-            notifications: c.notifications.load(Ordering::Relaxed),
-            notifications_dropped: c.notifications_dropped.load(Ordering::Relaxed),
-            responses_dropped: c.responses_dropped.load(Ordering::Relaxed),
-            max_client_queue: c.max_client_queue.load(Ordering::Relaxed),
-            registrations_dropped: c.registrations_dropped.load(Ordering::Relaxed),
-            offline_sessions_ended: self
-                .embedded
-                .as_ref()
-                .map_or(0, EmbeddedBroker::offline_sessions_ended),
-            offline_sessions: self
-                .embedded
-                .as_ref()
-                .map_or(0, EmbeddedBroker::offline_sessions),
+        self.metrics_reader().read().stats
+    }
+
+    /// Everything the server counts: [`stats`](ServerHandle::stats), requests by command
+    /// and outcome with their latencies, the store's sizes, sessions.
+    pub fn metrics(&self) -> Metrics {
+        self.metrics_reader().read()
+    }
+
+    /// A handle that reads [`metrics`](ServerHandle::metrics) from anywhere while the
+    /// server runs (after it stops, it reads the last values).
+    pub fn metrics_reader(&self) -> MetricsReader {
+        MetricsReader {
+            counters: Arc::clone(&self.counters),
+            sessions: self.embedded.as_ref().map(EmbeddedBroker::session_counts),
         }
     }
 

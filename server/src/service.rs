@@ -19,6 +19,7 @@ use rumqttc::v5::mqttbytes::v5::Publish;
 
 use crate::envelope::{self, Failure, RequestMeta, Verdict};
 use crate::journal::Journal;
+use crate::metrics::Outcome;
 use crate::outbox::{Counters, Message, Outbox, Sink};
 use crate::store::{Invocation, JournalOp, Notice, StateMachine};
 
@@ -224,6 +225,32 @@ impl Service {
         direct: bool,
     ) -> Option<Outgoing> {
         self.counters.requests.fetch_add(1, Ordering::Relaxed);
+        let started = std::time::Instant::now();
+        let (outcome, response) = self.dispatch(payload, meta, direct);
+        let recorder = &self.counters.recorder;
+        recorder.request(
+            crate::metrics::command_of(payload),
+            outcome,
+            started.elapsed(),
+        );
+        recorder.sizes(
+            self.store.len(),
+            self.store.data_bytes(),
+            self.answered.len(),
+        );
+        if let Some(journal) = &self.journal {
+            recorder.journal(journal.len_bytes(), journal.compactions());
+        }
+        response
+    }
+
+    /// Answers, fails or drops one request; says which.
+    fn dispatch(
+        &mut self,
+        payload: &Bytes,
+        meta: &RequestMeta,
+        direct: bool,
+    ) -> (Outcome, Option<Outgoing>) {
         let client = meta.client_id().unwrap_or("?");
         match meta.verdict() {
             Verdict::Answer => return self.answer(payload, meta, direct),
@@ -253,10 +280,10 @@ impl Service {
             Verdict::Fail(failure) => {
                 self.counters.rejected.fetch_add(1, Ordering::Relaxed);
                 tracing::warn!(client_id = %client, status = failure.status, message = %failure.message, "rejected a request");
-                return self.fail(meta, &failure, direct);
+                return (Outcome::Failed, self.fail(meta, &failure, direct));
             }
         }
-        None
+        (Outcome::Dropped, None)
     }
 
     /// Sends `response` now, or hands it back with `direct`.
@@ -269,13 +296,18 @@ impl Service {
         None
     }
 
-    fn answer(&mut self, payload: &Bytes, meta: &RequestMeta, direct: bool) -> Option<Outgoing> {
+    fn answer(
+        &mut self,
+        payload: &Bytes,
+        meta: &RequestMeta,
+        direct: bool,
+    ) -> (Outcome, Option<Outgoing>) {
         let client_id = meta.client_id().unwrap_or_default();
         if let Some(kind) = self.faults.failure_for(payload) {
             // An injected store error: what the service sends for it (`__stat 200`, a
             // `-ERR` payload, no `__ts`), the store untouched.
             let (Some(topic), Some(correlation)) = (&meta.response_topic, &meta.correlation) else {
-                return None;
+                return (Outcome::Dropped, None);
             };
             tracing::debug!(
                 client_id,
@@ -288,7 +320,10 @@ impl Service {
                 payload: Response::Error(mqstate::codec::StoreError::new(kind)).encode(),
                 version: None,
             };
-            return self.respond(Outgoing::Answer(answer), direct);
+            return (
+                Outcome::StoreError,
+                self.respond(Outgoing::Answer(answer), direct),
+            );
         }
         let now = now_ms();
         if let (Some(correlation), Some(topic)) = (&meta.correlation, &meta.response_topic)
@@ -305,7 +340,10 @@ impl Service {
                 client_id,
                 "a request delivered twice: answered again, not applied again"
             );
-            return self.respond(Outgoing::Answer(answer), direct);
+            return (
+                Outcome::Duplicate,
+                self.respond(Outgoing::Answer(answer), direct),
+            );
         }
         let journal = &mut self.journal;
         let mut writer = |ops: &[JournalOp]| match journal {
@@ -359,10 +397,15 @@ impl Service {
             for notice in reply.notifications {
                 self.notify(notice);
             }
-            return response;
+            return (Outcome::Failed, response);
         }
+        let outcome = if matches!(reply.response, Response::Error(_)) {
+            Outcome::StoreError
+        } else {
+            Outcome::Ok
+        };
         let (Some(topic), Some(correlation)) = (&meta.response_topic, &meta.correlation) else {
-            return None;
+            return (outcome, None);
         };
         let answer = Answer {
             topic: topic.clone(),
@@ -383,7 +426,7 @@ impl Service {
         for notice in reply.notifications {
             self.notify(notice);
         }
-        response
+        (outcome, response)
     }
 
     fn fail(&self, meta: &RequestMeta, failure: &Failure, direct: bool) -> Option<Outgoing> {

@@ -558,4 +558,9 @@ impl StateMachine {
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
+
+    /// The bytes of every key and value held, together.
+    pub fn data_bytes(&self) -> u64 {
+        self.entries.data_bytes()
+    }
 }

@@ -104,6 +104,8 @@ pub(crate) struct Table {
     extras: HashMap<Box<[u8]>, Extras>,
     /// The node ids of stored versions (a handful at most).
     nodes: Vec<Hlc>,
+    /// The bytes of every key and value together.
+    data_bytes: u64,
 }
 
 impl std::fmt::Debug for Table {
@@ -149,6 +151,11 @@ impl Table {
         self.slots.is_empty()
     }
 
+    /// The bytes of every key and value together.
+    pub(crate) fn data_bytes(&self) -> u64 {
+        self.data_bytes
+    }
+
     pub(crate) fn get(&self, key: &[u8]) -> Option<View<'_>> {
         let slot = self.slots.get(key)?;
         let extras = if slot.has_extras {
@@ -181,6 +188,7 @@ impl Table {
             );
         }
         let node = self.node_index(&entry.version);
+        self.data_bytes += data.len() as u64;
         self.slots.insert(Slot {
             data: data.into_boxed_slice(),
             wall_ms: entry.version.wall_ms(),
@@ -196,6 +204,7 @@ impl Table {
 
     pub(crate) fn remove(&mut self, key: &[u8]) -> Option<Removed> {
         let slot = self.slots.take(key)?;
+        self.data_bytes -= slot.data.len() as u64;
         let extras = if slot.has_extras {
             self.extras.remove(key)
         } else {
@@ -254,6 +263,7 @@ mod tests {
     #[test]
     fn round_trips_every_field() {
         let mut t = Table::default();
+        assert_eq!(t.data_bytes(), 0);
         let entry = Entry {
             value: Bytes::from_static(b"v"),
             version: Hlc::new(5, 6, "S").unwrap(),
@@ -262,6 +272,7 @@ mod tests {
             persisted: true,
         };
         assert_eq!(t.insert(b"k", entry.clone()), None);
+        assert_eq!(t.data_bytes(), 2, "the key and the value");
         let view = t.get(b"k").unwrap();
         assert_eq!(view.value(), b"v");
         assert_eq!(view.version(), entry.version);
@@ -276,7 +287,9 @@ mod tests {
         assert_eq!(t.insert(b"k", plain), Some(Some(9)));
         assert_eq!(t.get(b"k").unwrap().version().node_id(), "Other");
         assert!(t.get(b"k").unwrap().fencing_token().is_none());
+        assert_eq!(t.data_bytes(), 2, "a replaced value is not counted twice");
         let removed = t.remove(b"k").unwrap();
+        assert_eq!(t.data_bytes(), 0);
         assert_eq!(removed.expires_at_ms, None);
         assert!(t.is_empty() && t.extras.is_empty());
     }
