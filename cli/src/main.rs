@@ -50,6 +50,7 @@ mod bench_raw;
 mod conn;
 mod demo;
 mod failure;
+mod http;
 mod keys;
 mod kv;
 mod lock_cmd;

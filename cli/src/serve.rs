@@ -47,6 +47,10 @@ pub struct ServeArgs {
     /// Do not subscribe to $SYS/broker/log/# (mosquitto's log, used to see disconnects).
     #[arg(long, requires = "broker")]
     no_sys_log: bool,
+    /// Serve /healthz, /readyz and /metrics (Prometheus) over HTTP on this address: PORT
+    /// (on 127.0.0.1) or HOST:PORT. Off by default (docs/server.md, "Health and metrics").
+    #[arg(long, value_name = "ADDRESS", env = "MQSTATE_HTTP", value_parser = parse_listen)]
+    http: Option<SocketAddr>,
     /// Keep keys SET with aio-persistence: true in this directory across restarts.
     #[arg(long, env = "MQSTATE_DATA_DIR")]
     data_dir: Option<PathBuf>,
@@ -244,6 +248,7 @@ pub async fn serve(args: ServeArgs, port: Option<&str>) -> CliResult {
 
 /// Runs the server until Ctrl-C (or SIGTERM), then shuts it down cleanly.
 async fn run(args: ServeArgs, listen: SocketAddr) -> anyhow::Result<()> {
+    let http = args.http;
     let config = args.config(listen)?;
     if let Some(dir) = &config.data_dir {
         std::fs::create_dir_all(dir).with_context(|| {
@@ -265,8 +270,25 @@ async fn run(args: ServeArgs, listen: SocketAddr) -> anyhow::Result<()> {
     } else {
         tracing::info!(addr = %server.addr(), "serving through the broker at {}", server.addr());
     }
+    let http = match http {
+        Some(addr) => {
+            let listener = crate::http::HttpListener::start(
+                addr,
+                server.metrics_reader(),
+                server.probe_settings(),
+            )
+            .await
+            .with_context(|| format!("--http {addr}: could not listen"))?;
+            tracing::info!(addr = %listener.addr(), "health and metrics at http://{}/metrics", listener.addr());
+            Some(listener)
+        }
+        None => None,
+    };
     signals.wait().await;
     tracing::info!("shutting down");
+    if let Some(http) = http {
+        http.stop();
+    }
     server.shutdown().await;
     Ok(())
 }

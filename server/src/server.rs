@@ -56,6 +56,46 @@ pub struct Stats {
     pub offline_sessions: u64,
 }
 
+/// See [`ServerHandle::probe_settings`]: `internal` is the embedded broker's plain listener.
+fn probe_settings(
+    client_id: &str,
+    secret: &str,
+    internal: Option<SocketAddr>,
+    target: Option<&crate::config::BrokerTarget>,
+) -> mqstate::ConnectionSettings {
+    let mut settings = match (internal, target) {
+        (Some(addr), _) => {
+            let ip = if addr.ip().is_unspecified() {
+                match addr {
+                    SocketAddr::V4(_) => IpAddr::V4(Ipv4Addr::LOCALHOST),
+                    SocketAddr::V6(_) => IpAddr::V6(Ipv6Addr::LOCALHOST),
+                }
+            } else {
+                addr.ip()
+            };
+            let mut s = mqstate::ConnectionSettings::new(ip.to_string(), addr.port());
+            s.username = Some(client_id.to_owned());
+            s.password = Some(secret.to_owned());
+            s
+        }
+        (None, Some(target)) => {
+            let mut s = mqstate::ConnectionSettings::new(target.host.clone(), target.port);
+            if target.tls {
+                s.tls = Some(mqstate::TlsSettings {
+                    ca_file: target.ca_file.clone(),
+                    ..Default::default()
+                });
+            }
+            s.username = target.username.clone();
+            s.password = target.password.clone();
+            s
+        }
+        (None, None) => mqstate::ConnectionSettings::new("127.0.0.1", 1883),
+    };
+    settings.client_id = Some(format!("{client_id}-probe"));
+    settings
+}
+
 /// [`Stats`] from the counters and the embedded broker's session counts.
 pub(crate) fn stats_from(
     c: &Counters,
@@ -95,6 +135,8 @@ pub struct ServerHandle {
     /// The faults armed on the store.
     #[cfg_attr(not(feature = "testing"), allow(dead_code))]
     faults: Arc<crate::faults::Faults>,
+    /// How a client reaches the store through its broker with the server's own rights.
+    probe_settings: mqstate::ConnectionSettings,
 }
 
 impl Server {
@@ -269,6 +311,12 @@ impl Server {
             config.broker.as_ref(),
         )?;
 
+        let probe_settings = probe_settings(
+            &client_id,
+            &secret,
+            embedded.as_ref().map(EmbeddedBroker::internal_addr),
+            config.broker.as_ref(),
+        );
         let mut handle = ServerHandle {
             addr,
             embedded,
@@ -282,6 +330,7 @@ impl Server {
             probe: None,
             service: shared_service,
             faults,
+            probe_settings,
         };
         let subscribed = tokio::time::timeout(READY_TIMEOUT, ready.wait_for(|ready| *ready)).await;
         if !matches!(subscribed, Ok(Ok(_))) {
@@ -373,6 +422,15 @@ impl ServerHandle {
     /// The server's counters.
     pub fn stats(&self) -> Stats {
         self.metrics_reader().read().stats
+    }
+
+    /// Settings for a client that checks the store answers through its broker (a readiness
+    /// probe, `mqstate serve --http`'s `/readyz`): on the embedded broker, its plain loopback
+    /// listener with the server's own credentials (so it passes `--password-file`, SAT and
+    /// ACL checks); behind `--broker`, that broker with the server's TLS and credentials.
+    /// The client id is the server's own with `-probe` appended.
+    pub fn probe_settings(&self) -> mqstate::ConnectionSettings {
+        self.probe_settings.clone()
     }
 
     /// Everything the server counts: [`stats`](ServerHandle::stats), requests by command
