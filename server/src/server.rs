@@ -332,8 +332,13 @@ impl Server {
             faults,
             probe_settings,
         };
-        let subscribed = tokio::time::timeout(READY_TIMEOUT, ready.wait_for(|ready| *ready)).await;
-        if !matches!(subscribed, Ok(Ok(_))) {
+        // A bool, not the `watch::Ref` the wait returns: holding that across the `await` below
+        // would make this future `!Send` (bindings spawn it on their runtimes).
+        let subscribed = matches!(
+            tokio::time::timeout(READY_TIMEOUT, ready.wait_for(|ready| *ready)).await,
+            Ok(Ok(_))
+        );
+        if !subscribed {
             handle.stop_all().await;
             return Err(std::io::Error::new(
                 std::io::ErrorKind::TimedOut,

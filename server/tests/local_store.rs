@@ -268,3 +268,21 @@ async fn stop_and_drop_return_with_clients_connected() {
         "{e}"
     );
 }
+
+/// Bindings spawn the store's futures on multi-thread runtimes: they must be `Send` (a
+/// `watch::Ref` held across an `await` in `Server::start` once made them not). A compile-time
+/// check: the future is built, never run.
+#[test]
+fn its_futures_can_be_spawned() {
+    fn spawnable<T: Send + 'static>(_: &T) {}
+    let all = async {
+        let mut store = LocalStore::start().await.unwrap();
+        store.restart(true).await.unwrap();
+        store.cut_connections().await.unwrap();
+        store.stop().await;
+    };
+    spawnable(&all);
+    spawnable(&mqstate_server::Server::start(
+        mqstate_server::ServerConfig::ephemeral(),
+    ));
+}
