@@ -18,6 +18,9 @@
 //!   (Kotlin: the raw `NativeException`, which the idiomatic layer turns into the class of
 //!   the code: `kotlin/src/main/kotlin/mqstate/Errors.kt`, generated from the table by
 //!   `kotlin_errors`);
+//! - [`LocalStore`] ([`start_local_store`]): a state store in this process to test
+//!   applications against, with faults on demand (`cutConnections`, `pause`, `restart`,
+//!   `failNext`) and a look inside (`keys`, `get`, `clear`);
 //! - [`Seconds`]: every duration (Kotlin `kotlin.time.Duration`, Swift `TimeInterval`).
 //!
 //! In Kotlin these are the raw layer (renamed in `uniffi.toml`: `NativeClient`,
@@ -39,6 +42,7 @@ mod client;
 mod error;
 #[cfg(test)]
 mod kotlin_errors;
+mod local_store;
 mod locks;
 mod scan;
 mod subscription;
@@ -48,6 +52,7 @@ pub use client::{
     Client, Setting, SettingInfo, check_settings, connect, connect_from_env, settings_table,
 };
 pub use error::{ErrorInfo, MqstateError, error_table};
+pub use local_store::{LocalStore, start_local_store};
 pub use locks::{DecideError, EditFunction, Election, ElectionOptions, Lock, LockOptions};
 pub use scan::{Pager, ScanOptions};
 pub use subscription::{EventListener, Subscription};

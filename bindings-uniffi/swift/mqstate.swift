@@ -487,6 +487,22 @@ fileprivate struct FfiConverterInt8: FfiConverterPrimitive {
 #if swift(>=5.8)
 @_documentation(visibility: private)
 #endif
+fileprivate struct FfiConverterUInt16: FfiConverterPrimitive {
+    typealias FfiType = UInt16
+    typealias SwiftType = UInt16
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> UInt16 {
+        return try lift(readInt(&buf))
+    }
+
+    public static func write(_ value: SwiftType, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
 fileprivate struct FfiConverterUInt32: FfiConverterPrimitive {
     typealias FfiType = UInt32
     typealias SwiftType = UInt32
@@ -1309,6 +1325,378 @@ public func FfiConverterTypeElection_lift(_ handle: UInt64) throws -> Election {
 #endif
 public func FfiConverterTypeElection_lower(_ value: Election) -> UInt64 {
     return FfiConverterTypeElection.lower(value)
+}
+
+
+
+
+
+
+/**
+ * An emulated state store running in this process, on a free loopback port. Dropping the
+ * last reference stops it without waiting; [`stop`](LocalStore::stop) and
+ * [`shutdown`](LocalStore::shutdown) wait.
+ */
+public protocol LocalStoreProtocol: AnyObject, Sendable {
+    
+    /**
+     * Deletes every key, persisted ones included (observers notified as for a DEL);
+     * returns how many it deleted.
+     */
+    func clear() throws  -> UInt64
+    
+    /**
+     * Resets every client connection now (no DISCONNECT; MQTT sessions kept, so clients
+     * resume and their requests in flight complete). Returns, once every connection has
+     * closed, how many it closed.
+     */
+    func cutConnections() async throws  -> UInt64
+    
+    /**
+     * Answers the next `n` requests — only those of `command` (`SET`, `GET`, `DEL`,
+     * `VDEL`, `KEYNOTIFY`, `SCAN`; any case) if given — with the state store error whose
+     * code is `error` (e.g. `fencing_token_lower_version`), as the service sends it.
+     * Replaces what an earlier call armed; `n == 0` disarms. Any other code, or command,
+     * is `invalid_argument`.
+     */
+    func failNext(n: UInt32, error: String, command: String?) throws 
+    
+    /**
+     * The value and version of `key` read inside the store (shaped as a client's GET
+     * result), or none.
+     */
+    func get(key: Data) throws  -> Value?
+    
+    /**
+     * Whether the store runs (false after `stop`, or after a restart that failed).
+     */
+    func isRunning()  -> Bool
+    
+    /**
+     * The keys the store holds that match the glob `pattern` (`*`, `?`, `[…]`, `\`
+     * escapes, as a SCAN's), in byte order.
+     */
+    func keys(pattern: Data) throws  -> [Data]
+    
+    /**
+     * Stops answering requests for `duration` (at least 1 ms), then answers what queued,
+     * in order. Returns at once, the pause in effect.
+     */
+    func pause(duration: Seconds) throws 
+    
+    /**
+     * The TCP port (the same after a restart).
+     */
+    func port()  -> UInt16
+    
+    /**
+     * What `kill -9` and a restart do, on the same port: connections and sessions lost;
+     * with `keep_data`, the keys SET with persistence kept (nothing else). Returns once
+     * the new store answers requests.
+     */
+    func restart(keepData: Bool) async throws 
+    
+    /**
+     * [`stop`](LocalStore::stop), blocking the calling thread until the store has stopped
+     * (Kotlin's `close()`, which cannot suspend). Waits at most 10 s.
+     */
+    func shutdown() throws 
+    
+    /**
+     * Stops the store and waits until its connections, broker and tasks are gone; removes
+     * its data. Calling it again does nothing.
+     */
+    func stop() async throws 
+    
+    /**
+     * Where clients connect: `mqtt://127.0.0.1:PORT`.
+     */
+    func url()  -> String
+    
+}
+/**
+ * An emulated state store running in this process, on a free loopback port. Dropping the
+ * last reference stops it without waiting; [`stop`](LocalStore::stop) and
+ * [`shutdown`](LocalStore::shutdown) wait.
+ */
+open class LocalStore: LocalStoreProtocol, @unchecked Sendable {
+    fileprivate let handle: UInt64
+
+    /// Used to instantiate a [FFIObject] without an actual handle, for fakes in tests, mostly.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public struct NoHandle {
+        public init() {}
+    }
+
+    // TODO: We'd like this to be `private` but for Swifty reasons,
+    // we can't implement `FfiConverter` without making this `required` and we can't
+    // make it `required` without making it `public`.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    required public init(unsafeFromHandle handle: UInt64) {
+        self.handle = handle
+    }
+
+    // This constructor can be used to instantiate a fake object.
+    // - Parameter noHandle: Placeholder value so we can have a constructor separate from the default empty one that may be implemented for classes extending [FFIObject].
+    //
+    // - Warning:
+    //     Any object instantiated with this constructor cannot be passed to an actual Rust-backed object. Since there isn't a backing handle the FFI lower functions will crash.
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public init(noHandle: NoHandle) {
+        self.handle = 0
+    }
+
+#if swift(>=5.8)
+    @_documentation(visibility: private)
+#endif
+    public func uniffiCloneHandle() -> UInt64 {
+        return try! rustCall { uniffi_mqstate_uniffi_fn_clone_localstore(self.handle, $0) }
+    }
+    // No primary constructor declared for this class.
+
+    deinit {
+        if handle == 0 {
+            // Mock objects have handle=0 don't try to free them
+            return
+        }
+
+        try! rustCall { uniffi_mqstate_uniffi_fn_free_localstore(handle, $0) }
+    }
+
+    
+
+    
+    /**
+     * Deletes every key, persisted ones included (observers notified as for a DEL);
+     * returns how many it deleted.
+     */
+open func clear()throws  -> UInt64  {
+    return try  FfiConverterUInt64.lift(try rustCallWithError(FfiConverterTypeMqstateError_lift) {
+        uniffiCallStatus in
+    uniffi_mqstate_uniffi_fn_method_localstore_clear(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Resets every client connection now (no DISCONNECT; MQTT sessions kept, so clients
+     * resume and their requests in flight complete). Returns, once every connection has
+     * closed, how many it closed.
+     */
+open func cutConnections()async throws  -> UInt64  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_mqstate_uniffi_fn_method_localstore_cut_connections(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_mqstate_uniffi_rust_future_poll_u64,
+            completeFunc: ffi_mqstate_uniffi_rust_future_complete_u64,
+            freeFunc: ffi_mqstate_uniffi_rust_future_free_u64,
+            liftFunc: FfiConverterUInt64.lift,
+            errorHandler: FfiConverterTypeMqstateError_lift
+        )
+}
+    
+    /**
+     * Answers the next `n` requests — only those of `command` (`SET`, `GET`, `DEL`,
+     * `VDEL`, `KEYNOTIFY`, `SCAN`; any case) if given — with the state store error whose
+     * code is `error` (e.g. `fencing_token_lower_version`), as the service sends it.
+     * Replaces what an earlier call armed; `n == 0` disarms. Any other code, or command,
+     * is `invalid_argument`.
+     */
+open func failNext(n: UInt32, error: String, command: String? = nil)throws   {try rustCallWithError(FfiConverterTypeMqstateError_lift) {
+        uniffiCallStatus in
+    uniffi_mqstate_uniffi_fn_method_localstore_fail_next(
+            self.uniffiCloneHandle(),
+        FfiConverterUInt32.lower(n),
+        FfiConverterString.lower(error),
+        FfiConverterOptionString.lower(command),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * The value and version of `key` read inside the store (shaped as a client's GET
+     * result), or none.
+     */
+open func get(key: Data)throws  -> Value?  {
+    return try  FfiConverterOptionTypeValue.lift(try rustCallWithError(FfiConverterTypeMqstateError_lift) {
+        uniffiCallStatus in
+    uniffi_mqstate_uniffi_fn_method_localstore_get(
+            self.uniffiCloneHandle(),
+        FfiConverterData.lower(key),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Whether the store runs (false after `stop`, or after a restart that failed).
+     */
+open func isRunning() -> Bool  {
+    return try!  FfiConverterBool.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_mqstate_uniffi_fn_method_localstore_is_running(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * The keys the store holds that match the glob `pattern` (`*`, `?`, `[…]`, `\`
+     * escapes, as a SCAN's), in byte order.
+     */
+open func keys(pattern: Data)throws  -> [Data]  {
+    return try  FfiConverterSequenceData.lift(try rustCallWithError(FfiConverterTypeMqstateError_lift) {
+        uniffiCallStatus in
+    uniffi_mqstate_uniffi_fn_method_localstore_keys(
+            self.uniffiCloneHandle(),
+        FfiConverterData.lower(pattern),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * Stops answering requests for `duration` (at least 1 ms), then answers what queued,
+     * in order. Returns at once, the pause in effect.
+     */
+open func pause(duration: Seconds)throws   {try rustCallWithError(FfiConverterTypeMqstateError_lift) {
+        uniffiCallStatus in
+    uniffi_mqstate_uniffi_fn_method_localstore_pause(
+            self.uniffiCloneHandle(),
+        FfiConverterTypeSeconds_lower(duration),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * The TCP port (the same after a restart).
+     */
+open func port() -> UInt16  {
+    return try!  FfiConverterUInt16.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_mqstate_uniffi_fn_method_localstore_port(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * What `kill -9` and a restart do, on the same port: connections and sessions lost;
+     * with `keep_data`, the keys SET with persistence kept (nothing else). Returns once
+     * the new store answers requests.
+     */
+open func restart(keepData: Bool = false)async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_mqstate_uniffi_fn_method_localstore_restart(
+                        self.uniffiCloneHandle(),FfiConverterBool.lower(keepData)
+                )
+            },
+            pollFunc: ffi_mqstate_uniffi_rust_future_poll_void,
+            completeFunc: ffi_mqstate_uniffi_rust_future_complete_void,
+            freeFunc: ffi_mqstate_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeMqstateError_lift
+        )
+}
+    
+    /**
+     * [`stop`](LocalStore::stop), blocking the calling thread until the store has stopped
+     * (Kotlin's `close()`, which cannot suspend). Waits at most 10 s.
+     */
+open func shutdown()throws   {try rustCallWithError(FfiConverterTypeMqstateError_lift) {
+        uniffiCallStatus in
+    uniffi_mqstate_uniffi_fn_method_localstore_shutdown(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+}
+}
+    
+    /**
+     * Stops the store and waits until its connections, broker and tasks are gone; removes
+     * its data. Calling it again does nothing.
+     */
+open func stop()async throws   {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_mqstate_uniffi_fn_method_localstore_stop(
+                        self.uniffiCloneHandle()
+                )
+            },
+            pollFunc: ffi_mqstate_uniffi_rust_future_poll_void,
+            completeFunc: ffi_mqstate_uniffi_rust_future_complete_void,
+            freeFunc: ffi_mqstate_uniffi_rust_future_free_void,
+            liftFunc: { $0 },
+            errorHandler: FfiConverterTypeMqstateError_lift
+        )
+}
+    
+    /**
+     * Where clients connect: `mqtt://127.0.0.1:PORT`.
+     */
+open func url() -> String  {
+    return try!  FfiConverterString.lift(try! rustCall() {
+        uniffiCallStatus in
+    uniffi_mqstate_uniffi_fn_method_localstore_url(
+            self.uniffiCloneHandle(),uniffiCallStatus
+    )
+})
+}
+    
+
+    
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public struct FfiConverterTypeLocalStore: FfiConverter {
+    typealias FfiType = UInt64
+    typealias SwiftType = LocalStore
+
+    public static func lift(_ handle: UInt64) throws -> LocalStore {
+        return LocalStore(unsafeFromHandle: handle)
+    }
+
+    public static func lower(_ value: LocalStore) -> UInt64 {
+        return value.uniffiCloneHandle()
+    }
+
+    public static func read(from buf: inout (data: Data, offset: Data.Index)) throws -> LocalStore {
+        let handle: UInt64 = try readInt(&buf)
+        return try lift(handle)
+    }
+
+    public static func write(_ value: LocalStore, into buf: inout [UInt8]) {
+        writeInt(&buf, lower(value))
+    }
+}
+
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeLocalStore_lift(_ handle: UInt64) throws -> LocalStore {
+    return try FfiConverterTypeLocalStore.lift(handle)
+}
+
+#if swift(>=5.8)
+@_documentation(visibility: private)
+#endif
+public func FfiConverterTypeLocalStore_lower(_ value: LocalStore) -> UInt64 {
+    return FfiConverterTypeLocalStore.lower(value)
 }
 
 
@@ -5160,6 +5548,24 @@ public func errorTable() -> [ErrorInfo]  {
 })
 }
 /**
+ * Starts a store on `127.0.0.1` at a free port, in this process; returns once it answers
+ * requests. (A function rather than a constructor, as [`connect`](crate::connect) is.)
+ */
+public func startLocalStore()async throws  -> LocalStore  {
+    return
+        try  await uniffiRustCallAsync(
+            rustFutureFunc: {
+                uniffi_mqstate_uniffi_fn_func_start_local_store(
+                )
+            },
+            pollFunc: ffi_mqstate_uniffi_rust_future_poll_u64,
+            completeFunc: ffi_mqstate_uniffi_rust_future_complete_u64,
+            freeFunc: ffi_mqstate_uniffi_rust_future_free_u64,
+            liftFunc: FfiConverterTypeLocalStore_lift,
+            errorHandler: FfiConverterTypeMqstateError_lift
+        )
+}
+/**
  * Parses the text form `{wall_ms}:{counter}:{node_id}` (error `malformed` otherwise).
  */
 public func parseHlc(text: String)throws  -> Hlc  {
@@ -5201,6 +5607,9 @@ private let initializationResult: InitializationResult = {
     if (uniffi_mqstate_uniffi_checksum_func_error_table() != 49570) {
         return InitializationResult.apiChecksumMismatch
     }
+    if (uniffi_mqstate_uniffi_checksum_func_start_local_store() != 30822) {
+        return InitializationResult.apiChecksumMismatch
+    }
     if (uniffi_mqstate_uniffi_checksum_func_parse_hlc() != 54407) {
         return InitializationResult.apiChecksumMismatch
     }
@@ -5238,6 +5647,42 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_mqstate_uniffi_checksum_method_client_vdel() != 50594) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_mqstate_uniffi_checksum_method_localstore_clear() != 57584) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_mqstate_uniffi_checksum_method_localstore_cut_connections() != 22829) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_mqstate_uniffi_checksum_method_localstore_fail_next() != 55350) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_mqstate_uniffi_checksum_method_localstore_get() != 54855) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_mqstate_uniffi_checksum_method_localstore_is_running() != 48838) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_mqstate_uniffi_checksum_method_localstore_keys() != 22476) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_mqstate_uniffi_checksum_method_localstore_pause() != 40747) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_mqstate_uniffi_checksum_method_localstore_port() != 62351) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_mqstate_uniffi_checksum_method_localstore_restart() != 45312) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_mqstate_uniffi_checksum_method_localstore_shutdown() != 58582) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_mqstate_uniffi_checksum_method_localstore_stop() != 41800) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_mqstate_uniffi_checksum_method_localstore_url() != 2874) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_mqstate_uniffi_checksum_method_election_campaign() != 49764) {

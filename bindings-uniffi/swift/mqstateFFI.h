@@ -353,6 +353,76 @@ uint64_t uniffi_mqstate_uniffi_fn_method_client_set(uint64_t ptr, RustBuffer key
 uint64_t uniffi_mqstate_uniffi_fn_method_client_vdel(uint64_t ptr, RustBuffer key, RustBuffer value, RustBuffer options
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_CLONE_LOCALSTORE
+#define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_CLONE_LOCALSTORE
+uint64_t uniffi_mqstate_uniffi_fn_clone_localstore(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_FREE_LOCALSTORE
+#define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_FREE_LOCALSTORE
+void uniffi_mqstate_uniffi_fn_free_localstore(uint64_t handle, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_METHOD_LOCALSTORE_CLEAR
+#define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_METHOD_LOCALSTORE_CLEAR
+uint64_t uniffi_mqstate_uniffi_fn_method_localstore_clear(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_METHOD_LOCALSTORE_CUT_CONNECTIONS
+#define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_METHOD_LOCALSTORE_CUT_CONNECTIONS
+uint64_t uniffi_mqstate_uniffi_fn_method_localstore_cut_connections(uint64_t ptr
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_METHOD_LOCALSTORE_FAIL_NEXT
+#define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_METHOD_LOCALSTORE_FAIL_NEXT
+void uniffi_mqstate_uniffi_fn_method_localstore_fail_next(uint64_t ptr, uint32_t n, RustBuffer error, RustBuffer command, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_METHOD_LOCALSTORE_GET
+#define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_METHOD_LOCALSTORE_GET
+RustBuffer uniffi_mqstate_uniffi_fn_method_localstore_get(uint64_t ptr, RustBuffer key, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_METHOD_LOCALSTORE_IS_RUNNING
+#define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_METHOD_LOCALSTORE_IS_RUNNING
+int8_t uniffi_mqstate_uniffi_fn_method_localstore_is_running(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_METHOD_LOCALSTORE_KEYS
+#define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_METHOD_LOCALSTORE_KEYS
+RustBuffer uniffi_mqstate_uniffi_fn_method_localstore_keys(uint64_t ptr, RustBuffer pattern, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_METHOD_LOCALSTORE_PAUSE
+#define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_METHOD_LOCALSTORE_PAUSE
+void uniffi_mqstate_uniffi_fn_method_localstore_pause(uint64_t ptr, double duration, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_METHOD_LOCALSTORE_PORT
+#define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_METHOD_LOCALSTORE_PORT
+uint16_t uniffi_mqstate_uniffi_fn_method_localstore_port(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_METHOD_LOCALSTORE_RESTART
+#define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_METHOD_LOCALSTORE_RESTART
+uint64_t uniffi_mqstate_uniffi_fn_method_localstore_restart(uint64_t ptr, int8_t keep_data
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_METHOD_LOCALSTORE_SHUTDOWN
+#define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_METHOD_LOCALSTORE_SHUTDOWN
+void uniffi_mqstate_uniffi_fn_method_localstore_shutdown(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_METHOD_LOCALSTORE_STOP
+#define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_METHOD_LOCALSTORE_STOP
+uint64_t uniffi_mqstate_uniffi_fn_method_localstore_stop(uint64_t ptr
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_METHOD_LOCALSTORE_URL
+#define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_METHOD_LOCALSTORE_URL
+RustBuffer uniffi_mqstate_uniffi_fn_method_localstore_url(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_CLONE_ELECTION
 #define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_CLONE_ELECTION
 uint64_t uniffi_mqstate_uniffi_fn_clone_election(uint64_t handle, RustCallStatus *_Nonnull out_status
@@ -597,6 +667,12 @@ RustBuffer uniffi_mqstate_uniffi_fn_func_settings_table(RustCallStatus *_Nonnull
 #ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_FUNC_ERROR_TABLE
 #define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_FUNC_ERROR_TABLE
 RustBuffer uniffi_mqstate_uniffi_fn_func_error_table(RustCallStatus *_Nonnull out_status
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_FUNC_START_LOCAL_STORE
+#define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_FUNC_START_LOCAL_STORE
+uint64_t uniffi_mqstate_uniffi_fn_func_start_local_store(void
     
 );
 #endif
@@ -895,6 +971,12 @@ uint16_t uniffi_mqstate_uniffi_checksum_func_error_table(void
     
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_FUNC_START_LOCAL_STORE
+#define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_FUNC_START_LOCAL_STORE
+uint16_t uniffi_mqstate_uniffi_checksum_func_start_local_store(void
+    
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_FUNC_PARSE_HLC
 #define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_FUNC_PARSE_HLC
 uint16_t uniffi_mqstate_uniffi_checksum_func_parse_hlc(void
@@ -970,6 +1052,78 @@ uint16_t uniffi_mqstate_uniffi_checksum_method_client_set(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_METHOD_CLIENT_VDEL
 #define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_METHOD_CLIENT_VDEL
 uint16_t uniffi_mqstate_uniffi_checksum_method_client_vdel(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_METHOD_LOCALSTORE_CLEAR
+#define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_METHOD_LOCALSTORE_CLEAR
+uint16_t uniffi_mqstate_uniffi_checksum_method_localstore_clear(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_METHOD_LOCALSTORE_CUT_CONNECTIONS
+#define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_METHOD_LOCALSTORE_CUT_CONNECTIONS
+uint16_t uniffi_mqstate_uniffi_checksum_method_localstore_cut_connections(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_METHOD_LOCALSTORE_FAIL_NEXT
+#define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_METHOD_LOCALSTORE_FAIL_NEXT
+uint16_t uniffi_mqstate_uniffi_checksum_method_localstore_fail_next(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_METHOD_LOCALSTORE_GET
+#define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_METHOD_LOCALSTORE_GET
+uint16_t uniffi_mqstate_uniffi_checksum_method_localstore_get(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_METHOD_LOCALSTORE_IS_RUNNING
+#define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_METHOD_LOCALSTORE_IS_RUNNING
+uint16_t uniffi_mqstate_uniffi_checksum_method_localstore_is_running(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_METHOD_LOCALSTORE_KEYS
+#define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_METHOD_LOCALSTORE_KEYS
+uint16_t uniffi_mqstate_uniffi_checksum_method_localstore_keys(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_METHOD_LOCALSTORE_PAUSE
+#define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_METHOD_LOCALSTORE_PAUSE
+uint16_t uniffi_mqstate_uniffi_checksum_method_localstore_pause(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_METHOD_LOCALSTORE_PORT
+#define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_METHOD_LOCALSTORE_PORT
+uint16_t uniffi_mqstate_uniffi_checksum_method_localstore_port(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_METHOD_LOCALSTORE_RESTART
+#define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_METHOD_LOCALSTORE_RESTART
+uint16_t uniffi_mqstate_uniffi_checksum_method_localstore_restart(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_METHOD_LOCALSTORE_SHUTDOWN
+#define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_METHOD_LOCALSTORE_SHUTDOWN
+uint16_t uniffi_mqstate_uniffi_checksum_method_localstore_shutdown(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_METHOD_LOCALSTORE_STOP
+#define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_METHOD_LOCALSTORE_STOP
+uint16_t uniffi_mqstate_uniffi_checksum_method_localstore_stop(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_METHOD_LOCALSTORE_URL
+#define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_METHOD_LOCALSTORE_URL
+uint16_t uniffi_mqstate_uniffi_checksum_method_localstore_url(void
     
 );
 #endif

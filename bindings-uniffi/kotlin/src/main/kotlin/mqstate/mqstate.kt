@@ -744,6 +744,8 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_mqstate_uniffi_checksum_func_error_table(
     ): Int
+    external fun uniffi_mqstate_uniffi_checksum_func_start_local_store(
+    ): Int
     external fun uniffi_mqstate_uniffi_checksum_func_parse_hlc(
     ): Int
     external fun uniffi_mqstate_uniffi_checksum_method_client_client_id(
@@ -769,6 +771,30 @@ internal object IntegrityCheckingUniffiLib {
     external fun uniffi_mqstate_uniffi_checksum_method_client_set(
     ): Int
     external fun uniffi_mqstate_uniffi_checksum_method_client_vdel(
+    ): Int
+    external fun uniffi_mqstate_uniffi_checksum_method_localstore_clear(
+    ): Int
+    external fun uniffi_mqstate_uniffi_checksum_method_localstore_cut_connections(
+    ): Int
+    external fun uniffi_mqstate_uniffi_checksum_method_localstore_fail_next(
+    ): Int
+    external fun uniffi_mqstate_uniffi_checksum_method_localstore_get(
+    ): Int
+    external fun uniffi_mqstate_uniffi_checksum_method_localstore_is_running(
+    ): Int
+    external fun uniffi_mqstate_uniffi_checksum_method_localstore_keys(
+    ): Int
+    external fun uniffi_mqstate_uniffi_checksum_method_localstore_pause(
+    ): Int
+    external fun uniffi_mqstate_uniffi_checksum_method_localstore_port(
+    ): Int
+    external fun uniffi_mqstate_uniffi_checksum_method_localstore_restart(
+    ): Int
+    external fun uniffi_mqstate_uniffi_checksum_method_localstore_shutdown(
+    ): Int
+    external fun uniffi_mqstate_uniffi_checksum_method_localstore_stop(
+    ): Int
+    external fun uniffi_mqstate_uniffi_checksum_method_localstore_url(
     ): Int
     external fun uniffi_mqstate_uniffi_checksum_method_election_campaign(
     ): Int
@@ -886,6 +912,34 @@ internal object UniffiLib {
     ): Long
     external fun uniffi_mqstate_uniffi_fn_method_client_vdel(`ptr`: Long,`key`: RustBuffer.ByValue,`value`: RustBuffer.ByValue,`options`: RustBuffer.ByValue,
     ): Long
+    external fun uniffi_mqstate_uniffi_fn_clone_localstore(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_mqstate_uniffi_fn_free_localstore(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_mqstate_uniffi_fn_method_localstore_clear(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
+    external fun uniffi_mqstate_uniffi_fn_method_localstore_cut_connections(`ptr`: Long,
+    ): Long
+    external fun uniffi_mqstate_uniffi_fn_method_localstore_fail_next(`ptr`: Long,`n`: Int,`error`: RustBuffer.ByValue,`command`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_mqstate_uniffi_fn_method_localstore_get(`ptr`: Long,`key`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_mqstate_uniffi_fn_method_localstore_is_running(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Byte
+    external fun uniffi_mqstate_uniffi_fn_method_localstore_keys(`ptr`: Long,`pattern`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
+    external fun uniffi_mqstate_uniffi_fn_method_localstore_pause(`ptr`: Long,`duration`: Double,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_mqstate_uniffi_fn_method_localstore_port(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Int
+    external fun uniffi_mqstate_uniffi_fn_method_localstore_restart(`ptr`: Long,`keepData`: Byte,
+    ): Long
+    external fun uniffi_mqstate_uniffi_fn_method_localstore_shutdown(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Unit
+    external fun uniffi_mqstate_uniffi_fn_method_localstore_stop(`ptr`: Long,
+    ): Long
+    external fun uniffi_mqstate_uniffi_fn_method_localstore_url(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): RustBuffer.ByValue
     external fun uniffi_mqstate_uniffi_fn_clone_election(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Long
     external fun uniffi_mqstate_uniffi_fn_free_election(`handle`: Long,uniffi_out_err: UniffiRustCallStatus, 
@@ -984,6 +1038,8 @@ internal object UniffiLib {
     ): RustBuffer.ByValue
     external fun uniffi_mqstate_uniffi_fn_func_error_table(uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
+    external fun uniffi_mqstate_uniffi_fn_func_start_local_store(
+    ): Long
     external fun uniffi_mqstate_uniffi_fn_func_parse_hlc(`text`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
     external fun ffi_mqstate_uniffi_rustbuffer_alloc(`size`: Long,uniffi_out_err: UniffiRustCallStatus, 
@@ -1120,6 +1176,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
     if ((lib.uniffi_mqstate_uniffi_checksum_func_error_table() and 0xFFFF) != 49570) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
+    if ((lib.uniffi_mqstate_uniffi_checksum_func_start_local_store() and 0xFFFF) != 30822) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
     if ((lib.uniffi_mqstate_uniffi_checksum_func_parse_hlc() and 0xFFFF) != 54407) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
@@ -1157,6 +1216,42 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_mqstate_uniffi_checksum_method_client_vdel() and 0xFFFF) != 50594) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_mqstate_uniffi_checksum_method_localstore_clear() and 0xFFFF) != 57584) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_mqstate_uniffi_checksum_method_localstore_cut_connections() and 0xFFFF) != 22829) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_mqstate_uniffi_checksum_method_localstore_fail_next() and 0xFFFF) != 55350) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_mqstate_uniffi_checksum_method_localstore_get() and 0xFFFF) != 54855) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_mqstate_uniffi_checksum_method_localstore_is_running() and 0xFFFF) != 48838) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_mqstate_uniffi_checksum_method_localstore_keys() and 0xFFFF) != 22476) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_mqstate_uniffi_checksum_method_localstore_pause() and 0xFFFF) != 40747) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_mqstate_uniffi_checksum_method_localstore_port() and 0xFFFF) != 62351) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_mqstate_uniffi_checksum_method_localstore_restart() and 0xFFFF) != 45312) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_mqstate_uniffi_checksum_method_localstore_shutdown() and 0xFFFF) != 58582) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_mqstate_uniffi_checksum_method_localstore_stop() and 0xFFFF) != 41800) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_mqstate_uniffi_checksum_method_localstore_url() and 0xFFFF) != 2874) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_mqstate_uniffi_checksum_method_election_campaign() and 0xFFFF) != 49764) {
@@ -1506,6 +1601,33 @@ public object FfiConverterByte: FfiConverter<Byte, Byte> {
 
     override fun write(value: Byte, buf: ByteBuffer) {
         buf.put(value)
+    }
+}
+
+/**
+ * @suppress
+ */
+public object FfiConverterUShort: FfiConverter<UShort, Short> {
+    override fun lift(value: Short): UShort {
+        return value.toUShort()
+    }
+
+    fun lift(value: Int): UShort {
+        return value.toUShort()
+    }
+
+    override fun read(buf: ByteBuffer): UShort {
+        return lift(buf.getShort())
+    }
+
+    override fun lower(value: UShort): Short {
+        return value.toShort()
+    }
+
+    override fun allocationSize(value: UShort) = 2UL
+
+    override fun write(value: UShort, buf: ByteBuffer) {
+        buf.putShort(value.toShort())
     }
 }
 
@@ -2755,6 +2877,572 @@ public object FfiConverterTypeNativeElection: FfiConverter<NativeElection, Long>
     override fun allocationSize(value: NativeElection) = 8UL
 
     override fun write(value: NativeElection, buf: ByteBuffer) {
+        buf.putLong(lower(value))
+    }
+}
+
+
+// This template implements a class for working with a Rust struct via a handle
+// to the live Rust struct on the other side of the FFI.
+//
+// There's some subtlety here, because we have to be careful not to operate on a Rust
+// struct after it has been dropped, and because we must expose a public API for freeing
+// theq Kotlin wrapper object in lieu of reliable finalizers. The core requirements are:
+//
+//   * Each instance holds an opaque handle to the underlying Rust struct.
+//     Method calls need to read this handle from the object's state and pass it in to
+//     the Rust FFI.
+//
+//   * When an instance is no longer needed, its handle should be passed to a
+//     special destructor function provided by the Rust FFI, which will drop the
+//     underlying Rust struct.
+//
+//   * Given an instance, calling code is expected to call the special
+//     `destroy` method in order to free it after use, either by calling it explicitly
+//     or by using a higher-level helper like the `use` method. Failing to do so risks
+//     leaking the underlying Rust struct.
+//
+//   * We can't assume that calling code will do the right thing, and must be prepared
+//     to handle Kotlin method calls executing concurrently with or even after a call to
+//     `destroy`, and to handle multiple (possibly concurrent!) calls to `destroy`.
+//
+//   * We must never allow Rust code to operate on the underlying Rust struct after
+//     the destructor has been called, and must never call the destructor more than once.
+//     Doing so may trigger memory unsafety.
+//
+//   * To mitigate many of the risks of leaking memory and use-after-free unsafety, a `Cleaner`
+//     is implemented to call the destructor when the Kotlin object becomes unreachable.
+//     This is done in a background thread. This is not a panacea, and client code should be aware that
+//      1. the thread may starve if some there are objects that have poorly performing
+//     `drop` methods or do significant work in their `drop` methods.
+//      2. the thread is shared across the whole library. This can be tuned by using `android_cleaner = true`,
+//         or `android = true` in the [`kotlin` section of the `uniffi.toml` file](https://mozilla.github.io/uniffi-rs/kotlin/configuration.html).
+//
+// If we try to implement this with mutual exclusion on access to the handle, there is the
+// possibility of a race between a method call and a concurrent call to `destroy`:
+//
+//    * Thread A starts a method call, reads the value of the handle, but is interrupted
+//      before it can pass the handle over the FFI to Rust.
+//    * Thread B calls `destroy` and frees the underlying Rust struct.
+//    * Thread A resumes, passing the already-read handle value to Rust and triggering
+//      a use-after-free.
+//
+// One possible solution would be to use a `ReadWriteLock`, with each method call taking
+// a read lock (and thus allowed to run concurrently) and the special `destroy` method
+// taking a write lock (and thus blocking on live method calls). However, we aim not to
+// generate methods with any hidden blocking semantics, and a `destroy` method that might
+// block if called incorrectly seems to meet that bar.
+//
+// So, we achieve our goals by giving each instance an associated `AtomicLong` counter to track
+// the number of in-flight method calls, and an `AtomicBoolean` flag to indicate whether `destroy`
+// has been called. These are updated according to the following rules:
+//
+//    * The initial value of the counter is 1, indicating a live object with no in-flight calls.
+//      The initial value for the flag is false.
+//
+//    * At the start of each method call, we atomically check the counter.
+//      If it is 0 then the underlying Rust struct has already been destroyed and the call is aborted.
+//      If it is nonzero them we atomically increment it by 1 and proceed with the method call.
+//
+//    * At the end of each method call, we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+//    * When `destroy` is called, we atomically flip the flag from false to true.
+//      If the flag was already true we silently fail.
+//      Otherwise we atomically decrement and check the counter.
+//      If it has reached zero then we destroy the underlying Rust struct.
+//
+// Astute readers may observe that this all sounds very similar to the way that Rust's `Arc<T>` works,
+// and indeed it is, with the addition of a flag to guard against multiple calls to `destroy`.
+//
+// The overall effect is that the underlying Rust struct is destroyed only when `destroy` has been
+// called *and* all in-flight method calls have completed, avoiding violating any of the expectations
+// of the underlying Rust code.
+//
+// This makes a cleaner a better alternative to _not_ calling `destroy()` as
+// and when the object is finished with, but the abstraction is not perfect: if the Rust object's `drop`
+// method is slow, and/or there are many objects to cleanup, and it's on a low end Android device, then the cleaner
+// thread may be starved, and the app will leak memory.
+//
+// In this case, `destroy`ing manually may be a better solution.
+//
+// The cleaner can live side by side with the manual calling of `destroy`. In the order of responsiveness, uniffi objects
+// with Rust peers are reclaimed:
+//
+// 1. By calling the `destroy` method of the object, which calls `rustObject.free()`. If that doesn't happen:
+// 2. When the object becomes unreachable, AND the Cleaner thread gets to call `rustObject.free()`. If the thread is starved then:
+// 3. The memory is reclaimed when the process terminates.
+//
+// [1] https://stackoverflow.com/questions/24376768/can-java-finalize-an-object-when-it-is-still-in-scope/24380219
+//
+
+
+/**
+ * An emulated state store running in this process, on a free loopback port. Dropping the
+ * last reference stops it without waiting; [`stop`](LocalStore::stop) and
+ * [`shutdown`](LocalStore::shutdown) wait.
+ */
+public interface NativeLocalStoreInterface {
+    
+    /**
+     * Deletes every key, persisted ones included (observers notified as for a DEL);
+     * returns how many it deleted.
+     */
+    fun `clear`(): kotlin.ULong
+    
+    /**
+     * Resets every client connection now (no DISCONNECT; MQTT sessions kept, so clients
+     * resume and their requests in flight complete). Returns, once every connection has
+     * closed, how many it closed.
+     */
+    suspend fun `cutConnections`(): kotlin.ULong
+    
+    /**
+     * Answers the next `n` requests — only those of `command` (`SET`, `GET`, `DEL`,
+     * `VDEL`, `KEYNOTIFY`, `SCAN`; any case) if given — with the state store error whose
+     * code is `error` (e.g. `fencing_token_lower_version`), as the service sends it.
+     * Replaces what an earlier call armed; `n == 0` disarms. Any other code, or command,
+     * is `invalid_argument`.
+     */
+    fun `failNext`(`n`: kotlin.UInt, `error`: kotlin.String, `command`: kotlin.String? = null)
+    
+    /**
+     * The value and version of `key` read inside the store (shaped as a client's GET
+     * result), or none.
+     */
+    fun `get`(`key`: kotlin.ByteArray): Value?
+    
+    /**
+     * Whether the store runs (false after `stop`, or after a restart that failed).
+     */
+    fun `isRunning`(): kotlin.Boolean
+    
+    /**
+     * The keys the store holds that match the glob `pattern` (`*`, `?`, `[…]`, `\`
+     * escapes, as a SCAN's), in byte order.
+     */
+    fun `keys`(`pattern`: kotlin.ByteArray): List<kotlin.ByteArray>
+    
+    /**
+     * Stops answering requests for `duration` (at least 1 ms), then answers what queued,
+     * in order. Returns at once, the pause in effect.
+     */
+    fun `pause`(`duration`: Duration)
+    
+    /**
+     * The TCP port (the same after a restart).
+     */
+    fun `port`(): kotlin.UShort
+    
+    /**
+     * What `kill -9` and a restart do, on the same port: connections and sessions lost;
+     * with `keep_data`, the keys SET with persistence kept (nothing else). Returns once
+     * the new store answers requests.
+     */
+    suspend fun `restart`(`keepData`: kotlin.Boolean = false)
+    
+    /**
+     * [`stop`](LocalStore::stop), blocking the calling thread until the store has stopped
+     * (Kotlin's `close()`, which cannot suspend). Waits at most 10 s.
+     */
+    fun `shutdown`()
+    
+    /**
+     * Stops the store and waits until its connections, broker and tasks are gone; removes
+     * its data. Calling it again does nothing.
+     */
+    suspend fun `stop`()
+    
+    /**
+     * Where clients connect: `mqtt://127.0.0.1:PORT`.
+     */
+    fun `url`(): kotlin.String
+    
+    companion object
+}
+
+/**
+ * An emulated state store running in this process, on a free loopback port. Dropping the
+ * last reference stops it without waiting; [`stop`](LocalStore::stop) and
+ * [`shutdown`](LocalStore::shutdown) wait.
+ */
+open class NativeLocalStore: Disposable, AutoCloseable, NativeLocalStoreInterface
+{
+
+    @Suppress("UNUSED_PARAMETER")
+    /**
+     * @suppress
+     */
+    constructor(withHandle: UniffiWithHandle, handle: Long) {
+        this.handle = handle
+        this.cleanable = UniffiLib.CLEANER.register(this, UniffiCleanAction(handle))
+    }
+
+    /**
+     * @suppress
+     *
+     * This constructor can be used to instantiate a fake object. Only used for tests. Any
+     * attempt to actually use an object constructed this way will fail as there is no
+     * connected Rust object.
+     */
+    @Suppress("UNUSED_PARAMETER")
+    constructor(noHandle: NoHandle) {
+        this.handle = 0
+        this.cleanable = null
+    }
+
+    protected val handle: Long
+    protected val cleanable: UniffiCleaner.Cleanable?
+
+    private val wasDestroyed = AtomicBoolean(false)
+    private val callCounter = AtomicLong(1)
+
+    /**
+     * Whether the current object has been destroyed and its reference is gone in the Rust side.
+     */
+    val uniffiIsDestroyed: Boolean get() = wasDestroyed.get()
+
+    override fun destroy() {
+        // Only allow a single call to this method.
+        // TODO: maybe we should log a warning if called more than once?
+        if (this.wasDestroyed.compareAndSet(false, true)) {
+            // This decrement always matches the initial count of 1 given at creation time.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    @Synchronized
+    override fun close() {
+        this.destroy()
+    }
+
+    internal inline fun <R> callWithHandle(block: (handle: Long) -> R): R {
+        // Check and increment the call counter, to keep the object alive.
+        // This needs a compare-and-set retry loop in case of concurrent updates.
+        do {
+            val c = this.callCounter.get()
+            if (c == 0L) {
+                throw IllegalStateException("${this.javaClass.simpleName} object has already been destroyed")
+            }
+            if (c == Long.MAX_VALUE) {
+                throw IllegalStateException("${this.javaClass.simpleName} call counter would overflow")
+            }
+        } while (! this.callCounter.compareAndSet(c, c + 1L))
+        // Now we can safely do the method call without the handle being freed concurrently.
+        try {
+            return block(this.uniffiCloneHandle())
+        } finally {
+            // This decrement always matches the increment we performed above.
+            if (this.callCounter.decrementAndGet() == 0L) {
+                cleanable?.clean()
+            }
+        }
+    }
+
+    // Use a static inner class instead of a closure so as not to accidentally
+    // capture `this` as part of the cleanable's action.
+    private class UniffiCleanAction(private val handle: Long) : Runnable {
+        override fun run() {
+            if (handle == 0.toLong()) {
+                // Fake object created with `NoHandle`, don't try to free.
+                return;
+            }
+            uniffiRustCall { status ->
+                UniffiLib.uniffi_mqstate_uniffi_fn_free_localstore(handle, status)
+            }
+        }
+    }
+
+    /**
+     * @suppress
+     */
+    fun uniffiCloneHandle(): Long {
+        if (handle == 0.toLong()) {
+            throw InternalException("uniffiCloneHandle() called on NoHandle object");
+        }
+        return uniffiRustCall() { status ->
+            UniffiLib.uniffi_mqstate_uniffi_fn_clone_localstore(handle, status)
+        }
+    }
+
+    
+    /**
+     * Deletes every key, persisted ones included (observers notified as for a DEL);
+     * returns how many it deleted.
+     */
+    @Throws(NativeException::class)override fun `clear`(): kotlin.ULong {
+            return FfiConverterULong.lift(
+    callWithHandle {
+    uniffiRustCallWithError(NativeException) { _status ->
+    UniffiLib.uniffi_mqstate_uniffi_fn_method_localstore_clear(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Resets every client connection now (no DISCONNECT; MQTT sessions kept, so clients
+     * resume and their requests in flight complete). Returns, once every connection has
+     * closed, how many it closed.
+     */
+    @Throws(NativeException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `cutConnections`() : kotlin.ULong {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_mqstate_uniffi_fn_method_localstore_cut_connections(
+                uniffiHandle,
+                
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_mqstate_uniffi_rust_future_poll_u64(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_mqstate_uniffi_rust_future_complete_u64(future, continuation) },
+        { future -> UniffiLib.ffi_mqstate_uniffi_rust_future_free_u64(future) },
+        // lift function
+        { FfiConverterULong.lift(it) },
+        // Error FFI converter
+        NativeException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Answers the next `n` requests — only those of `command` (`SET`, `GET`, `DEL`,
+     * `VDEL`, `KEYNOTIFY`, `SCAN`; any case) if given — with the state store error whose
+     * code is `error` (e.g. `fencing_token_lower_version`), as the service sends it.
+     * Replaces what an earlier call armed; `n == 0` disarms. Any other code, or command,
+     * is `invalid_argument`.
+     */
+    @Throws(NativeException::class)override fun `failNext`(`n`: kotlin.UInt, `error`: kotlin.String, `command`: kotlin.String?)
+        = 
+    callWithHandle {
+    uniffiRustCallWithError(NativeException) { _status ->
+    UniffiLib.uniffi_mqstate_uniffi_fn_method_localstore_fail_next(
+        it,
+        
+        FfiConverterUInt.lower(`n`),
+        FfiConverterString.lower(`error`),
+        FfiConverterOptionalString.lower(`command`),_status)
+}
+    }
+    
+    
+
+    
+    /**
+     * The value and version of `key` read inside the store (shaped as a client's GET
+     * result), or none.
+     */
+    @Throws(NativeException::class)override fun `get`(`key`: kotlin.ByteArray): Value? {
+            return FfiConverterOptionalTypeValue.lift(
+    callWithHandle {
+    uniffiRustCallWithError(NativeException) { _status ->
+    UniffiLib.uniffi_mqstate_uniffi_fn_method_localstore_get(
+        it,
+        
+        FfiConverterByteArray.lower(`key`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Whether the store runs (false after `stop`, or after a restart that failed).
+     */override fun `isRunning`(): kotlin.Boolean {
+            return FfiConverterBoolean.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_mqstate_uniffi_fn_method_localstore_is_running(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * The keys the store holds that match the glob `pattern` (`*`, `?`, `[…]`, `\`
+     * escapes, as a SCAN's), in byte order.
+     */
+    @Throws(NativeException::class)override fun `keys`(`pattern`: kotlin.ByteArray): List<kotlin.ByteArray> {
+            return FfiConverterSequenceByteArray.lift(
+    callWithHandle {
+    uniffiRustCallWithError(NativeException) { _status ->
+    UniffiLib.uniffi_mqstate_uniffi_fn_method_localstore_keys(
+        it,
+        
+        FfiConverterByteArray.lower(`pattern`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * Stops answering requests for `duration` (at least 1 ms), then answers what queued,
+     * in order. Returns at once, the pause in effect.
+     */
+    @Throws(NativeException::class)override fun `pause`(`duration`: Duration)
+        = 
+    callWithHandle {
+    uniffiRustCallWithError(NativeException) { _status ->
+    UniffiLib.uniffi_mqstate_uniffi_fn_method_localstore_pause(
+        it,
+        
+        FfiConverterTypeDuration.lower(`duration`),_status)
+}
+    }
+    
+    
+
+    
+    /**
+     * The TCP port (the same after a restart).
+     */override fun `port`(): kotlin.UShort {
+            return FfiConverterUShort.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_mqstate_uniffi_fn_method_localstore_port(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * What `kill -9` and a restart do, on the same port: connections and sessions lost;
+     * with `keep_data`, the keys SET with persistence kept (nothing else). Returns once
+     * the new store answers requests.
+     */
+    @Throws(NativeException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `restart`(`keepData`: kotlin.Boolean) {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_mqstate_uniffi_fn_method_localstore_restart(
+                uniffiHandle,
+                
+        FfiConverterBoolean.lower(`keepData`),
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_mqstate_uniffi_rust_future_poll_void(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_mqstate_uniffi_rust_future_complete_void(future, continuation) },
+        { future -> UniffiLib.ffi_mqstate_uniffi_rust_future_free_void(future) },
+        // lift function
+        { },
+        
+        // Error FFI converter
+        NativeException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * [`stop`](LocalStore::stop), blocking the calling thread until the store has stopped
+     * (Kotlin's `close()`, which cannot suspend). Waits at most 10 s.
+     */
+    @Throws(NativeException::class)override fun `shutdown`()
+        = 
+    callWithHandle {
+    uniffiRustCallWithError(NativeException) { _status ->
+    UniffiLib.uniffi_mqstate_uniffi_fn_method_localstore_shutdown(
+        it,
+        _status)
+}
+    }
+    
+    
+
+    
+    /**
+     * Stops the store and waits until its connections, broker and tasks are gone; removes
+     * its data. Calling it again does nothing.
+     */
+    @Throws(NativeException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+    override suspend fun `stop`() {
+        return uniffiRustCallAsync(
+        callWithHandle { uniffiHandle ->
+            UniffiLib.uniffi_mqstate_uniffi_fn_method_localstore_stop(
+                uniffiHandle,
+                
+            )
+        },
+        { future, callback, continuation -> UniffiLib.ffi_mqstate_uniffi_rust_future_poll_void(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_mqstate_uniffi_rust_future_complete_void(future, continuation) },
+        { future -> UniffiLib.ffi_mqstate_uniffi_rust_future_free_void(future) },
+        // lift function
+        { },
+        
+        // Error FFI converter
+        NativeException.ErrorHandler,
+    )
+    }
+
+    
+    /**
+     * Where clients connect: `mqtt://127.0.0.1:PORT`.
+     */override fun `url`(): kotlin.String {
+            return FfiConverterString.lift(
+    callWithHandle {
+    uniffiRustCall() { _status ->
+    UniffiLib.uniffi_mqstate_uniffi_fn_method_localstore_url(
+        it,
+        _status)
+}
+    }
+    )
+    }
+    
+
+    
+
+    
+
+
+    
+    
+    /**
+     * @suppress
+     */
+    companion object
+    
+}
+
+
+/**
+ * @suppress
+ */
+public object FfiConverterTypeNativeLocalStore: FfiConverter<NativeLocalStore, Long> {
+    override fun lower(value: NativeLocalStore): Long {
+        return value.uniffiCloneHandle()
+    }
+
+    override fun lift(value: Long): NativeLocalStore {
+        return NativeLocalStore(UniffiWithHandle, value)
+    }
+
+    override fun read(buf: ByteBuffer): NativeLocalStore {
+        return lift(buf.getLong())
+    }
+
+    override fun allocationSize(value: NativeLocalStore) = 8UL
+
+    override fun write(value: NativeLocalStore, buf: ByteBuffer) {
         buf.putLong(lower(value))
     }
 }
@@ -6816,6 +7504,25 @@ public object FfiConverterTypeDuration: FfiConverter<Duration, Double> {
     )
     }
     
+
+        /**
+         * Starts a store on `127.0.0.1` at a free port, in this process; returns once it answers
+         * requests. (A function rather than a constructor, as [`connect`](crate::connect) is.)
+         */
+    @Throws(NativeException::class)
+    @Suppress("ASSIGNED_BUT_NEVER_ACCESSED_VARIABLE")
+     suspend fun `nativeStartLocalStore`() : NativeLocalStore {
+        return uniffiRustCallAsync(
+        UniffiLib.uniffi_mqstate_uniffi_fn_func_start_local_store(),
+        { future, callback, continuation -> UniffiLib.ffi_mqstate_uniffi_rust_future_poll_u64(future, callback, continuation) },
+        { future, continuation -> UniffiLib.ffi_mqstate_uniffi_rust_future_complete_u64(future, continuation) },
+        { future -> UniffiLib.ffi_mqstate_uniffi_rust_future_free_u64(future) },
+        // lift function
+        { FfiConverterTypeNativeLocalStore.lift(it) },
+        // Error FFI converter
+        NativeException.ErrorHandler,
+    )
+    }
 
         /**
          * Parses the text form `{wall_ms}:{counter}:{node_id}` (error `malformed` otherwise).

@@ -1,6 +1,8 @@
 // The programs of the documentation run against the live store: examples/Quickstart.kt, and
 // every ```kotlin block with a `main` (docblocks.py writes them as test sources, with an
-// index), each through its JVM entry point, as `java -cp … CLASS URL` would run it.
+// index), each through its JVM entry point, as `java -cp … CLASS URL` would run it; and
+// every block of JUnit tests (a `@Test`), run by the JUnit launcher, which must find tests
+// there and see them pass.
 package mqstate
 
 import java.io.ByteArrayOutputStream
@@ -12,6 +14,10 @@ import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.DynamicTest
 import org.junit.jupiter.api.Test
 import org.junit.jupiter.api.TestFactory
+import org.junit.platform.engine.discovery.DiscoverySelectors.selectPackage
+import org.junit.platform.launcher.core.LauncherDiscoveryRequestBuilder.request
+import org.junit.platform.launcher.core.LauncherFactory
+import org.junit.platform.launcher.listeners.SummaryGeneratingListener
 
 /** Runs the JVM entry point of [className] with [args]; what it printed. */
 fun runMain(className: String, vararg args: String): String {
@@ -74,6 +80,43 @@ class QuickstartTest {
                 }
             }
         }
+}
+
+/** Runs the JUnit tests of [pkg] (a documentation block's); what failed, or that none ran. */
+fun runTests(pkg: String): List<String> {
+    val summary = SummaryGeneratingListener()
+    LauncherFactory.create().execute(request().selectors(selectPackage(pkg)).build(), summary)
+    val s = summary.summary
+    val failed = s.failures.map { "${it.testIdentifier.displayName}: ${it.exception}" }
+    return if (s.testsSucceededCount == 0L && failed.isEmpty()) listOf("no test ran in $pkg") else failed
+}
+
+class DocTestsTest {
+    @TestFactory
+    fun `every block of tests of the documentation passes`(): List<DynamicTest> =
+        docblocks.Index.tests.map { (where, pkg) ->
+            DynamicTest.dynamicTest(where) {
+                val failed = runTests(pkg)
+                assertTrue(failed.isEmpty(), "$where:\n" + failed.joinToString("\n"))
+            }
+        }
+
+    @Test
+    fun `the README's Testing your app section is among them`() {
+        assertTrue(docblocks.Index.tests.any { it.first.startsWith("bindings-uniffi/README.md:") }, "${docblocks.Index.tests}")
+    }
+
+    @Test
+    fun `a failing test of a block is reported`() {
+        val failed = runTests("docblocks.control")
+        assertEquals(1, failed.size, "$failed")
+        assertTrue(failed.single().contains("on purpose"), "$failed")
+    }
+
+    @Test
+    fun `a package without tests is reported`() {
+        assertEquals(listOf("no test ran in docblocks.nothing_here"), runTests("docblocks.nothing_here"))
+    }
 }
 
 /** Not an entry point: `fun main(args: Array<String>) = runBlocking { …; 1UL }` compiles to this. */

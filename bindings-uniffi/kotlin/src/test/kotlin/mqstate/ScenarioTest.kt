@@ -1,10 +1,17 @@
 // The behaviour scenarios (tests/scenarios/*.json, format in its README) through the public
-// Kotlin API, one dynamic test per file: every file in the folder runs, none is named here.
-// A negative control proves that a changed expectation fails.
+// Kotlin API, one dynamic test per file: every file in the folder runs, none is named here,
+// against `mqstate serve` and again against a mqstate.testing.LocalStore in this process
+// (every scenario: none needs what a LocalStore cannot give). A negative control proves that
+// a changed expectation fails.
 package mqstate
 
 import java.io.File
 import java.util.UUID
+import java.util.concurrent.Callable
+import java.util.concurrent.ExecutionException
+import java.util.concurrent.Executors
+import java.util.concurrent.Future
+import java.util.concurrent.TimeUnit
 import kotlin.time.Duration
 import kotlin.time.Duration.Companion.milliseconds
 import kotlinx.coroutines.async
@@ -14,6 +21,8 @@ import kotlinx.coroutines.delay
 import kotlinx.coroutines.runBlocking
 import kotlinx.coroutines.withTimeout
 import kotlinx.coroutines.withTimeoutOrNull
+import mqstate.testing.LocalStore
+import mqstate.testing.LocalStoreExtension
 import org.json.JSONArray
 import org.json.JSONObject
 import org.junit.jupiter.api.Assertions.assertThrows
@@ -21,6 +30,7 @@ import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.DynamicTest
 import org.junit.jupiter.api.Test
 import org.junit.jupiter.api.TestFactory
+import org.junit.jupiter.api.extension.ExtendWith
 
 class ScenarioFailure(message: String) : AssertionError(message)
 
@@ -361,6 +371,30 @@ class ScenarioTest {
     fun scenarios(): List<DynamicTest> = files.map { file ->
         DynamicTest.dynamicTest(file.nameWithoutExtension) {
             ScenarioRunner(LiveStore.url).run(JSONObject(file.readText()))
+        }
+    }
+
+    /**
+     * Every scenario again, against one LocalStore (the extension's: it lives as long as this
+     * factory's tests). Run four at a time (their keys are namespaced per run), which keeps
+     * the suite's time down: most of a scenario's time is its waits (leases, expiries).
+     */
+    @TestFactory
+    @ExtendWith(LocalStoreExtension::class)
+    fun `scenarios against a LocalStore`(store: LocalStore): List<DynamicTest> {
+        val pool = Executors.newFixedThreadPool(4) { r -> Thread(r, "scenario-local-store").apply { isDaemon = true } }
+        val runs: List<Pair<String, Future<*>>> = files.map { file ->
+            file.nameWithoutExtension to pool.submit(Callable { ScenarioRunner(store.url).run(JSONObject(file.readText())) })
+        }
+        pool.shutdown()
+        return runs.map { (name, run) ->
+            DynamicTest.dynamicTest(name) {
+                try {
+                    run.get(120, TimeUnit.SECONDS)
+                } catch (e: ExecutionException) {
+                    throw e.cause ?: e
+                }
+            }
         }
     }
 

@@ -15,7 +15,9 @@ import kotlin.reflect.KType
 import kotlin.reflect.full.memberFunctions
 import kotlin.reflect.full.memberProperties
 import kotlin.reflect.full.primaryConstructor
+import kotlin.reflect.full.companionObject
 import kotlin.reflect.full.superclasses
+import mqstate.testing.LocalStore
 import org.json.JSONArray
 import org.json.JSONObject
 import org.junit.jupiter.api.Assertions.assertEquals
@@ -136,6 +138,68 @@ class VocabularyTest {
                 missing += "${owner.simpleName}.$name"
             } else if (found is kotlin.reflect.KMutableProperty<*>) {
                 missing += "${owner.simpleName}.$name is writable"
+            }
+        }
+        assertTrue(missing.isEmpty(), "not as the vocabulary says:\n" + missing.joinToString("\n"))
+    }
+
+    /**
+     * The local store's operations (`testing_operations`): each a function of
+     * `mqstate.testing.LocalStore` (`start` of its companion) under its Kotlin name, every
+     * option a parameter of every overload under its Kotlin name, of the option's type in at
+     * least one of them (`keys` takes a `String` or a `ByteArray` pattern), with a default
+     * exactly when the vocabulary gives one; and no other optional parameter.
+     */
+    @Test
+    fun `the local store has the testing operations and options, as the vocabulary says`() {
+        val testingUnits = units + mapOf("count" to Int::class, "error_code" to String::class)
+        val companion = LocalStore::class.companionObject!!
+        val missing = mutableListOf<String>()
+        val operations = vocabulary.getJSONArray("testing_operations").objects()
+        assertTrue(operations.isNotEmpty())
+        for (op in operations) {
+            assertEquals("local_store", op.getString("owner"))
+            val name = op.getJSONObject("names").getString("kotlin")
+            val overloads = (LocalStore::class.memberFunctions + companion.memberFunctions).filter { it.name == name }
+            if (overloads.isEmpty()) {
+                missing += "LocalStore.$name"
+                continue
+            }
+            val options = op.getJSONArray("options").objects()
+            val named = options.map { it.getJSONObject("names").getString("kotlin") }.toSet()
+            for (f in overloads) {
+                val params = f.parameters.filter { it.kind == KParameter.Kind.VALUE }
+                params.filter { it.isOptional && it.name !in named }.forEach { missing += "LocalStore.$name: option ${it.name} is not the vocabulary's" }
+            }
+            for (opt in options) {
+                val optName = opt.getJSONObject("names").getString("kotlin")
+                val want = testingUnits[opt.getString("unit")]
+                val optional = opt.getString("default") != "required"
+                val found = overloads.map { f -> f.parameters.find { it.kind == KParameter.Kind.VALUE && it.name == optName } }
+                if (found.any { it == null }) {
+                    missing += "LocalStore.$name: option $optName"
+                    continue
+                }
+                if (want != null && found.none { it!!.type.cls == want }) missing += "LocalStore.$name: $optName is not a $want"
+                // `keys()` with the default pattern is the String overload's.
+                if (optional && found.none { it!!.isOptional }) missing += "LocalStore.$name: $optName has no default"
+                if (!optional && found.any { it!!.isOptional }) missing += "LocalStore.$name: $optName has a default"
+            }
+        }
+        assertTrue(missing.isEmpty(), "not as the vocabulary says:\n" + missing.joinToString("\n"))
+    }
+
+    @Test
+    fun `the local store's properties are read-only properties under their Kotlin names`() {
+        val missing = mutableListOf<String>()
+        for (prop in vocabulary.getJSONArray("testing_properties").objects()) {
+            assertEquals("local_store", prop.getString("owner"))
+            val name = prop.getJSONObject("names").getString("kotlin")
+            val found = LocalStore::class.memberProperties.find { it.name == name }
+            if (found == null) {
+                missing += "LocalStore.$name"
+            } else if (found is kotlin.reflect.KMutableProperty<*>) {
+                missing += "LocalStore.$name is writable"
             }
         }
         assertTrue(missing.isEmpty(), "not as the vocabulary says:\n" + missing.joinToString("\n"))
