@@ -306,11 +306,6 @@ pub unsafe extern "C" fn mqstate_local_store_pause(
             ));
         }
         let duration = Duration::from_millis(duration_ms);
-        if tokio::time::Instant::now().checked_add(duration).is_none() {
-            return Err(Failure::invalid(format!(
-                "duration_ms {duration_ms} is too long a pause"
-            )));
-        }
         call(&local, move |slot| async move {
             if slot.stopped {
                 return Err(stopped());
