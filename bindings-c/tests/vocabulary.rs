@@ -261,7 +261,11 @@ fn every_testing_property_is_an_accessor_of_the_store() {
             format!("mqstate_{}", property["owner"].as_str().unwrap()),
             "{function} reads a store"
         );
-        assert_eq!(functions[function].len(), 1, "{function} takes only the store");
+        assert_eq!(
+            functions[function].len(),
+            1,
+            "{function} takes only the store"
+        );
     }
 }
 
