@@ -10,10 +10,11 @@
  * - Operations are `mqstate_<owner>_<operation>` and objects made from a client
  *   `mqstate_<object>_new` (`mqstate_lock_new`, `mqstate_election_new`): the names of the
  *   core's vocabulary (core/vocabulary.json), options under their names there.
- * - Objects are opaque handles made by a `_new`/`_connect`/`_from_*` function (or by an
- *   operation: `mqstate_client_observe`, `mqstate_client_scan`), returned through an
+ * - Objects are opaque handles made by a `_new`/`_connect`/`_from_*`/`_start` function (or
+ *   by an operation: `mqstate_client_observe`, `mqstate_client_scan`), returned through an
  *   out-parameter and released by exactly one `_free` or `_close`, which accepts NULL.
- *   Nothing else frees them.
+ *   Nothing else frees them (`mqstate_local_store_stop` stops a test store, keeping the
+ *   handle for `mqstate_local_store_free`).
  * - Every fallible function returns `mqstate_status` (0 = `MQSTATE_STATUS_OK`; the numbers are
  *   fixed forever and shared with the other languages' error codes). Out-parameters are reset
  *   first: on failure every one holds NULL/0/false, `{NULL, 0}` or its enum's `_NONE` value
