@@ -1,10 +1,12 @@
 /*
  * The local store (mqstate_local_store_*) through the C API: each fault taking effect on a
  * client connected with the C client API (cut connections, a pause, fail_next, restarts with
- * and without data), the look inside (keys, get, clear), two stores side by side, and the
- * errors: bad arguments, NULL handles, calls after stop, a double stop and free.
+ * and without data), the look inside (keys, get, clear), two stores side by side, threads
+ * sharing a store, and the errors: bad arguments, NULL handles, calls after stop, a double
+ * stop and free.
  */
 #define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,6 +207,55 @@ static void test_two_stores(void) {
     mqstate_local_store_free(one);
 }
 
+struct worker {
+    const mqstate_local_store *store;
+    mqstate_client *client;
+    int failures;
+};
+
+/* One thread's share of test_threads: inspection and faults on the shared store, and
+   requests of its own client. */
+static void *work(void *arg) {
+    struct worker *w = arg;
+    for (int i = 0; i < 20; i++) {
+        mqstate_scan_page *page = NULL;
+        size_t n = 0;
+        if (mqstate_local_store_keys(w->store, NULL, 0, &page) != MQSTATE_STATUS_OK) w->failures++;
+        mqstate_scan_page_free(page);
+        if (mqstate_local_store_fail_next(w->store, 0, "quota_exceeded", NULL) !=
+            MQSTATE_STATUS_OK) {
+            w->failures++;
+        }
+        if (i % 5 == 0 && mqstate_local_store_cut_connections(w->store, &n) != MQSTATE_STATUS_OK) {
+            w->failures++;
+        }
+        if (!mqstate_local_store_is_running(w->store)) w->failures++;
+        if (set(w->client, "shared", "x", false, NULL) != MQSTATE_STATUS_OK) w->failures++;
+    }
+    return NULL;
+}
+
+/* Several threads on one store at once (and on its clients, whose connections they cut). */
+static void test_store_threads(void) {
+    mqstate_local_store *store = NULL;
+    CHECK_STATUS(mqstate_local_store_start(&store), MQSTATE_STATUS_OK, "start");
+    struct worker workers[4];
+    pthread_t threads[4];
+    for (int i = 0; i < 4; i++) {
+        workers[i] = (struct worker){store, client_of(store), 0};
+        CHECK(pthread_create(&threads[i], NULL, work, &workers[i]) == 0, "thread %d", i);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(threads[i], NULL);
+        CHECK(workers[i].failures == 0, "thread %d: %d calls failed", i, workers[i].failures);
+        mqstate_client_close(workers[i].client);
+    }
+    size_t deleted = 0;
+    CHECK_STATUS(mqstate_local_store_clear(store, &deleted), MQSTATE_STATUS_OK, "clear");
+    CHECK(deleted == 1, "the one shared key: %zu", deleted);
+    mqstate_local_store_free(store);
+}
+
 static void test_errors_and_stop(void) {
     mqstate_local_store *store = NULL;
     CHECK_STATUS(mqstate_local_store_start(NULL), MQSTATE_STATUS_INVALID_ARGUMENT, "start NULL");
@@ -293,5 +344,6 @@ void test_local_store(void) {
     test_start_and_inspect();
     test_faults();
     test_two_stores();
+    test_store_threads();
     test_errors_and_stop();
 }
