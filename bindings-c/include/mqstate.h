@@ -10,10 +10,11 @@
  * - Operations are `mqstate_<owner>_<operation>` and objects made from a client
  *   `mqstate_<object>_new` (`mqstate_lock_new`, `mqstate_election_new`): the names of the
  *   core's vocabulary (core/vocabulary.json), options under their names there.
- * - Objects are opaque handles made by a `_new`/`_connect`/`_from_*` function (or by an
- *   operation: `mqstate_client_observe`, `mqstate_client_scan`), returned through an
+ * - Objects are opaque handles made by a `_new`/`_connect`/`_from_*`/`_start` function (or
+ *   by an operation: `mqstate_client_observe`, `mqstate_client_scan`), returned through an
  *   out-parameter and released by exactly one `_free` or `_close`, which accepts NULL.
- *   Nothing else frees them.
+ *   Nothing else frees them (`mqstate_local_store_stop` stops a test store, keeping the
+ *   handle for `mqstate_local_store_free`).
  * - Every fallible function returns `mqstate_status` (0 = `MQSTATE_STATUS_OK`; the numbers are
  *   fixed forever and shared with the other languages' error codes). Out-parameters are reset
  *   first: on failure every one holds NULL/0/false, `{NULL, 0}` or its enum's `_NONE` value
@@ -586,6 +587,14 @@ typedef struct mqstate_error mqstate_error;
  * function that produces one gives a new handle; free each with `mqstate_hlc_free`.
  */
 typedef struct mqstate_hlc mqstate_hlc;
+
+/**
+ * A state store running in this process for tests (opaque; thread-safe: calls from several
+ * threads are served one after the other), made by `mqstate_local_store_start`. Stop it
+ * with `mqstate_local_store_stop` (the handle stays valid), release it with
+ * `mqstate_local_store_free`.
+ */
+typedef struct mqstate_local_store mqstate_local_store;
 
 /**
  * A leased lock (opaque; thread-safe). Free it with `mqstate_lock_free`.
@@ -2217,6 +2226,189 @@ size_t mqstate_last_error_message(char *buf, size_t len);
  * is `MQSTATE_STATUS_FAMILY_CONNECT`.
  */
 mqstate_status_family mqstate_status_family_of(uint32_t status);
+
+/**
+ * Starts a state store in this process, on `127.0.0.1` at a free port, and returns once
+ * it answers requests: `*out` is the store (NULL on failure). Connect clients to
+ * `mqstate_local_store_url`. Each store is separate: several in one process share no
+ * state and no port. Its tasks run on the library's runtime, the one clients use.
+ *
+ * Errors: `MQSTATE_STATUS_INVALID_ARGUMENT` (`out` is NULL), `MQSTATE_STATUS_UNSUPPORTED`
+ * (the store could not start here: no free port, no temporary directory; or the call was
+ * made from a mqstate callback, where it must not block), `MQSTATE_STATUS_TIMEOUT`.
+ *
+ * # Safety
+ * `out` must be NULL or writable.
+ */
+mqstate_status mqstate_local_store_start(struct mqstate_local_store **out);
+
+/**
+ * Stops the store and waits until its connections, broker and tasks are gone, and removes
+ * its data. The handle stays valid: `mqstate_local_store_url` and `_port` still answer,
+ * `mqstate_local_store_is_running` is false, and every other call fails with
+ * `MQSTATE_STATUS_CLOSED`; release it with `mqstate_local_store_free`. Stopping again, and
+ * stopping NULL, do nothing and return `MQSTATE_STATUS_OK`.
+ *
+ * Errors: `MQSTATE_STATUS_UNSUPPORTED` from a mqstate callback (where it must not block),
+ * `MQSTATE_STATUS_TIMEOUT`.
+ *
+ * # Safety
+ * `store` must be NULL or a live store.
+ */
+mqstate_status mqstate_local_store_stop(const struct mqstate_local_store *store);
+
+/**
+ * Stops the store if it runs (as `mqstate_local_store_stop`, waiting) and frees the handle
+ * (NULL is ignored). The one function that releases a store; calls in flight on other
+ * threads end first, and no call may start on it afterwards. From a mqstate callback, where
+ * it must not block, the store is told to stop without waiting.
+ *
+ * # Safety
+ * `store` must be NULL or a live store, freed once.
+ */
+void mqstate_local_store_free(struct mqstate_local_store *store);
+
+/**
+ * Where clients connect: `mqtt://127.0.0.1:PORT` (the same after a restart and after a
+ * stop), valid while the handle lives; NULL for NULL.
+ *
+ * # Safety
+ * `store` must be NULL or a live store.
+ */
+const char *mqstate_local_store_url(const struct mqstate_local_store *store);
+
+/**
+ * The store's TCP port (the same after a restart); 0 for NULL.
+ *
+ * # Safety
+ * `store` must be NULL or a live store.
+ */
+uint16_t mqstate_local_store_port(const struct mqstate_local_store *store);
+
+/**
+ * Whether the store runs: false after `mqstate_local_store_stop`, after a restart that
+ * failed, and for NULL. It does not wait for a call in flight on another thread (it
+ * answers as of the last call that ended).
+ *
+ * # Safety
+ * `store` must be NULL or a live store.
+ */
+bool mqstate_local_store_is_running(const struct mqstate_local_store *store);
+
+/**
+ * Resets every client connection now, as a network failure does (no DISCONNECT; each
+ * client's will published; MQTT sessions kept, so clients reconnect and resume by
+ * themselves and their requests in flight complete), and returns once every connection has
+ * closed. `*closed` (may be NULL) is how many it closed (0 on failure).
+ *
+ * Errors: `MQSTATE_STATUS_CLOSED` (the store is stopped), `MQSTATE_STATUS_INVALID_ARGUMENT`
+ * (`store` is NULL), `MQSTATE_STATUS_UNSUPPORTED` (from a mqstate callback),
+ * `MQSTATE_STATUS_TIMEOUT`.
+ *
+ * # Safety
+ * `store` must be NULL or a live store; `closed` NULL or writable.
+ */
+mqstate_status mqstate_local_store_cut_connections(const struct mqstate_local_store *store,
+                                                   size_t *closed);
+
+/**
+ * Stops answering requests for `duration_ms` milliseconds (the shape of a GC pause or a
+ * slow network): requests received meanwhile wait and are answered in order when it ends;
+ * connections stay up. A pause armed while one runs extends it if it ends later. Returns
+ * at once, the pause in effect. `duration_ms` is required: 0 is
+ * `MQSTATE_STATUS_INVALID_ARGUMENT` (a pause lasts at least 1 ms).
+ *
+ * Errors: `MQSTATE_STATUS_CLOSED` (stopped), `MQSTATE_STATUS_INVALID_ARGUMENT`.
+ *
+ * # Safety
+ * `store` must be NULL or a live store.
+ */
+mqstate_status mqstate_local_store_pause(const struct mqstate_local_store *store,
+                                         uint64_t duration_ms);
+
+/**
+ * What `kill -9` and a restart do, on the same port: every connection is reset and every
+ * MQTT session lost (clients reconnect by themselves, with new sessions; their requests in
+ * flight fail with `MQSTATE_STATUS_CONNECTION_LOST`). With `keep_data`, the keys SET with
+ * `persist` survive, with their versions; nothing else does (without it, nothing does).
+ * Returns once the store answers again.
+ *
+ * Errors: `MQSTATE_STATUS_CLOSED` (stopped), `MQSTATE_STATUS_UNSUPPORTED` (the store could
+ * not come back on its port; it is then not running), `MQSTATE_STATUS_TIMEOUT`.
+ *
+ * # Safety
+ * `store` must be NULL or a live store.
+ */
+mqstate_status mqstate_local_store_restart(const struct mqstate_local_store *store, bool keep_data);
+
+/**
+ * Answers the next `n` requests — only those of `command` (`"SET"`, `"GET"`, `"DEL"`,
+ * `"VDEL"`, `"KEYNOTIFY"`, `"SCAN"`, any case) unless it is NULL — with the state store
+ * error whose code is `error` (its name in the error table, as `mqstate_status_name` gives
+ * it: e.g. `"fencing_token_lower_version"`), exactly as the service sends it; the store is
+ * left untouched. A client then gets that error's status (here
+ * `MQSTATE_STATUS_FENCING_TOKEN_LOWER_VERSION`). Replaces what an earlier call armed;
+ * `n` 0 disarms.
+ *
+ * Errors: `MQSTATE_STATUS_INVALID_ARGUMENT` (`error` NULL or not the code of a state store
+ * error — connection, timeout and client-side errors are not answers the service sends: use
+ * `mqstate_local_store_cut_connections` or `_pause` for those —, `command` not a command,
+ * text not UTF-8), `MQSTATE_STATUS_CLOSED` (stopped).
+ *
+ * # Safety
+ * `store` must be NULL or a live store; `error` and `command` NULL or NUL-terminated.
+ */
+mqstate_status mqstate_local_store_fail_next(const struct mqstate_local_store *store,
+                                             size_t n,
+                                             const char *error,
+                                             const char *command);
+
+/**
+ * The keys the store holds that match the glob `pattern` (`pattern_len` bytes, the syntax
+ * of `mqstate_client_scan`: `*`, `?`, `[…]`, `\` escapes), in byte order, read inside the
+ * store (no client, no request). An empty pattern (NULL with length 0) is the default,
+ * `*`: every key. `*out` is a page of keys, the caller's (read it with
+ * `mqstate_scan_page_count` and `mqstate_scan_page_key`, free it with
+ * `mqstate_scan_page_free`); NULL on failure.
+ *
+ * Errors: `MQSTATE_STATUS_CLOSED` (stopped), `MQSTATE_STATUS_INVALID_ARGUMENT`.
+ *
+ * # Safety
+ * `store` must be NULL or a live store; `pattern` valid for `pattern_len` bytes (or NULL
+ * with 0); `out` NULL or writable.
+ */
+mqstate_status mqstate_local_store_keys(const struct mqstate_local_store *store,
+                                        const uint8_t *pattern,
+                                        size_t pattern_len,
+                                        struct mqstate_scan_page **out);
+
+/**
+ * `key`'s value and version, read inside the store (no client, no request): `*out` is the
+ * value (its bytes `mqstate_value_data`, its version `mqstate_value_version`, the version a
+ * client's GET returns; free it with `mqstate_value_free`), or NULL when the key does not
+ * exist (that is `MQSTATE_STATUS_OK`).
+ *
+ * Errors: `MQSTATE_STATUS_CLOSED` (stopped), `MQSTATE_STATUS_INVALID_ARGUMENT`.
+ *
+ * # Safety
+ * `store` must be NULL or a live store; `key` valid for `key_len` bytes; `out` NULL or
+ * writable.
+ */
+mqstate_status mqstate_local_store_get(const struct mqstate_local_store *store,
+                                       const uint8_t *key,
+                                       size_t key_len,
+                                       struct mqstate_value **out);
+
+/**
+ * Deletes every key, persisted ones included (observers get a delete notification for
+ * each, as for a DEL). `*deleted` (may be NULL) is how many it deleted (0 on failure).
+ *
+ * Errors: `MQSTATE_STATUS_CLOSED` (stopped), `MQSTATE_STATUS_INVALID_ARGUMENT`.
+ *
+ * # Safety
+ * `store` must be NULL or a live store; `deleted` NULL or writable.
+ */
+mqstate_status mqstate_local_store_clear(const struct mqstate_local_store *store, size_t *deleted);
 
 /**
  * The topic every request is published to, as a static NUL-terminated string (the same

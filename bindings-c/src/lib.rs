@@ -11,6 +11,8 @@
 //! - the **protocol layer** for applications that own their MQTT connection: the request,
 //!   response and notification codec ([`request`], [`response`], [`notification`]), the hybrid
 //!   logical clock ([`hlc`], [`clock`]) and the topic rules ([`topics`]);
+//! - the **local store** for applications' tests ([`testing`]): the emulator started in
+//!   process on a free port, with faults on demand (`mqstate_server::testing::LocalStore`);
 //! - the **status** every fallible function returns ([`status`]): the numbers of the core's
 //!   one error table, plus the few conditions only C has.
 //!
@@ -42,6 +44,7 @@ pub mod notification;
 pub mod request;
 pub mod response;
 pub mod status;
+pub mod testing;
 pub mod topics;
 
 use std::ffi::c_char;
@@ -72,6 +75,7 @@ pub use response::{mqstate_response, mqstate_response_info, mqstate_response_kin
 pub use status::{
     mqstate_last_error_message, mqstate_status, mqstate_status_family, mqstate_status_name,
 };
+pub use testing::mqstate_local_store;
 
 /// The version of this library (the mqstate workspace version), as a static NUL-terminated
 /// string. Never NULL; not to be freed.

@@ -28,4 +28,7 @@ void test_locks(void);
 void test_threads(void);
 void test_scans(void);
 
+/* The group that starts stores of its own (mqstate_local_store), needing no MQSTATE_URL. */
+void test_local_store(void);
+
 #endif

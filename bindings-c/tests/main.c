@@ -1,7 +1,7 @@
 /*
  * Entry point of the mqstate C tests: `mqstate_tests GROUP...` runs the named groups
  * (requests, responses, notifications, topics, hlc, clock, errors, scan, outparams, or
- * all) and exits
+ * all; client, subscriptions, locks, threads, scans, or live; local_store) and exits
  * non-zero if any check failed. CTest runs each group as its own test.
  */
 #include <stdlib.h>
@@ -57,7 +57,12 @@ static const struct group groups[] = {
     {"client", test_client},             {"subscriptions", test_subscriptions},
     {"locks", test_locks},               {"threads", test_threads},
     {"scans", test_scans},
+    /* Against stores of their own (mqstate_local_store): neither "all" nor "live". */
+    {"local_store", test_local_store},
 };
+/* The offline groups come first, then those needing MQSTATE_URL. */
+#define OFFLINE_GROUPS 9
+#define LIVE_GROUPS 5
 
 int main(int argc, char **argv) {
     size_t n = sizeof groups / sizeof groups[0];
@@ -69,9 +74,10 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         int found = 0;
         for (size_t g = 0; g < n; g++) {
-            int offline = g < 9;
+            int offline = g < OFFLINE_GROUPS;
+            int live = !offline && g < OFFLINE_GROUPS + LIVE_GROUPS;
             if ((strcmp(argv[i], "all") == 0 && offline) ||
-                (strcmp(argv[i], "live") == 0 && !offline) ||
+                (strcmp(argv[i], "live") == 0 && live) ||
                 strcmp(argv[i], groups[g].name) == 0) {
                 int before = check_failures, checks = check_count;
                 groups[g].run();

@@ -4,7 +4,9 @@
 //! of its options struct under its C name (durations `_ms`), and no duration parameter or
 //! option field is there that the vocabulary does not know; every property is an accessor
 //! of its owner's handle, every event field a `mqstate_sub_event_<field>` accessor; the
-//! outcome, condition, event, lock-state and error names are the header's constants.
+//! outcome, condition, event, lock-state and error names are the header's constants. The
+//! local store's operations and properties (`testing_operations`, `testing_properties`) are
+//! functions of the header the same way.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -196,6 +198,74 @@ fn every_operation_is_a_function_with_its_options_under_their_c_names() {
                 "{function} has an option the vocabulary does not know: {extra}"
             );
         }
+    }
+}
+
+#[test]
+fn every_testing_operation_is_a_function_with_its_options_under_their_c_names() {
+    let vocabulary = vocabulary();
+    let code = header_code();
+    let (functions, structs) = (functions(&code), structs(&code));
+    let operations = vocabulary["testing_operations"]
+        .as_array()
+        .expect("testing_operations");
+    assert!(operations.len() >= 9, "the vocabulary was read");
+    for op in operations {
+        assert_eq!(op["owner"], "local_store", "{op}");
+        let function = op["names"]["c"].as_str().unwrap();
+        assert!(function.starts_with("mqstate_local_store_"), "{function}");
+        let (params, fields) = takes(function, &functions, &structs);
+        assert!(fields.is_empty(), "{function} takes no options struct");
+        let mut known = BTreeSet::new();
+        for option in op["options"].as_array().unwrap() {
+            let c_name = option["names"]["c"].as_str().unwrap();
+            assert_eq!(
+                option["unit"] == "duration",
+                c_name.ends_with("_ms"),
+                "{function}: {c_name}: durations are _ms"
+            );
+            assert!(params.contains(c_name), "{function} takes no {c_name}");
+            known.insert(c_name.to_owned());
+        }
+        for extra in params.iter().filter(|p| p.ends_with("_ms")) {
+            assert!(
+                known.contains(extra),
+                "{function} has a duration the vocabulary does not know: {extra}"
+            );
+        }
+        // Every operation but start works on a store (start makes one).
+        if op["name"] != "start" {
+            assert_eq!(
+                first_handle(function, &functions),
+                "mqstate_local_store",
+                "{function} works on a store"
+            );
+        }
+    }
+    // The one C-only function: the handle's release (stop keeps the handle).
+    assert!(functions.contains_key("mqstate_local_store_free"));
+}
+
+#[test]
+fn every_testing_property_is_an_accessor_of_the_store() {
+    let vocabulary = vocabulary();
+    let functions = functions(&header_code());
+    let properties = vocabulary["testing_properties"]
+        .as_array()
+        .expect("testing_properties");
+    assert!(properties.len() >= 3, "the vocabulary was read");
+    for property in properties {
+        let function = property["names"]["c"].as_str().unwrap();
+        assert_eq!(
+            first_handle(function, &functions),
+            format!("mqstate_{}", property["owner"].as_str().unwrap()),
+            "{function} reads a store"
+        );
+        assert_eq!(
+            functions[function].len(),
+            1,
+            "{function} takes only the store"
+        );
     }
 }
 

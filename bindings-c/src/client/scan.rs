@@ -85,6 +85,12 @@ pub unsafe extern "C" fn mqstate_client_scan(
     })
 }
 
+/// A page of `keys` for C (free with `mqstate_scan_page_free`): the list type of every
+/// function that returns keys.
+pub(crate) fn new_page(keys: Vec<Bytes>) -> *mut mqstate_scan_page {
+    Box::into_raw(Box::new(mqstate_scan_page { keys }))
+}
+
 /// Asks for the next page and waits for it, up to the scan's `timeout_ms` (see
 /// `mqstate_client_scan`), cancellable from another thread through `cancel` (may be NULL).
 ///
@@ -131,7 +137,7 @@ pub unsafe extern "C" fn mqstate_scan_next(
             .unwrap_or_else(|e| e.into_inner())
             .retain(|(other, _)| *other != id);
         if let Some(keys) = got? {
-            *out = Box::into_raw(Box::new(mqstate_scan_page { keys }));
+            *out = new_page(keys);
         }
         Ok(())
     })
