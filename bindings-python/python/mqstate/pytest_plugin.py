@@ -34,7 +34,7 @@ def _async_fixture() -> Callable[..., Any]:
     try:
         return importlib.import_module("pytest_asyncio").fixture  # type: ignore[no-any-return]
     except ImportError:
-        return pytest.fixture  # type: ignore[no-any-return]
+        return pytest.fixture
 
 
 @pytest.fixture
