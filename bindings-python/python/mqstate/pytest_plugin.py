@@ -43,7 +43,7 @@ def mqstate_store() -> Iterator[LocalStore]:
 
     Function scope — one store per test — is the simplest isolation there is: no key, fault,
     pause or session leaks from one test into the next, and tests may restart or stop it.
-    It is cheap: a store starts in about 2 ms and takes about 1 MB while it runs
+    It is cheap: a store starts in about 1 ms and takes tens of KiB while it runs
     (docs/benchmarks.md, "LocalStore (Python)"). To share one store across a module or a
     session instead, write your own fixture with that scope around ``LocalStore()`` and
     call ``store.clear()`` between tests.
