@@ -12,6 +12,8 @@ mod subscription;
 
 use pyo3::prelude::*;
 
+pub(crate) use pending::{PendingCall, failed, pending};
+
 /// Adds the client classes and functions to the native module.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<pending::PendingCall>()?;

@@ -24,6 +24,7 @@ mod hlc;
 mod notifications;
 mod requests;
 mod responses;
+mod testing;
 mod topics;
 
 /// The native module. Its Python-facing documentation lives in the `mqstate.*` modules.
@@ -37,5 +38,6 @@ fn _mqstate(m: &Bound<'_, PyModule>) -> PyResult<()> {
     hlc::register(m)?;
     topics::register(m)?;
     client::register(m)?;
+    testing::register(m)?;
     Ok(())
 }

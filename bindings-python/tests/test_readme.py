@@ -1,9 +1,12 @@
 """Docs that run: every ```python block of every README and docs page (as
 ``scripts/docblocks extract python`` finds them) passes ``mypy --strict`` and runs, as
-written, against a live store (its URL substituted for ``mqtt://localhost:1883``)."""
+written, against a live store (its URL substituted for ``mqtt://localhost:1883``). A block
+that is a pytest file (it defines ``test_…`` functions) runs under pytest, with the
+package's plugin (its fixtures), and every test in it must pass."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -51,14 +54,36 @@ def test_every_block_passes_mypy_strict(blocks: List[Path]) -> None:
     assert status == 0, stdout + stderr
 
 
+#: A block that is a pytest file.
+PYTEST_FILE = re.compile(r"^(async )?def test_", re.MULTILINE)
+
+
 def test_every_block_runs_against_a_live_store(blocks: List[Path], embedded: LiveStore) -> None:
     for path in blocks:
         code = path.read_text(encoding="utf-8").replace(README_URL, embedded.url)
+        if PYTEST_FILE.search(code):
+            run_under_pytest(path, code)
+            continue
         compiled = compile(code, str(path), "exec")
         try:
             exec(compiled, {"__name__": "__main__"})
         except Exception as e:  # name the block: the page and line are in its file name
             raise AssertionError(f"{path.name} failed: {e!r}") from e
+
+
+def run_under_pytest(path: Path, code: str) -> None:
+    test_file = path.with_name(f"test_{path.name}")
+    test_file.write_text(code, encoding="utf-8")
+    tests = len(PYTEST_FILE.findall(code))
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(path.parent), str(test_file)],
+        capture_output=True, text=True, cwd=path.parent,
+    )
+    assert done.returncode == 0 and f"{tests} passed" in done.stdout, f"{path.name} under pytest:\n{done.stdout}{done.stderr}"
+
+
+def test_the_pages_have_a_pytest_example(blocks: List[Path]) -> None:
+    assert any(PYTEST_FILE.search(p.read_text(encoding="utf-8")) for p in blocks)
 
 
 def test_the_readme_names_every_setting() -> None:

@@ -8,12 +8,13 @@ import asyncio
 import json
 import uuid
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Set
+from typing import Any, Callable, Dict, Iterator, List, Optional, Set
 
 import pytest
 
 import mqstate
 from live import LiveStore, free_port
+from mqstate.testing import LocalStore
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "tests" / "scenarios"
 FILES = sorted(SCENARIOS.glob("*.json"))
@@ -376,3 +377,41 @@ def test_a_wrong_expectation_fails(embedded: LiveStore) -> None:
             step["value"] = "not what was set"
     with pytest.raises(ScenarioFailure):
         asyncio.run(Runner(embedded.url, False).run(scenario))
+
+
+# ---- the same scenarios against mqstate.testing.LocalStore ----------------------------
+
+
+@pytest.fixture(scope="module")
+def local_store() -> Iterator[LocalStore]:
+    """One LocalStore for the module's scenarios (each runs under its own key prefix)."""
+    with LocalStore() as store:
+        yield store
+
+
+#: Scenarios that only wait (for an expiry, a lease, a timeout): they say nothing about
+#: the LocalStore that the others do not, and take most of the time.
+SLOW_MS = 500
+
+
+def _waits_ms(path: Path) -> int:
+    steps = json.loads(path.read_text(encoding="utf-8"))["steps"]
+    waited = 0
+    for step in steps:
+        waited += int(step.get("ms", 0) if step["op"] == "sleep" else 0)
+        waited += int(step.get("for_ms", 0))
+        waited += int(step.get("timeout_ms", 0)) if step.get("error") == "timeout" else 0
+    return waited
+
+
+LOCAL_FILES = [p for p in FILES if _waits_ms(p) < SLOW_MS]
+
+
+def test_most_scenarios_run_against_a_local_store() -> None:
+    assert len(LOCAL_FILES) >= len(FILES) * 3 // 4, [p.stem for p in FILES if p not in LOCAL_FILES]
+
+
+@pytest.mark.parametrize("path", LOCAL_FILES, ids=[p.stem for p in LOCAL_FILES])
+def test_scenario_on_a_local_store(local_store: LocalStore, path: Path) -> None:
+    scenario = json.loads(path.read_text(encoding="utf-8"))
+    asyncio.run(Runner(local_store.url, False).run(scenario))

@@ -248,3 +248,89 @@ def test_union_of_key_events_is_what_observe_is_typed_with() -> None:
     assert hints["return"] == mqstate.AsyncSubscription[Union[mqstate.Change, mqstate.ConnectionEvent]]
     assert typing.get_type_hints(mqstate.Lock.watch_holder)["return"] == mqstate.Subscription[mqstate.HolderChange]
     assert typing.get_type_hints(mqstate.Election.watch_status)["return"] == mqstate.Subscription[mqstate.LockStatus]
+
+
+# ---- the local store of mqstate.testing (testing_operations, testing_properties) ------
+
+import mqstate.testing  # noqa: E402
+from mqstate.testing import LocalStore  # noqa: E402
+
+TESTING_OPERATIONS: List[Dict[str, Any]] = VOCABULARY["testing_operations"]
+TESTING_PROPERTIES: List[Dict[str, Any]] = VOCABULARY["testing_properties"]
+
+#: What each unit of a testing option is as a Python annotation.
+TESTING_UNIT_TYPES: Dict[str, Any] = {
+    "duration": Seconds,
+    "bool": bool,
+    "count": int,
+    "error_code": str,
+    "text": Union[bytes, bytearray, memoryview, str],
+}
+
+#: Public members LocalStore has beyond the vocabulary: none.
+TESTING_EXTRAS: Set[str] = set()
+
+
+def test_the_local_store_is_the_only_testing_object() -> None:
+    owners = {op["owner"] for op in TESTING_OPERATIONS} | {p["owner"] for p in TESTING_PROPERTIES}
+    assert owners == {"local_store"}
+
+
+@pytest.mark.parametrize("op", [pytest.param(op, id=op["name"]) for op in TESTING_OPERATIONS])
+def test_local_store_operations_options_units_and_defaults(op: Dict[str, Any]) -> None:
+    method = getattr(LocalStore, op["names"]["python"], None)
+    assert callable(method), f"LocalStore.{op['names']['python']} is missing"
+    params = {n: p for n, p in inspect.signature(method).parameters.items() if n not in ("self", "cls")}
+    options = [o["names"]["python"] for o in op["options"]]
+    # The vocabulary's options, in its order, after the operands (get's key).
+    assert list(params)[len(params) - len(options):] == options, f"{op['name']}: {list(params)}"
+    hints = typing.get_type_hints(method)
+    for spec in op["options"]:
+        name = spec["names"]["python"]
+        param = params[name]
+        assert param.kind is not inspect.Parameter.POSITIONAL_ONLY, name
+        want = TESTING_UNIT_TYPES[spec["unit"]]
+        default = spec["default"]
+        if default == "required":
+            assert param.default is inspect.Parameter.empty, f"{op['name']}({name}) must be required"
+        elif spec["unit"] == "bool":
+            assert param.default is (default == "true"), f"{op['name']}({name})"
+        elif default == "*":
+            assert param.default == "*", f"{op['name']}({name})"
+        else:  # "any command": the core's default, None
+            assert param.default is None, f"{op['name']}({name})"
+            want = Optional[want]
+        if spec["unit"] == "text" and name == "command":
+            want = Optional[str]  # a verb's name, not bytes
+        assert hints[name] == want, f"{op['name']}({name}): {hints[name]}, want {want}"
+
+
+def test_local_store_durations_are_seconds_under_the_bare_name() -> None:
+    for op in TESTING_OPERATIONS:
+        for o in op["options"]:
+            if o["unit"] == "duration":
+                assert o["names"]["python"] == o["name"]
+                hints = typing.get_type_hints(getattr(LocalStore, op["names"]["python"]))
+                assert hints[o["name"]] == Seconds
+
+
+def test_local_store_start_is_a_constructor() -> None:
+    start = inspect.getattr_static(LocalStore, "start")
+    assert isinstance(start, classmethod)
+    assert typing.get_type_hints(LocalStore.start)["return"] == LocalStore
+
+
+@pytest.mark.parametrize("prop", [pytest.param(p, id=p["name"]) for p in TESTING_PROPERTIES])
+def test_local_store_properties_are_read_only(prop: Dict[str, Any]) -> None:
+    attribute = inspect.getattr_static(LocalStore, prop["names"]["python"], None)
+    assert isinstance(attribute, property), f"LocalStore.{prop['names']['python']} is not a property"
+    assert attribute.fset is None and attribute.fdel is None
+    assert "return" in typing.get_type_hints(attribute.fget)
+
+
+def test_local_store_has_no_public_member_beyond_the_vocabulary() -> None:
+    vocabulary = {op["names"]["python"] for op in TESTING_OPERATIONS}
+    vocabulary |= {p["names"]["python"] for p in TESTING_PROPERTIES}
+    extra = public_members(LocalStore) - vocabulary - TESTING_EXTRAS
+    assert not extra, f"LocalStore has public members the vocabulary lacks: {sorted(extra)}"
+    assert mqstate.testing.__all__ == ["LocalStore"]

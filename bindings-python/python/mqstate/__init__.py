@@ -17,6 +17,11 @@ And the protocol layer, for applications that own their MQTT connection (paho-mq
 - :mod:`mqstate.topics`: topic names, hex encoding, the response-topic check;
 - :mod:`mqstate.errors`: the exception hierarchy (:class:`MqstateError` and subclasses).
 
+And, to test applications (imported on its own, not here): :mod:`mqstate.testing`
+(:class:`~mqstate.testing.LocalStore`, a store in process with faults on demand) and the
+pytest plugin :mod:`mqstate.pytest_plugin` (fixtures ``mqstate_store``, ``mqstate_client``,
+``mqstate_async_client``), which the package registers with pytest.
+
 The names below are re-exported here for convenience.
 """
 
