@@ -122,9 +122,17 @@ impl LocalStore {
     /// Stops answering requests for `duration` (the shape of a GC pause or a slow
     /// network): requests received meanwhile wait, and are answered in order when it ends.
     /// Connections stay up. A pause armed while one runs extends it if it ends later.
-    /// Returns at once, the pause in effect.
+    /// Returns at once, the pause in effect. A duration under 1 ms is refused with
+    /// `invalid_argument` (the vocabulary's rule for a span, as in every binding).
     pub fn pause(&self, duration: Duration) -> Result<(), Error> {
-        let until = tokio::time::Instant::now() + duration;
+        if duration < Duration::from_millis(1) {
+            return Err(Error::invalid_argument(format!(
+                "pause: the duration must be at least 1 ms (got {duration:?})"
+            )));
+        }
+        let until = tokio::time::Instant::now()
+            .checked_add(duration)
+            .ok_or_else(|| Error::invalid_argument("pause: the duration is too long"))?;
         self.running()?.faults().pause_until(until);
         Ok(())
     }

@@ -185,6 +185,15 @@ async fn fail_next_answers_the_chosen_command_with_the_chosen_error() {
         let e = store.fail_next(1, code, command).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{code} {command:?}");
     }
+    // A pause is a span: at least 1 ms, as the vocabulary says for every language.
+    for short in [Duration::ZERO, Duration::from_micros(999)] {
+        let e = store.pause(short).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{short:?}");
+    }
+    assert_eq!(
+        store.pause(Duration::MAX).unwrap_err().kind(),
+        ErrorKind::InvalidArgument
+    );
     store.stop().await;
 }
 
