@@ -118,7 +118,10 @@ where
 }
 
 /// Starts a local store; resolves to it once it serves requests.
-#[napi(js_name = "startLocalStore", ts_return_type = "Promise<NativeLocalStore>")]
+#[napi(
+    js_name = "startLocalStore",
+    ts_return_type = "Promise<NativeLocalStore>"
+)]
 pub fn start_local_store(env: &Env) -> napi::Result<Object<'_>> {
     if !HOOKED.with(Cell::get) {
         env.add_env_cleanup_hook((), |()| stop_forgotten())?;
@@ -174,7 +177,11 @@ impl NativeLocalStore {
     }
 
     /// Runs `f` on the store, now (not while a stop or restart is in progress).
-    fn now<R>(&self, env: &Env, f: impl FnOnce(&LocalStore) -> Result<R, Error>) -> napi::Result<R> {
+    fn now<R>(
+        &self,
+        env: &Env,
+        f: impl FnOnce(&LocalStore) -> Result<R, Error>,
+    ) -> napi::Result<R> {
         let Ok(guard) = self.shared.try_read() else {
             return Err(to_js(
                 env,
