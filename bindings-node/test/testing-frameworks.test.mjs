@@ -32,6 +32,7 @@ function blocksFor (/** @type {string} */ framework) {
  */
 function runNode (args, cwd, timeoutMs) {
   return new Promise((resolve) => {
+    /** @type {NodeJS.ProcessEnv} */
     const env = { ...process.env, CI: 'true', NO_COLOR: '1' }
     delete env.NODE_TEST_CONTEXT // the frameworks are not node:test children
     const child = spawn(process.execPath, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] })
