@@ -4,8 +4,9 @@
 //
 //   node bench/local-store.mjs [N]        (default 50)
 //
-// Loads the addon the package finds (set NAPI_RS_NATIVE_LIBRARY_PATH to measure another
-// build, e.g. the stripped `dist` one scripts/package ships). Prints the median and the 90th
+// Loads the addon the package finds; to measure another build (e.g. the stripped `dist` one
+// scripts/package ships), copy it to a file named `*.node` and set
+// NAPI_RS_NATIVE_LIBRARY_PATH to that file. Prints the median and the 90th
 // percentile over N stores started one after the other (all kept running), and the growth
 // of the process's RSS divided by N. Figures: docs/benchmarks.md, "LocalStore (Node)".
 import { Client } from 'mqstate'
