@@ -39,7 +39,11 @@ fs.copyFileSync(path.join(root, 'Cargo.lock'), path.join(out, 'Cargo.lock'))
 fs.mkdirSync(path.join(out, 'core'))
 for (const item of ['Cargo.toml', 'src']) copy(path.join(root, 'core', item), path.join(out, 'core', item))
 fs.mkdirSync(path.join(out, 'server'))
-for (const item of ['Cargo.toml', 'src']) copy(path.join(root, 'server', item), path.join(out, 'server', item))
+copy(path.join(root, 'server', 'src'), path.join(out, 'server', 'src'))
+// Its manifest without the [[test]] and [[example]] targets, whose files are not packed.
+const serverManifest = fs.readFileSync(path.join(root, 'server', 'Cargo.toml'), 'utf8')
+  .split(/^(?=\[)/m).filter((section) => !/^\[\[(test|example|bench)\]\]/.test(section)).join('')
+fs.writeFileSync(path.join(out, 'server', 'Cargo.toml'), serverManifest)
 fs.mkdirSync(path.join(out, 'third_party', 'mqtt5'), { recursive: true })
 for (const item of ['Cargo.toml', 'README.md', 'PATCHES.md', 'src']) {
   copy(path.join(root, 'third_party', 'mqtt5', item), path.join(out, 'third_party', 'mqtt5', item))

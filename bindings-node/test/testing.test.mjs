@@ -245,6 +245,7 @@ describe('the process', () => {
         const fs = require('node:fs')
         ;(async () => {
           const store = await LocalStore.start()
+          globalThis.kept = store // forgotten, not dropped: garbage collection would stop it
           const client = await Client.connect(store.url)
           await client.set('k', 'v', { persist: true })
           await client.close()
@@ -265,7 +266,8 @@ describe('the process', () => {
       const script = `
         const { Worker } = require('node:worker_threads')
         const fs = require('node:fs')
-        const code = 'require(' + JSON.stringify(${JSON.stringify(path.join(pkg, 'testing.js'))}) + ').LocalStore.start().then((s) => require("node:worker_threads").parentPort.postMessage(s.url))'
+        // The worker keeps its store (one it dropped could be garbage-collected, and so stopped, first).
+        const code = 'require(' + JSON.stringify(${JSON.stringify(path.join(pkg, 'testing.js'))}) + ').LocalStore.start().then((s) => { globalThis.kept = s; require("node:worker_threads").parentPort.postMessage(s.url) })'
         const worker = new Worker(code, { eval: true })
         worker.once('message', (url) => {
           console.log('running:', fs.readdirSync(process.env.TMPDIR).length)
