@@ -45,6 +45,36 @@ export declare class NativeElection {
   watchStatus(): NativeSubscription
 }
 
+/** A local store (see `LocalStore` in `lib/testing.js`). */
+export declare class NativeLocalStore {
+  /** Its TCP port (the same after a restart). */
+  get port(): number
+  /**
+   * Whether it runs: false once stopped, after a restart that failed, and while a stop
+   * or a restart is in progress.
+   */
+  get isRunning(): boolean
+  /** Stops it and waits until its connections and tasks are gone; again does nothing. */
+  stop(): Promise<void>
+  /** Resets every client connection; resolves to how many it closed. */
+  cutConnections(): Promise<number>
+  /** Answers nothing for `durationMs` milliseconds (at least 1), then what queued. */
+  pause(durationMs: number): void
+  /** What `kill -9` and a restart do; with `keepData`, persisted keys survive. */
+  restart(keepData: boolean): Promise<void>
+  /**
+   * Answers the next `n` requests (of `command` only, if given) with the state store
+   * error whose code is `error`.
+   */
+  failNext(n: number, error: string, command?: string | null): void
+  /** The keys that match the glob `pattern`, in byte order. */
+  keys(pattern: unknown): Array<Buffer>
+  /** A key's value and version, or `null`. */
+  get(key: unknown): RawValue | null
+  /** Deletes every key; how many it deleted. */
+  clear(): number
+}
+
 /** A leased lock. */
 export declare class NativeLock {
   /** The lock key. */
@@ -264,6 +294,9 @@ export interface SettingRow {
 
 /** Every setting the core knows, in table order. */
 export declare function settingsTable(): Array<SettingRow>
+
+/** Starts a local store; resolves to it once it serves requests. */
+export declare function startLocalStore(): Promise<NativeLocalStore>
 
 /**
  * Every store error kind a JS caller can see in `err.storeKind` and in a decoded

@@ -1,6 +1,8 @@
 'use strict'
-// prepack: copies the Rust sources the addon is built from (the core crate and this
-// binding crate, with a workspace manifest and the lock file) into rust/, so that the npm
+// prepack: copies the Rust sources the addon is built from (the core crate, the emulator
+// crate `server` that `mqstate/testing` runs, the patched MQTT broker crate it embeds
+// (third_party/mqtt5) and this binding crate, with a workspace manifest and the lock file)
+// into rust/, so that the npm
 // tarball builds from source on its own (scripts/install.js). `--clean` (postpack) removes
 // the copy again. Nothing here is needed when building inside the repository.
 const fs = require('node:fs')
@@ -26,16 +28,26 @@ const manifest = fs.readFileSync(path.join(root, 'Cargo.toml'), 'utf8')
 const members = /members = \[[^\]]*\]/
 if (!members.test(manifest)) throw new Error('vendor: the workspace manifest has no members list')
 const vendored = manifest
-  .replace(members, 'members = ["core", "bindings-node"]')
+  .replace(members, 'members = ["core", "server", "bindings-node"]')
   .replace(/^default-members = \[[^\]]*\]\n/m, '')
-  // Path dependencies other than the core are not part of the tarball.
-  .split('\n').filter((line) => !/path = "(?!core")/.test(line)).join('\n')
+  // Path dependencies other than these are not part of the tarball.
+  .split('\n').filter((line) => !/path = "(?!core"|server"|third_party\/mqtt5")/.test(line)).join('\n')
 
 fs.mkdirSync(out, { recursive: true })
 fs.writeFileSync(path.join(out, 'Cargo.toml'), vendored)
 fs.copyFileSync(path.join(root, 'Cargo.lock'), path.join(out, 'Cargo.lock'))
 fs.mkdirSync(path.join(out, 'core'))
 for (const item of ['Cargo.toml', 'src']) copy(path.join(root, 'core', item), path.join(out, 'core', item))
+fs.mkdirSync(path.join(out, 'server'))
+copy(path.join(root, 'server', 'src'), path.join(out, 'server', 'src'))
+// Its manifest without the [[test]] and [[example]] targets, whose files are not packed.
+const serverManifest = fs.readFileSync(path.join(root, 'server', 'Cargo.toml'), 'utf8')
+  .split(/^(?=\[)/m).filter((section) => !/^\[\[(test|example|bench)\]\]/.test(section)).join('')
+fs.writeFileSync(path.join(out, 'server', 'Cargo.toml'), serverManifest)
+fs.mkdirSync(path.join(out, 'third_party', 'mqtt5'), { recursive: true })
+for (const item of ['Cargo.toml', 'README.md', 'PATCHES.md', 'src']) {
+  copy(path.join(root, 'third_party', 'mqtt5', item), path.join(out, 'third_party', 'mqtt5', item))
+}
 fs.mkdirSync(path.join(out, 'bindings-node'))
 for (const item of ['Cargo.toml', 'build.rs', 'src']) copy(path.join(pkg, item), path.join(out, 'bindings-node', item))
 console.log(`vendor: Rust sources copied into ${path.relative(process.cwd(), out) || out}`)

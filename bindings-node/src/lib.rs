@@ -19,4 +19,5 @@ pub mod client;
 pub mod codec;
 pub mod error;
 pub mod hlc;
+pub mod testing;
 pub mod topics;

@@ -1,12 +1,15 @@
 // The behaviour scenarios (tests/scenarios/*.json, format in its README) through the public
-// Node API against a live `mqstate serve`. Every file in the folder runs; none is named here.
-import { after, before, test } from 'node:test'
+// Node API against a live `mqstate serve`, and again each against a LocalStore of its own
+// (`mqstate/testing`, in this process; several at once). Every file in the folder runs;
+// none is named here.
+import { after, before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { readdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import { randomUUID } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Client, DELETE, KEEP, MqstateError, hlc } from 'mqstate'
+import { LocalStore } from 'mqstate/testing'
 import { LiveStore, freePort, projectRoot } from './live.mjs'
 
 const SCENARIOS = path.join(projectRoot, 'tests', 'scenarios')
@@ -403,6 +406,23 @@ for (const file of FILES) {
     await new Runner(live.url).run(scenario)
   })
 }
+
+// A LocalStore gives every scenario what `mqstate serve` does (it is the same emulator), so
+// none is left out. A few run at once: most of a scenario's time is waiting (expiries,
+// leases), and one store per scenario keeps them apart.
+describe('against a LocalStore of its own (mqstate/testing)', { concurrency: 6 }, () => {
+  for (const file of FILES) {
+    test(`scenario ${file.replace(/\.json$/, '')}`, { timeout: 60000 }, async () => {
+      const scenario = JSON.parse(readFileSync(path.join(SCENARIOS, file), 'utf8'))
+      const store = await LocalStore.start()
+      try {
+        await new Runner(store.url).run(scenario)
+      } finally {
+        await store.stop()
+      }
+    })
+  }
+})
 
 test('negative control: a changed expectation fails the scenario', async () => {
   const scenario = JSON.parse(readFileSync(path.join(SCENARIOS, 'set_then_get_returns_value_and_version.json'), 'utf8'))

@@ -372,3 +372,118 @@ describe('words', () => {
     }
   })
 })
+
+describe('the testing module (mqstate/testing) against testing_operations and testing_properties', () => {
+  const file = path.join(pkg, 'testing.d.ts')
+  const tprogram = ts.createProgram([file], { strict: true, types: ['node'] })
+  const tchecker = tprogram.getTypeChecker()
+  const tentry = /** @type {ts.SourceFile} */ (tprogram.getSourceFile(file))
+  const texports = new Map(tchecker.getExportsOfModule(/** @type {ts.Symbol} */ (tchecker.getSymbolAtLocation(tentry))).map((s) => [s.name, s]))
+  const symbol = /** @type {ts.Symbol} */ (texports.get('LocalStore'))
+  /** The declared instance type and the static side of `LocalStore`. */
+  const instance = tchecker.getDeclaredTypeOfSymbol(symbol)
+  const statics = tchecker.getTypeOfSymbolAtLocation(symbol, tentry)
+  const ops = vocabulary.testing_operations
+  const props = vocabulary.testing_properties
+  /** Operations on the class itself rather than on a store. */
+  const STATIC = new Set(['start'])
+  /**
+   * Parameters that are an operation's subject, not an option (the vocabulary names options
+   * only; as for the client, whose `get(key)` has no `key` option).
+   * @type {Record<string, string[]>}
+   */
+  const SUBJECTS = { get: ['key'] }
+  const { LocalStore } = require(path.join(pkg, 'testing.js'))
+
+  /**
+   * The names a declared method takes: its parameters' names, and for an `options`
+   * parameter the properties of its object type (`restart(keepData)` / `restart({ keepData })`).
+   * @param {ts.Type} owner
+   * @param {string} method
+   */
+  function parameterNames (owner, method) {
+    const prop = owner.getProperty(method)
+    assert.ok(prop, `testing.d.ts: LocalStore has no ${method}`)
+    const names = new Set()
+    for (const signature of tchecker.getTypeOfSymbolAtLocation(prop, tentry).getCallSignatures()) {
+      for (const param of signature.getParameters()) {
+        if (param.name !== 'options') {
+          names.add(param.name)
+          continue
+        }
+        const type = tchecker.getNonNullableType(tchecker.getTypeOfSymbolAtLocation(param, tentry))
+        for (const p of tchecker.getPropertiesOfType(type)) names.add(p.name)
+      }
+    }
+    return names
+  }
+
+  test('one owner, local_store: the class LocalStore, exported alone', () => {
+    assert.deepEqual([...new Set([...ops, ...props].map((/** @type {any} */ x) => x.owner))], ['local_store'])
+    assert.deepEqual([...texports.keys()].filter((n) => n !== 'RestartOptions'), ['LocalStore'])
+    assert.equal(typeof LocalStore, 'function')
+  })
+
+  test('testing.d.ts: every operation under its Node name, taking exactly its options by their Node names', () => {
+    for (const op of ops) {
+      const name = op.names.node
+      const want = op.options.map((/** @type {any} */ o) => o.names.node).sort()
+      const subjects = SUBJECTS[op.name] ?? []
+      const got = [...parameterNames(STATIC.has(op.name) ? statics : instance, name)].filter((n) => !subjects.includes(n)).sort()
+      assert.deepEqual(got, want, `LocalStore.${name}`)
+      for (const option of op.options) {
+        if (option.unit === 'duration') assert.ok(option.names.node.endsWith('Ms'), `${name}: ${option.names.node} is a duration without Ms`)
+      }
+    }
+  })
+
+  test('testing.d.ts and the class: no public member the vocabulary does not name', () => {
+    const named = new Set([...ops.filter((/** @type {any} */ o) => !STATIC.has(o.name)), ...props].map((/** @type {any} */ x) => x.names.node))
+    const declared = instance.getProperties().map((p) => p.name).filter((n) => !n.startsWith('__@'))
+    assert.deepEqual(declared.filter((n) => !named.has(n)).sort(), [], 'testing.d.ts: LocalStore')
+    for (const n of named) assert.ok(declared.includes(n), `testing.d.ts: LocalStore has no ${n}`)
+    const defined = Object.getOwnPropertyNames(LocalStore.prototype).filter((n) => n !== 'constructor')
+    assert.deepEqual(defined.filter((n) => !named.has(n)).sort(), [], 'LocalStore.prototype')
+    for (const n of named) assert.ok(defined.includes(n), `LocalStore has no ${n}`)
+    const staticNames = Object.getOwnPropertyNames(LocalStore).filter((n) => !['length', 'name', 'prototype'].includes(n))
+    assert.deepEqual(staticNames.sort(), ops.filter((/** @type {any} */ o) => STATIC.has(o.name)).map((/** @type {any} */ o) => o.names.node).sort())
+  })
+
+  test('properties: read-only in testing.d.ts, getters without setters, readable on a store', async () => {
+    const store = await LocalStore.start()
+    try {
+      for (const property of props) {
+        const name = property.names.node
+        const declared = instance.getProperty(name)
+        assert.ok(declared, `testing.d.ts: LocalStore has no ${name}`)
+        const readonly = (declared.getDeclarations() ?? []).every((d) =>
+          ts.isGetAccessorDeclaration(d) || (ts.getCombinedModifierFlags(d) & ts.ModifierFlags.Readonly) !== 0)
+        assert.ok(readonly, `testing.d.ts: LocalStore.${name} is not read-only`)
+        const descriptor = Object.getOwnPropertyDescriptor(LocalStore.prototype, name)
+        assert.ok(descriptor && typeof descriptor.get === 'function' && descriptor.set === undefined, `LocalStore.${name}`)
+        assert.notEqual(store[name], undefined, name)
+      }
+    } finally {
+      await store.stop()
+    }
+  })
+
+  test('at run time every operation exists and takes its options', async () => {
+    const store = await LocalStore.start()
+    try {
+      for (const op of ops) {
+        const target = STATIC.has(op.name) ? LocalStore : store
+        assert.equal(typeof target[op.names.node], 'function', op.names.node)
+      }
+      // Each option by its Node name, as the declarations give it.
+      await store.restart({ keepData: true })
+      await assert.rejects(store.restart({ keep_data: true }), (e) => e instanceof mqstate.InvalidArgumentError && /unknown option keep_data \(it takes keepData\)/.test(e.message))
+      store.pause(1)
+      store.failNext(1, 'quota_exceeded', 'GET')
+      store.failNext(0, 'quota_exceeded')
+      assert.deepEqual(store.keys('*'), [])
+    } finally {
+      await store.stop()
+    }
+  })
+})
