@@ -39,6 +39,10 @@ pub struct BenchArgs {
     /// Percentage of SETs (the rest are GETs).
     #[arg(long, default_value_t = 50)]
     pub set_percent: u8,
+    /// SETs ask to be persisted (aio-persistence: true): with `serve --data-dir`, each is
+    /// journaled (and fsynced, per `serve --fsync`) before it is answered.
+    #[arg(long)]
+    pub persist: bool,
     /// Value size in bytes.
     #[arg(long, default_value_t = 16)]
     pub value_size: usize,
@@ -103,6 +107,7 @@ async fn run_mqstate(args: &BenchArgs) -> anyhow::Result<RunResult> {
             .await?;
     }
     let set_percent = u64::from(args.set_percent.min(100));
+    let persist = args.persist;
     let clients = Arc::new(clients);
     let op: Op = Arc::new(move |i| {
         let (clients, keys, value) = (clients.clone(), keys.clone(), value.clone());
@@ -110,10 +115,11 @@ async fn run_mqstate(args: &BenchArgs) -> anyhow::Result<RunResult> {
             let client = &clients[(i as usize) % clients.len()];
             let key = &keys[(i as usize / clients.len()) % keys.len()];
             if (i.wrapping_mul(2_654_435_761) >> 7) % 100 < set_percent {
-                client
-                    .set(key, &value[..], SetOptions::default())
-                    .await
-                    .is_ok()
+                let options = SetOptions {
+                    persist,
+                    ..SetOptions::default()
+                };
+                client.set(key, &value[..], options).await.is_ok()
             } else {
                 client.get(key).await.is_ok()
             }

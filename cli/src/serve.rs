@@ -75,7 +75,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DURATION", default_value = "120s", value_parser = crate::conn::duration_arg)]
     dedup_window: Duration,
     /// How many answers to writes are kept for duplicates at most (the oldest go first;
-    /// each costs at most 160 bytes; 0 keeps none).
+    /// each costs at most 224 bytes; 0 keeps none).
     #[arg(long, value_name = "N", default_value_t = server_config::DEFAULT_DEDUP_MAX_ANSWERS)]
     dedup_max_answers: usize,
     /// How log lines are written on stderr: text, or json (one object per line, for log

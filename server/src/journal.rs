@@ -155,16 +155,16 @@ impl Syncer {
             .name("mqstate-fsync".to_owned())
             .spawn(move || {
                 let mut stop = thread.stop.lock().unwrap_or_else(|p| p.into_inner());
-                loop {
+                // Checked before each wait too: a stop asked before the first wait is seen.
+                while !*stop {
                     let (guard, _) = thread
                         .wake
                         .wait_timeout(stop, every)
                         .unwrap_or_else(|p| p.into_inner());
                     stop = guard;
-                    if *stop {
-                        return;
+                    if !*stop {
+                        thread.sync_if_dirty();
                     }
-                    thread.sync_if_dirty();
                 }
             })?;
         Ok(Syncer {
