@@ -39,8 +39,9 @@ pub struct BenchArgs {
     /// Percentage of SETs (the rest are GETs).
     #[arg(long, default_value_t = 50)]
     pub set_percent: u8,
-    /// SETs ask to be persisted (aio-persistence: true): with `serve --data-dir`, each is
-    /// journaled (and fsynced, per `serve --fsync`) before it is answered.
+    /// SETs (the first fill of the keys too) ask to be persisted (aio-persistence: true):
+    /// with `serve --data-dir`, each is journaled (and fsynced, per `serve --fsync`) before
+    /// it is answered.
     #[arg(long)]
     pub persist: bool,
     /// Value size in bytes.
@@ -101,13 +102,15 @@ async fn run_mqstate(args: &BenchArgs) -> anyhow::Result<RunResult> {
             .map(|k| format!("bench/{k}"))
             .collect(),
     );
+    let persist = args.persist;
     for key in keys.iter() {
-        clients[0]
-            .set(key, &value[..], SetOptions::default())
-            .await?;
+        let options = SetOptions {
+            persist,
+            ..SetOptions::default()
+        };
+        clients[0].set(key, &value[..], options).await?;
     }
     let set_percent = u64::from(args.set_percent.min(100));
-    let persist = args.persist;
     let clients = Arc::new(clients);
     let op: Op = Arc::new(move |i| {
         let (clients, keys, value) = (clients.clone(), keys.clone(), value.clone());
