@@ -103,12 +103,24 @@ async fn run_mqstate(args: &BenchArgs) -> anyhow::Result<RunResult> {
             .collect(),
     );
     let persist = args.persist;
-    for key in keys.iter() {
-        let options = SetOptions {
-            persist,
-            ..SetOptions::default()
-        };
-        clients[0].set(key, &value[..], options).await?;
+    // The first fill: every connection SETs its share of the keys, one at a time each.
+    let mut fill = tokio::task::JoinSet::new();
+    for (c, client) in clients.iter().enumerate() {
+        let (client, keys, value) = (client.clone(), keys.clone(), value.clone());
+        let stride = args.clients.max(1);
+        fill.spawn(async move {
+            let options = SetOptions {
+                persist,
+                ..SetOptions::default()
+            };
+            for key in keys.iter().skip(c).step_by(stride) {
+                client.set(key, &value[..], options.clone()).await?;
+            }
+            Ok::<_, mqstate::Error>(())
+        });
+    }
+    while let Some(filled) = fill.join_next().await {
+        filled.context("filling the keys")??;
     }
     let set_percent = u64::from(args.set_percent.min(100));
     let clients = Arc::new(clients);
