@@ -441,6 +441,16 @@ impl ServerHandle {
 
 #[cfg(feature = "testing")]
 impl ServerHandle {
+    /// Stops as a killed process does: the store's tasks end at once (nothing in flight is
+    /// answered, nothing waiting is refused), then the broker stops.
+    pub(crate) async fn stop_abruptly(mut self) {
+        if let Some(connection) = self.connection.take() {
+            connection.abort();
+            let _ = connection.await;
+        }
+        self.stop_all().await;
+    }
+
     /// The faults armed on the store.
     pub(crate) fn faults(&self) -> &crate::faults::Faults {
         &self.faults

@@ -214,8 +214,18 @@ async fn worker(shared: Arc<Shared>, mut closing: watch::Receiver<bool>) {
             return;
         };
         // A pause (a fault on demand) holds the turn: every later request waits behind
-        // this one, in order, and is served once it ends.
-        shared.faults.wait_unpaused().await;
+        // this one, in order, and is served once it ends — or refused, unapplied, if the
+        // store shuts down meanwhile.
+        let closed = tokio::select! {
+            biased;
+            () = shared.faults.wait_unpaused() => false,
+            _ = closing.wait_for(|closing| *closing) => true,
+        };
+        if closed {
+            refuse(&shared, &packet).await;
+            kept = Some(turn);
+            continue;
+        }
         let (response, moved, turn) = apply(&shared, turn, &packet);
         kept = turn;
         if moved {
@@ -237,11 +247,6 @@ async fn worker(shared: Arc<Shared>, mut closing: watch::Receiver<bool>) {
 
 /// Shutdown: answers every request waiting in the session `__stat 503`, unapplied.
 async fn refuse_waiting(shared: &Shared, turn: &mut Turn) {
-    let failure = crate::envelope::Failure {
-        status: 503,
-        message: "the state store is shutting down: the request was not applied".to_owned(),
-        property: None,
-    };
     let mut refused = 0u64;
     while turn.pending() {
         // `pending` says one is ready; the bound only guards against a queue that turned
@@ -250,16 +255,7 @@ async fn refuse_waiting(shared: &Shared, turn: &mut Turn) {
         let Ok(Some(packet)) = next.await else {
             break;
         };
-        let meta = request_meta(&packet);
-        let (Some(topic), Some(correlation)) = (&meta.response_topic, &meta.correlation) else {
-            continue;
-        };
-        let message = crate::outbox::Message {
-            topic: topic.clone(),
-            payload: bytes::Bytes::new(),
-            properties: crate::envelope::failure_properties(correlation.clone(), &failure),
-        };
-        shared.responder.publish(Outgoing::Message(message)).await;
+        refuse(shared, &packet).await;
         refused += 1;
     }
     if refused > 0 {
@@ -268,6 +264,25 @@ async fn refuse_waiting(shared: &Shared, turn: &mut Turn) {
             "shutting down: refused the requests still waiting (503, not applied)"
         );
     }
+}
+
+/// Answers one request `__stat 503`, unapplied: the store is shutting down.
+async fn refuse(shared: &Shared, packet: &mqtt5::packet::publish::PublishPacket) {
+    let meta = request_meta(packet);
+    let (Some(topic), Some(correlation)) = (&meta.response_topic, &meta.correlation) else {
+        return;
+    };
+    let failure = crate::envelope::Failure {
+        status: 503,
+        message: "the state store is shutting down: the request was not applied".to_owned(),
+        property: None,
+    };
+    let message = crate::outbox::Message {
+        topic: topic.clone(),
+        payload: bytes::Bytes::new(),
+        properties: crate::envelope::failure_properties(correlation.clone(), &failure),
+    };
+    shared.responder.publish(Outgoing::Message(message)).await;
 }
 
 /// Applies `packet` under the store's lock, taken while the worker still holds its turn.
