@@ -386,8 +386,8 @@ impl Journal {
 
     /// A clean close: fsyncs what the policy left unsynced and stops the fsync thread. A
     /// background compaction is not waited for (its copy is abandoned; the next open
-    /// compacts again). Appending after it still works (and is fsynced by the policy of
-    /// [`Fsync::Always`] or [`Fsync::Never`]).
+    /// compacts again). Appending after it still works: fsynced per batch with
+    /// [`Fsync::Always`], otherwise only by the next `close` (or the drop).
     pub fn close(&mut self) -> io::Result<()> {
         if let Some(mut syncer) = self.syncer.take() {
             syncer.stop();
