@@ -234,3 +234,43 @@ fn fsync_flags_that_do_not_fit_are_usage_errors() {
         assert!(stderr.contains("fsync"), "{args:?}: {stderr}");
     }
 }
+
+/// `--fsync interval --fsync-interval` reach the journal (its start-up line says so), and a
+/// quiet store stops at once on SIGINT with exit 0.
+#[test]
+fn the_fsync_policy_given_is_the_journals() {
+    let dir = tempdir();
+    let (mut server, _) = serve(&[
+        "--data-dir",
+        dir.to_str().unwrap(),
+        "--fsync",
+        "interval",
+        "--fsync-interval",
+        "250ms",
+        "--log-format",
+        "json",
+    ]);
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &server.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let code = wait_exit(&mut server.0, SHUTDOWN_TIMEOUT + Duration::from_secs(5));
+    assert_eq!(code, Some(Some(0)));
+    let mut stderr = String::new();
+    server
+        .0
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    let opened = stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|e| e["message"] == "persistence log opened")
+        .unwrap_or_else(|| panic!("no start-up line of the journal:\n{stderr}"));
+    assert_eq!(opened["fsync"], "interval (250ms)", "{stderr}");
+    assert!(stderr.contains("SIGINT"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
