@@ -39,6 +39,11 @@ pub struct BenchArgs {
     /// Percentage of SETs (the rest are GETs).
     #[arg(long, default_value_t = 50)]
     pub set_percent: u8,
+    /// SETs (the first fill of the keys too) ask to be persisted (aio-persistence: true):
+    /// with `serve --data-dir`, each is journaled (and fsynced, per `serve --fsync`) before
+    /// it is answered.
+    #[arg(long)]
+    pub persist: bool,
     /// Value size in bytes.
     #[arg(long, default_value_t = 16)]
     pub value_size: usize,
@@ -97,10 +102,25 @@ async fn run_mqstate(args: &BenchArgs) -> anyhow::Result<RunResult> {
             .map(|k| format!("bench/{k}"))
             .collect(),
     );
-    for key in keys.iter() {
-        clients[0]
-            .set(key, &value[..], SetOptions::default())
-            .await?;
+    let persist = args.persist;
+    // The first fill: every connection SETs its share of the keys, one at a time each.
+    let mut fill = tokio::task::JoinSet::new();
+    for (c, client) in clients.iter().enumerate() {
+        let (client, keys, value) = (client.clone(), keys.clone(), value.clone());
+        let stride = args.clients.max(1);
+        fill.spawn(async move {
+            let options = SetOptions {
+                persist,
+                ..SetOptions::default()
+            };
+            for key in keys.iter().skip(c).step_by(stride) {
+                client.set(key, &value[..], options.clone()).await?;
+            }
+            Ok::<_, mqstate::Error>(())
+        });
+    }
+    while let Some(filled) = fill.join_next().await {
+        filled.context("filling the keys")??;
     }
     let set_percent = u64::from(args.set_percent.min(100));
     let clients = Arc::new(clients);
@@ -110,10 +130,11 @@ async fn run_mqstate(args: &BenchArgs) -> anyhow::Result<RunResult> {
             let client = &clients[(i as usize) % clients.len()];
             let key = &keys[(i as usize / clients.len()) % keys.len()];
             if (i.wrapping_mul(2_654_435_761) >> 7) % 100 < set_percent {
-                client
-                    .set(key, &value[..], SetOptions::default())
-                    .await
-                    .is_ok()
+                let options = SetOptions {
+                    persist,
+                    ..SetOptions::default()
+                };
+                client.set(key, &value[..], options).await.is_ok()
             } else {
                 client.get(key).await.is_ok()
             }

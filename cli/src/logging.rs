@@ -23,10 +23,22 @@ impl Mode {
     }
 }
 
+/// How log lines are written (`mqstate serve --log-format`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// One human-readable line per event: time, level, target, message, fields.
+    #[default]
+    Text,
+    /// One JSON object per line, for log collectors: `timestamp`, `level`, `target`,
+    /// `message` and the event's fields at the top level, the current span as `span` and
+    /// every open span as `spans`.
+    Json,
+}
+
 /// Installs the subscriber: `warn` by default (plus mqstate's own `info` lines for
 /// `serve`), `debug` for mqstate crates with `-v` (one line per request, and the broker's
 /// `info`), `trace` everywhere with `-vv`. `RUST_LOG` overrides.
-pub fn init(verbose: u8, mode: Mode) {
+pub fn init(verbose: u8, mode: Mode, format: Format) {
     let default = match verbose {
         0 if mode == Mode::Quiet => "warn",
         // The binary's own modules log as `mqstate::<module>`; the store's start/stop lines
@@ -37,6 +49,16 @@ pub fn init(verbose: u8, mode: Mode) {
         _ => "trace",
     };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    if format == Format::Json {
+        tracing_subscriber::fmt()
+            .json()
+            .flatten_event(true)
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .log_internal_errors(false)
+            .init();
+        return;
+    }
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -233,7 +233,11 @@ fn run(cli: Cli) -> CliResult {
         }
         _ => {}
     }
-    logging::init(cli.verbose, logging::Mode::of(&cli.command));
+    let log_format = match &cli.command {
+        Command::Serve(a) => a.log_format(),
+        _ => logging::Format::Text,
+    };
+    logging::init(cli.verbose, logging::Mode::of(&cli.command), log_format);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -2,9 +2,11 @@
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
+use mqstate_server::config::{self as server_config, Fsync};
 use mqstate_server::{BrokerTarget, Server, ServerConfig, TlsFiles};
 
 use crate::failure::{CliResult, Failure, OK};
@@ -54,6 +56,36 @@ pub struct ServeArgs {
     /// Keep keys SET with aio-persistence: true in this directory across restarts.
     #[arg(long, env = "MQSTATE_DATA_DIR")]
     data_dir: Option<PathBuf>,
+    /// With --data-dir: when the persistence log is fsynced. always: before a persistent
+    /// write is applied and answered (survives power loss); interval: within
+    /// --fsync-interval of it (power loss may lose that much); never: when the kernel
+    /// chooses (Linux: within about 30 s). Every policy survives a crash of the process
+    /// (kill -9): docs/server.md, "Durability".
+    #[arg(long, value_enum, default_value_t = FsyncArg::Always, env = "MQSTATE_FSYNC")]
+    fsync: FsyncArg,
+    /// With --fsync interval: how long after a write it is fsynced at the latest
+    /// [default: 1s].
+    #[arg(long, value_name = "DURATION", value_parser = crate::conn::duration_arg)]
+    fsync_interval: Option<Duration>,
+    /// On SIGTERM or SIGINT: how long the store may take to answer what it is serving,
+    /// refuse (503, not applied) what waits, fsync the log and close every connection;
+    /// past it, the rest is dropped without waiting (the log is fsynced all the same) and
+    /// the exit is 0 still.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::conn::duration_arg)]
+    shutdown_timeout: Duration,
+    /// How long the answer to each write is kept, so that a request delivered twice (a
+    /// resumed MQTT session) is answered again, not applied again. Keep it above the
+    /// clients' request timeout.
+    #[arg(long, value_name = "DURATION", default_value = "120s", value_parser = crate::conn::duration_arg)]
+    dedup_window: Duration,
+    /// How many answers to writes are kept for duplicates at most (the oldest go first;
+    /// each costs at most 224 bytes; 0 keeps none).
+    #[arg(long, value_name = "N", default_value_t = server_config::DEFAULT_DEDUP_MAX_ANSWERS)]
+    dedup_max_answers: usize,
+    /// How log lines are written on stderr: text, or json (one object per line, for log
+    /// collectors).
+    #[arg(long, value_enum, default_value_t = crate::logging::Format::Text, env = "MQSTATE_LOG_FORMAT")]
+    log_format: crate::logging::Format,
     /// The key quota (default: unlimited).
     #[arg(long)]
     max_keys: Option<usize>,
@@ -90,6 +122,20 @@ pub struct ServeArgs {
     #[command(flatten)]
     access: Box<AccessArgs>,
 }
+
+/// `--fsync`: when the persistence log is fsynced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum FsyncArg {
+    /// Before every persistent write is answered.
+    Always,
+    /// At most --fsync-interval after a write.
+    Interval,
+    /// Only on a clean shutdown (and compactions).
+    Never,
+}
+
+/// The default of `--fsync-interval`.
+const DEFAULT_FSYNC_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Who may connect to the embedded broker and what they may do (`docs/server.md`).
 #[derive(Debug, Args)]
@@ -161,6 +207,31 @@ fn parse_listen(text: &str) -> Result<SocketAddr, String> {
 }
 
 impl ServeArgs {
+    /// `--log-format`.
+    pub fn log_format(&self) -> crate::logging::Format {
+        self.log_format
+    }
+
+    /// `--fsync` and `--fsync-interval` together.
+    fn fsync(&self) -> CliResult<Fsync> {
+        match (self.fsync, self.fsync_interval) {
+            (FsyncArg::Always, None) => Ok(Fsync::Always),
+            (FsyncArg::Never, None) => Ok(Fsync::Never),
+            (FsyncArg::Interval, every) => {
+                let every = every.unwrap_or(DEFAULT_FSYNC_INTERVAL);
+                if every.is_zero() {
+                    return Err(Failure::usage(
+                        "--fsync-interval must be more than 0 (for every write use --fsync always)",
+                    ));
+                }
+                Ok(Fsync::Interval(every))
+            }
+            (_, Some(_)) => Err(Failure::usage(
+                "--fsync-interval goes with --fsync interval",
+            )),
+        }
+    }
+
     /// The listen address, with the port of `-p/--port` when one is given.
     fn listen_addr(&self, port: Option<&str>) -> CliResult<SocketAddr> {
         let Some(port) = port else {
@@ -179,7 +250,7 @@ impl ServeArgs {
         Ok(SocketAddr::new(self.listen.ip(), port))
     }
 
-    fn config(self, listen: SocketAddr) -> anyhow::Result<ServerConfig> {
+    fn config(self, listen: SocketAddr, fsync: Fsync) -> anyhow::Result<ServerConfig> {
         let access = *self.access;
         let broker = match self.broker {
             Some(url) => {
@@ -217,6 +288,9 @@ impl ServeArgs {
             password_file: access.password_file,
             acl: access.acl,
             acl_allow: access.acl_allow,
+            fsync,
+            dedup_window: self.dedup_window,
+            dedup_max_answers: self.dedup_max_answers,
             ..ServerConfig::default()
         })
     }
@@ -225,8 +299,9 @@ impl ServeArgs {
 /// Runs `serve`: `port` is the global `-p/--port`, which here sets the listen port.
 pub async fn serve(args: ServeArgs, port: Option<&str>) -> CliResult {
     let listen = args.listen_addr(port)?;
+    let fsync = args.fsync()?;
     let embedded = args.broker.is_none();
-    run(args, listen).await.map(|()| OK).map_err(|e| {
+    run(args, listen, fsync).await.map(|()| OK).map_err(|e| {
         let busy = std::net::TcpListener::bind(listen)
             .is_err_and(|b| b.kind() == std::io::ErrorKind::AddrInUse);
         if embedded && busy {
@@ -246,10 +321,12 @@ pub async fn serve(args: ServeArgs, port: Option<&str>) -> CliResult {
     })
 }
 
-/// Runs the server until Ctrl-C (or SIGTERM), then shuts it down cleanly.
-async fn run(args: ServeArgs, listen: SocketAddr) -> anyhow::Result<()> {
+/// Runs the server until Ctrl-C (or SIGTERM), then shuts it down cleanly within
+/// `--shutdown-timeout`.
+async fn run(args: ServeArgs, listen: SocketAddr, fsync: Fsync) -> anyhow::Result<()> {
+    let bound = args.shutdown_timeout;
     let http = args.http;
-    let config = args.config(listen)?;
+    let config = args.config(listen, fsync)?;
     if let Some(dir) = &config.data_dir {
         std::fs::create_dir_all(dir).with_context(|| {
             format!("--data-dir {}: cannot create the directory", dir.display())
@@ -284,12 +361,12 @@ async fn run(args: ServeArgs, listen: SocketAddr) -> anyhow::Result<()> {
         }
         None => None,
     };
-    signals.wait().await;
-    tracing::info!("shutting down");
+    let signal = signals.wait().await;
+    tracing::info!(signal, timeout = ?bound, "shutting down");
     if let Some(http) = http {
         http.stop();
     }
-    server.shutdown().await;
+    server.shutdown_within(bound).await;
     Ok(())
 }
 
@@ -308,10 +385,11 @@ impl Signals {
         })
     }
 
-    async fn wait(mut self) {
+    /// Waits for either; returns its name.
+    async fn wait(mut self) -> &'static str {
         tokio::select! {
-            _ = self.int.recv() => {}
-            _ = self.term.recv() => {}
+            _ = self.int.recv() => "SIGINT",
+            _ = self.term.recv() => "SIGTERM",
         }
     }
 }

@@ -3,12 +3,29 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
+
+pub use crate::journal::Fsync;
 
 /// The default of [`ServerConfig::max_offline_sessions`].
 pub const DEFAULT_MAX_OFFLINE_SESSIONS: usize = 10_000;
 
 /// The default of [`ServerConfig::max_clients`].
 pub const DEFAULT_MAX_CLIENTS: usize = 100_000;
+
+/// The default of [`ServerConfig::dedup_window`]: longer than any request's time to live.
+pub const DEFAULT_DEDUP_WINDOW: Duration = crate::dedup::DEFAULT_WINDOW;
+
+/// The default of [`ServerConfig::dedup_max_answers`].
+pub const DEFAULT_DEDUP_MAX_ANSWERS: usize = crate::dedup::DEFAULT_MAX_ANSWERS;
+
+/// What one answer kept for duplicates costs at most, in bytes (see `docs/server.md`,
+/// "Memory").
+pub const DEDUP_BYTES_PER_ANSWER: usize = crate::dedup::BYTES_PER_ANSWER;
+
+/// The default of [`ServerHandle::shutdown_within`](crate::ServerHandle::shutdown_within)
+/// (and of `mqstate serve --shutdown-timeout`).
+pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Everything [`Server::start`](crate::Server::start) needs.
 #[derive(Clone, Debug)]
@@ -65,6 +82,17 @@ pub struct ServerConfig {
     pub acl_allow: Vec<String>,
     /// Embedded broker: listen with TLS (on [`listen`](Self::listen)).
     pub tls: Option<TlsFiles>,
+    /// With [`data_dir`](Self::data_dir): when the persistence log is fsynced, so what an
+    /// acknowledged persistent write survives ([`Fsync`]; the default, [`Fsync::Always`],
+    /// survives power loss).
+    pub fsync: Fsync,
+    /// How long the answer to a write is kept, so that a request delivered twice is answered
+    /// again rather than applied again. Shorter than the clients' request timeout, a late
+    /// redelivery may be applied twice.
+    pub dedup_window: Duration,
+    /// How many such answers are kept at most (the oldest go first); each costs at most
+    /// [`DEDUP_BYTES_PER_ANSWER`] bytes.
+    pub dedup_max_answers: usize,
     /// With the embedded broker: serve the store through an MQTT connection of its own to
     /// the broker (the adapter, as with an external broker) instead of inside the broker's
     /// process. Slower (four loopback crossings per request instead of two); kept to compare
@@ -105,6 +133,9 @@ impl Default for ServerConfig {
             acl: false,
             acl_allow: Vec::new(),
             tls: None,
+            fsync: Fsync::Always,
+            dedup_window: DEFAULT_DEDUP_WINDOW,
+            dedup_max_answers: DEFAULT_DEDUP_MAX_ANSWERS,
             embedded_adapter: false,
         }
     }

@@ -248,6 +248,7 @@ pub(crate) async fn run(parts: Loop) {
         }
     }
     service.outbox.close();
+    service.close();
     // Say goodbye if the connection is up; dropping the event loop closes the socket.
     if client.try_disconnect().is_ok() {
         let _ = tokio::time::timeout(Duration::from_millis(200), async {

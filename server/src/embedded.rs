@@ -753,9 +753,10 @@ impl EmbeddedBroker {
         self.shutdown.shutdown();
     }
 
-    /// Stops the broker and waits for it.
-    pub(crate) async fn shutdown(self) {
+    /// Stops the broker (its listener, then every connection) and waits for it; may be
+    /// cancelled and called again.
+    pub(crate) async fn stop(&mut self) {
         self.shutdown.shutdown();
-        let _ = self.task.await;
+        let _ = (&mut self.task).await;
     }
 }

@@ -12,7 +12,18 @@
 //! expiry  = 0:u8 | 1:u8 deadline_ms:u64le
 //! ```
 //!
-//! [`Journal::append`] writes a batch with one `write` and one fsync.
+//! [`Journal::append`] writes a batch with one `write`, and by default one fsync before it
+//! returns (so before the change is applied and answered); [`Fsync`] chooses otherwise.
+//!
+//! # Durability
+//!
+//! What an acknowledged change survives depends on the [`Fsync`] policy: a crash of the
+//! process alone (`kill -9`, a panic, the OOM killer) loses nothing under any policy, since
+//! every record is written to the kernel before its change is answered; a crash of the
+//! machine (power loss, a kernel panic) keeps what was fsynced: everything with
+//! [`Fsync::Always`], all but the last interval's changes with [`Fsync::Interval`], and
+//! with [`Fsync::Never`] what the kernel happened to write back (Linux: within about 30 s).
+//! [`Journal::close`] (a clean shutdown) fsyncs under every policy.
 //!
 //! # Damage
 //!
@@ -44,9 +55,10 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, mpsc};
 use std::thread::JoinHandle;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 
@@ -63,6 +75,112 @@ const FORMAT_VERSION: u32 = 1;
 const HEADER_LEN: usize = 8;
 /// Slack before a running log is compacted.
 const COMPACT_SLACK: u64 = 1 << 20;
+
+/// When the log is fsynced: what an acknowledged change survives if the machine (not just
+/// the process) fails (see the module docs, "Durability").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Fsync {
+    /// Every batch is fsynced before its changes are applied and answered: an acknowledged
+    /// persistent write survives power loss. The default.
+    #[default]
+    Always,
+    /// A background thread fsyncs the log at most this long after a write (and a clean
+    /// shutdown fsyncs it): power loss may lose the acknowledged writes of the last
+    /// interval; a crash of the process alone loses nothing.
+    Interval(Duration),
+    /// Never fsynced while running (compaction and a clean shutdown still fsync): the kernel
+    /// writes the log back when it chooses (Linux: within about 30 s). A crash of the
+    /// process alone loses nothing; power loss may lose that much.
+    Never,
+}
+
+impl std::fmt::Display for Fsync {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Fsync::Always => f.write_str("always"),
+            Fsync::Interval(every) => write!(f, "interval ({every:?})"),
+            Fsync::Never => f.write_str("never"),
+        }
+    }
+}
+
+/// The thread that fsyncs the log under [`Fsync::Interval`].
+#[derive(Debug)]
+struct Syncer {
+    shared: Arc<SyncShared>,
+    handle: Option<JoinHandle<()>>,
+}
+
+#[derive(Debug)]
+struct SyncShared {
+    /// A handle on the current log file (replaced when a compaction swaps the log).
+    file: Mutex<File>,
+    /// Written since the last fsync.
+    dirty: AtomicBool,
+    stop: Mutex<bool>,
+    wake: Condvar,
+    syncs: Arc<AtomicU64>,
+}
+
+impl SyncShared {
+    /// Fsyncs the log if anything was written since the last time.
+    fn sync_if_dirty(&self) {
+        if !self.dirty.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        let file = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        match file.sync_data() {
+            Ok(()) => {
+                self.syncs.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) => {
+                self.dirty.store(true, Ordering::Release);
+                tracing::error!(error = %e, "could not fsync the persistence log; will retry");
+            }
+        }
+    }
+}
+
+impl Syncer {
+    fn start(file: &File, every: Duration, syncs: Arc<AtomicU64>) -> io::Result<Syncer> {
+        let shared = Arc::new(SyncShared {
+            file: Mutex::new(file.try_clone()?),
+            dirty: AtomicBool::new(false),
+            stop: Mutex::new(false),
+            wake: Condvar::new(),
+            syncs,
+        });
+        let thread = Arc::clone(&shared);
+        let handle = std::thread::Builder::new()
+            .name("mqstate-fsync".to_owned())
+            .spawn(move || {
+                let mut stop = thread.stop.lock().unwrap_or_else(|p| p.into_inner());
+                // Checked before each wait too: a stop asked before the first wait is seen.
+                while !*stop {
+                    let (guard, _) = thread
+                        .wake
+                        .wait_timeout(stop, every)
+                        .unwrap_or_else(|p| p.into_inner());
+                    stop = guard;
+                    if !*stop {
+                        thread.sync_if_dirty();
+                    }
+                }
+            })?;
+        Ok(Syncer {
+            shared,
+            handle: Some(handle),
+        })
+    }
+
+    fn stop(&mut self) {
+        *self.shared.stop.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        self.shared.wake.notify_all();
+        if let Some(handle) = self.handle.take() {
+            let _ = handle.join();
+        }
+    }
+}
 
 /// What opening the log found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,6 +234,14 @@ pub struct Journal {
     gate: Option<mpsc::Receiver<()>>,
     /// Compactions swapped in since the log was opened.
     compactions: u64,
+    /// When appends are fsynced.
+    fsync: Fsync,
+    /// Written since the last fsync (under [`Fsync::Never`]; the syncer keeps its own flag).
+    dirty: bool,
+    /// The [`Fsync::Interval`] thread.
+    syncer: Option<Syncer>,
+    /// How many times the log was fsynced after an append (not counting compactions).
+    syncs: Arc<AtomicU64>,
 }
 
 /// A background compaction: live records as of `snapshot_len` being copied to the
@@ -207,12 +333,80 @@ impl Journal {
             running: None,
             gate: None,
             compactions: 0,
+            fsync: Fsync::Always,
+            dirty: false,
+            syncer: None,
+            syncs: Arc::default(),
         };
         Ok((journal, ops))
     }
 
-    /// Appends ops and fsyncs once for the batch. On a failed write the file is cut back
-    /// to its previous length, so a later append never follows a half-written record.
+    /// Sets when appends are fsynced (the default is [`Fsync::Always`]); with
+    /// [`Fsync::Interval`] this starts the thread that fsyncs the log.
+    pub fn set_fsync(&mut self, fsync: Fsync) -> io::Result<()> {
+        self.sync_now()?;
+        if let Some(mut syncer) = self.syncer.take() {
+            syncer.stop();
+        }
+        if let Fsync::Interval(every) = fsync {
+            let every = every.max(Duration::from_millis(1));
+            self.syncer = Some(Syncer::start(&self.file, every, Arc::clone(&self.syncs))?);
+        }
+        self.fsync = fsync;
+        Ok(())
+    }
+
+    /// When appends are fsynced.
+    pub fn fsync(&self) -> Fsync {
+        self.fsync
+    }
+
+    /// How many times the log was fsynced for appends so far (one per batch with
+    /// [`Fsync::Always`], at most one per interval with [`Fsync::Interval`], and on
+    /// [`Journal::close`]); compactions fsync their own files and do not count.
+    pub fn syncs(&self) -> u64 {
+        self.syncs.load(Ordering::Relaxed)
+    }
+
+    /// Fsyncs whatever was appended and not yet fsynced.
+    fn sync_now(&mut self) -> io::Result<()> {
+        let syncer_dirty = self
+            .syncer
+            .as_ref()
+            .is_some_and(|s| s.shared.dirty.swap(false, Ordering::AcqRel));
+        if self.dirty || syncer_dirty {
+            if let Err(e) = self.file.sync_data() {
+                if let Some(syncer) = &self.syncer {
+                    syncer.shared.dirty.store(true, Ordering::Release);
+                }
+                return Err(e);
+            }
+            self.dirty = false;
+            self.syncs.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// A clean close: fsyncs what the policy left unsynced and stops the fsync thread. A
+    /// background compaction is not waited for (its copy is abandoned; the next open
+    /// compacts again). Appending after it still works: fsynced per batch with
+    /// [`Fsync::Always`], otherwise only by the next `close` (or the drop).
+    pub fn close(&mut self) -> io::Result<()> {
+        if let Some(mut syncer) = self.syncer.take() {
+            syncer.stop();
+            if syncer.shared.dirty.load(Ordering::Acquire) {
+                self.dirty = true;
+            }
+            if self.fsync != Fsync::Always {
+                self.fsync = Fsync::Never;
+            }
+        }
+        self.sync_now()
+    }
+
+    /// Appends ops and, with [`Fsync::Always`], fsyncs once for the batch before returning.
+    /// On a failed write the file is cut back to its previous length, so a later append
+    /// never follows a half-written record.
     pub fn append(&mut self, ops: &[JournalOp]) -> io::Result<()> {
         if ops.is_empty() {
             return Ok(());
@@ -232,14 +426,23 @@ impl Journal {
             };
             spans.push((op, span));
         }
-        if let Err(e) = self
-            .file
-            .write_all(&buf)
-            .and_then(|()| self.file.sync_data())
-        {
+        let always = self.fsync == Fsync::Always;
+        if let Err(e) = self.file.write_all(&buf).and_then(|()| {
+            if always {
+                self.file.sync_data()?;
+                self.syncs.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(())
+        }) {
             // Best effort: the error that matters is the write's.
             self.file.set_len(self.len).ok();
             return Err(e);
+        }
+        if !always {
+            match &self.syncer {
+                Some(syncer) => syncer.shared.dirty.store(true, Ordering::Release),
+                None => self.dirty = true,
+            }
         }
         self.len += buf.len() as u64;
         for (op, span) in spans {
@@ -354,6 +557,13 @@ impl Journal {
         if let Err(e) = File::open(&self.dir).and_then(|d| d.sync_all()) {
             tracing::warn!(error = %e, "could not fsync the persistence log's directory");
         }
+        if let Some(syncer) = &self.syncer {
+            // Everything in the new file is fsynced (above); the syncer follows the new file.
+            match new_file.try_clone() {
+                Ok(clone) => *syncer.shared.file.lock().unwrap_or_else(|p| p.into_inner()) = clone,
+                Err(e) => tracing::warn!(error = %e, "the fsync thread keeps the old log"),
+            }
+        }
         self.file = new_file;
         self.len = copied.len + (self.len - snapshot_len);
         self.compactions += 1;
@@ -407,6 +617,10 @@ impl Journal {
             running: None,
             gate: None,
             compactions: 0,
+            fsync: Fsync::Always,
+            dirty: false,
+            syncer: None,
+            syncs: Arc::default(),
         })
     }
 
@@ -442,6 +656,15 @@ impl Journal {
     /// Where [`Journal::open`] kept a copy of a damaged log, if it did.
     pub fn backup(&self) -> Option<&Path> {
         self.backup.as_deref()
+    }
+}
+
+impl Drop for Journal {
+    /// Fsyncs what the policy left unsynced (as [`Journal::close`]; errors are logged).
+    fn drop(&mut self) {
+        if let Err(e) = self.close() {
+            tracing::error!(error = %e, "could not fsync the persistence log on close");
+        }
     }
 }
 

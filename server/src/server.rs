@@ -154,8 +154,9 @@ impl Server {
         );
         let journal = match &config.data_dir {
             Some(dir) => {
-                let (journal, entries) = Journal::open(dir)?;
-                tracing::info!(dir = %dir.display(), persisted = entries.len(), "persistence log opened");
+                let (mut journal, entries) = Journal::open(dir)?;
+                journal.set_fsync(config.fsync)?;
+                tracing::info!(dir = %dir.display(), persisted = entries.len(), fsync = %config.fsync, "persistence log opened");
                 store.restore(entries, now);
                 Some(journal)
             }
@@ -273,7 +274,7 @@ impl Server {
             own_client_id: client_id.clone(),
             log_values: config.log_values,
             warned_unrouted: false,
-            answered: Default::default(),
+            answered: crate::dedup::Answered::new(config.dedup_window, config.dedup_max_answers),
             faults: Arc::clone(&faults),
         };
         let mut shared_service = None;
@@ -453,32 +454,84 @@ impl ServerHandle {
         }
     }
 
-    /// Stops the store, the connection and the embedded broker, and waits for them.
-    pub async fn shutdown(mut self) {
-        self.stop_all().await;
-        tracing::info!("state store stopped");
+    /// Stops cleanly within [`DEFAULT_SHUTDOWN_TIMEOUT`](crate::config::DEFAULT_SHUTDOWN_TIMEOUT):
+    /// see [`ServerHandle::shutdown_within`].
+    pub async fn shutdown(self) {
+        self.shutdown_within(crate::config::DEFAULT_SHUTDOWN_TIMEOUT)
+            .await;
     }
 
+    /// Stops cleanly, in this order: the store takes no new requests (with the embedded
+    /// broker, its session leaves the request topic), finishes and answers the ones it is
+    /// applying, answers those already waiting for it `__stat 503` (not applied), fsyncs and
+    /// closes the persistence log, then the broker closes its listener and every client
+    /// connection. Returns `true` if all that ended within `bound`; past it, what is left is
+    /// stopped without waiting (responses not yet written to a client are lost; their
+    /// requests were applied or not, as the journal says), the log is fsynced all the same,
+    /// and `false` is returned.
+    pub async fn shutdown_within(mut self, bound: Duration) -> bool {
+        let clean = tokio::time::timeout(bound, self.stop_all()).await.is_ok();
+        if !clean {
+            tracing::warn!(
+                ?bound,
+                "shutdown: not done within the bound; stopping the rest without waiting"
+            );
+            if let Some(connection) = self.connection.take() {
+                // The adapter's loop owns its store: dropping it fsyncs the journal.
+                connection.abort();
+            }
+            if let Some(publisher) = self.publisher.take() {
+                publisher.abort();
+            }
+            if let Some(broker) = self.embedded.take() {
+                broker.signal_shutdown();
+            }
+            // Free unless a worker is stuck in a write to the disk; then the journal's own
+            // drop fsyncs it when that write returns.
+            if let Some(service) = &self.service
+                && let Ok(mut service) = service.try_lock()
+            {
+                service.close();
+            }
+        }
+        tracing::info!(clean, "state store stopped");
+        clean
+    }
+
+    /// Stops everything in order and waits for each part (see
+    /// [`ServerHandle::shutdown_within`]); cancellable: each part is let go only once done.
     async fn stop_all(&mut self) {
         self.stop.send_replace(true);
         if let Some(probe) = self.probe.take() {
             probe.abort();
         }
-        if let Some(connection) = self.connection.take() {
+        if let Some(connection) = &mut self.connection {
             let _ = connection.await;
+            self.connection = None;
         }
         if let Some(publisher) = self.publisher.take() {
             publisher.abort();
             let _ = publisher.await;
         }
-        if let Some(broker) = self.embedded.take() {
-            broker.shutdown().await;
+        if let Some(broker) = &mut self.embedded {
+            broker.stop().await;
+            self.embedded = None;
         }
     }
 }
 
 #[cfg(feature = "testing")]
 impl ServerHandle {
+    /// Stops as a killed process does: the store's tasks end at once (nothing in flight is
+    /// answered, nothing waiting is refused), then the broker stops.
+    pub(crate) async fn stop_abruptly(mut self) {
+        if let Some(connection) = self.connection.take() {
+            connection.abort();
+            let _ = connection.await;
+        }
+        self.stop_all().await;
+    }
+
     /// The faults armed on the store.
     pub(crate) fn faults(&self) -> &crate::faults::Faults {
         &self.faults

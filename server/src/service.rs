@@ -333,8 +333,8 @@ impl Service {
             let answer = Answer {
                 topic: topic.clone(),
                 correlation: correlation.clone(),
-                payload: kept.payload.clone(),
-                version: kept.version.clone(),
+                payload: kept.payload(),
+                version: kept.version(),
             };
             tracing::debug!(
                 client_id,
@@ -407,19 +407,25 @@ impl Service {
         let (Some(topic), Some(correlation)) = (&meta.response_topic, &meta.correlation) else {
             return (outcome, None);
         };
+        // Writes are kept for duplicates; reads may simply run again.
+        if !matches!(
+            reply.response,
+            Response::Value(_) | Response::NotFound | Response::Page(_)
+        ) {
+            self.answered.keep(
+                now,
+                client_id,
+                correlation,
+                &reply.response,
+                reply.version.as_ref(),
+            );
+        }
         let answer = Answer {
             topic: topic.clone(),
             correlation: correlation.clone(),
             payload: reply.response.encode(),
             version: reply.version.map(|v| v.to_text()),
         };
-        // Writes are kept for duplicates; reads may simply run again.
-        if !matches!(
-            reply.response,
-            Response::Value(_) | Response::NotFound | Response::Page(_)
-        ) {
-            self.answered.keep(now, client_id, &answer);
-        }
         // The response first: a client that observes the key it writes (and whose response
         // does not go through a worker) sees its answer before the notification.
         let response = self.respond(Outgoing::Answer(answer), direct);
@@ -449,6 +455,16 @@ impl Service {
         };
         self.outbox
             .send_notification(&*self.sink, &notice.client_id, message, &self.counters);
+    }
+
+    /// A clean stop: fsyncs the journal (whatever its policy left unsynced) and stops its
+    /// fsync thread. Errors are logged.
+    pub(crate) fn close(&mut self) {
+        if let Some(journal) = &mut self.journal
+            && let Err(e) = journal.close()
+        {
+            tracing::error!(error = %e, "could not fsync the persistence log on shutdown");
+        }
     }
 
     /// Appends to the journal, if there is one; false if that failed (logged).

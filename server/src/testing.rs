@@ -148,7 +148,7 @@ impl LocalStore {
             // says DISCONNECT to each; a client that reconnects in the instant before the
             // stop still hears it).
             server.cut_connections().await;
-            server.shutdown().await;
+            server.stop_abruptly().await;
         }
         if !keep_data {
             let _ = std::fs::remove_dir_all(&self.data_dir);

@@ -1,11 +1,13 @@
 //! The persistence log: write, replay and compact; a torn last record cut at every byte;
-//! a corrupt middle record; expired entries; a foreign file; compaction while running.
+//! a corrupt middle record; expired entries; a foreign file; compaction while running; the
+//! fsync policies.
 
 use std::fs;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use mqstate::Hlc;
-use mqstate_server::journal::{FILE_NAME, Journal, Recovery};
+use mqstate_server::journal::{FILE_NAME, Fsync, Journal, Recovery};
 use mqstate_server::store::{JournalOp, StateMachine, StoreConfig};
 
 /// Far in the future, so the system clock never expires it during a test.
@@ -455,4 +457,99 @@ fn the_latest_clock_record_survives_compaction() {
     let mut store = StateMachine::new(StoreConfig::default(), 1_700_000_000_000);
     store.restore(entries, 1_700_000_000_000);
     assert!(store.clock() >= &Hlc::new(1_800_000_000_000, 9, "StateStore").unwrap());
+}
+
+/// What a crash of the process alone leaves: the journal is not dropped (no fsync, no
+/// close), and the file is opened again as a restart would.
+fn crash_and_reopen(journal: Journal, dir: &std::path::Path) -> Vec<JournalOp> {
+    std::mem::forget(journal);
+    Journal::open(dir).unwrap().1
+}
+
+#[test]
+fn fsync_always_syncs_every_batch_before_append_returns() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut journal, _) = Journal::open(dir.path()).unwrap();
+    assert_eq!(journal.fsync(), Fsync::Always, "the default");
+    journal
+        .append(&[put("a", "1", 1), put("b", "2", 2)])
+        .unwrap();
+    assert_eq!(journal.syncs(), 1, "one fsync per batch");
+    journal.append(&[put("c", "3", 3)]).unwrap();
+    assert_eq!(journal.syncs(), 2);
+    journal.close().unwrap();
+    assert_eq!(journal.syncs(), 2, "nothing left to fsync on close");
+    assert_eq!(crash_and_reopen(journal, dir.path()).len(), 3);
+}
+
+#[test]
+fn fsync_never_leaves_writes_to_the_kernel_and_syncs_on_close() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut journal, _) = Journal::open(dir.path()).unwrap();
+    journal.set_fsync(Fsync::Never).unwrap();
+    for n in 0..10 {
+        journal.append(&[put(&format!("k{n}"), "v", n)]).unwrap();
+    }
+    assert_eq!(journal.syncs(), 0, "no fsync while running");
+    journal.close().unwrap();
+    assert_eq!(journal.syncs(), 1, "one on close");
+    journal.append(&[put("after", "v", 11)]).unwrap();
+    // A crash of the process loses nothing: every record was written to the kernel.
+    assert_eq!(crash_and_reopen(journal, dir.path()).len(), 11);
+}
+
+#[test]
+fn fsync_interval_syncs_in_the_background_within_the_interval() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut journal, _) = Journal::open(dir.path()).unwrap();
+    journal
+        .set_fsync(Fsync::Interval(Duration::from_millis(10)))
+        .unwrap();
+    journal.append(&[put("a", "1", 1)]).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while journal.syncs() == 0 {
+        assert!(Instant::now() < deadline, "never fsynced in the background");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Nothing written since: the thread does not fsync again.
+    let synced = journal.syncs();
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(journal.syncs(), synced, "fsynced with nothing new");
+    journal.close().unwrap();
+    assert_eq!(crash_and_reopen(journal, dir.path()).len(), 1);
+
+    // A long interval: nothing fsynced while running, what is left fsynced on close.
+    let (mut journal, _) = Journal::open(dir.path()).unwrap();
+    journal
+        .set_fsync(Fsync::Interval(Duration::from_secs(3600)))
+        .unwrap();
+    journal.append(&[put("b", "2", 2)]).unwrap();
+    assert_eq!(journal.syncs(), 0);
+    journal.close().unwrap();
+    assert_eq!(
+        journal.syncs(),
+        1,
+        "the close fsynced the last interval's writes"
+    );
+    assert_eq!(crash_and_reopen(journal, dir.path()).len(), 2);
+}
+
+#[test]
+fn fsync_interval_follows_the_log_through_a_compaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut journal, _) = Journal::open(dir.path()).unwrap();
+    journal
+        .set_fsync(Fsync::Interval(Duration::from_millis(10)))
+        .unwrap();
+    journal.append(&[put("a", "1", 1)]).unwrap();
+    journal.compact().unwrap();
+    let synced = journal.syncs();
+    journal.append(&[put("b", "2", 2)]).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while journal.syncs() == synced {
+        assert!(Instant::now() < deadline, "no fsync after the compaction");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    drop(journal);
+    assert_eq!(Journal::open(dir.path()).unwrap().1.len(), 2);
 }

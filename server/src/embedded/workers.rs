@@ -29,7 +29,15 @@
 //! (which then has a request to serve).
 //!
 //! PX expiries and session ends are served by the task that runs the workers, under the
-//! same store lock. A pause armed in [`crate::faults`] holds the worker whose turn it is
+//! same store lock.
+//!
+//! # Shutdown
+//!
+//! When `shutdown` flips, the store stops taking requests: its session leaves the request
+//! topic (the broker no longer routes requests to it), each worker finishes the request it
+//! holds (applied, journaled and answered), the requests already waiting in the session are
+//! answered `__stat 503` ("the store is shutting down"), unapplied, and the journal is
+//! fsynced and closed ([`Service::close`]). A pause armed in [`crate::faults`] holds the worker whose turn it is
 //! before it applies its request, so requests queue in the session and are served in order
 //! when the pause ends.
 
@@ -145,9 +153,10 @@ pub(crate) async fn run(
         responder,
         expiry_moved: Notify::new(),
     });
+    let (closing, closing_rx) = watch::channel(false);
     let mut tasks = JoinSet::new();
     for _ in 0..workers.max(1) {
-        tasks.spawn(worker(Arc::clone(&shared)));
+        tasks.spawn(worker(Arc::clone(&shared), closing_rx.clone()));
     }
     loop {
         let expiry = lock(&shared.service).until_next_expiry();
@@ -161,28 +170,62 @@ pub(crate) async fn run(
             _ = tasks.join_next() => break,
         }
     }
-    // Workers hold the store's lock only between awaits: aborting them leaves it free.
-    tasks.abort_all();
-    lock(&shared.service).outbox.close();
+    // No new requests: the broker stops routing them to the store, then the workers finish
+    // what they hold, refuse what waits, and end. (Aborted instead if this task is, past
+    // the shutdown's bound: workers hold the store's lock only between awaits, so that
+    // leaves it free.)
+    let responder = &shared.responder;
+    responder
+        .router
+        .unsubscribe(&responder.own_id, mqstate::topics::REQUEST_TOPIC, None)
+        .await;
+    closing.send_replace(true);
+    while tasks.join_next().await.is_some() {}
+    let mut service = lock(&shared.service);
+    service.outbox.close();
+    service.close();
 }
 
 /// The session, held by the worker whose turn it is.
 type Turn = tokio::sync::OwnedMutexGuard<StoreSession>;
 
-/// One worker: takes its turn at the session, applies in turn, routes on its own.
-async fn worker(shared: Arc<Shared>) {
+/// One worker: takes its turn at the session, applies in turn, routes on its own; once
+/// `closing` flips, refuses what waits in the session and ends.
+async fn worker(shared: Arc<Shared>, mut closing: watch::Receiver<bool>) {
     let mut kept: Option<Turn> = None;
     loop {
         let mut turn = match kept.take() {
             Some(turn) => turn,
             None => Arc::clone(&shared.session).lock_owned().await,
         };
-        let Some(packet) = turn.next().await else {
+        if *closing.borrow() {
+            refuse_waiting(&shared, &mut turn).await;
+            return;
+        }
+        let packet = tokio::select! {
+            biased;
+            _ = closing.changed() => {
+                kept = Some(turn);
+                continue;
+            }
+            packet = turn.next() => packet,
+        };
+        let Some(packet) = packet else {
             return;
         };
         // A pause (a fault on demand) holds the turn: every later request waits behind
-        // this one, in order, and is served once it ends.
-        shared.faults.wait_unpaused().await;
+        // this one, in order, and is served once it ends — or refused, unapplied, if the
+        // store shuts down meanwhile.
+        let closed = tokio::select! {
+            biased;
+            () = shared.faults.wait_unpaused() => false,
+            _ = closing.wait_for(|closing| *closing) => true,
+        };
+        if closed {
+            refuse(&shared, &packet).await;
+            kept = Some(turn);
+            continue;
+        }
         let (response, moved, turn) = apply(&shared, turn, &packet);
         kept = turn;
         if moved {
@@ -200,6 +243,46 @@ async fn worker(shared: Arc<Shared>) {
             }
         }
     }
+}
+
+/// Shutdown: answers every request waiting in the session `__stat 503`, unapplied.
+async fn refuse_waiting(shared: &Shared, turn: &mut Turn) {
+    let mut refused = 0u64;
+    while turn.pending() {
+        // `pending` says one is ready; the bound only guards against a queue that turned
+        // out empty.
+        let next = tokio::time::timeout(std::time::Duration::from_millis(100), turn.next());
+        let Ok(Some(packet)) = next.await else {
+            break;
+        };
+        refuse(shared, &packet).await;
+        refused += 1;
+    }
+    if refused > 0 {
+        tracing::info!(
+            refused,
+            "shutting down: refused the requests still waiting (503, not applied)"
+        );
+    }
+}
+
+/// Answers one request `__stat 503`, unapplied: the store is shutting down.
+async fn refuse(shared: &Shared, packet: &mqtt5::packet::publish::PublishPacket) {
+    let meta = request_meta(packet);
+    let (Some(topic), Some(correlation)) = (&meta.response_topic, &meta.correlation) else {
+        return;
+    };
+    let failure = crate::envelope::Failure {
+        status: 503,
+        message: "the state store is shutting down: the request was not applied".to_owned(),
+        property: None,
+    };
+    let message = crate::outbox::Message {
+        topic: topic.clone(),
+        payload: bytes::Bytes::new(),
+        properties: crate::envelope::failure_properties(correlation.clone(), &failure),
+    };
+    shared.responder.publish(Outgoing::Message(message)).await;
 }
 
 /// Applies `packet` under the store's lock, taken while the worker still holds its turn.
