@@ -6,7 +6,7 @@
 //! [`Faults::failure_for`] and [`Faults::wait_unpaused`]).
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use mqstate::codec::{StoreErrorKind, Verb};
 use tokio::time::Instant;
@@ -22,6 +22,17 @@ pub(crate) struct Faults {
     fail_armed: AtomicBool,
     /// The next requests to answer with a store error.
     failures: Mutex<Option<Failures>>,
+    /// Requests held by a pause now (in [`Faults::wait_unpaused`]).
+    held: AtomicUsize,
+}
+
+/// Counts one request held by a pause while it lives (also when its wait is cancelled).
+struct Held<'a>(&'a AtomicUsize);
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// `fail_next`: how many requests are still to fail, with which error, of which verb.
@@ -47,8 +58,19 @@ impl Faults {
         self.pause_armed.store(true, Ordering::SeqCst);
     }
 
+    /// How many requests a pause holds now (tests wait for one to be held before they act).
+    #[cfg(all(test, feature = "testing"))]
+    pub(crate) fn held(&self) -> usize {
+        self.held.load(Ordering::SeqCst)
+    }
+
     /// Waits while a pause is armed; returns at once when none is.
     pub(crate) async fn wait_unpaused(&self) {
+        if !self.pause_armed.load(Ordering::Relaxed) {
+            return;
+        }
+        self.held.fetch_add(1, Ordering::SeqCst);
+        let _held = Held(&self.held);
         while self.pause_armed.load(Ordering::SeqCst) {
             let until = {
                 let mut paused = lock(&self.paused_until);

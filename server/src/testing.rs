@@ -320,4 +320,46 @@ mod tests {
         assert_eq!(verb("KEYNOTIFY").unwrap(), Verb::KeyNotify);
         assert_eq!(verb("PUT").unwrap_err().kind(), ErrorKind::InvalidArgument);
     }
+
+    /// A clean stop answers the request a pause holds back `__stat 503`, not applied,
+    /// instead of leaving it to time out. It waits until the request is held (the pause's
+    /// count), so a slow machine cannot stop the store before the request arrives.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_clean_stop_refuses_what_a_pause_holds_with_503() {
+        use mqstate::{Client, ConnectionSettings, SetOptions};
+        let bound = Duration::from_secs(20);
+        let mut store = LocalStore::start().await.unwrap();
+        let settings = ConnectionSettings::from_url(&store.url()).unwrap();
+        let client = Client::connect(settings).await.unwrap();
+        let persisted = SetOptions {
+            persist: true,
+            ..SetOptions::default()
+        };
+        client.set("before", "b", persisted.clone()).await.unwrap();
+        store.pause(Duration::from_secs(60)).unwrap();
+        let in_flight = {
+            let client = client.clone();
+            tokio::spawn(async move { client.set("late", "x", persisted).await })
+        };
+        tokio::time::timeout(bound, async {
+            while store.running().unwrap().faults().held() == 0 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .expect("the pause holds the request");
+        let stopped = tokio::time::Instant::now();
+        store.stop().await;
+        assert!(
+            stopped.elapsed() < Duration::from_secs(10),
+            "the stop waited out the pause"
+        );
+        let e = tokio::time::timeout(bound, in_flight)
+            .await
+            .expect("the request ended")
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Rpc(503), "{e}");
+        assert!(!e.may_have_applied(), "{e}");
+    }
 }

@@ -295,31 +295,3 @@ fn its_futures_can_be_spawned() {
         mqstate_server::ServerConfig::ephemeral(),
     ));
 }
-
-/// A clean stop answers the request it holds back (here by a pause) `__stat 503`, not
-/// applied, instead of leaving it to time out.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_clean_stop_refuses_what_waits_with_503() {
-    let mut store = LocalStore::start().await.unwrap();
-    let client = client(&store).await;
-    client.set("before", "b", persisted()).await.unwrap();
-    store.pause(Duration::from_secs(60)).unwrap();
-    let in_flight = {
-        let client = client.clone();
-        tokio::spawn(async move { client.set("late", "x", persisted()).await })
-    };
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    let stopped = tokio::time::Instant::now();
-    store.stop().await;
-    assert!(
-        stopped.elapsed() < Duration::from_secs(10),
-        "the stop waited out the pause"
-    );
-    let e = tokio::time::timeout(BOUND, in_flight)
-        .await
-        .expect("the request ended")
-        .unwrap()
-        .unwrap_err();
-    assert_eq!(e.kind(), ErrorKind::Rpc(503), "{e}");
-    assert!(!e.may_have_applied(), "{e}");
-}
