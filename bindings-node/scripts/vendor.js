@@ -1,7 +1,8 @@
 'use strict'
 // prepack: copies the Rust sources the addon is built from (the core crate, the emulator
-// crate `server` that `mqstate/testing` runs, the patched MQTT broker crate it embeds
-// (third_party/mqtt5) and this binding crate, with a workspace manifest and the lock file)
+// crate `server` that `mqstate/testing` runs, the patched crates of third_party/ (the MQTT
+// broker it embeds, the MQTT client) and this binding crate, with a workspace manifest and the
+// lock file)
 // into rust/, so that the npm
 // tarball builds from source on its own (scripts/install.js). `--clean` (postpack) removes
 // the copy again. Nothing here is needed when building inside the repository.
@@ -31,7 +32,7 @@ const vendored = manifest
   .replace(members, 'members = ["core", "server", "bindings-node"]')
   .replace(/^default-members = \[[^\]]*\]\n/m, '')
   // Path dependencies other than these are not part of the tarball.
-  .split('\n').filter((line) => !/path = "(?!core"|server"|third_party\/mqtt5")/.test(line)).join('\n')
+  .split('\n').filter((line) => !/path = "(?!core"|server"|third_party\/)/.test(line)).join('\n')
 
 fs.mkdirSync(out, { recursive: true })
 fs.writeFileSync(path.join(out, 'Cargo.toml'), vendored)
@@ -44,9 +45,13 @@ copy(path.join(root, 'server', 'src'), path.join(out, 'server', 'src'))
 const serverManifest = fs.readFileSync(path.join(root, 'server', 'Cargo.toml'), 'utf8')
   .split(/^(?=\[)/m).filter((section) => !/^\[\[(test|example|bench)\]\]/.test(section)).join('')
 fs.writeFileSync(path.join(out, 'server', 'Cargo.toml'), serverManifest)
-fs.mkdirSync(path.join(out, 'third_party', 'mqtt5'), { recursive: true })
-for (const item of ['Cargo.toml', 'README.md', 'PATCHES.md', 'src']) {
-  copy(path.join(root, 'third_party', 'mqtt5', item), path.join(out, 'third_party', 'mqtt5', item))
+// Every patched crate of third_party/ (the root manifest's [patch.crates-io] names them all).
+for (const crate of fs.readdirSync(path.join(root, 'third_party'))) {
+  fs.mkdirSync(path.join(out, 'third_party', crate), { recursive: true })
+  for (const item of ['Cargo.toml', 'README.md', 'PATCHES.md', 'src']) {
+    const from = path.join(root, 'third_party', crate, item)
+    if (fs.existsSync(from)) copy(from, path.join(out, 'third_party', crate, item))
+  }
 }
 fs.mkdirSync(path.join(out, 'bindings-node'))
 for (const item of ['Cargo.toml', 'build.rs', 'src']) copy(path.join(pkg, item), path.join(out, 'bindings-node', item))
