@@ -266,8 +266,10 @@ describe('the process', () => {
       const script = `
         const { Worker } = require('node:worker_threads')
         const fs = require('node:fs')
-        // The worker keeps its store (one it dropped could be garbage-collected, and so stopped, first).
-        const code = 'require(' + JSON.stringify(${JSON.stringify(path.join(pkg, 'testing.js'))}) + ').LocalStore.start().then((s) => { globalThis.kept = s; require("node:worker_threads").parentPort.postMessage(s.url) })'
+        // The worker keeps its store (one it dropped could be garbage-collected, and so stopped,
+        // first) and stays alive until terminated: a store does not hold an event loop, so a
+        // worker with nothing else to do would end by itself, and stop its store, at once.
+        const code = 'require(' + JSON.stringify(${JSON.stringify(path.join(pkg, 'testing.js'))}) + ').LocalStore.start().then((s) => { globalThis.kept = s; setInterval(() => {}, 60000); require("node:worker_threads").parentPort.postMessage(s.url) })'
         const worker = new Worker(code, { eval: true })
         worker.once('message', (url) => {
           console.log('running:', fs.readdirSync(process.env.TMPDIR).length)
