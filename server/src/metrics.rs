@@ -166,15 +166,22 @@ pub struct MetricsReader {
 impl MetricsReader {
     /// The counters now.
     pub fn read(&self) -> Metrics {
-        let (online, offline, ended) = self.sessions.as_ref().map_or((None, None, 0), |s| {
-            (Some(s.online()), Some(s.offline()), s.offline_ended())
-        });
         Metrics {
-            stats: crate::server::stats_from(&self.counters, offline.unwrap_or(0), ended),
+            stats: self.stats(),
             requests: self.counters.recorder.snapshot(),
-            sessions_online: online,
-            sessions_offline: offline,
+            sessions_online: self.sessions.as_ref().map(|s| s.online()),
+            sessions_offline: self.sessions.as_ref().map(|s| s.offline()),
         }
+    }
+
+    /// Only the server's counters ([`ServerHandle::stats`](crate::ServerHandle::stats)),
+    /// without the request counters' snapshot.
+    pub fn stats(&self) -> crate::Stats {
+        let (offline, ended) = self
+            .sessions
+            .as_ref()
+            .map_or((0, 0), |s| (s.offline(), s.offline_ended()));
+        crate::server::stats_from(&self.counters, offline, ended)
     }
 }
 

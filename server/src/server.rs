@@ -427,7 +427,7 @@ impl ServerHandle {
 
     /// The server's counters.
     pub fn stats(&self) -> Stats {
-        self.metrics_reader().read().stats
+        self.metrics_reader().stats()
     }
 
     /// Settings for a client that checks the store answers through its broker (a readiness

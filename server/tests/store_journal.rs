@@ -498,6 +498,16 @@ fn fsync_never_leaves_writes_to_the_kernel_and_syncs_on_close() {
     assert_eq!(crash_and_reopen(journal, dir.path()).len(), 11);
 }
 
+/// Waits (at most 10 s, else fails with `why`) until `journal` has fsynced more than `synced`
+/// times.
+fn wait_for_sync_after(journal: &Journal, synced: u64, why: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while journal.syncs() == synced {
+        assert!(Instant::now() < deadline, "{why}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 #[test]
 fn fsync_interval_syncs_in_the_background_within_the_interval() {
     let dir = tempfile::tempdir().unwrap();
@@ -506,11 +516,7 @@ fn fsync_interval_syncs_in_the_background_within_the_interval() {
         .set_fsync(Fsync::Interval(Duration::from_millis(10)))
         .unwrap();
     journal.append(&[put("a", "1", 1)]).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while journal.syncs() == 0 {
-        assert!(Instant::now() < deadline, "never fsynced in the background");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_for_sync_after(&journal, 0, "never fsynced in the background");
     // Nothing written since: the thread does not fsync again.
     let synced = journal.syncs();
     std::thread::sleep(Duration::from_millis(50));
@@ -545,11 +551,7 @@ fn fsync_interval_follows_the_log_through_a_compaction() {
     journal.compact().unwrap();
     let synced = journal.syncs();
     journal.append(&[put("b", "2", 2)]).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while journal.syncs() == synced {
-        assert!(Instant::now() < deadline, "no fsync after the compaction");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    wait_for_sync_after(&journal, synced, "no fsync after the compaction");
     drop(journal);
     assert_eq!(Journal::open(dir.path()).unwrap().1.len(), 2);
 }
