@@ -40,26 +40,6 @@ fn os_error(what: &str, e: std::io::Error) -> Error {
     Error::callback(message, Arc::new(RaisedByCallback(PyErr::from(e))))
 }
 
-/// Runs the future `make` gives on a thread of the runtime's blocking pool, inside the
-/// runtime (the tasks it spawns are the runtime's; whoever drives the runtime drives its
-/// I/O). For the server's start-up, whose future is not `Send` (it holds a `watch`
-/// borrow across an await), so it cannot be a task of its own.
-async fn off_task<T, Fut>(make: impl FnOnce() -> Fut + Send + 'static) -> Result<T, Error>
-where
-    T: Send + 'static,
-    Fut: Future<Output = Result<T, Error>>,
-{
-    let handle = tokio::runtime::Handle::current();
-    tokio::task::spawn_blocking(move || handle.block_on(make()))
-        .await
-        .unwrap_or_else(|e| {
-            Err(Error::new(
-                ErrorKind::Closed,
-                format!("the local store's start-up ended: {e}"),
-            ))
-        })
-}
-
 /// What a store's Python object and its calls in flight share.
 struct Shared {
     store: RwLock<LocalStore>,
@@ -72,14 +52,11 @@ struct Shared {
 /// `start_local_store()`: a pending call that gives a running `LocalStore`.
 #[pyfunction]
 pub(crate) fn start_local_store() -> PendingCall {
-    let call = Call::spawn(
-        &mqstate::bridge::runtime::shared_handle(),
-        off_task(|| async {
-            LocalStore::start()
-                .await
-                .map_err(|e| os_error("the local store could not start", e))
-        }),
-    );
+    let call = Call::spawn(&mqstate::bridge::runtime::shared_handle(), async {
+        LocalStore::start()
+            .await
+            .map_err(|e| os_error("the local store could not start", e))
+    });
     pending(call, |py, store| {
         let port = store.port();
         NativeLocalStore {
@@ -181,18 +158,15 @@ impl NativeLocalStore {
     /// Kills and restarts the store on its port; with `keep_data`, persisted keys survive.
     fn restart(&self, keep_data: bool) -> PendingCall {
         let shared = Arc::clone(&self.shared);
-        let call = Call::spawn(
-            &mqstate::bridge::runtime::shared_handle(),
-            off_task(move || async move {
-                let mut store = shared.store.write().await;
-                if !store.is_running() {
-                    return Err(Error::new(ErrorKind::Closed, "the local store is stopped"));
-                }
-                let outcome = store.restart(keep_data).await;
-                shared.running.store(store.is_running(), Ordering::SeqCst);
-                outcome.map_err(|e| os_error("the local store could not restart", e))
-            }),
-        );
+        let call = Call::spawn(&mqstate::bridge::runtime::shared_handle(), async move {
+            let mut store = shared.store.write().await;
+            if !store.is_running() {
+                return Err(Error::new(ErrorKind::Closed, "the local store is stopped"));
+            }
+            let outcome = store.restart(keep_data).await;
+            shared.running.store(store.is_running(), Ordering::SeqCst);
+            outcome.map_err(|e| os_error("the local store could not restart", e))
+        });
         pending(call, none)
     }
 

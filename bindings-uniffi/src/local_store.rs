@@ -15,7 +15,6 @@ use mqstate::bridge::{Call, secs_to_duration};
 use mqstate::vocabulary::{Language, Unit, option_name};
 use mqstate::{Error, ErrorKind};
 use mqstate_server::testing::LocalStore as Emulator;
-use tokio::runtime::Handle;
 use tokio::sync::{Mutex, MutexGuard};
 
 use crate::MqstateError;
@@ -42,12 +41,9 @@ fn start_error(what: &str, e: &std::io::Error) -> Error {
 #[uniffi::export]
 pub async fn start_local_store() -> Result<Arc<LocalStore>, MqstateError> {
     let emulator = settle(Call::spawn(&shared_handle(), async {
-        unsendable(|| async {
-            Emulator::start()
-                .await
-                .map_err(|e| start_error("start", &e))
-        })
-        .await
+        Emulator::start()
+            .await
+            .map_err(|e| start_error("start", &e))
     }))
     .await?;
     Ok(Arc::new(LocalStore {
@@ -55,26 +51,6 @@ pub async fn start_local_store() -> Result<Arc<LocalStore>, MqstateError> {
         port: emulator.port(),
         emulator: Arc::new(Mutex::new(emulator)),
     }))
-}
-
-/// Runs the future `make` makes to completion, from a task of the core's runtime, when that
-/// future is not `Send` (the emulator's start-up holds a `watch` guard across an await, so
-/// no task can run it): on a thread of the runtime's blocking pool, which polls it while the
-/// runtime's own driver runs its I/O, timers and the tasks it spawns.
-async fn unsendable<T, F>(make: impl FnOnce() -> F + Send + 'static) -> Result<T, Error>
-where
-    T: Send + 'static,
-    F: Future<Output = Result<T, Error>>,
-{
-    let runtime = Handle::current();
-    tokio::task::spawn_blocking(move || runtime.block_on(make()))
-        .await
-        .unwrap_or_else(|e| {
-            Err(Error::new(
-                ErrorKind::Closed,
-                format!("the local store's start-up failed: {e}"),
-            ))
-        })
 }
 
 /// An emulated state store running in this process, on a free loopback port. Dropping the
@@ -203,13 +179,10 @@ impl LocalStore {
             if !emulator.is_running() {
                 return Err(Error::new(ErrorKind::Closed, "the local store is stopped"));
             }
-            unsendable(move || async move {
-                emulator
-                    .restart(keep_data)
-                    .await
-                    .map_err(|e| start_error("restart", &e))
-            })
-            .await
+            emulator
+                .restart(keep_data)
+                .await
+                .map_err(|e| start_error("restart", &e))
         }))
         .await
     }
