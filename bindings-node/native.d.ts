@@ -73,6 +73,8 @@ export declare class NativeLocalStore {
   get(key: unknown): RawValue | null
   /** Deletes every key; how many it deleted. */
   clear(): number
+  /** How many requests a pause holds now. */
+  heldRequests(): number
 }
 
 /** A leased lock. */

@@ -39,6 +39,8 @@ export declare class LocalStore {
   get (key: string | Uint8Array): Value | null
   /** Deletes every key (observers are told); how many it deleted. */
   clear (): number
+  /** How many requests a `pause()` holds now (wait for yours before a cut or a restart). */
+  heldRequests (): number
   /** `stop()`: for `await using store = await LocalStore.start()`. */
   [Symbol.asyncDispose] (): Promise<void>
 }

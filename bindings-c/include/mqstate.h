@@ -2411,6 +2411,20 @@ mqstate_status mqstate_local_store_get(const struct mqstate_local_store *store,
 mqstate_status mqstate_local_store_clear(const struct mqstate_local_store *store, size_t *deleted);
 
 /**
+ * How many requests a `mqstate_local_store_pause` holds now (`*held`; 0 on failure): they
+ * reached the store and wait for the pause to end. A test that pauses, sends a request, then
+ * cuts the connections or restarts waits until its request is counted here; otherwise the
+ * cut can come first, and the request is sent after the reconnection (and answered).
+ *
+ * Errors: `MQSTATE_STATUS_CLOSED` (stopped), `MQSTATE_STATUS_INVALID_ARGUMENT`.
+ *
+ * # Safety
+ * `store` must be NULL or a live store; `held` NULL or writable.
+ */
+mqstate_status mqstate_local_store_held_requests(const struct mqstate_local_store *store,
+                                                 size_t *held);
+
+/**
  * The topic every request is published to, as a static NUL-terminated string (the same
  * text as the `MQSTATE_REQUEST_TOPIC` macro). Never NULL; not to be freed.
  */

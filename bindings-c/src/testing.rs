@@ -496,3 +496,34 @@ pub unsafe extern "C" fn mqstate_local_store_clear(
         Ok(())
     })
 }
+
+/// How many requests a `mqstate_local_store_pause` holds now (`*held`; 0 on failure): they
+/// reached the store and wait for the pause to end. A test that pauses, sends a request, then
+/// cuts the connections or restarts waits until its request is counted here; otherwise the
+/// cut can come first, and the request is sent after the reconnection (and answered).
+///
+/// Errors: `MQSTATE_STATUS_CLOSED` (stopped), `MQSTATE_STATUS_INVALID_ARGUMENT`.
+///
+/// # Safety
+/// `store` must be NULL or a live store; `held` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn mqstate_local_store_held_requests(
+    store: *const mqstate_local_store,
+    held: *mut usize,
+) -> mqstate_status {
+    boundary(|| {
+        // SAFETY: per the caller.
+        unsafe { put(held, 0) };
+        // SAFETY: per the caller.
+        let local = unsafe { enter(store) }?;
+        let n = call(&local, |slot| async move {
+            if slot.stopped {
+                return Err(stopped());
+            }
+            slot.store.held_requests()
+        })?;
+        // SAFETY: per the caller.
+        unsafe { put(held, n) };
+        Ok(())
+    })
+}

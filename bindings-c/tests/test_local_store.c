@@ -157,6 +157,9 @@ static void test_faults(void) {
     CHECK(client_has(c, "k", "v4"), "answered after the pause");
     uint64_t waited = now_ms() - start;
     CHECK(waited >= 250, "the GET was held by the pause (%llu ms)", (unsigned long long)waited);
+    size_t held = 7;
+    CHECK_STATUS(mqstate_local_store_held_requests(store, &held), MQSTATE_STATUS_OK, "held");
+    CHECK(held == 0, "nothing held once answered (%zu)", held);
 
     /* restart(keep_data): only persisted keys survive, with their versions; the client
        reconnects by itself. */
@@ -241,8 +244,10 @@ static void test_store_threads(void) {
     CHECK_STATUS(mqstate_local_store_start(&store), MQSTATE_STATUS_OK, "start");
     struct worker workers[4];
     pthread_t threads[4];
+    /* Every client connected before any thread starts: a thread's first cut would otherwise
+       reset a connection still being made (its CONNECT unanswered: the connect fails). */
+    for (int i = 0; i < 4; i++) workers[i] = (struct worker){store, client_of(store), 0};
     for (int i = 0; i < 4; i++) {
-        workers[i] = (struct worker){store, client_of(store), 0};
         CHECK(pthread_create(&threads[i], NULL, work, &workers[i]) == 0, "thread %d", i);
     }
     for (int i = 0; i < 4; i++) {
@@ -300,6 +305,10 @@ static void test_errors_and_stop(void) {
                  MQSTATE_STATUS_INVALID_ARGUMENT, "get NULL");
     CHECK_STATUS(mqstate_local_store_clear(NULL, &n), MQSTATE_STATUS_INVALID_ARGUMENT,
                  "clear NULL");
+    n = 7;
+    CHECK_STATUS(mqstate_local_store_held_requests(NULL, &n), MQSTATE_STATUS_INVALID_ARGUMENT,
+                 "held_requests NULL");
+    CHECK(n == 0, "the count is reset on failure");
     CHECK(mqstate_local_store_url(NULL) == NULL, "url of NULL");
     CHECK(mqstate_local_store_port(NULL) == 0, "port of NULL");
     CHECK(!mqstate_local_store_is_running(NULL), "NULL does not run");
@@ -327,6 +336,8 @@ static void test_errors_and_stop(void) {
     CHECK_STATUS(mqstate_local_store_get(store, (const uint8_t *)"k", 1, &(mqstate_value *){NULL}),
                  MQSTATE_STATUS_CLOSED, "get");
     CHECK_STATUS(mqstate_local_store_clear(store, &n), MQSTATE_STATUS_CLOSED, "clear");
+    CHECK_STATUS(mqstate_local_store_held_requests(store, &n), MQSTATE_STATUS_CLOSED,
+                 "held_requests");
     CHECK(strstr(last_error(), "stopped") != NULL, "says so: %s", last_error());
 
     /* A client of a stopped store is refused. */

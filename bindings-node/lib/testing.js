@@ -154,6 +154,17 @@ class LocalStore {
   clear () {
     return sync(() => this.#native.clear())
   }
+
+  /**
+   * How many requests a `pause()` holds now: they reached the store and wait for the pause to
+   * end. A test that pauses, sends a request, then cuts the connections or restarts waits
+   * until its request is counted here; otherwise the cut can come first, and the request is
+   * sent after the reconnection (and answered).
+   * @returns {number}
+   */
+  heldRequests () {
+    return sync(() => this.#native.heldRequests())
+  }
 }
 
 if (Symbol.asyncDispose) {

@@ -64,21 +64,25 @@ function main () {
   if (process.env.MQSTATE_NODE_FORCE_BUILD !== '1' && prebuilt()) return
   if (fs.existsSync(target) && process.env.MQSTATE_NODE_FORCE_BUILD !== '1') return
   const cargo = process.env.CARGO || 'cargo'
-  const probe = spawnSync(cargo, ['--version'], { encoding: 'utf8' })
+  const probe = spawnSync(cargo, ['-vV'], { encoding: 'utf8' })
   if (probe.error || probe.status !== 0) {
     fail(`Rust's cargo was not found (${cargo}); install Rust 1.89 or newer (https://rustup.rs) and install again`)
   }
+  // The host's triple, passed as --target the way the napi CLI builds: with a shared
+  // CARGO_TARGET_DIR the dependencies `napi build` compiled are reused, not built again.
+  const host = (/^host: (\S+)$/m.exec(probe.stdout) || [])[1]
+  if (!host) fail(`${cargo} -vV did not name the host triple:\n${probe.stdout}`)
   const toml = manifest()
   const profile = process.env.MQSTATE_NODE_PROFILE === 'debug' ? 'debug' : 'release'
   const targetDir = process.env.CARGO_TARGET_DIR
     ? path.resolve(process.env.CARGO_TARGET_DIR)
     : path.join(path.dirname(toml), 'target')
-  const args = ['build', '-p', 'mqstate-node', '--manifest-path', toml, '--target-dir', targetDir]
+  const args = ['build', '-p', 'mqstate-node', '--manifest-path', toml, '--target-dir', targetDir, '--target', host]
   if (profile === 'release') args.push('--release')
   console.error(`mqstate: building the native addon (${profile}): ${cargo} ${args.join(' ')}`)
   const build = spawnSync(cargo, args, { stdio: 'inherit' })
   if (build.error || build.status !== 0) fail(`cargo build failed (exit ${build.status}); see its output above`)
-  const built = path.join(targetDir, profile, libraryName())
+  const built = path.join(targetDir, host, profile, libraryName())
   if (!fs.existsSync(built)) fail(`cargo reported success but ${built} does not exist`)
   fs.copyFileSync(built, target)
   console.error(`mqstate: native addon built: ${path.basename(target)}`)

@@ -301,4 +301,11 @@ impl NativeLocalStore {
         let n = self.now(env, LocalStore::clear)?;
         Ok(u32::try_from(n).unwrap_or(u32::MAX))
     }
+
+    /// How many requests a pause holds now.
+    #[napi]
+    pub fn held_requests(&self, env: &Env) -> napi::Result<u32> {
+        let n = self.now(env, LocalStore::held_requests)?;
+        Ok(u32::try_from(n).unwrap_or(u32::MAX))
+    }
 }

@@ -145,15 +145,30 @@ export class LiveStore {
 }
 
 /** `mosquitto_sub` on the request topic: every request payload, in order. */
+/** What the wire tap publishes to its own topic to know it is subscribed. */
+const MARKER = 'mqstate-tap-subscribed'
+const MARKER_HEX = Buffer.from(MARKER).toString('hex')
+
 export class Tap {
   /** @param {number} port */
   static async start (port) {
     const tap = new Tap()
     tap.file = path.join(mkdtempSync(path.join(os.tmpdir(), 'mqstate-tap-')), 'tap.txt')
     const out = openSync(tap.file, 'a')
-    tap.proc = spawn('mosquitto_sub', ['-V', 'mqttv5', '-h', '127.0.0.1', '-p', String(port), '-t', REQUEST_TOPIC, '-F', '%x'],
+    // A topic of its own after the request topic: a message published there and seen proves
+    // both subscriptions are in place (a fixed sleep does not, on a busy machine).
+    const marker = `mqstate-tap/${process.pid}/${Math.random().toString(16).slice(2)}`
+    tap.proc = spawn('mosquitto_sub', ['-V', 'mqttv5', '-h', '127.0.0.1', '-p', String(port), '-t', REQUEST_TOPIC, '-t', marker, '-F', '%x'],
       { stdio: ['ignore', out, 'ignore'] })
-    await sleep(300) // subscribed
+    const deadline = Date.now() + 20000
+    while (!readFileSync(tap.file, 'utf8').includes(MARKER_HEX)) {
+      if (Date.now() > deadline) {
+        await tap.close()
+        throw new Error('the wire tap (mosquitto_sub) never subscribed')
+      }
+      spawnSync('mosquitto_pub', ['-V', 'mqttv5', '-h', '127.0.0.1', '-p', String(port), '-t', marker, '-m', MARKER])
+      await sleep(50)
+    }
     return tap
   }
 
@@ -165,7 +180,7 @@ export class Tap {
 
   /** Every request payload seen so far. */
   payloads () {
-    return readFileSync(this.file, 'utf8').split('\n').filter((l) => l.trim()).map((l) => Buffer.from(l.trim(), 'hex'))
+    return readFileSync(this.file, 'utf8').split('\n').map((l) => l.trim()).filter((l) => l && l !== MARKER_HEX).map((l) => Buffer.from(l, 'hex'))
   }
 
   /**

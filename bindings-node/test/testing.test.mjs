@@ -92,6 +92,7 @@ describe('a running store', () => {
     assert.throws(() => store.keys(), ClosedError)
     assert.throws(() => store.get('k'), ClosedError)
     assert.throws(() => store.clear(), ClosedError)
+    assert.throws(() => store.heldRequests(), ClosedError)
   })
 
   test('get: a Value with the version the client saw; keys: in byte order, by glob; clear: how many', () => withStore(async (store, client) => {
@@ -221,9 +222,13 @@ describe('faults', () => {
 
   test('restart: a call in flight fails with connection_lost', () => withStore(async (store, client) => {
     await client.set('k', 'v')
+    assert.equal(store.heldRequests(), 0)
     store.pause(5000)
     const pending = client.get('k', { timeoutMs: 10000 })
     pending.catch(() => {})
+    // Restarted before the request arrives, the store would answer it after the reconnect.
+    for (let i = 0; i < 4000 && store.heldRequests() === 0; i++) await new Promise((resolve) => setTimeout(resolve, 5))
+    assert.equal(store.heldRequests(), 1, 'the pause never held the request')
     await store.restart(true)
     await assert.rejects(pending, ConnectionLostError)
   }))

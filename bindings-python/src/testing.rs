@@ -211,6 +211,11 @@ impl NativeLocalStore {
         self.read(LocalStore::clear, int)
     }
 
+    /// How many requests a pause holds now.
+    fn held_requests(&self) -> PendingCall {
+        self.read(LocalStore::held_requests, int)
+    }
+
     fn __repr__(&self) -> String {
         format!(
             "<mqstate._mqstate.LocalStore url={:?} running={}>",

@@ -10,6 +10,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import List, Optional
 
@@ -130,21 +131,43 @@ class LiveStore:
         shutil.rmtree(self._dir, ignore_errors=True)
 
 
+_TAP_MARKER = b"mqstate-tap-subscribed"
+"""What the wire tap publishes to its own topic to know it is subscribed."""
+
+
 class Tap:
     """``mosquitto_sub`` on the request topic: every request payload, in order."""
 
     def __init__(self, port: int) -> None:
         self._out = tempfile.NamedTemporaryFile(prefix="mqstate-tap-", delete=False)
+        # A topic of its own after the request topic: a message published there and seen
+        # proves both subscriptions are in place (a fixed sleep does not, on a busy machine).
+        marker = f"mqstate-tap/{os.getpid()}/{uuid.uuid4().hex}"
         self._proc = subprocess.Popen(
             ["mosquitto_sub", "-V", "mqttv5", "-p", str(port), "-h", "127.0.0.1",
-             "-t", REQUEST_TOPIC, "-F", "%x"],
+             "-t", REQUEST_TOPIC, "-t", marker, "-F", "%x"],
             stdout=self._out, stderr=subprocess.DEVNULL,
         )
-        time.sleep(0.3)  # subscribed
+        deadline = time.monotonic() + 20
+        while not self._subscribed():
+            if time.monotonic() > deadline:
+                self.close()
+                raise RuntimeError("the wire tap (mosquitto_sub) never subscribed")
+            subprocess.run(
+                ["mosquitto_pub", "-V", "mqttv5", "-p", str(port), "-h", "127.0.0.1",
+                 "-t", marker, "-m", _TAP_MARKER.decode()],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False,
+            )
+            time.sleep(0.05)
+
+    def _subscribed(self) -> bool:
+        with open(self._out.name, "rb") as f:
+            return _TAP_MARKER.hex().encode() in f.read()
 
     def payloads(self) -> List[bytes]:
         with open(self._out.name, "rb") as f:
-            return [bytes.fromhex(line.strip().decode()) for line in f if line.strip()]
+            lines = (line.strip().decode() for line in f)
+            return [bytes.fromhex(line) for line in lines if line and line != _TAP_MARKER.hex()]
 
     def wait_for(self, *parts: bytes, timeout: float = 5.0) -> bool:
         """Whether a request containing every one of ``parts`` was seen within ``timeout``."""

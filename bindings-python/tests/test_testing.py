@@ -34,6 +34,8 @@ def test_start_url_port_stop() -> None:
     with pytest.raises(mqstate.ClosedError):
         store.cut_connections()
     with pytest.raises(mqstate.ClosedError):
+        store.held_requests()
+    with pytest.raises(mqstate.ClosedError):
         with store:
             pass
 
@@ -145,6 +147,34 @@ def test_pause_refuses_less_than_a_millisecond(mqstate_store: LocalStore, durati
 def test_pause_takes_seconds_not_booleans(mqstate_store: LocalStore) -> None:
     with pytest.raises(TypeError):
         mqstate_store.pause(True)  # bool is an int to mypy, not to the binding
+
+
+def test_restart_fails_a_held_request_with_connection_lost(
+    mqstate_store: LocalStore, mqstate_client: mqstate.Client
+) -> None:
+    mqstate_client.set("k", "v")
+    assert mqstate_store.held_requests() == 0
+    mqstate_store.pause(datetime.timedelta(seconds=5))
+    outcome: List[object] = []
+
+    def read() -> None:
+        try:
+            outcome.append(mqstate_client.get("k", timeout=10))
+        except mqstate.MqstateError as e:
+            outcome.append(e)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    # Restarted before the request arrives, the store would answer it after the reconnect.
+    for _ in range(4000):
+        if mqstate_store.held_requests() == 1:
+            break
+        threading.Event().wait(0.005)
+    assert mqstate_store.held_requests() == 1, "the pause never held the request"
+    mqstate_store.restart()
+    reader.join(20)
+    assert len(outcome) == 1 and isinstance(outcome[0], mqstate.ConnectionLostError), outcome
+    assert mqstate_store.held_requests() == 0
 
 
 @pytest.mark.parametrize("keep_data", [True, False])

@@ -231,6 +231,12 @@ impl LocalStore {
     pub fn clear(&self) -> Result<u64, MqstateError> {
         self.with(|emulator| Ok(u64::try_from(emulator.clear()?).unwrap_or(u64::MAX)))
     }
+
+    /// How many requests a pause holds now: they reached the store and wait for the pause
+    /// to end (a test waits for its own before it cuts the connections or restarts).
+    pub fn held_requests(&self) -> Result<u64, MqstateError> {
+        self.with(|emulator| Ok(u64::try_from(emulator.held_requests()?).unwrap_or(u64::MAX)))
+    }
 }
 
 #[cfg(test)]

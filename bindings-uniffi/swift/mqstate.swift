@@ -1368,6 +1368,12 @@ public protocol LocalStoreProtocol: AnyObject, Sendable {
     func get(key: Data) throws  -> Value?
     
     /**
+     * How many requests a pause holds now: they reached the store and wait for the pause
+     * to end (a test waits for its own before it cuts the connections or restarts).
+     */
+    func heldRequests() throws  -> UInt64
+    
+    /**
      * Whether the store runs (false after `stop`, or after a restart that failed).
      */
     func isRunning()  -> Bool
@@ -1534,6 +1540,19 @@ open func get(key: Data)throws  -> Value?  {
     uniffi_mqstate_uniffi_fn_method_localstore_get(
             self.uniffiCloneHandle(),
         FfiConverterData.lower(key),uniffiCallStatus
+    )
+})
+}
+    
+    /**
+     * How many requests a pause holds now: they reached the store and wait for the pause
+     * to end (a test waits for its own before it cuts the connections or restarts).
+     */
+open func heldRequests()throws  -> UInt64  {
+    return try  FfiConverterUInt64.lift(try rustCallWithError(FfiConverterTypeMqstateError_lift) {
+        uniffiCallStatus in
+    uniffi_mqstate_uniffi_fn_method_localstore_held_requests(
+            self.uniffiCloneHandle(),uniffiCallStatus
     )
 })
 }
@@ -5659,6 +5678,9 @@ private let initializationResult: InitializationResult = {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_mqstate_uniffi_checksum_method_localstore_get() != 54855) {
+        return InitializationResult.apiChecksumMismatch
+    }
+    if (uniffi_mqstate_uniffi_checksum_method_localstore_held_requests() != 8591) {
         return InitializationResult.apiChecksumMismatch
     }
     if (uniffi_mqstate_uniffi_checksum_method_localstore_is_running() != 48838) {

@@ -383,6 +383,11 @@ void uniffi_mqstate_uniffi_fn_method_localstore_fail_next(uint64_t ptr, uint32_t
 RustBuffer uniffi_mqstate_uniffi_fn_method_localstore_get(uint64_t ptr, RustBuffer key, RustCallStatus *_Nonnull out_status
 );
 #endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_METHOD_LOCALSTORE_HELD_REQUESTS
+#define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_METHOD_LOCALSTORE_HELD_REQUESTS
+uint64_t uniffi_mqstate_uniffi_fn_method_localstore_held_requests(uint64_t ptr, RustCallStatus *_Nonnull out_status
+);
+#endif
 #ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_METHOD_LOCALSTORE_IS_RUNNING
 #define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_FN_METHOD_LOCALSTORE_IS_RUNNING
 int8_t uniffi_mqstate_uniffi_fn_method_localstore_is_running(uint64_t ptr, RustCallStatus *_Nonnull out_status
@@ -1076,6 +1081,12 @@ uint16_t uniffi_mqstate_uniffi_checksum_method_localstore_fail_next(void
 #ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_METHOD_LOCALSTORE_GET
 #define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_METHOD_LOCALSTORE_GET
 uint16_t uniffi_mqstate_uniffi_checksum_method_localstore_get(void
+    
+);
+#endif
+#ifndef UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_METHOD_LOCALSTORE_HELD_REQUESTS
+#define UNIFFI_FFIDEF_UNIFFI_MQSTATE_UNIFFI_CHECKSUM_METHOD_LOCALSTORE_HELD_REQUESTS
+uint16_t uniffi_mqstate_uniffi_checksum_method_localstore_held_requests(void
     
 );
 #endif

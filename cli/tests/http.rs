@@ -201,7 +201,9 @@ fn prometheus_scrapes(http: u16, url: &str) {
             .spawn()
             .expect("prometheus runs (scripts/setup installs Debian's prometheus)"),
     );
+    // Its port opens before its storage is ready; until then the API answers 503.
     wait_port(web);
+    wait_status(web, "/-/ready", 200);
     let query = |q: &str| -> Option<f64> {
         let (status, body) = get(web, &format!("/api/v1/query?query={q}"));
         assert_eq!(status, 200, "{body}");

@@ -660,6 +660,12 @@ pub const TESTING_OPERATIONS: &[Operation] = &[
         options: &[],
         description: "deletes every key (notifying observers); how many it deleted",
     },
+    Operation {
+        owner: Owner::LocalStore,
+        name: "held_requests",
+        options: &[],
+        description: "how many requests a pause holds now (wait for yours to arrive before a restart or a cut)",
+    },
 ];
 
 /// The read-only properties of the local store for tests (owner [`Owner::LocalStore`]).

@@ -59,7 +59,7 @@ impl Faults {
     }
 
     /// How many requests a pause holds now (tests wait for one to be held before they act).
-    #[cfg(all(test, feature = "testing"))]
+    #[cfg(feature = "testing")]
     pub(crate) fn held(&self) -> usize {
         self.held.load(Ordering::SeqCst)
     }

@@ -137,6 +137,14 @@ impl LocalStore {
         Ok(())
     }
 
+    /// How many requests a [`pause`](LocalStore::pause) holds now: they reached the store
+    /// and wait for the pause to end. A test that pauses, sends a request, then cuts or
+    /// restarts waits until its request is counted here; otherwise the cut can come before
+    /// the request arrives (it is then sent after the reconnection, and answered).
+    pub fn held_requests(&self) -> Result<usize, Error> {
+        Ok(self.running()?.faults().held())
+    }
+
     /// What `kill -9` and a restart do: every connection is reset (no DISCONNECT packet)
     /// and every MQTT session is lost, and the store comes back on the same port (clients reconnect by themselves, with new
     /// sessions: their requests in flight fail with `connection_lost`). With `keep_data`,
@@ -342,7 +350,7 @@ mod tests {
             tokio::spawn(async move { client.set("late", "x", persisted).await })
         };
         tokio::time::timeout(bound, async {
-            while store.running().unwrap().faults().held() == 0 {
+            while store.held_requests().unwrap() == 0 {
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
         })

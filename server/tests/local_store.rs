@@ -122,7 +122,14 @@ async fn a_restart_keeps_persisted_keys_only_with_keep_data() {
         let client = client.clone();
         tokio::spawn(async move { client.set("late", "x", SetOptions::default()).await })
     };
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    // Restarted before the request arrives, the store would answer it after the reconnect.
+    tokio::time::timeout(BOUND, async {
+        while store.held_requests().unwrap() == 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("the pause holds the request");
     store.restart(false).await.unwrap();
     let e = tokio::time::timeout(BOUND, in_flight)
         .await

@@ -181,6 +181,14 @@ class LocalStore:
         deleted: int = wait(self._running().clear())
         return deleted
 
+    def held_requests(self) -> int:
+        """How many requests a :meth:`pause` holds now: they reached the store and wait for
+        the pause to end. A test that pauses, sends a request, then cuts the connections or
+        restarts waits until its request is counted here; otherwise the cut can come first,
+        and the request is sent after the reconnection (and answered)."""
+        held: int = wait(self._running().held_requests())
+        return held
+
     def __repr__(self) -> str:
         if self._native is None:
             return f"<LocalStore {'stopped' if self._stopped else 'not started'}>"

@@ -780,6 +780,8 @@ internal object IntegrityCheckingUniffiLib {
     ): Int
     external fun uniffi_mqstate_uniffi_checksum_method_localstore_get(
     ): Int
+    external fun uniffi_mqstate_uniffi_checksum_method_localstore_held_requests(
+    ): Int
     external fun uniffi_mqstate_uniffi_checksum_method_localstore_is_running(
     ): Int
     external fun uniffi_mqstate_uniffi_checksum_method_localstore_keys(
@@ -924,6 +926,8 @@ internal object UniffiLib {
     ): Unit
     external fun uniffi_mqstate_uniffi_fn_method_localstore_get(`ptr`: Long,`key`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
     ): RustBuffer.ByValue
+    external fun uniffi_mqstate_uniffi_fn_method_localstore_held_requests(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
+    ): Long
     external fun uniffi_mqstate_uniffi_fn_method_localstore_is_running(`ptr`: Long,uniffi_out_err: UniffiRustCallStatus, 
     ): Byte
     external fun uniffi_mqstate_uniffi_fn_method_localstore_keys(`ptr`: Long,`pattern`: RustBuffer.ByValue,uniffi_out_err: UniffiRustCallStatus, 
@@ -1228,6 +1232,9 @@ private fun uniffiCheckApiChecksums(lib: IntegrityCheckingUniffiLib) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_mqstate_uniffi_checksum_method_localstore_get() and 0xFFFF) != 54855) {
+        throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
+    }
+    if ((lib.uniffi_mqstate_uniffi_checksum_method_localstore_held_requests() and 0xFFFF) != 8591) {
         throw RuntimeException("UniFFI API checksum mismatch: try cleaning and rebuilding your project")
     }
     if ((lib.uniffi_mqstate_uniffi_checksum_method_localstore_is_running() and 0xFFFF) != 48838) {
@@ -3013,6 +3020,12 @@ public interface NativeLocalStoreInterface {
     fun `get`(`key`: kotlin.ByteArray): Value?
     
     /**
+     * How many requests a pause holds now: they reached the store and wait for the pause
+     * to end (a test waits for its own before it cuts the connections or restarts).
+     */
+    fun `heldRequests`(): kotlin.ULong
+    
+    /**
      * Whether the store runs (false after `stop`, or after a restart that failed).
      */
     fun `isRunning`(): kotlin.Boolean
@@ -3247,6 +3260,24 @@ open class NativeLocalStore: Disposable, AutoCloseable, NativeLocalStoreInterfac
         it,
         
         FfiConverterByteArray.lower(`key`),_status)
+}
+    }
+    )
+    }
+    
+
+    
+    /**
+     * How many requests a pause holds now: they reached the store and wait for the pause
+     * to end (a test waits for its own before it cuts the connections or restarts).
+     */
+    @Throws(NativeException::class)override fun `heldRequests`(): kotlin.ULong {
+            return FfiConverterULong.lift(
+    callWithHandle {
+    uniffiRustCallWithError(NativeException) { _status ->
+    UniffiLib.uniffi_mqstate_uniffi_fn_method_localstore_held_requests(
+        it,
+        _status)
 }
     }
     )

@@ -9,7 +9,9 @@ import kotlin.time.Duration.Companion.milliseconds
 import kotlin.time.Duration.Companion.seconds
 import kotlinx.coroutines.CoroutineStart
 import kotlinx.coroutines.async
+import kotlinx.coroutines.delay
 import kotlinx.coroutines.runBlocking
+import kotlinx.coroutines.withTimeout
 import mqstate.testing.LocalStore
 import mqstate.testing.LocalStoreExtension
 import org.junit.jupiter.api.Assertions.assertEquals
@@ -87,8 +89,11 @@ class LocalStoreTest {
     fun `a cut connection is resumed, and requests in flight complete`(store: LocalStore): Unit = runBlocking {
         clientOf(store).use { client ->
             client.set("k", "v")
-            store.pause(300.milliseconds)
-            val inFlight = async(start = CoroutineStart.UNDISPATCHED) { client.get("k") }   // sent, held by the pause
+            assertEquals(0, store.heldRequests())
+            store.pause(2.seconds)
+            val inFlight = async(start = CoroutineStart.UNDISPATCHED) { client.get("k") }
+            withTimeout(20.seconds) { while (store.heldRequests() == 0) delay(5) }   // it arrived
+            assertEquals(1, store.heldRequests())
             assertEquals(1, store.cutConnections())             // the one client's connection
             assertEquals("v", inFlight.await()?.text)           // answered through the new connection
             client.set("k", "w")
@@ -156,6 +161,7 @@ class LocalStoreTest {
         assertThrows<ClosedError> { store.keys() }
         assertThrows<ClosedError> { store.get("k") }
         assertThrows<ClosedError> { store.clear() }
+        assertThrows<ClosedError> { store.heldRequests() }
         assertThrows<ClosedError> { store.failNext(1, "quota_exceeded") }
         assertThrows<ClosedError> { store.pause(1.seconds) }
         assertThrows<ClosedError> { store.cutConnections() }

@@ -123,6 +123,14 @@ class LocalStore private constructor(private val native: NativeLocalStore) : Aut
     fun clear(): Int = open { native.clear() }.toInt()
 
     /**
+     * How many requests a [pause] holds now: they reached the store and wait for the pause
+     * to end. A test that pauses, sends a request, then cuts the connections or restarts
+     * waits until its request is counted here; otherwise the cut can come first, and the
+     * request is sent after the reconnection (and answered).
+     */
+    fun heldRequests(): Int = open { native.heldRequests() }.toInt()
+
+    /**
      * Stops the store, blocking until it has stopped (at most 10 s), and frees it. Calling
      * it again does nothing.
      */
