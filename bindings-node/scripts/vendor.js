@@ -1,8 +1,8 @@
 'use strict'
 // prepack: copies the Rust sources the addon is built from (the core crate, the emulator
 // crate `server` that `mqstate/testing` runs, the patched crates of third_party/ (the MQTT
-// broker it embeds, the MQTT client) and this binding crate, with a workspace manifest and the
-// lock file)
+// broker it embeds, the MQTT client), the workspace-hack crate and this binding crate, with a
+// workspace manifest and the lock file)
 // into rust/, so that the npm
 // tarball builds from source on its own (scripts/install.js). `--clean` (postpack) removes
 // the copy again. Nothing here is needed when building inside the repository.
@@ -29,7 +29,7 @@ const manifest = fs.readFileSync(path.join(root, 'Cargo.toml'), 'utf8')
 const members = /members = \[[^\]]*\]/
 if (!members.test(manifest)) throw new Error('vendor: the workspace manifest has no members list')
 const vendored = manifest
-  .replace(members, 'members = ["core", "server", "bindings-node"]')
+  .replace(members, 'members = ["core", "server", "bindings-node", "workspace-hack"]')
   .replace(/^default-members = \[[^\]]*\]\n/m, '')
   // Path dependencies other than these are not part of the tarball.
   .split('\n').filter((line) => !/path = "(?!core"|server"|third_party\/)/.test(line)).join('\n')
@@ -53,6 +53,11 @@ for (const crate of fs.readdirSync(path.join(root, 'third_party'))) {
     if (fs.existsSync(from)) copy(from, path.join(out, 'third_party', crate, item))
   }
 }
+// The feature-unifying crate (cargo hakari) the binding depends on: with it the dependencies
+// build with the feature set of the repository's builds (and reuse them in a shared
+// CARGO_TARGET_DIR).
+fs.mkdirSync(path.join(out, 'workspace-hack'))
+for (const item of ['Cargo.toml', 'build.rs', 'src']) copy(path.join(root, 'workspace-hack', item), path.join(out, 'workspace-hack', item))
 fs.mkdirSync(path.join(out, 'bindings-node'))
 for (const item of ['Cargo.toml', 'build.rs', 'src']) copy(path.join(pkg, item), path.join(out, 'bindings-node', item))
 console.log(`vendor: Rust sources copied into ${path.relative(process.cwd(), out) || out}`)
