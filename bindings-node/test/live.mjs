@@ -19,7 +19,7 @@ export const REQUEST_TOPIC = 'statestore/v1/FA9AE35F-2F64-47CD-9BFF-08E2B32A0FE8
 export function mqstateBin () {
   if (process.env.MQSTATE_BIN) return process.env.MQSTATE_BIN
   const target = process.env.CARGO_TARGET_DIR || path.join(projectRoot, 'target')
-  const bin = path.join(target, 'debug', 'mqstate')
+  const bin = path.join(target, process.env.CARGO_BUILD_TARGET || '', 'debug', 'mqstate')
   if (!existsSync(bin)) throw new Error(`${bin} is missing: build it with \`cargo build -p mqstate-cli\``)
   return bin
 }

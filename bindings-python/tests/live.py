@@ -24,7 +24,7 @@ def mqstate_bin() -> str:
     if override:
         return override
     target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
-    path = target / "debug" / "mqstate"
+    path = target / os.environ.get("CARGO_BUILD_TARGET", "") / "debug" / "mqstate"
     if not path.exists():
         raise RuntimeError(f"{path} is missing: build it with `cargo build -p mqstate-cli`")
     return str(path)

@@ -20,7 +20,8 @@ object LiveStore {
     val bin: String by lazy {
         System.getenv("MQSTATE_BIN")?.takeIf { it.isNotEmpty() } ?: run {
             val target = System.getenv("CARGO_TARGET_DIR")?.let(::File) ?: File(root, "target")
-            val bin = File(target, "debug/mqstate")
+            val triple = System.getenv("CARGO_BUILD_TARGET")?.takeIf { it.isNotEmpty() }
+            val bin = File(if (triple != null) File(target, triple) else target, "debug/mqstate")
             check(bin.canExecute()) { "$bin is missing: build it with `cargo build -p mqstate-cli` or set MQSTATE_BIN" }
             bin.path
         }
