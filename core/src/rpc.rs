@@ -92,7 +92,15 @@ impl Client {
             let props = properties.take().unwrap_or_else(|| envelope.properties());
             self.hand_over(correlation, payload.clone(), props, deadline, verb, timeout)
                 .await?;
-            match tokio::time::timeout_at(deadline, rx).await {
+            // A deadline already past once the request is handed over has run out. tokio's
+            // timer (1 ms resolution) would otherwise let a response that comes within that
+            // millisecond beat it: a timeout under one round trip would pass or fail by chance.
+            let waited = if Instant::now() >= deadline {
+                Err(())
+            } else {
+                tokio::time::timeout_at(deadline, rx).await.map_err(|_| ())
+            };
+            match waited {
                 Ok(Ok(Outcome::Answered(publish))) => break publish,
                 Ok(Ok(Outcome::Failed(e))) => return Err(e),
                 Ok(Ok(Outcome::Unrouted)) => {
@@ -115,7 +123,7 @@ impl Client {
                     session = shared.ready(deadline - Instant::now()).await?;
                 }
                 Ok(Err(_)) => return Err(Error::new(ErrorKind::Closed, "the client was closed")),
-                Err(_) => {
+                Err(()) => {
                     let cause = self.unanswered_cause(&correlation, timeout, &unrouted);
                     if !verb.changes_state() {
                         return Err(Error::new(
