@@ -480,21 +480,8 @@ pub unsafe extern "C" fn mqstate_local_store_clear(
     store: *const mqstate_local_store,
     deleted: *mut usize,
 ) -> mqstate_status {
-    boundary(|| {
-        // SAFETY: per the caller.
-        unsafe { put(deleted, 0) };
-        // SAFETY: per the caller.
-        let local = unsafe { enter(store) }?;
-        let n = call(&local, |slot| async move {
-            if slot.stopped {
-                return Err(stopped());
-            }
-            slot.store.clear()
-        })?;
-        // SAFETY: per the caller.
-        unsafe { put(deleted, n) };
-        Ok(())
-    })
+    // SAFETY: per the caller.
+    unsafe { count_into(store, deleted, LocalStore::clear) }
 }
 
 /// How many requests a `mqstate_local_store_pause` holds now (`*held`; 0 on failure): they
@@ -511,19 +498,33 @@ pub unsafe extern "C" fn mqstate_local_store_held_requests(
     store: *const mqstate_local_store,
     held: *mut usize,
 ) -> mqstate_status {
+    // SAFETY: per the caller.
+    unsafe { count_into(store, held, LocalStore::held_requests) }
+}
+
+/// Writes the count `read` gives of the running store to `*out` (0 first, so a failure leaves
+/// 0): the body of `mqstate_local_store_clear` and `mqstate_local_store_held_requests`.
+///
+/// # Safety
+/// `store` must be NULL or a live store; `out` NULL or writable.
+unsafe fn count_into(
+    store: *const mqstate_local_store,
+    out: *mut usize,
+    read: fn(&LocalStore) -> Result<usize, Error>,
+) -> mqstate_status {
     boundary(|| {
         // SAFETY: per the caller.
-        unsafe { put(held, 0) };
+        unsafe { put(out, 0) };
         // SAFETY: per the caller.
         let local = unsafe { enter(store) }?;
         let n = call(&local, |slot| async move {
             if slot.stopped {
                 return Err(stopped());
             }
-            slot.store.held_requests()
+            read(&slot.store)
         })?;
         // SAFETY: per the caller.
-        unsafe { put(held, n) };
+        unsafe { put(out, n) };
         Ok(())
     })
 }
