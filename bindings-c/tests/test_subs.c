@@ -213,6 +213,62 @@ static void test_fd(mqstate_client *c) {
     mqstate_subscription_free(sub);
 }
 
+struct fd_waiter {
+    mqstate_subscription *sub;
+    mqstate_status status;
+};
+
+static void *wait_next_forever(void *arg) {
+    struct fd_waiter *w = arg;
+    mqstate_sub_event *e = NULL;
+    do {
+        w->status = mqstate_subscription_next(w->sub, MQSTATE_WAIT_FOREVER, &e);
+        mqstate_sub_event_free(e);
+        e = NULL;
+    } while (w->status == MQSTATE_STATUS_OK);
+    return NULL;
+}
+
+/* In the file-descriptor mode mqstate_subscription_next waits on the descriptor: it times out
+ * after its timeout, takes an event (and its byte) when one comes, and ends closed when the
+ * subscription ends (here: its client is closed under a thread waiting without limit). */
+static void test_fd_next(void) {
+    mqstate_client *c = live_client();
+    char key[128];
+    mqstate_subscription *sub = NULL;
+    mqstate_sub_event *e = NULL;
+    int fd = -1;
+    if (c == NULL) {
+        return;
+    }
+    live_key(key, sizeof key, "fd-next");
+    CHECK_STATUS(mqstate_client_observe(c, (const uint8_t *)key, strlen(key), NULL, &sub),
+                 MQSTATE_STATUS_OK, "observe");
+    CHECK_STATUS(mqstate_subscription_fd(sub, &fd), MQSTATE_STATUS_OK, "fd");
+    uint64_t started = now_ms();
+    CHECK_STATUS(mqstate_subscription_next(sub, 100, &e), MQSTATE_STATUS_TIMEOUT,
+                 "next with nothing queued, fd mode");
+    uint64_t waited = now_ms() - started;
+    CHECK(waited >= 99, "it waited for its timeout (%llu ms)", (unsigned long long)waited);
+    CHECK(e == NULL, "no event on a timeout");
+    set_text(c, key, "a", NULL);
+    CHECK_STATUS(mqstate_subscription_next(sub, 5000, &e), MQSTATE_STATUS_OK,
+                 "next takes the event, fd mode");
+    CHECK(e != NULL, "an event");
+    mqstate_sub_event_free(e);
+    struct pollfd p = {fd, POLLIN, 0};
+    CHECK(poll(&p, 1, 0) == 0, "the event's byte went with it");
+    struct fd_waiter w = {sub, MQSTATE_STATUS_OK};
+    pthread_t t;
+    pthread_create(&t, NULL, wait_next_forever, &w);
+    sleep_ms(100);
+    mqstate_client_close(c);
+    pthread_join(t, NULL);
+    CHECK(w.status == MQSTATE_STATUS_CLOSED, "a waiting next ends closed with its client (%s)",
+          mqstate_status_name(w.status));
+    mqstate_subscription_free(sub);
+}
+
 void test_subscriptions(void) {
     mqstate_client *c = live_client();
     if (c == NULL) {
@@ -222,6 +278,7 @@ void test_subscriptions(void) {
     test_callback(c);
     test_fd(c);
     mqstate_client_close(c);
+    test_fd_next();
 }
 
 /* ---- threads: cancellation, and closing a client under other threads' feet ---------- */

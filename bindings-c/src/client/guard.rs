@@ -6,32 +6,55 @@
 //! promptly: their requests fail with `closed`), waits until the calls in flight have left,
 //! and only then frees the memory. Starting a call on a handle *after* its close has begun
 //! is the caller's error, as with any freed pointer.
+//!
+//! The count lives in a [`Gate`] shared (`Arc`) by the handle and every call inside it: the
+//! last call to leave a closing handle wakes the close through the gate, which its own
+//! reference keeps alive even once the close has freed the handle.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::time::Duration;
+use std::sync::{Arc, Condvar, Mutex};
 
 use crate::status::{Failure, mqstate_status};
 
 /// A handle's value with its in-flight call count.
 pub(crate) struct Guarded<T> {
     pub(crate) inner: T,
+    gate: Arc<Gate>,
+}
+
+/// The calls inside a handle and its close: a count, the closing flag, and where the close
+/// waits for the count to reach zero.
+#[derive(Default)]
+struct Gate {
     active: AtomicUsize,
     closing: AtomicBool,
+    left: Mutex<()>,
+    empty: Condvar,
 }
 
 /// A call inside a handle; leaving it (drop) lets a close proceed.
-pub(crate) struct Entered<'a, T>(&'a Guarded<T>);
+pub(crate) struct Entered<'a, T> {
+    guarded: &'a Guarded<T>,
+    gate: Arc<Gate>,
+}
 
 impl<T> std::ops::Deref for Entered<'_, T> {
     type Target = T;
     fn deref(&self) -> &T {
-        &self.0.inner
+        &self.guarded.inner
     }
 }
 
 impl<T> Drop for Entered<'_, T> {
     fn drop(&mut self) {
-        self.0.active.fetch_sub(1, Ordering::SeqCst);
+        // After the decrement the handle may be freed: only this call's own gate is used.
+        let gate = &self.gate;
+        if gate.active.fetch_sub(1, Ordering::SeqCst) == 1 && gate.closing.load(Ordering::SeqCst) {
+            // Under the lock: the close cannot be between its check of the count and its
+            // wait, so the wake-up is not lost.
+            let _left = gate.left.lock().unwrap_or_else(|e| e.into_inner());
+            gate.empty.notify_all();
+        }
     }
 }
 
@@ -39,16 +62,18 @@ impl<T> Guarded<T> {
     pub(crate) fn new(inner: T) -> Guarded<T> {
         Guarded {
             inner,
-            active: AtomicUsize::new(0),
-            closing: AtomicBool::new(false),
+            gate: Arc::default(),
         }
     }
 
     /// Enters the handle for one call; `closed` once its close has begun.
     pub(crate) fn enter(&self) -> Result<Entered<'_, T>, Failure> {
-        self.active.fetch_add(1, Ordering::SeqCst);
-        let entered = Entered(self);
-        if self.closing.load(Ordering::SeqCst) {
+        self.gate.active.fetch_add(1, Ordering::SeqCst);
+        let entered = Entered {
+            guarded: self,
+            gate: Arc::clone(&self.gate),
+        };
+        if self.gate.closing.load(Ordering::SeqCst) {
             return Err(Failure::new(mqstate_status::Closed, "the handle is closed"));
         }
         Ok(entered)
@@ -145,13 +170,17 @@ pub(crate) unsafe fn close<H: Handle>(ptr: *mut H, shutdown: impl FnOnce(&H::Inn
     }
     // SAFETY: per the caller, a live handle; nobody frees it but this function.
     let handle = unsafe { &*ptr }.guarded();
-    if handle.closing.swap(true, Ordering::SeqCst) {
+    let gate = Arc::clone(&handle.gate);
+    if gate.closing.swap(true, Ordering::SeqCst) {
         return; // a close is already under way on another thread
     }
     shutdown(&handle.inner);
-    while handle.active.load(Ordering::SeqCst) > 0 {
-        std::thread::sleep(Duration::from_millis(1));
+    // Woken by the last call to leave (no polling); the count is checked under the lock.
+    let mut left = gate.left.lock().unwrap_or_else(|e| e.into_inner());
+    while gate.active.load(Ordering::SeqCst) > 0 {
+        left = gate.empty.wait(left).unwrap_or_else(|e| e.into_inner());
     }
+    drop(left);
     // SAFETY: made by `Box::into_raw` in `new`, no call is inside, freed once.
     drop(unsafe { Box::from_raw(ptr) });
 }

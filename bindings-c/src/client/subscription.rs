@@ -160,7 +160,9 @@ fn drained(fd: Option<&FdQueue>, sub: &Subscription) -> bool {
         })
 }
 
-/// The next event of the descriptor's queue, waiting up to `limit` (`None`: without limit).
+/// The next event of the descriptor's queue, waiting up to `limit` (`None`: without limit)
+/// on the descriptor itself: each event writes a byte to it, and the end of the subscription
+/// closes its other end (the sink thread drops the writer after the last event).
 fn next_from_fd(
     q: &FdQueue,
     limit: Option<Duration>,
@@ -174,11 +176,31 @@ fn next_from_fd(
         if drained(Some(q), sub) {
             return Ok(None);
         }
-        if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
-            return Err(Failure::new(mqstate_status::Timeout, "no event is queued"));
-        }
-        std::thread::sleep(Duration::from_millis(1));
+        let wait = match deadline {
+            None => None,
+            Some(d) => match d.checked_duration_since(std::time::Instant::now()) {
+                Some(left) if !left.is_zero() => Some(left),
+                _ => return Err(Failure::new(mqstate_status::Timeout, "no event is queued")),
+            },
+        };
+        wait_readable(&q.reader, wait);
     }
+}
+
+/// Blocks until `socket` is readable (an event's byte, or the end of the stream) or `wait`
+/// (rounded up to a millisecond) has passed; an interrupted wait returns early.
+fn wait_readable(socket: &UnixStream, wait: Option<Duration>) {
+    let ms = wait.map_or(-1, |w| {
+        i32::try_from(w.as_micros().div_ceil(1000)).unwrap_or(i32::MAX)
+    });
+    let mut pfd = libc::pollfd {
+        fd: socket.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid `pollfd` for a descriptor this queue owns; poll only writes
+    // `revents`, and its result is re-checked by the caller's loop.
+    unsafe { libc::poll(&mut pfd, 1, ms) };
 }
 
 /// A C callback receiving events.
