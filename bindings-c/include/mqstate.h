@@ -1107,22 +1107,6 @@ uint32_t mqstate_error_callback_status(const struct mqstate_error *error);
 void mqstate_error_free(struct mqstate_error *error);
 
 /**
- * Waits until no mqstate call and no callback is in flight on any thread — up to
- * `timeout_ms` (0: do not wait, only look; `MQSTATE_WAIT_FOREVER`: without limit) — and returns true when that was
- * reached in time. It only waits: it closes, cancels and frees nothing (close clients,
- * free subscriptions and locks first; their calls then end). Meant for an `atexit` handler,
- * so that no library thread is inside a callback of a program that is exiting.
- */
-bool mqstate_wait_idle(uint32_t timeout_ms);
-
-/**
- * For a `pthread_atfork` child handler: the child gets a runtime of its own on first use;
- * clients connected before the fork return `MQSTATE_STATUS_UNSUPPORTED` there (connect
- * again). Without it, a child must not use mqstate at all if the parent had connected.
- */
-void mqstate_atfork_child(void);
-
-/**
  * A lock on `key` made from `client` (`options` may be NULL: the defaults); nothing is
  * sent yet. Free it with `mqstate_lock_free`. The lock outlives its client only in the
  * sense that its calls then fail with `CLOSED`. On failure `*out` is NULL.
@@ -1300,6 +1284,22 @@ mqstate_status mqstate_lock_edit(const struct mqstate_lock *lock,
                                  mqstate_edit_fn decide,
                                  void *ctx,
                                  const struct mqstate_cancel *cancel);
+
+/**
+ * Waits until no mqstate call and no callback is in flight on any thread — up to
+ * `timeout_ms` (0: do not wait, only look; `MQSTATE_WAIT_FOREVER`: without limit) — and returns true when that was
+ * reached in time. It only waits: it closes, cancels and frees nothing (close clients,
+ * free subscriptions and locks first; their calls then end). Meant for an `atexit` handler,
+ * so that no library thread is inside a callback of a program that is exiting.
+ */
+bool mqstate_wait_idle(uint32_t timeout_ms);
+
+/**
+ * For a `pthread_atfork` child handler: the child gets a runtime of its own on first use;
+ * clients connected before the fork return `MQSTATE_STATUS_UNSUPPORTED` there (connect
+ * again). Without it, a child must not use mqstate at all if the parent had connected.
+ */
+void mqstate_atfork_child(void);
 
 /**
  * Starts a scan of the keys matching the glob `pattern` (`pattern_len` bytes: `*` any run

@@ -9,6 +9,7 @@ pub mod cancel;
 pub mod election;
 pub mod error;
 pub mod lock;
+pub mod process;
 pub mod scan;
 pub mod settings;
 pub mod store;
