@@ -213,19 +213,24 @@ static void test_fd(mqstate_client *c) {
     mqstate_subscription_free(sub);
 }
 
-struct fd_waiter {
+/* A thread waiting in a call until the handle's client is closed under it. */
+struct waiter {
+    mqstate_lock *lock;
     mqstate_subscription *sub;
+    uint32_t timeout_ms; /* of each mqstate_subscription_next */
     mqstate_status status;
+    uint64_t returned_at;
 };
 
-static void *wait_next_forever(void *arg) {
-    struct fd_waiter *w = arg;
+static void *wait_next(void *arg) {
+    struct waiter *w = arg;
     mqstate_sub_event *e = NULL;
     do {
-        w->status = mqstate_subscription_next(w->sub, MQSTATE_WAIT_FOREVER, &e);
+        w->status = mqstate_subscription_next(w->sub, w->timeout_ms, &e);
         mqstate_sub_event_free(e);
         e = NULL;
     } while (w->status == MQSTATE_STATUS_OK);
+    w->returned_at = now_ms();
     return NULL;
 }
 
@@ -258,9 +263,9 @@ static void test_fd_next(void) {
     mqstate_sub_event_free(e);
     struct pollfd p = {fd, POLLIN, 0};
     CHECK(poll(&p, 1, 0) == 0, "the event's byte went with it");
-    struct fd_waiter w = {sub, MQSTATE_STATUS_OK};
+    struct waiter w = {NULL, sub, MQSTATE_WAIT_FOREVER, MQSTATE_STATUS_OK, 0};
     pthread_t t;
-    pthread_create(&t, NULL, wait_next_forever, &w);
+    pthread_create(&t, NULL, wait_next, &w);
     sleep_ms(100);
     mqstate_client_close(c);
     pthread_join(t, NULL);
@@ -295,28 +300,9 @@ static void *trigger_later(void *arg) {
     return NULL;
 }
 
-struct waiter {
-    mqstate_lock *lock;
-    mqstate_subscription *sub;
-    mqstate_status status;
-    uint64_t returned_at;
-};
-
 static void *wait_acquire(void *arg) {
     struct waiter *w = arg;
     w->status = mqstate_lock_acquire(w->lock, 5000, MQSTATE_WAIT_FOREVER, NULL, NULL);
-    w->returned_at = now_ms();
-    return NULL;
-}
-
-static void *wait_next(void *arg) {
-    struct waiter *w = arg;
-    mqstate_sub_event *e = NULL;
-    do {
-        w->status = mqstate_subscription_next(w->sub, 20000, &e);
-        mqstate_sub_event_free(e);
-        e = NULL;
-    } while (w->status == MQSTATE_STATUS_OK);
     w->returned_at = now_ms();
     return NULL;
 }
@@ -360,8 +346,8 @@ void test_threads(void) {
     live_key(watched, sizeof watched, "threads-watched");
     CHECK_STATUS(mqstate_client_observe(c, (const uint8_t *)watched, strlen(watched), NULL, &sub),
                  MQSTATE_STATUS_OK, "observe");
-    struct waiter acquire = {wanted, NULL, MQSTATE_STATUS_OK, 0};
-    struct waiter next = {NULL, sub, MQSTATE_STATUS_OK, 0};
+    struct waiter acquire = {wanted, NULL, 0, MQSTATE_STATUS_OK, 0};
+    struct waiter next = {NULL, sub, 20000, MQSTATE_STATUS_OK, 0};
     pthread_t ta, tn;
     pthread_create(&ta, NULL, wait_acquire, &acquire);
     pthread_create(&tn, NULL, wait_next, &next);
