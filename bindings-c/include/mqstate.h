@@ -1602,7 +1602,9 @@ mqstate_status mqstate_subscription_set_callback(const struct mqstate_subscripti
  * A file descriptor that is readable while events are queued (one byte per event); read
  * the events with `mqstate_subscription_try_next(sub, &event)`, which consumes the byte. The
  * descriptor belongs to the subscription (do not close it); it stays valid until
- * `mqstate_subscription_free`. Calling it again gives the same descriptor.
+ * `mqstate_subscription_free`. Calling it again gives the same descriptor. Unix only: on
+ * Windows (no descriptor a C event loop could wait on) it returns
+ * `MQSTATE_STATUS_UNSUPPORTED`; read with `mqstate_subscription_next` or a callback there.
  *
  * # Safety
  * `sub` must be a live subscription; `fd` writable.

@@ -25,7 +25,9 @@ function suffix () {
   if (platform === 'linux') {
     const report = /** @type {any} */ (process.report && process.report.getReport())
     const glibc = report && report.header && report.header.glibcVersionRuntime
-    return `linux-${arch}-${glibc ? 'gnu' : 'musl'}`
+    const libc = glibc ? 'gnu' : 'musl'
+    // 32-bit ARM: napi's name carries the float ABI (linux-arm-gnueabihf).
+    return `linux-${arch}-${arch === 'arm' ? `${libc}eabihf` : libc}`
   }
   if (platform === 'darwin') return `darwin-${arch}`
   if (platform === 'win32') return `win32-${arch}-msvc`

@@ -4,7 +4,6 @@
 
 use std::ffi::OsString;
 use std::io::{IsTerminal, Read};
-use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -19,9 +18,18 @@ use crate::output::{
     Format, bytes_fields, escape, print_json, print_line, print_raw, version_json, version_text,
 };
 
-/// The bytes of a command-line argument, exactly as given.
+/// The bytes of a command-line argument, exactly as given (on Windows, whose arguments are
+/// UTF-16, its UTF-8 encoding; an unpaired surrogate becomes U+FFFD).
 pub fn arg_bytes(arg: &OsString) -> Vec<u8> {
-    arg.as_bytes().to_vec()
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        arg.as_bytes().to_vec()
+    }
+    #[cfg(not(unix))]
+    {
+        arg.to_string_lossy().into_owned().into_bytes()
+    }
 }
 
 /// Parses a fencing token (an HLC: `wallclock:counter:node`).

@@ -4,7 +4,6 @@
 //! `MQSTATE_FENCING_TOKEN` (for `mqstate set --fencing-token`).
 
 use std::ffi::OsString;
-use std::os::unix::process::ExitStatusExt;
 use std::time::Duration;
 
 use clap::Args;
@@ -100,7 +99,7 @@ pub async fn lock(target: &Target, args: LockArgs) -> CliResult {
 
     // Ctrl-C goes to the whole foreground process group: the command gets it and decides;
     // this process keeps running (a handler is installed) to release the lock afterwards.
-    let mut sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+    let mut interrupts = crate::shutdown::Interrupts::install()
         .map_err(|e| Failure::new(STORE, format!("could not handle Ctrl-C: {e}")))?;
     let mut command = std::process::Command::new(&args.command[0]);
     command
@@ -123,7 +122,7 @@ pub async fn lock(target: &Target, args: LockArgs) -> CliResult {
     let status = loop {
         tokio::select! {
             status = &mut waiter => break status,
-            _ = sigint.recv() => continue,
+            _ = interrupts.recv() => continue,
             reason = lock.lost(), if lost_reason.is_none() => {
                 let reason = reason.unwrap_or(LossReason::Expired);
                 note(&format!(
@@ -131,9 +130,7 @@ pub async fn lock(target: &Target, args: LockArgs) -> CliResult {
                     describe(&reason)
                 ));
                 lost_reason = Some(reason);
-                let _ = std::process::Command::new("kill")
-                    .args(["-TERM", &pid.to_string()])
-                    .status();
+                crate::shutdown::terminate(pid);
             }
         }
     };
@@ -156,9 +153,20 @@ pub async fn lock(target: &Target, args: LockArgs) -> CliResult {
             "mqstate lock: could not release {shown} ({e}); it expires after its lease"
         ));
     }
-    let code = status
-        .code()
-        .or_else(|| status.signal().map(|s| 128 + s))
-        .unwrap_or(1);
+    let code = status.code().or_else(|| signal_code(&status)).unwrap_or(1);
     Ok(u8::try_from(code).unwrap_or(1))
+}
+
+/// A shell's exit code for a command killed by a signal (128 + its number); Unix only.
+fn signal_code(status: &std::process::ExitStatus) -> Option<i32> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        status.signal().map(|s| 128 + s)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = status;
+        None
+    }
 }

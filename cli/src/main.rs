@@ -57,6 +57,7 @@ mod lock_cmd;
 mod logging;
 mod output;
 mod serve;
+mod shutdown;
 mod watch;
 
 use failure::{CliResult, Failure};

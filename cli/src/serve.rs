@@ -338,7 +338,7 @@ async fn run(args: ServeArgs, listen: SocketAddr, fsync: Fsync) -> anyhow::Resul
         (None, None) => format!("on {}", config.listen),
     };
     // Handlers first: a Ctrl-C right after the "serving" line must shut down cleanly.
-    let signals = Signals::new()?;
+    let signals = crate::shutdown::Shutdown::install()?;
     let server = Server::start(config)
         .await
         .with_context(|| format!("could not start the state store {what}"))?;
@@ -368,28 +368,4 @@ async fn run(args: ServeArgs, listen: SocketAddr, fsync: Fsync) -> anyhow::Resul
     }
     server.shutdown_within(bound).await;
     Ok(())
-}
-
-/// SIGINT and SIGTERM, registered at creation.
-struct Signals {
-    int: tokio::signal::unix::Signal,
-    term: tokio::signal::unix::Signal,
-}
-
-impl Signals {
-    fn new() -> anyhow::Result<Signals> {
-        use tokio::signal::unix::{SignalKind, signal};
-        Ok(Signals {
-            int: signal(SignalKind::interrupt())?,
-            term: signal(SignalKind::terminate())?,
-        })
-    }
-
-    /// Waits for either; returns its name.
-    async fn wait(mut self) -> &'static str {
-        tokio::select! {
-            _ = self.int.recv() => "SIGINT",
-            _ = self.term.recv() => "SIGTERM",
-        }
-    }
 }

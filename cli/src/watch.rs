@@ -36,27 +36,6 @@ pub struct LeaderArgs {
     follow: bool,
 }
 
-/// Resolves on Ctrl-C or SIGTERM. The handlers are installed when this is called (not at
-/// the first poll), so a signal sent right after a "ready" note is never missed.
-pub fn interrupted() -> impl std::future::Future<Output = ()> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let int = signal(SignalKind::interrupt());
-    let term = signal(SignalKind::terminate());
-    async move {
-        match (int, term) {
-            (Ok(mut int), Ok(mut term)) => {
-                tokio::select! {
-                    _ = int.recv() => {}
-                    _ = term.recv() => {}
-                }
-            }
-            _ => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-}
-
 fn print_notification(format: Format, n: &KeyNotification) -> CliResult<()> {
     match format {
         Format::Json => {
@@ -131,7 +110,7 @@ pub async fn watch(target: &Target, format: Format, args: WatchArgs) -> CliResul
         });
     }
     drop(tx);
-    let stop = interrupted();
+    let stop = crate::shutdown::requested();
     tokio::pin!(stop);
     let names: Vec<String> = keys.iter().map(|k| escape(k)).collect();
     note(&format!("watching {} (Ctrl-C to stop)", names.join(", ")));
@@ -185,7 +164,7 @@ pub async fn leader(target: &Target, format: Format, args: LeaderArgs) -> CliRes
     if name.is_empty() {
         return Err(Failure::usage("the election name must not be empty"));
     }
-    let stop = interrupted();
+    let stop = crate::shutdown::requested();
     tokio::pin!(stop);
     let client = target.connect().await?;
     let lock = Lock::new(&client, &name).map_err(|e| target.fail(&e))?;

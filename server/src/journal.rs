@@ -53,7 +53,6 @@
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Write};
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, mpsc};
@@ -750,7 +749,7 @@ fn copy_live(
         let mut moved = Vec::with_capacity(spans.len());
         for (key, offset, len) in spans {
             record.resize(*len as usize, 0);
-            source.read_exact_at(&mut record, *offset)?;
+            read_exact_at(&source, &mut record, *offset)?;
             out.write_all(&record)?;
             moved.push((key.clone(), *offset, at));
             at += len;
@@ -769,13 +768,36 @@ fn copy_live(
     result
 }
 
+/// Reads exactly `buf.len()` bytes of `file` at `offset`: `pread` on Unix (no cursor moves);
+/// on Windows `seek_read`, which moves this handle's cursor (the compaction's own handle,
+/// which reads only this way).
+fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileExt;
+        file.read_exact_at(buf, offset)
+    }
+    #[cfg(windows)]
+    {
+        use std::os::windows::fs::FileExt;
+        let mut done = 0;
+        while done < buf.len() {
+            match file.seek_read(&mut buf[done..], offset + done as u64)? {
+                0 => return Err(io::ErrorKind::UnexpectedEof.into()),
+                n => done += n,
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Appends bytes `from..to` of `source` to `out`, a megabyte at a time.
 fn copy_range(source: &File, from: u64, to: u64, out: &mut File) -> io::Result<()> {
     let mut buf = vec![0; (to - from).min(1 << 20) as usize];
     let mut at = from;
     while at < to {
         let n = (to - at).min(buf.len() as u64) as usize;
-        source.read_exact_at(&mut buf[..n], at)?;
+        read_exact_at(source, &mut buf[..n], at)?;
         out.write_all(&buf[..n])?;
         at += n as u64;
     }

@@ -17,15 +17,13 @@
 
 use std::collections::VecDeque;
 use std::ffi::{c_int, c_void};
-use std::io::{Read, Write};
-use std::os::fd::AsRawFd;
-use std::os::unix::net::UnixStream;
 use std::sync::Mutex;
 use std::time::Duration;
 
 use mqstate::bridge::{Event, Subscription};
 
 pub mod event;
+mod wakeup;
 
 pub use event::{mqstate_sub_event, mqstate_sub_event_type};
 
@@ -36,10 +34,10 @@ use crate::ffi::out_arg;
 use crate::status::{Failure, boundary, mqstate_status};
 
 /// The file-descriptor mode: events moved here by the sink thread, one byte per event in
-/// the socket pair.
+/// the wake-up channel.
 struct FdQueue {
     events: Mutex<VecDeque<Event>>,
-    reader: UnixStream,
+    reader: wakeup::Reader,
 }
 
 pub(crate) struct SubState {
@@ -143,8 +141,7 @@ impl FdQueue {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .pop_front()?;
-        let mut byte = [0u8; 1];
-        let _ = (&self.reader).read(&mut byte);
+        self.reader.consume();
         Some(event)
     }
 }
@@ -183,24 +180,8 @@ fn next_from_fd(
                 _ => return Err(Failure::new(mqstate_status::Timeout, "no event is queued")),
             },
         };
-        wait_readable(&q.reader, wait);
+        q.reader.wait(wait);
     }
-}
-
-/// Blocks until `socket` is readable (an event's byte, or the end of the stream) or `wait`
-/// (rounded up to a millisecond) has passed; an interrupted wait returns early.
-fn wait_readable(socket: &UnixStream, wait: Option<Duration>) {
-    let ms = wait.map_or(-1, |w| {
-        i32::try_from(w.as_micros().div_ceil(1000)).unwrap_or(i32::MAX)
-    });
-    let mut pfd = libc::pollfd {
-        fd: socket.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid `pollfd` for a descriptor this queue owns; poll only writes
-    // `revents`, and its result is re-checked by the caller's loop.
-    unsafe { libc::poll(&mut pfd, 1, ms) };
 }
 
 /// A C callback receiving events.
@@ -271,7 +252,9 @@ pub unsafe extern "C" fn mqstate_subscription_set_callback(
 /// A file descriptor that is readable while events are queued (one byte per event); read
 /// the events with `mqstate_subscription_try_next(sub, &event)`, which consumes the byte. The
 /// descriptor belongs to the subscription (do not close it); it stays valid until
-/// `mqstate_subscription_free`. Calling it again gives the same descriptor.
+/// `mqstate_subscription_free`. Calling it again gives the same descriptor. Unix only: on
+/// Windows (no descriptor a C event loop could wait on) it returns
+/// `MQSTATE_STATUS_UNSUPPORTED`; read with `mqstate_subscription_next` or a callback there.
 ///
 /// # Safety
 /// `sub` must be a live subscription; `fd` writable.
@@ -287,29 +270,24 @@ pub unsafe extern "C" fn mqstate_subscription_fd(
         let state = unsafe { guard::enter(sub, "sub") }?;
         let mut slot = state.fd.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(q) = slot.as_ref() {
-            *fd = q.reader.as_raw_fd();
+            *fd = q.reader.raw();
             return Ok(());
         }
-        let (reader, writer) = UnixStream::pair()
-            .map_err(|e| Failure::new(mqstate_status::Unsupported, format!("socketpair: {e}")))?;
-        reader
-            .set_nonblocking(true)
-            .map_err(|e| Failure::new(mqstate_status::Unsupported, format!("socketpair: {e}")))?;
+        let (reader, mut writer) = wakeup::pair()?;
         let q = std::sync::Arc::new(FdQueue {
             events: Mutex::new(VecDeque::new()),
             reader,
         });
         let sink_q = std::sync::Arc::clone(&q);
-        let mut writer = writer;
         state.sub.set_sink(move |event: Event| {
             sink_q
                 .events
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .push_back(event);
-            let _ = writer.write_all(&[1]);
+            writer.signal();
         })?;
-        *fd = q.reader.as_raw_fd();
+        *fd = q.reader.raw();
         *slot = Some(q);
         Ok(())
     })
