@@ -49,7 +49,7 @@ port="$(free_port)"
 "$CARGO_TARGET_DIR/release/mqstate" serve --listen "127.0.0.1:$port" >"$work/serve.log" 2>&1 &
 serve=$!
 pids+=("$serve")
-wait_port "$port" || { cat "$work/serve.log" >&2; exit 1; }
+wait_port "$serve" "$port" || { cat "$work/serve.log" >&2; exit 1; }
 url="mqtt://127.0.0.1:$port"
 echo_port="$(free_port)"
 "$work/pingpong" serve "$echo_port" &

@@ -28,7 +28,7 @@ mosquitto=/usr/sbin/mosquitto; command -v mosquitto >/dev/null && mosquitto="$(c
 "$mosquitto" -c "$work/mosquitto.conf" & mpid=$!
 spid=
 trap 'kill $spid $mpid 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
-wait_port "$port" || { echo "e2e: mosquitto did not start" >&2; exit 1; }
+wait_port "$mpid" "$port" || { echo "e2e: mosquitto did not start" >&2; exit 1; }
 
 echo "mosquitto $("$mosquitto" -h 2>/dev/null | head -1 | awk '{print $3}'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo; echo "## the client alone: mqstate client against an instant responder (no state store yet)"

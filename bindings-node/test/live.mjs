@@ -2,7 +2,7 @@
 // script builds) with its embedded broker, or behind Debian's mosquitto; a wire tap
 // (mosquitto_sub on the request topic) to see what the client really sends; free ports.
 import { spawn, spawnSync } from 'node:child_process'
-import { existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, openSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs'
 import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
@@ -37,22 +37,49 @@ export function freePort () {
 }
 
 /**
- * Waits until something listens on `port`.
+ * Whether process `pid` itself holds a socket listening on `port` (Linux `/proc`). A
+ * connect alone also succeeds when another test took the port and the process is exiting
+ * with "address in use": the test would then talk to someone else's broker.
+ * @param {number} pid
+ * @param {number} port
+ */
+export function listens (pid, port) {
+  const suffix = ':' + port.toString(16).toUpperCase().padStart(4, '0')
+  const inodes = new Set()
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let lines = []
+    try { lines = readFileSync(table, 'utf8').split('\n').slice(1) } catch { continue }
+    for (const line of lines) {
+      const cols = line.trim().split(/\s+/)
+      if (cols.length > 9 && cols[1].endsWith(suffix) && cols[3] === '0A') inodes.add(`socket:[${cols[9]}]`)
+    }
+  }
+  if (inodes.size === 0) return false
+  let fds = []
+  try { fds = readdirSync(`/proc/${pid}/fd`) } catch { return false }
+  return fds.some((fd) => {
+    try { return inodes.has(readlinkSync(`/proc/${pid}/fd/${fd}`)) } catch { return false }
+  })
+}
+
+/** The process exited before it listened: most often another test took its port. */
+export class PortLost extends Error {}
+
+/**
+ * Waits until `proc` itself listens on `port`; rejects with {@link PortLost} if it exits first.
+ * @param {import('node:child_process').ChildProcess} proc
  * @param {number} port
  * @param {number} [timeoutMs]
  */
-export async function waitPort (port, timeoutMs = 10000) {
+export async function waitListening (proc, port, timeoutMs = 10000) {
   const deadline = Date.now() + timeoutMs
-  while (Date.now() < deadline) {
-    const ok = await new Promise((resolve) => {
-      const socket = net.connect(port, '127.0.0.1')
-      socket.once('connect', () => { socket.destroy(); resolve(true) })
-      socket.once('error', () => resolve(false))
-    })
-    if (ok) return
-    await sleep(20)
+  while (!listens(proc.pid, port)) {
+    if (proc.exitCode !== null || proc.signalCode !== null) {
+      throw new PortLost(`the process exited (${proc.exitCode ?? proc.signalCode}) before it listened on ${port}`)
+    }
+    if (Date.now() > deadline) throw new Error(`pid ${proc.pid} does not listen on 127.0.0.1:${port} after ${timeoutMs} ms`)
+    await sleep(10)
   }
-  throw new Error(`nothing listens on 127.0.0.1:${port} after ${timeoutMs} ms`)
 }
 
 /**
@@ -88,11 +115,20 @@ export class LiveStore {
   /** @param {'embedded' | 'mosquitto'} kind */
   static async start (kind) {
     const live = new LiveStore(kind)
-    live.port = await freePort()
-    live.url = `mqtt://127.0.0.1:${live.port}`
-    if (kind === 'mosquitto') await live.startBroker()
-    await live.startStore()
-    return live
+    // A free port can be taken by another test before the listener binds it: then start
+    // again on another one.
+    for (let attempt = 0; ; attempt++) {
+      live.port = await freePort()
+      live.url = `mqtt://127.0.0.1:${live.port}`
+      try {
+        if (kind === 'mosquitto') await live.startBroker()
+        await live.startStore()
+        return live
+      } catch (e) {
+        await live.stopBroker()
+        if (!(e instanceof PortLost) || attempt === 4) throw e
+      }
+    }
   }
 
   async startBroker () {
@@ -103,7 +139,7 @@ export class LiveStore {
     writeFileSync(conf, lines.join('\n') + '\n')
     const binary = existsSync('/usr/sbin/mosquitto') ? '/usr/sbin/mosquitto' : 'mosquitto'
     this.broker = spawn(binary, ['-c', conf], { stdio: 'ignore' })
-    await waitPort(this.port)
+    await waitListening(this.broker, this.port)
   }
 
   async startStore () {
@@ -117,8 +153,14 @@ export class LiveStore {
     // Ready once the server says so: subscribed to the request topic (a fixed pause was
     // too short on a loaded machine, and requests sent before the subscription are lost).
     const deadline = Date.now() + 15000
+    const store = this.store
     while (!readFileSync(file).subarray(from).includes('state store ready')) {
-      if (Date.now() > deadline) throw new Error(`mqstate serve not ready:\n${readFileSync(file, 'utf8').slice(from)}`)
+      const exited = store.exitCode !== null || store.signalCode !== null
+      if (exited || Date.now() > deadline) {
+        const said = readFileSync(file).subarray(from).toString('utf8')
+        const Class = exited && said.includes('in use') ? PortLost : Error
+        throw new Class(`mqstate serve not ready:\n${said}`)
+      }
       await sleep(20)
     }
   }

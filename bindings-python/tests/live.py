@@ -36,15 +36,50 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_port(port: int, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+def listens(pid: int, port: int) -> bool:
+    """Whether process ``pid`` itself holds a socket listening on ``port`` (Linux ``/proc``).
+
+    A connect alone also succeeds when another test took the port and the process is
+    exiting with "address in use": the test would then talk to someone else's broker."""
+    inodes: set[str] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
+            lines = Path(table).read_text().splitlines()[1:]
         except OSError:
-            time.sleep(0.02)
-    raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {timeout} s")
+            continue
+        for line in lines:
+            cols = line.split()
+            if len(cols) > 9 and cols[1].endswith(f":{port:04X}") and cols[3] == "0A":
+                inodes.add(f"socket:[{cols[9]}]")
+    if not inodes:
+        return False
+    fds = Path(f"/proc/{pid}/fd")
+    try:
+        entries = list(fds.iterdir())
+    except OSError:
+        return False
+    for fd in entries:
+        try:
+            if os.readlink(fd) in inodes:
+                return True
+        except OSError:
+            continue
+    return False
+
+
+class PortLost(RuntimeError):
+    """The process exited before it listened: most often another test took its port."""
+
+
+def wait_listening(proc: "subprocess.Popen[bytes]", port: int, timeout: float = 10.0) -> None:
+    """Waits until ``proc`` itself listens on ``port``; :class:`PortLost` if it exits first."""
+    deadline = time.monotonic() + timeout
+    while not listens(proc.pid, port):
+        if proc.poll() is not None:
+            raise PortLost(f"the process exited ({proc.returncode}) before it listened on {port}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"pid {proc.pid} does not listen on 127.0.0.1:{port} after {timeout} s")
+        time.sleep(0.01)
 
 
 class LiveStore:
@@ -54,14 +89,23 @@ class LiveStore:
 
     def __init__(self, kind: str) -> None:
         self.kind = kind
-        self.port = free_port()
-        self.url = f"mqtt://127.0.0.1:{self.port}"
         self._dir = tempfile.mkdtemp(prefix="mqstate-py-")
         self._broker: Optional[subprocess.Popen[bytes]] = None
         self._store: Optional[subprocess.Popen[bytes]] = None
-        if kind == "mosquitto":
-            self._start_broker()
-        self._start_store()
+        # A free port can be taken by another test before the listener binds it: then
+        # start again on another one.
+        for attempt in range(5):
+            self.port = free_port()
+            self.url = f"mqtt://127.0.0.1:{self.port}"
+            try:
+                if kind == "mosquitto":
+                    self._start_broker()
+                self._start_store()
+                return
+            except PortLost:
+                self._stop(self._broker)
+                if attempt == 4:
+                    raise
 
     def _start_broker(self) -> None:
         conf = Path(self._dir) / "mosquitto.conf"
@@ -80,7 +124,7 @@ class LiveStore:
         self._broker = subprocess.Popen(
             [binary, "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
-        wait_port(self.port)
+        wait_listening(self._broker, self.port)
 
     def _start_store(self) -> None:
         args = [mqstate_bin(), "serve"]
@@ -97,7 +141,9 @@ class LiveStore:
         deadline = time.monotonic() + 15
         while b"state store ready" not in path.read_bytes()[start:]:
             if time.monotonic() > deadline or self._store.poll() is not None:
-                raise RuntimeError("mqstate serve not ready:\n" + path.read_bytes()[start:].decode(errors="replace"))
+                said = path.read_bytes()[start:].decode(errors="replace")
+                lost = self._store.poll() is not None and "in use" in said
+                raise (PortLost if lost else RuntimeError)("mqstate serve not ready:\n" + said)
             time.sleep(0.02)
 
     def _stop(self, proc: Optional[subprocess.Popen[bytes]]) -> None:

@@ -563,7 +563,7 @@ fn lone_mosquitto(dir: &Path) -> (Proc, u16) {
         format!("listener {port} 127.0.0.1\nallow_anonymous true\n"),
     )
     .unwrap();
-    let broker = Proc(
+    let mut broker = Proc(
         Command::new(mosquitto())
             .arg("-c")
             .arg(&conf)
@@ -572,7 +572,7 @@ fn lone_mosquitto(dir: &Path) -> (Proc, u16) {
             .spawn()
             .unwrap(),
     );
-    wait_port(port);
+    wait_port(&mut broker.0, port);
     (broker, port)
 }
 
@@ -807,7 +807,7 @@ fn keys_in_a_pipe_that_closes_early_ends_quietly() {
 fn serve_honours_or_refuses_every_flag_it_is_given() {
     // -p is the port serve listens on (it used to be ignored, binding 1883).
     let port = free_port();
-    let _server = Proc(
+    let mut server = Proc(
         mqstate()
             .args(["serve", "-p", &port.to_string()])
             .stdout(Stdio::null())
@@ -815,7 +815,7 @@ fn serve_honours_or_refuses_every_flag_it_is_given() {
             .spawn()
             .unwrap(),
     );
-    wait_port(port);
+    wait_port(&mut server.0, port);
     let out = mqstate()
         .args(["-p", &port.to_string(), "set", "k", "v"])
         .output()
@@ -853,7 +853,7 @@ fn serve_honours_or_refuses_every_flag_it_is_given() {
 
     // A URL from the environment is not addressed to serve: not refused.
     let port = free_port();
-    let _server = Proc(
+    let mut server = Proc(
         mqstate()
             .args(["serve", "--listen", &port.to_string()])
             .env("MQSTATE_URL", "mqtt://127.0.0.1:1")
@@ -862,7 +862,7 @@ fn serve_honours_or_refuses_every_flag_it_is_given() {
             .spawn()
             .unwrap(),
     );
-    wait_port(port);
+    wait_port(&mut server.0, port);
 }
 
 /// `--listen` takes PORT, HOST:PORT (a name resolved) and [IPv6]:PORT.

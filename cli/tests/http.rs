@@ -71,7 +71,7 @@ fn health_readiness_and_metrics_through_a_broker() {
     let broker = Mosquitto::start().expect("mosquitto starts");
     let http = free_port();
     let data = tempfile::tempdir().unwrap();
-    let serve = Proc(
+    let mut serve = Proc(
         mqstate()
             .args(["serve", "--broker", &broker.url()])
             .args(["--http", &http.to_string()])
@@ -81,7 +81,7 @@ fn health_readiness_and_metrics_through_a_broker() {
             .spawn()
             .unwrap(),
     );
-    wait_port(http);
+    wait_port(&mut serve.0, http);
     assert_eq!(get(http, "/healthz"), (200, "ok\n".to_owned()));
     let ready = wait_status(http, "/readyz", 200);
     assert!(ready.starts_with("ready:"), "{ready}");
@@ -188,7 +188,7 @@ fn prometheus_scrapes(http: u16, url: &str) {
         ),
     )
     .unwrap();
-    let _prometheus = Proc(
+    let mut prometheus = Proc(
         Command::new("prometheus")
             .arg(format!("--config.file={}", config.display()))
             .arg(format!(
@@ -202,7 +202,7 @@ fn prometheus_scrapes(http: u16, url: &str) {
             .expect("prometheus runs (scripts/setup installs Debian's prometheus)"),
     );
     // Its port opens before its storage is ready; until then the API answers 503.
-    wait_port(web);
+    wait_port(&mut prometheus.0, web);
     wait_status(web, "/-/ready", 200);
     let query = |q: &str| -> Option<f64> {
         let (status, body) = get(web, &format!("/api/v1/query?query={q}"));

@@ -38,8 +38,8 @@ fn serve(extra: &[&str]) -> (Proc, String) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let proc = Proc(child);
-    wait_port(port);
+    let mut proc = Proc(child);
+    wait_port(&mut proc.0, port);
     (proc, format!("mqtt://127.0.0.1:{port}"))
 }
 

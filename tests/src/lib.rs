@@ -14,6 +14,7 @@
 //! (`scripts/setup-server` installs it).
 
 pub mod fixture;
+pub mod listening;
 pub mod mosquitto;
 pub mod pki;
 pub mod proxy;
@@ -21,6 +22,7 @@ pub mod raw;
 pub mod wire;
 
 pub use fixture::{BrokerKind, StateStoreFixture, server_config};
+pub use listening::wait_listening;
 pub use mosquitto::{Mosquitto, free_port};
 
 /// Installs a `tracing` subscriber for a test binary once (level from `RUST_LOG`, default

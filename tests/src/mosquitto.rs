@@ -16,12 +16,14 @@
 
 use std::fs::File;
 use std::io::{Error, ErrorKind, Result};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
+
+use crate::listening::listens;
 
 /// Where mosquitto is looked for when it is not on `PATH`.
 const SBIN: &str = "/usr/sbin/mosquitto";
@@ -158,7 +160,6 @@ impl Mosquitto {
             .stderr(log)
             .spawn()?;
         let deadline = Instant::now() + Duration::from_secs(10);
-        let addr = SocketAddr::from(([127, 0, 0, 1], self.port));
         loop {
             if let Some(status) = child.try_wait()? {
                 let log = std::fs::read_to_string(self.log_path()).unwrap_or_default();
@@ -172,7 +173,9 @@ impl Mosquitto {
                     format!("mosquitto exited with {status}: {}", log.trim()),
                 ));
             }
-            if TcpStream::connect_timeout(&addr, Duration::from_millis(100)).is_ok() {
+            // Its own listener: a connect alone also succeeds when another process took
+            // the port and this mosquitto is about to exit with "address in use".
+            if listens(child.id(), self.port) {
                 self.child = Some(child);
                 return Ok(());
             }
@@ -304,4 +307,29 @@ fn running_as_root() -> bool {
 /// A port that was free a moment ago on 127.0.0.1.
 pub fn free_port() -> Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The race of CI run 40: another process holds the port, so a connect succeeds while
+    /// this mosquitto exits with "address in use". The start must fail, not hand over the
+    /// other listener.
+    #[test]
+    fn a_port_held_by_another_process_is_a_failed_start() {
+        let holder = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut broker = Mosquitto {
+            child: None,
+            port: holder.local_addr().unwrap().port(),
+            persistence: false,
+            extra: String::new(),
+            sys_log: false,
+            nodelay: true,
+            dir: tempfile::tempdir().unwrap(),
+        };
+        let err = broker.spawn().unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::AddrInUse, "{err}");
+        assert!(broker.child.is_none());
+    }
 }

@@ -7,7 +7,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rand::{Rng, SeedableRng};
 
@@ -70,15 +70,10 @@ fn the_matcher_agrees_with_redis_on_random_patterns() {
         eprintln!("redis-server is not installed: the comparison with Redis is skipped");
         return;
     };
-    let _redis = Redis(child);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let stream = loop {
-        match TcpStream::connect(("127.0.0.1", port)) {
-            Ok(s) => break s,
-            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => panic!("redis did not start: {e}"),
-        }
-    };
+    let mut redis = Redis(child);
+    mqstate_tests::wait_listening(&mut redis.0, port, Duration::from_secs(10))
+        .unwrap_or_else(|e| panic!("redis did not start: {e}"));
+    let stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
     let mut conn = BufReader::new(stream);
     let seed: u64 = rand::random();
     println!("seed {seed}");

@@ -2,9 +2,9 @@
 //! killed on drop. Each test binary uses a part of it.
 #![allow(dead_code)]
 
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The `mqstate` binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_mqstate");
@@ -18,12 +18,12 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-/// Waits (up to 20 s) until 127.0.0.1:`port` accepts connections.
-pub fn wait_port(port: u16) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "nothing listens on {port}");
-        std::thread::sleep(Duration::from_millis(20));
+/// Waits (up to 20 s) until `child` itself listens on 127.0.0.1:`port`: a connect alone
+/// also succeeds when another test took the port and the child is exiting with "address
+/// in use".
+pub fn wait_port(child: &mut Child, port: u16) {
+    if let Err(e) = mqstate_tests::wait_listening(child, port, Duration::from_secs(20)) {
+        panic!("{e}");
     }
 }
 
@@ -69,8 +69,8 @@ pub fn serve_with(extra: &[&str]) -> Store {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let proc = Proc(child);
-    wait_port(port);
+    let mut proc = Proc(child);
+    wait_port(&mut proc.0, port);
     Store {
         url: format!("mqtt://127.0.0.1:{port}"),
         proc,

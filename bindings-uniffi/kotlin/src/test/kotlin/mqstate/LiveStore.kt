@@ -5,9 +5,7 @@
 package mqstate
 
 import java.io.File
-import java.net.InetSocketAddress
 import java.net.ServerSocket
-import java.net.Socket
 import java.nio.file.Files
 import java.util.UUID
 import java.util.concurrent.TimeUnit
@@ -36,11 +34,12 @@ object LiveStore {
     private fun start(): String {
         repeat(5) {
             val port = freePort()
+            val from = log.length()
             val p = ProcessBuilder(bin, "-v", "serve", "--listen", "127.0.0.1:$port")
                 .redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.appendTo(log))
                 .start()
-            if (waitPort(port, p)) {
+            if (waitReady(p, from)) {
                 process = p
                 Runtime.getRuntime().addShutdownHook(Thread { p.destroy(); p.waitFor(5, TimeUnit.SECONDS) })
                 return "mqtt://127.0.0.1:$port"
@@ -53,16 +52,18 @@ object LiveStore {
     /** A free TCP port on 127.0.0.1 (nothing listens on it once this returns). */
     fun freePort(): Int = ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress()).use { it.localPort }
 
-    private fun waitPort(port: Int, p: Process): Boolean {
+    /**
+     * Waits until this [p] says it is ready (its own listener bound), reading [log] from
+     * [from]. A connect alone also succeeds when another test took the port and [p] is
+     * exiting with "address in use"; false when [p] exits (then start on another port).
+     */
+    private fun waitReady(p: Process, from: Long): Boolean {
         val deadline = System.nanoTime() + 10_000_000_000L
         while (System.nanoTime() < deadline) {
             if (!p.isAlive) return false
-            try {
-                Socket().use { it.connect(InetSocketAddress("127.0.0.1", port), 200) }
-                return true
-            } catch (_: java.io.IOException) {
-                Thread.sleep(20)
-            }
+            val said = log.readBytes().let { String(it, from.toInt(), it.size - from.toInt()) }
+            if (said.contains("state store ready")) return true
+            Thread.sleep(20)
         }
         return false
     }
