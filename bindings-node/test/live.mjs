@@ -73,7 +73,7 @@ export class PortLost extends Error {}
  */
 export async function waitListening (proc, port, timeoutMs = 10000) {
   const deadline = Date.now() + timeoutMs
-  while (!listens(proc.pid, port)) {
+  while (!listens(proc.pid ?? -1, port)) {
     if (proc.exitCode !== null || proc.signalCode !== null) {
       throw new PortLost(`the process exited (${proc.exitCode ?? proc.signalCode}) before it listened on ${port}`)
     }

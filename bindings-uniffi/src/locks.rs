@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use mqstate::ElectionOptions as CoreElectionOptions;
 use mqstate::Error;
 use mqstate::bridge::{ElectionHandle, LockHandle, blocking_decide};
 use mqstate::lock::LockOptions as CoreLockOptions;
@@ -59,12 +60,11 @@ pub struct ElectionOptions {
 }
 
 impl ElectionOptions {
-    pub(crate) fn to_core(&self) -> Result<CoreLockOptions, MqstateError> {
-        Ok(CoreLockOptions {
-            holder: None,
+    pub(crate) fn to_core(&self) -> Result<CoreElectionOptions, MqstateError> {
+        Ok(CoreElectionOptions {
+            term: duration("term", self.term)?,
             session_id: self.session_id.clone(),
-            auto_renew: duration("renew_every", self.renew_every)?,
-            lease: duration("term", self.term)?,
+            renew_every: duration("renew_every", self.renew_every)?,
         })
     }
 }
@@ -185,7 +185,7 @@ impl Lock {
 
     /// The lock's status now.
     pub fn status(&self) -> LockStatus {
-        self.lock.state().into()
+        self.lock.status().into()
     }
 
     /// Renew automatically this often from the next acquire on (none: never).

@@ -9,8 +9,9 @@ use std::fmt;
 use std::time::Duration;
 
 use bytes::Bytes;
-use mqstate::bridge::{Event as CoreEvent, LockState, secs_to_duration};
+use mqstate::bridge::{Event as CoreEvent, secs_to_duration};
 use mqstate::codec::{KeyEvent, SetCondition as CoreCondition};
+use mqstate::lock::LockStatus as CoreLockStatus;
 use mqstate::lock::{Edit as CoreEdit, EditOutcome};
 use mqstate::vocabulary::{Language, Unit, option_name};
 use mqstate::{
@@ -341,16 +342,16 @@ pub enum LockStatus {
     },
 }
 
-impl From<LockState> for LockStatus {
-    fn from(s: LockState) -> LockStatus {
+impl From<CoreLockStatus> for LockStatus {
+    fn from(s: CoreLockStatus) -> LockStatus {
         match s {
-            LockState::NotHeld => LockStatus::NotHeld,
-            LockState::Held { token, lease } => LockStatus::Held {
+            CoreLockStatus::NotHeld => LockStatus::NotHeld,
+            CoreLockStatus::Held { token, lease, .. } => LockStatus::Held {
                 fencing_token: token.into(),
                 lease: lease.into(),
             },
-            LockState::Lost { reason, .. } => LockStatus::Lost {
-                reason: reason.to_owned(),
+            CoreLockStatus::Lost(reason) => LockStatus::Lost {
+                reason: reason.as_str().to_owned(),
             },
         }
     }

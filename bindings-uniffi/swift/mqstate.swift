@@ -4228,8 +4228,12 @@ public func FfiConverterTypeLockStatus_lower(_ value: LockStatus) -> RustBuffer 
 
 
 /**
- * Why an mqstate call failed. Every variant has the same fields; the variant is the family
- * of the stable `code`.
+ * Why an mqstate call failed: the stable `code` of the core's [`ERROR_TABLE`], the message,
+ * and whether a request was sent and may have been applied.
+ *
+ * One variant: what a code means, and which class names it, is the table's. The Kotlin layer
+ * throws the class of the code (`Errors.kt`, generated from the same table); Swift matches
+ * `.Failed` and reads `code`.
  */
 public 
 enum MqstateError: Swift.Error, Equatable, Hashable, Foundation.LocalizedError {
@@ -4237,183 +4241,14 @@ enum MqstateError: Swift.Error, Equatable, Hashable, Foundation.LocalizedError {
     
     
     /**
-     * `invalid_argument`: an argument the protocol cannot carry; nothing was sent.
+     * Every failure, named by its code.
      */
-    case InvalidArgument(
+    case Failed(
         /**
-         * The stable code (`mqstate::ERROR_TABLE`).
+         * The stable snake_case code (`mqstate::ERROR_TABLE`: `timeout`, `not_held`, …).
          */code: String, 
         /**
-         * What went wrong, for people.
-         */detail: String, 
-        /**
-         * Whether a request was sent and may have been applied.
-         */mayHaveApplied: Bool
-    )
-    /**
-     * `malformed`: bytes from the wire do not follow the protocol.
-     */
-    case Malformed(
-        /**
-         * The stable code.
-         */code: String, 
-        /**
-         * What went wrong, for people.
-         */detail: String, 
-        /**
-         * Whether a request was sent and may have been applied.
-         */mayHaveApplied: Bool
-    )
-    /**
-     * `clock_drift`, `clock_overflow`: the hybrid logical clock refused to move.
-     */
-    case Clock(
-        /**
-         * The stable code.
-         */code: String, 
-        /**
-         * What went wrong, for people.
-         */detail: String, 
-        /**
-         * Whether a request was sent and may have been applied.
-         */mayHaveApplied: Bool
-    )
-    /**
-     * A store error (`fencing_token_required`, `timestamp_skew`, … `unknown_store_error`):
-     * `detail` is the service's exact text.
-     */
-    case Store(
-        /**
-         * The stable code.
-         */code: String, 
-        /**
-         * The service's exact text.
-         */detail: String, 
-        /**
-         * Whether a request was sent and may have been applied.
-         */mayHaveApplied: Bool
-    )
-    /**
-     * `rpc_error`: the service's RPC layer refused the request.
-     */
-    case Rpc(
-        /**
-         * The stable code.
-         */code: String, 
-        /**
-         * The status and its details.
-         */detail: String, 
-        /**
-         * Whether a request was sent and may have been applied.
-         */mayHaveApplied: Bool
-    )
-    /**
-     * `timeout`: no answer in time; check `may_have_applied` before retrying a write.
-     */
-    case Timeout(
-        /**
-         * The stable code.
-         */code: String, 
-        /**
-         * What went wrong, for people.
-         */detail: String, 
-        /**
-         * Whether a request was sent and may have been applied.
-         */mayHaveApplied: Bool
-    )
-    /**
-     * `connection_lost`: the connection went down with the request in flight, or is down.
-     */
-    case ConnectionLost(
-        /**
-         * The stable code.
-         */code: String, 
-        /**
-         * What went wrong, for people.
-         */detail: String, 
-        /**
-         * Whether a request was sent and may have been applied.
-         */mayHaveApplied: Bool
-    )
-    /**
-     * `connect_failed`, `connect_refused`, `connect_timeout`, `connect_unauthorized`, `tls`.
-     */
-    case Connect(
-        /**
-         * The stable code.
-         */code: String, 
-        /**
-         * What went wrong, for people.
-         */detail: String, 
-        /**
-         * Whether a request was sent and may have been applied.
-         */mayHaveApplied: Bool
-    )
-    /**
-     * `closed`: the client (or the object) was closed.
-     */
-    case Closed(
-        /**
-         * The stable code.
-         */code: String, 
-        /**
-         * What went wrong, for people.
-         */detail: String, 
-        /**
-         * Whether a request was sent and may have been applied.
-         */mayHaveApplied: Bool
-    )
-    /**
-     * `not_held`: the lock (or leadership) is not held.
-     */
-    case NotHeld(
-        /**
-         * The stable code.
-         */code: String, 
-        /**
-         * What went wrong, for people.
-         */detail: String, 
-        /**
-         * Whether a request was sent and may have been applied.
-         */mayHaveApplied: Bool
-    )
-    /**
-     * `cancelled`: the call was cancelled before it completed.
-     */
-    case Cancelled(
-        /**
-         * The stable code.
-         */code: String, 
-        /**
-         * What went wrong, for people.
-         */detail: String, 
-        /**
-         * Whether a request was sent and may have been applied.
-         */mayHaveApplied: Bool
-    )
-    /**
-     * `callback`: a callback (an edit function) failed.
-     */
-    case Callback(
-        /**
-         * The stable code.
-         */code: String, 
-        /**
-         * What went wrong, for people.
-         */detail: String, 
-        /**
-         * Whether a request was sent and may have been applied.
-         */mayHaveApplied: Bool
-    )
-    /**
-     * `unsupported`, and any code a later core adds.
-     */
-    case Other(
-        /**
-         * The stable code.
-         */code: String, 
-        /**
-         * What went wrong, for people.
+         * What went wrong, for people (a store error: the service's exact text).
          */detail: String, 
         /**
          * Whether a request was sent and may have been applied.
@@ -4448,67 +4283,7 @@ public struct FfiConverterTypeMqstateError: FfiConverterRustBuffer {
         
 
         
-        case 1: return .InvalidArgument(
-            code: try FfiConverterString.read(from: &buf), 
-            detail: try FfiConverterString.read(from: &buf), 
-            mayHaveApplied: try FfiConverterBool.read(from: &buf)
-            )
-        case 2: return .Malformed(
-            code: try FfiConverterString.read(from: &buf), 
-            detail: try FfiConverterString.read(from: &buf), 
-            mayHaveApplied: try FfiConverterBool.read(from: &buf)
-            )
-        case 3: return .Clock(
-            code: try FfiConverterString.read(from: &buf), 
-            detail: try FfiConverterString.read(from: &buf), 
-            mayHaveApplied: try FfiConverterBool.read(from: &buf)
-            )
-        case 4: return .Store(
-            code: try FfiConverterString.read(from: &buf), 
-            detail: try FfiConverterString.read(from: &buf), 
-            mayHaveApplied: try FfiConverterBool.read(from: &buf)
-            )
-        case 5: return .Rpc(
-            code: try FfiConverterString.read(from: &buf), 
-            detail: try FfiConverterString.read(from: &buf), 
-            mayHaveApplied: try FfiConverterBool.read(from: &buf)
-            )
-        case 6: return .Timeout(
-            code: try FfiConverterString.read(from: &buf), 
-            detail: try FfiConverterString.read(from: &buf), 
-            mayHaveApplied: try FfiConverterBool.read(from: &buf)
-            )
-        case 7: return .ConnectionLost(
-            code: try FfiConverterString.read(from: &buf), 
-            detail: try FfiConverterString.read(from: &buf), 
-            mayHaveApplied: try FfiConverterBool.read(from: &buf)
-            )
-        case 8: return .Connect(
-            code: try FfiConverterString.read(from: &buf), 
-            detail: try FfiConverterString.read(from: &buf), 
-            mayHaveApplied: try FfiConverterBool.read(from: &buf)
-            )
-        case 9: return .Closed(
-            code: try FfiConverterString.read(from: &buf), 
-            detail: try FfiConverterString.read(from: &buf), 
-            mayHaveApplied: try FfiConverterBool.read(from: &buf)
-            )
-        case 10: return .NotHeld(
-            code: try FfiConverterString.read(from: &buf), 
-            detail: try FfiConverterString.read(from: &buf), 
-            mayHaveApplied: try FfiConverterBool.read(from: &buf)
-            )
-        case 11: return .Cancelled(
-            code: try FfiConverterString.read(from: &buf), 
-            detail: try FfiConverterString.read(from: &buf), 
-            mayHaveApplied: try FfiConverterBool.read(from: &buf)
-            )
-        case 12: return .Callback(
-            code: try FfiConverterString.read(from: &buf), 
-            detail: try FfiConverterString.read(from: &buf), 
-            mayHaveApplied: try FfiConverterBool.read(from: &buf)
-            )
-        case 13: return .Other(
+        case 1: return .Failed(
             code: try FfiConverterString.read(from: &buf), 
             detail: try FfiConverterString.read(from: &buf), 
             mayHaveApplied: try FfiConverterBool.read(from: &buf)
@@ -4525,92 +4300,8 @@ public struct FfiConverterTypeMqstateError: FfiConverterRustBuffer {
 
         
         
-        case let .InvalidArgument(code,detail,mayHaveApplied):
+        case let .Failed(code,detail,mayHaveApplied):
             writeInt(&buf, Int32(1))
-            FfiConverterString.write(code, into: &buf)
-            FfiConverterString.write(detail, into: &buf)
-            FfiConverterBool.write(mayHaveApplied, into: &buf)
-            
-        
-        case let .Malformed(code,detail,mayHaveApplied):
-            writeInt(&buf, Int32(2))
-            FfiConverterString.write(code, into: &buf)
-            FfiConverterString.write(detail, into: &buf)
-            FfiConverterBool.write(mayHaveApplied, into: &buf)
-            
-        
-        case let .Clock(code,detail,mayHaveApplied):
-            writeInt(&buf, Int32(3))
-            FfiConverterString.write(code, into: &buf)
-            FfiConverterString.write(detail, into: &buf)
-            FfiConverterBool.write(mayHaveApplied, into: &buf)
-            
-        
-        case let .Store(code,detail,mayHaveApplied):
-            writeInt(&buf, Int32(4))
-            FfiConverterString.write(code, into: &buf)
-            FfiConverterString.write(detail, into: &buf)
-            FfiConverterBool.write(mayHaveApplied, into: &buf)
-            
-        
-        case let .Rpc(code,detail,mayHaveApplied):
-            writeInt(&buf, Int32(5))
-            FfiConverterString.write(code, into: &buf)
-            FfiConverterString.write(detail, into: &buf)
-            FfiConverterBool.write(mayHaveApplied, into: &buf)
-            
-        
-        case let .Timeout(code,detail,mayHaveApplied):
-            writeInt(&buf, Int32(6))
-            FfiConverterString.write(code, into: &buf)
-            FfiConverterString.write(detail, into: &buf)
-            FfiConverterBool.write(mayHaveApplied, into: &buf)
-            
-        
-        case let .ConnectionLost(code,detail,mayHaveApplied):
-            writeInt(&buf, Int32(7))
-            FfiConverterString.write(code, into: &buf)
-            FfiConverterString.write(detail, into: &buf)
-            FfiConverterBool.write(mayHaveApplied, into: &buf)
-            
-        
-        case let .Connect(code,detail,mayHaveApplied):
-            writeInt(&buf, Int32(8))
-            FfiConverterString.write(code, into: &buf)
-            FfiConverterString.write(detail, into: &buf)
-            FfiConverterBool.write(mayHaveApplied, into: &buf)
-            
-        
-        case let .Closed(code,detail,mayHaveApplied):
-            writeInt(&buf, Int32(9))
-            FfiConverterString.write(code, into: &buf)
-            FfiConverterString.write(detail, into: &buf)
-            FfiConverterBool.write(mayHaveApplied, into: &buf)
-            
-        
-        case let .NotHeld(code,detail,mayHaveApplied):
-            writeInt(&buf, Int32(10))
-            FfiConverterString.write(code, into: &buf)
-            FfiConverterString.write(detail, into: &buf)
-            FfiConverterBool.write(mayHaveApplied, into: &buf)
-            
-        
-        case let .Cancelled(code,detail,mayHaveApplied):
-            writeInt(&buf, Int32(11))
-            FfiConverterString.write(code, into: &buf)
-            FfiConverterString.write(detail, into: &buf)
-            FfiConverterBool.write(mayHaveApplied, into: &buf)
-            
-        
-        case let .Callback(code,detail,mayHaveApplied):
-            writeInt(&buf, Int32(12))
-            FfiConverterString.write(code, into: &buf)
-            FfiConverterString.write(detail, into: &buf)
-            FfiConverterBool.write(mayHaveApplied, into: &buf)
-            
-        
-        case let .Other(code,detail,mayHaveApplied):
-            writeInt(&buf, Int32(13))
             FfiConverterString.write(code, into: &buf)
             FfiConverterString.write(detail, into: &buf)
             FfiConverterBool.write(mayHaveApplied, into: &buf)

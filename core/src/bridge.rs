@@ -15,6 +15,8 @@
 //!   non-blocking or pushed to an [`EventSink`] on a dedicated thread;
 //! - [`LockHandle`] / [`ElectionHandle`]: locks and elections whose waits are cancellable
 //!   calls and whose decision callbacks are asynchronous and fallible;
+//! - [`CompletionQueue`]: how call outcomes reach a host's event-loop thread (asyncio,
+//!   Node), one wake-up per batch;
 //! - [`runtime`]: the runtime the library owns for callers that have none, and
 //!   [`runtime::wait_idle`] for exit hooks.
 //!
@@ -43,6 +45,7 @@
 //! ```
 
 mod call;
+mod completions;
 mod duration;
 mod lock;
 mod pager;
@@ -51,8 +54,9 @@ mod store;
 mod subscription;
 
 pub use call::{Call, Canceller};
+pub use completions::CompletionQueue;
 pub use duration::{millis_to_duration, secs_to_duration};
 pub use lock::{BoxFuture, Decide, ElectionHandle, Lead, LockHandle, blocking_decide};
 pub use pager::Pager;
 pub use store::{Settings, Store};
-pub use subscription::{Event, EventSink, LockState, Subscription};
+pub use subscription::{Event, EventSink, Subscription};

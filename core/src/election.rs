@@ -32,6 +32,30 @@ use tokio::time::Instant;
 use crate::lock::{HolderWatch, Lock, LockOptions, LockStatus, LossReason};
 use crate::{Client, Error, Hlc};
 
+/// How a candidate is set up, in the words every binding uses (`term`, `session_id`,
+/// `renew_every`); [`Store::election`](crate::bridge::Store::election) turns them into the
+/// lock's options (the term is the lease, the renewal period the lock's automatic renewal).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ElectionOptions {
+    /// The term of campaigns that name none; `None`: [`DEFAULT_LEASE`](crate::lock::DEFAULT_LEASE).
+    pub term: Option<Duration>,
+    /// A session id: the candidate id becomes `candidate:session`.
+    pub session_id: Option<String>,
+    /// How often the leader renews its term; `None`: a third of the term.
+    pub renew_every: Option<Duration>,
+}
+
+impl From<ElectionOptions> for LockOptions {
+    fn from(options: ElectionOptions) -> LockOptions {
+        LockOptions {
+            holder: None, // the candidate id
+            session_id: options.session_id,
+            auto_renew: options.renew_every,
+            lease: options.term,
+        }
+    }
+}
+
 /// A candidate in one election.
 #[derive(Debug)]
 pub struct Election {

@@ -64,7 +64,7 @@ pub use client::{
     SetOutcome, VdelOutcome, Versioned,
 };
 #[cfg(feature = "client")]
-pub use election::Election;
+pub use election::{Election, ElectionOptions};
 pub use envelope::MQTT_MAX_PACKET_SIZE;
 pub use error::{
     CallbackPayload, ERROR_BASE_CLASS, ERROR_FAMILIES, ERROR_TABLE, Error, ErrorInfo, ErrorKind,

@@ -107,6 +107,18 @@ pub enum LockStatus {
     Lost(LossReason),
 }
 
+impl LockStatus {
+    /// The status's name in every language: `not_held`, `held` or `lost` (the vocabulary's
+    /// [`LOCK_STATES`](crate::vocabulary::LOCK_STATES)).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            LockStatus::NotHeld => "not_held",
+            LockStatus::Held { .. } => "held",
+            LockStatus::Lost(_) => "lost",
+        }
+    }
+}
+
 /// Why a held lock was lost.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LossReason {
@@ -117,6 +129,26 @@ pub enum LossReason {
     /// A renewal failed (timeout, lost connection …): the lock is given up at once, although
     /// the service may still hold it for us until the lease runs out.
     RenewalFailed(Error),
+}
+
+impl LossReason {
+    /// The reason's name in every language: `expired`, `taken_over` or `renewal_failed` (the
+    /// vocabulary's [`LOSS_REASONS`](crate::vocabulary::LOSS_REASONS)).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            LossReason::Expired => "expired",
+            LossReason::TakenOver => "taken_over",
+            LossReason::RenewalFailed(_) => "renewal_failed",
+        }
+    }
+
+    /// The renewal's error, for `renewal_failed`.
+    pub fn error(&self) -> Option<&Error> {
+        match self {
+            LossReason::RenewalFailed(e) => Some(e),
+            _ => None,
+        }
+    }
 }
 
 /// A leased lock on one key for one holder id. Not `Clone`: one object owns the renewal.
@@ -401,5 +433,33 @@ impl Lock {
 impl Drop for Lock {
     fn drop(&mut self) {
         self.inner.stop_keeper();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vocabulary::{LOCK_STATES, LOSS_REASONS};
+
+    #[test]
+    fn status_and_reason_names_are_the_vocabulary() {
+        let held = LockStatus::Held {
+            token: Hlc::new(1, 0, "n").unwrap(),
+            lease: Duration::from_secs(1),
+            valid_until: Instant::now(),
+        };
+        let reasons = [
+            LossReason::Expired,
+            LossReason::TakenOver,
+            LossReason::RenewalFailed(Error::new(crate::ErrorKind::Timeout, "t")),
+        ];
+        let states = [
+            LockStatus::NotHeld,
+            held,
+            LockStatus::Lost(LossReason::Expired),
+        ];
+        assert_eq!(states.map(|s| s.as_str()), LOCK_STATES);
+        assert_eq!(reasons.clone().map(|r| r.as_str()), LOSS_REASONS);
+        assert_eq!(reasons.map(|r| r.error().is_some()), [false, false, true]);
     }
 }

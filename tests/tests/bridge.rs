@@ -9,8 +9,8 @@ use std::sync::{Arc, mpsc};
 use std::thread;
 use std::time::Duration;
 
-use mqstate::bridge::{Event, LockState, Settings, Store, Subscription};
-use mqstate::lock::{Edit, LockOptions};
+use mqstate::bridge::{Event, Settings, Store, Subscription};
+use mqstate::lock::{Edit, LockOptions, LockStatus};
 use mqstate::{Error, ErrorKind, GetOptions, ObserveOptions, SetOptions};
 use support::{Env, RawSubscriber, eventually, raw_subscriber};
 
@@ -356,26 +356,33 @@ async fn lock_status_and_holder_subscriptions() {
     let lock = store.lock("status-lock", LockOptions::default()).unwrap();
     let status = lock.watch_status();
     let holders = lock.watch_holder().await.unwrap();
-    assert_eq!(status.next().await, Some(Event::Status(LockState::NotHeld)));
+    assert_eq!(
+        status.next().await,
+        Some(Event::Status(LockStatus::NotHeld))
+    );
     match holders.next().await {
         Some(Event::Holder(h)) => assert_eq!(h.holder, None),
         other => panic!("{other:?}"),
     }
     let token = lock.try_acquire(Some(LEASE)).await.unwrap().unwrap();
-    assert_eq!(
-        status.next().await,
-        Some(Event::Status(LockState::Held {
-            token: token.clone(),
-            lease: LEASE
-        }))
-    );
+    match status.next().await {
+        Some(Event::Status(LockStatus::Held {
+            token: t, lease, ..
+        })) => {
+            assert_eq!((t, lease), (token.clone(), LEASE));
+        }
+        other => panic!("{other:?}"),
+    }
     match holders.next().await {
         Some(Event::Holder(h)) => assert_eq!(h.holder.as_deref(), Some(lock.holder_id())),
         other => panic!("{other:?}"),
     }
     assert_eq!(lock.fencing_token(), Some(token));
     assert!(lock.release().await.unwrap());
-    assert_eq!(status.next().await, Some(Event::Status(LockState::NotHeld)));
+    assert_eq!(
+        status.next().await,
+        Some(Event::Status(LockStatus::NotHeld))
+    );
     match holders.next().await {
         Some(Event::Holder(h)) => assert_eq!(h.holder, None),
         other => panic!("{other:?}"),
@@ -450,7 +457,10 @@ async fn status_subscriptions_end_when_their_client_closes() {
         .lock("status-close-lock", LockOptions::default())
         .unwrap();
     let status = lock.watch_status();
-    assert_eq!(status.next().await, Some(Event::Status(LockState::NotHeld)));
+    assert_eq!(
+        status.next().await,
+        Some(Event::Status(LockStatus::NotHeld))
+    );
     store.close().await.unwrap();
     let end = tokio::time::timeout(Duration::from_secs(5), status.next()).await;
     assert_eq!(end.expect("ends promptly"), None);

@@ -9,8 +9,8 @@
 use std::ffi::c_char;
 
 use mqstate::bridge::ElectionHandle;
-use mqstate::lock::LockOptions;
-use mqstate::{Error, ErrorKind};
+
+use mqstate::{ElectionOptions, Error, ErrorKind};
 
 use super::call::{flag_call, local_subscription, opt_str, subscription_call, text_call};
 use super::cancel::{mqstate_cancel, run};
@@ -72,14 +72,13 @@ pub unsafe extern "C" fn mqstate_election_new(
         };
         // SAFETY: per the caller.
         let o = unsafe { options.as_ref() };
-        let options = LockOptions {
+        let options = ElectionOptions {
+            term: timeout::option(o.map_or(0, |o| o.term_ms)),
             // SAFETY: per the caller.
             session_id: unsafe {
                 opt_str(o.map_or(std::ptr::null(), |o| o.session_id), "session_id")
             }?,
-            lease: timeout::option(o.map_or(0, |o| o.term_ms)),
-            auto_renew: timeout::option(o.map_or(0, |o| o.renew_every_ms)),
-            ..LockOptions::default()
+            renew_every: timeout::option(o.map_or(0, |o| o.renew_every_ms)),
         };
         let election = store.election(name, candidate, options)?;
         let id = election.candidate_id().to_owned();

@@ -8,8 +8,9 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use mqstate::bridge::{Event, LockState, millis_to_duration};
+use mqstate::bridge::{Event, millis_to_duration};
 use mqstate::codec::KeyEvent;
+use mqstate::lock::LockStatus;
 use mqstate::lock::{Edit, EditOutcome, HolderChange};
 use mqstate::{Error, KeyNotification, SetOutcome, Versioned};
 use napi::ValueType;
@@ -122,22 +123,22 @@ fn holder(h: HolderChange) -> RawEvent {
     }
 }
 
-fn status(s: LockState) -> RawEvent {
+fn status(s: LockStatus) -> RawEvent {
     let mut raw = RawEvent {
         kind: "status".into(),
         ..RawEvent::default()
     };
-    raw.state = Some(s.name().into());
+    raw.state = Some(s.as_str().into());
     match s {
-        LockState::NotHeld => {}
-        LockState::Held { token, lease } => {
+        LockStatus::NotHeld => {}
+        LockStatus::Held { token, lease, .. } => {
             raw.token = Some(Hlc::from(token));
             raw.lease_ms = Some(lease.as_millis() as f64);
         }
-        LockState::Lost { reason, error } => {
-            raw.reason = Some(reason.into());
-            raw.error_code = error.as_ref().map(|e| e.code().to_owned());
-            raw.error_message = error.map(|e| e.message().to_owned());
+        LockStatus::Lost(reason) => {
+            raw.reason = Some(reason.as_str().into());
+            raw.error_code = reason.error().map(|e| e.code().to_owned());
+            raw.error_message = reason.error().map(|e| e.message().to_owned());
         }
     }
     raw

@@ -5,10 +5,11 @@
 //! completion of a batch wakes that thread through one thread-safe function the
 //! environment keeps for the client's whole life ([`Settler`]), and the JS thread then
 //! settles every queued Promise at once: it converts each success and turns each error into
-//! the JS error object of [`crate::error::to_js`]. (One napi deferred per call would create
-//! and tear down a thread-safe function, with its libuv handle, per call.) The function
-//! holds the event loop only while some Promise is pending, so a closed client leaves
-//! nothing that keeps the process alive.
+//! the JS error object of [`crate::error::to_js`]. The queue and its one wake-up per batch
+//! are the bridge's [`CompletionQueue`], shared with the Python binding. (One napi deferred
+//! per call would create and tear down a thread-safe function, with its libuv handle, per
+//! call.) The function holds the event loop only while some Promise is pending, so a closed
+//! client leaves nothing that keeps the process alive.
 //!
 //! [`CancelHandle`] is what the JS layer passes (last argument) when the caller gave an
 //! `AbortSignal`: the call's canceller is attached to it, and `cancel()` — from the
@@ -18,9 +19,9 @@ use std::cell::RefCell;
 use std::ffi::c_void;
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
-use mqstate::bridge::{Call, Canceller};
+use mqstate::bridge::{Call, Canceller, CompletionQueue};
 use napi::bindgen_prelude::{ClassInstance, Env, Object, ToNapiValue};
 use napi::{JsError, check_status, sys};
 use napi_derive::napi;
@@ -141,20 +142,13 @@ type Settle = Box<dyn FnOnce(sys::napi_env) + Send>;
 pub(crate) struct Settler {
     /// Set once, right after the function is made.
     tsfn: AtomicPtr<sys::napi_threadsafe_function__>,
-    queue: Mutex<Queue>,
-}
-
-#[derive(Default)]
-struct Queue {
-    done: Vec<Settle>,
-    /// The JS thread has been woken and has not settled yet.
-    scheduled: bool,
-    /// The environment was torn down: nothing is settled any more.
-    closed: bool,
+    /// Closed when the environment is torn down: nothing is settled any more.
+    queue: CompletionQueue<Settle>,
 }
 
 // SAFETY: the thread-safe function may be called from any thread until it is finalized,
-// which `closed` (under the same lock) records; everything else is behind the lock.
+// which closing the queue (under the queue's lock) records; everything else is behind
+// that lock.
 unsafe impl Send for Settler {}
 // SAFETY: as for `Send`: shared use is the thread-safe function's calls and the lock.
 unsafe impl Sync for Settler {}
@@ -163,10 +157,6 @@ thread_local! {
     /// This JS thread's settler, with its environment and the Promises pending on it
     /// (touched only on this thread).
     static SETTLER: RefCell<Option<(sys::napi_env, Arc<Settler>, usize)>> = const { RefCell::new(None) };
-}
-
-fn lock(queue: &Mutex<Queue>) -> MutexGuard<'_, Queue> {
-    queue.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Settler {
@@ -196,7 +186,7 @@ impl Settler {
         // The context is a strong reference, given back in `finalize`.
         let settler = Arc::new(Settler {
             tsfn: AtomicPtr::new(ptr::null_mut()),
-            queue: Mutex::new(Queue::default()),
+            queue: CompletionQueue::new(),
         });
         let context = Arc::into_raw(Arc::clone(&settler)) as *mut c_void;
         let mut tsfn = ptr::null_mut();
@@ -248,23 +238,17 @@ impl Settler {
     /// On the completing thread: queues a settlement; the first of a batch wakes the JS
     /// thread.
     fn push(&self, settle: Settle) {
-        let mut queue = lock(&self.queue);
-        if queue.closed {
-            return;
-        }
-        queue.done.push(settle);
-        if std::mem::replace(&mut queue.scheduled, true) {
-            return;
-        }
-        // Under the lock, so that `finalize` cannot free the function meanwhile.
-        // SAFETY: not finalized (`closed` is false).
-        unsafe {
-            sys::napi_call_threadsafe_function(
-                self.tsfn(),
-                ptr::null_mut(),
-                sys::ThreadsafeFunctionCallMode::nonblocking,
-            )
-        };
+        // Under the queue's lock, so that `finalize` cannot free the function meanwhile.
+        self.queue.push_and_wake(settle, || {
+            // SAFETY: not finalized (the queue is not closed).
+            unsafe {
+                sys::napi_call_threadsafe_function(
+                    self.tsfn(),
+                    ptr::null_mut(),
+                    sys::ThreadsafeFunctionCallMode::nonblocking,
+                )
+            };
+        });
     }
 }
 
@@ -281,11 +265,7 @@ unsafe extern "C" fn settle_batch(
     }
     // SAFETY: the context is the settler the function holds a reference to.
     let settler = unsafe { &*(context as *const Settler) };
-    let done = {
-        let mut queue = lock(&settler.queue);
-        queue.scheduled = false;
-        std::mem::take(&mut queue.done)
-    };
+    let done = settler.queue.take();
     let settled = done.len();
     for settle in done {
         settle(env);
@@ -308,7 +288,5 @@ unsafe extern "C" fn settle_batch(
 unsafe extern "C" fn finalize(_env: sys::napi_env, _data: *mut c_void, context: *mut c_void) {
     // SAFETY: the reference given at creation, given back once.
     let settler = unsafe { Arc::from_raw(context as *const Settler) };
-    let mut queue = lock(&settler.queue);
-    queue.closed = true;
-    queue.done.clear();
+    settler.queue.close();
 }

@@ -4,7 +4,8 @@
 use mqstate::bridge::Store;
 use mqstate::codec::SetCondition;
 use mqstate::{
-    DelOptions, GetOptions, LockOptions, ObserveOptions, ScanOptions, SetOptions, VdelOutcome,
+    DelOptions, ElectionOptions, GetOptions, LockOptions, ObserveOptions, ScanOptions, SetOptions,
+    VdelOutcome,
 };
 use napi::bindgen_prelude::{Env, Object, Unknown};
 use napi_derive::napi;
@@ -221,11 +222,10 @@ impl NativeStore {
         session_id: Option<Unknown>,
         renew_every: Option<Unknown>,
     ) -> napi::Result<NativeElection> {
-        let options = LockOptions {
-            holder: None,
+        let options = ElectionOptions {
+            term: millis(env, term, "termMs")?,
             session_id: convert::text(env, session_id, "sessionId")?,
-            auto_renew: millis(env, renew_every, "renewEveryMs")?,
-            lease: millis(env, term, "termMs")?,
+            renew_every: millis(env, renew_every, "renewEveryMs")?,
         };
         let candidate = crate::args::string(env, candidate, "candidate")?;
         let name = bytes(env, name, "name")?;

@@ -2,8 +2,9 @@
 //! Python classes are built from (tuples, bytes, `Hlc`, floats of seconds).
 
 use bytes::Bytes;
-use mqstate::bridge::{Event, LockState};
+use mqstate::bridge::Event;
 use mqstate::codec::KeyEvent;
+use mqstate::lock::LockStatus;
 use mqstate::lock::{Edit, EditOutcome, HolderChange};
 use mqstate::{Error, Hlc, KeyNotification, Versioned};
 use pyo3::IntoPyObjectExt;
@@ -50,11 +51,11 @@ fn holder(py: Python<'_>, h: HolderChange) -> PyResult<Py<PyAny>> {
     ("holder", h.holder, version(py, h.version)?, h.resync).into_py_any(py)
 }
 
-fn status(py: Python<'_>, s: LockState) -> PyResult<Py<PyAny>> {
-    let name = s.name();
+fn status(py: Python<'_>, s: LockStatus) -> PyResult<Py<PyAny>> {
+    let name = s.as_str();
     match s {
-        LockState::NotHeld => ("status", name, py.None(), py.None(), py.None()).into_py_any(py),
-        LockState::Held { token, lease } => (
+        LockStatus::NotHeld => ("status", name, py.None(), py.None(), py.None()).into_py_any(py),
+        LockStatus::Held { token, lease, .. } => (
             "status",
             name,
             version(py, Some(token))?,
@@ -62,8 +63,8 @@ fn status(py: Python<'_>, s: LockState) -> PyResult<Py<PyAny>> {
             py.None(),
         )
             .into_py_any(py),
-        LockState::Lost { reason, .. } => {
-            ("status", name, py.None(), py.None(), reason).into_py_any(py)
+        LockStatus::Lost(reason) => {
+            ("status", name, py.None(), py.None(), reason.as_str()).into_py_any(py)
         }
     }
 }

@@ -11,7 +11,8 @@
 //!   thread, `Completions.settle` converts every queued outcome and settles its future, so
 //!   at high concurrency one wake-up settles many calls. An event loop without
 //!   `add_reader` (Windows' proactor) gives a `wake` function instead, called with the GIL
-//!   through the exit gate.
+//!   through the exit gate. The queue and its one-wake-up-per-batch rule are the bridge's
+//!   [`CompletionQueue`], shared with the Node binding.
 //!
 //! Either way the result is converted to Python objects on the caller's thread, with the GIL.
 
@@ -21,7 +22,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use mqstate::Error;
-use mqstate::bridge::{Call, Canceller};
+use mqstate::bridge::{Call, Canceller, CompletionQueue};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
@@ -173,39 +174,28 @@ enum Wake {
     Call(Py<PyAny>),
 }
 
-/// What library threads share with the loop: completed calls, and whether a wake-up is
-/// pending.
+/// What library threads share with the loop: completed calls, one wake-up per batch.
 struct Shared {
-    ready: Mutex<Ready>,
+    queue: CompletionQueue<(u64, Result<Converted, Error>)>,
     wake: Wake,
 }
 
-#[derive(Default)]
-struct Ready {
-    done: Vec<(u64, Result<Converted, Error>)>,
-    /// A wake-up is pending: the loop has not run `settle` since.
-    scheduled: bool,
-}
-
 impl Shared {
-    /// On the completing thread: queues the outcome, and wakes the loop unless a wake-up is
-    /// already pending.
+    /// On the completing thread: queues the outcome; the first of a batch wakes the loop.
     fn push(&self, token: u64, outcome: Result<Converted, Error>) {
-        let mut ready = lock(&self.ready);
-        ready.done.push((token, outcome));
-        if std::mem::replace(&mut ready.scheduled, true) {
-            return;
-        }
         match &self.wake {
-            // Written under the lock, so that `settle` (which reads it under the same lock)
-            // never waits for it. One byte at most is ever unread: the pipe cannot fill.
-            Wake::Pipe(writer) => {
+            // Written under the queue's lock, so that `settle` (which reads it under the
+            // same lock) never waits for it. One byte at most is ever unread: the pipe
+            // cannot fill.
+            Wake::Pipe(writer) => self.queue.push_and_wake((token, outcome), || {
                 let _ = (&*writer).write_all(&[1]);
-            }
+            }),
+            // Outside the lock: the call takes the GIL, which `settle` holds while it takes.
+            // The event loop is gone (closed) if the call fails: nobody waits any more.
             Wake::Call(wake) => {
-                drop(ready);
-                // The event loop is gone (closed) if this fails: nobody waits any more.
-                with_python(|py| wake.call0(py).map(drop).ok());
+                if self.queue.push((token, outcome)) {
+                    with_python(|py| wake.call0(py).map(drop).ok());
+                }
             }
         }
     }
@@ -245,7 +235,7 @@ impl Completions {
         };
         Ok(Completions {
             shared: Arc::new(Shared {
-                ready: Mutex::new(Ready::default()),
+                queue: CompletionQueue::new(),
                 wake,
             }),
             waiting: Mutex::new(Waiting::default()),
@@ -270,16 +260,12 @@ impl Completions {
     /// On the loop's thread: settles the future of every call completed since the last
     /// `settle` (cancelled futures are skipped); the next completion wakes the loop again.
     fn settle(&self, py: Python<'_>) -> PyResult<()> {
-        let done = {
-            let mut ready = lock(&self.shared.ready);
-            if std::mem::replace(&mut ready.scheduled, false)
-                && let Some(reader) = &self.reader
-            {
+        let done = self.shared.queue.take_with(|| {
+            if let Some(reader) = &self.reader {
                 let mut byte = [0u8; 1];
                 let _ = lock(reader).read(&mut byte);
             }
-            std::mem::take(&mut ready.done)
-        };
+        });
         for (token, outcome) in done {
             let Some(future) = lock(&self.waiting).futures.remove(&token) else {
                 continue;

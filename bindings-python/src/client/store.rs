@@ -7,7 +7,9 @@ use bytes::Bytes;
 use mqstate::bridge::{Pager, Settings, Store};
 use mqstate::codec::SetCondition;
 use mqstate::lock::LockOptions;
-use mqstate::{DelOptions, Error, GetOptions, Hlc, ObserveOptions, ScanOptions, SetOptions};
+use mqstate::{
+    DelOptions, ElectionOptions, Error, GetOptions, Hlc, ObserveOptions, ScanOptions, SetOptions,
+};
 use pyo3::IntoPyObjectExt;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -213,11 +215,10 @@ impl NativeStore {
         session_id: Option<String>,
         renew_every: Option<Seconds>,
     ) -> PyResult<NativeElection> {
-        let options = LockOptions {
-            holder: None,
+        let options = ElectionOptions {
+            term: duration("term", term)?,
             session_id,
-            auto_renew: duration("renew_every", renew_every)?,
-            lease: duration("term", term)?,
+            renew_every: duration("renew_every", renew_every)?,
         };
         let election = self
             .store

@@ -10,12 +10,12 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use super::{Call, Event, LockState, Store, Subscription};
+use super::{Call, Event, Store, Subscription};
 use crate::Versioned;
 use crate::election::Election;
 use crate::error::{Error, ErrorKind};
 use crate::hlc::Hlc;
-use crate::lock::{Edit, EditOutcome, Lock, LockOptions};
+use crate::lock::{Edit, EditOutcome, Lock, LockOptions, LockStatus};
 
 /// A boxed future, as callbacks from other languages return them.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
@@ -64,8 +64,8 @@ fn status_subscription(store: &Store, lock: &Lock) -> Subscription {
         };
         tokio::pin!(closed);
         loop {
-            let state = LockState::from(&*rx.borrow_and_update());
-            queue.push(Event::Status(state));
+            let status = rx.borrow_and_update().clone();
+            queue.push(Event::Status(status));
             tokio::select! {
                 changed = rx.changed() => if changed.is_err() { return },
                 () = &mut closed => return,
@@ -177,8 +177,8 @@ impl LockHandle {
     }
 
     /// The lock's status now.
-    pub fn state(&self) -> LockState {
-        LockState::from(&self.lock.status())
+    pub fn status(&self) -> LockStatus {
+        self.lock.status()
     }
 
     /// Sets the automatic renewal period (from the next acquire on).

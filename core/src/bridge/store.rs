@@ -230,14 +230,20 @@ impl Store {
         LockHandle::new(self.clone(), key.as_ref(), options)
     }
 
-    /// Candidate `candidate` in the election `name`.
+    /// Candidate `candidate` in the election `name`; `options` is an
+    /// [`ElectionOptions`](crate::ElectionOptions) (or the lock's own options).
     pub fn election(
         &self,
         name: impl AsRef<[u8]>,
         candidate: impl Into<String>,
-        options: LockOptions,
+        options: impl Into<LockOptions>,
     ) -> Result<ElectionHandle, Error> {
-        ElectionHandle::new(self.clone(), name.as_ref(), candidate.into(), options)
+        ElectionHandle::new(
+            self.clone(),
+            name.as_ref(),
+            candidate.into(),
+            options.into(),
+        )
     }
 
     /// A snapshot of the connection's history.

@@ -21,67 +21,9 @@ use tokio::task::AbortHandle;
 
 use super::runtime::{InFlight, on_runtime_thread};
 use crate::error::{Error, ErrorKind};
-use crate::hlc::Hlc;
-use crate::lock::{HolderChange, LockStatus, LossReason};
+use crate::lock::{HolderChange, LockStatus};
 use crate::observe::{EventQueue, Next};
 use crate::{KeyNotification, ObserverEvent};
-
-/// A lock's or a candidate's own status, without runtime types.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum LockState {
-    /// Not acquired, or released.
-    NotHeld,
-    /// Held with this fencing token for this lease.
-    Held {
-        /// The fencing token.
-        token: Hlc,
-        /// The lease (or term).
-        lease: Duration,
-    },
-    /// Was held and is no longer.
-    Lost {
-        /// `expired`, `taken_over` or `renewal_failed`.
-        reason: &'static str,
-        /// The renewal's error, for `renewal_failed`.
-        error: Option<Error>,
-    },
-}
-
-impl LockState {
-    /// The state's name in every language: `not_held`, `held` or `lost` (the vocabulary's
-    /// [`LOCK_STATES`](crate::vocabulary::LOCK_STATES)).
-    pub fn name(&self) -> &'static str {
-        match self {
-            LockState::NotHeld => crate::vocabulary::LOCK_STATES[0],
-            LockState::Held { .. } => crate::vocabulary::LOCK_STATES[1],
-            LockState::Lost { .. } => crate::vocabulary::LOCK_STATES[2],
-        }
-    }
-}
-
-impl From<&LockStatus> for LockState {
-    fn from(status: &LockStatus) -> LockState {
-        match status {
-            LockStatus::NotHeld => LockState::NotHeld,
-            LockStatus::Held { token, lease, .. } => LockState::Held {
-                token: token.clone(),
-                lease: *lease,
-            },
-            LockStatus::Lost(LossReason::Expired) => LockState::Lost {
-                reason: crate::vocabulary::LOSS_REASONS[0],
-                error: None,
-            },
-            LockStatus::Lost(LossReason::TakenOver) => LockState::Lost {
-                reason: crate::vocabulary::LOSS_REASONS[1],
-                error: None,
-            },
-            LockStatus::Lost(LossReason::RenewalFailed(e)) => LockState::Lost {
-                reason: crate::vocabulary::LOSS_REASONS[2],
-                error: Some(e.clone()),
-            },
-        }
-    }
-}
 
 /// One event of a [`Subscription`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -91,7 +33,7 @@ pub enum Event {
     /// A lock's holder (an election's leader) changed; the first event is the current one.
     Holder(HolderChange),
     /// This lock's (this candidate's) own status changed; the first event is the current one.
-    Status(LockState),
+    Status(LockStatus),
     /// After a reconnection the subscription could not be restored: changes are missed
     /// until [`Event::Restored`].
     Degraded {

@@ -5,8 +5,9 @@
 
 use std::ffi::{CString, c_char};
 
-use mqstate::bridge::{Event, LockState};
+use mqstate::bridge::Event;
 use mqstate::codec::KeyEvent;
+use mqstate::lock::LockStatus;
 
 use crate::client::text::put;
 
@@ -91,15 +92,15 @@ impl mqstate_sub_event {
                 e.version = h.version.and_then(|v| cstring(v.to_text()));
                 e.resync = h.resync;
             }
-            Event::Status(LockState::Held { token, lease }) => {
+            Event::Status(LockStatus::Held { token, lease, .. }) => {
                 e.kind = mqstate_sub_event_type::Held;
                 e.fencing_token = cstring(token.to_text());
                 e.lease_ms = u64::try_from(lease.as_millis()).unwrap_or(u64::MAX);
             }
-            Event::Status(LockState::NotHeld) => e.kind = mqstate_sub_event_type::NotHeld,
-            Event::Status(LockState::Lost { reason, .. }) => {
+            Event::Status(LockStatus::NotHeld) => e.kind = mqstate_sub_event_type::NotHeld,
+            Event::Status(LockStatus::Lost(reason)) => {
                 e.kind = mqstate_sub_event_type::Lost;
-                e.text = cstring(reason);
+                e.text = cstring(reason.as_str());
             }
             Event::Degraded { reason } => {
                 e.kind = mqstate_sub_event_type::Degraded;

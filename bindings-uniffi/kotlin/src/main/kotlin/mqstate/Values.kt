@@ -6,27 +6,9 @@ package mqstate
 
 internal fun String.bytes(): ByteArray = encodeToByteArray()
 
-/** The code, text and whether it may have been applied, of a raw-layer error. */
-private fun NativeException.parts(): Triple<String, String, Boolean> = when (this) {
-    is NativeException.InvalidArgument -> Triple(code, detail, mayHaveApplied)
-    is NativeException.Malformed -> Triple(code, detail, mayHaveApplied)
-    is NativeException.Clock -> Triple(code, detail, mayHaveApplied)
-    is NativeException.Store -> Triple(code, detail, mayHaveApplied)
-    is NativeException.Rpc -> Triple(code, detail, mayHaveApplied)
-    is NativeException.Timeout -> Triple(code, detail, mayHaveApplied)
-    is NativeException.ConnectionLost -> Triple(code, detail, mayHaveApplied)
-    is NativeException.Connect -> Triple(code, detail, mayHaveApplied)
-    is NativeException.Closed -> Triple(code, detail, mayHaveApplied)
-    is NativeException.NotHeld -> Triple(code, detail, mayHaveApplied)
-    is NativeException.Cancelled -> Triple(code, detail, mayHaveApplied)
-    is NativeException.Callback -> Triple(code, detail, mayHaveApplied)
-    is NativeException.Other -> Triple(code, detail, mayHaveApplied)
-}
-
 /** This raw-layer error as the class of its code. */
-internal fun NativeException.toMqstateError(): MqstateError {
-    val (code, detail, mayHaveApplied) = parts()
-    return MqstateError.of(code, detail, mayHaveApplied)
+internal fun NativeException.toMqstateError(): MqstateError = when (this) {
+    is NativeException.Failed -> MqstateError.of(code, detail, mayHaveApplied)
 }
 
 /** Runs one call of the raw layer, its error thrown as the class of its code. */
