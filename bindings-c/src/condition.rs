@@ -7,8 +7,7 @@ use std::ffi::c_char;
 
 use mqstate::codec::SetCondition;
 
-use crate::client::text::put;
-use crate::ffi::str_arg;
+use crate::ffi::{put, str_arg};
 use crate::status::{Failure, boundary, mqstate_status};
 
 /// The condition of a SET (spec §3). Passed to `mqstate_encode_set` as a `uint32_t`.

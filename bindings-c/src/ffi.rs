@@ -230,6 +230,17 @@ pub(crate) fn out_ptr<T>(out: *mut T) -> Result<*mut T, Failure> {
     }
 }
 
+/// Writes an optional scalar out-pointer.
+///
+/// # Safety
+/// `out` must be NULL or writable.
+pub(crate) unsafe fn put<T>(out: *mut T, value: T) {
+    if !out.is_null() {
+        // SAFETY: non-null and writable per the caller.
+        unsafe { out.write(value) };
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

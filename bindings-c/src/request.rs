@@ -330,7 +330,7 @@ pub unsafe extern "C" fn mqstate_request_token(
         _ => None,
     };
     // SAFETY: per the caller.
-    unsafe { crate::client::text::put(len, token.map_or(0, |t| t.len())) };
+    unsafe { crate::ffi::put(len, token.map_or(0, |t| t.len())) };
     token.map_or(ptr::null(), |t| bytes_ptr(t))
 }
 

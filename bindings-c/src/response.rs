@@ -221,7 +221,7 @@ pub unsafe extern "C" fn mqstate_response_key(
         _ => None,
     };
     // SAFETY: per the caller.
-    unsafe { crate::client::text::put(len, key.map_or(0, |k| k.len())) };
+    unsafe { crate::ffi::put(len, key.map_or(0, |k| k.len())) };
     key.map_or(ptr::null(), |k| bytes_ptr(k))
 }
 
@@ -244,7 +244,7 @@ pub unsafe extern "C" fn mqstate_response_token(
         _ => None,
     };
     // SAFETY: per the caller.
-    unsafe { crate::client::text::put(len, token.map_or(0, |t| t.len())) };
+    unsafe { crate::ffi::put(len, token.map_or(0, |t| t.len())) };
     token.map_or(ptr::null(), |t| bytes_ptr(t))
 }
 

@@ -17,7 +17,9 @@
 //! # Ok(()) }
 //! ```
 
+mod observer;
 mod options;
+mod request;
 mod resync;
 mod scan;
 
@@ -35,10 +37,10 @@ use crate::connection::options::{mqtt_options, off_loop};
 use crate::connection::{self, Shared};
 use crate::error::{Error, ErrorKind};
 use crate::hlc::{Clock, Hlc};
-use crate::observe::Observer;
 use crate::settings::ConnectionSettings;
 use crate::topics;
 
+pub use observer::Observer;
 pub use options::{
     ClientOptions, DEFAULT_OBSERVER_CAPACITY, DEFAULT_REQUEST_TIMEOUT, DelOptions, GetOptions,
     LinkInfo, MIN_EXPIRY, ObserveOptions, SetOptions, SetOutcome, VdelOutcome, Versioned,

@@ -14,6 +14,7 @@
 //! is unknown, and [`Error::callback_payload`] for an error raised by a user's callback,
 //! which a binding hands back to its caller unchanged.
 
+mod store_kind;
 mod table;
 
 use std::any::Any;
@@ -21,8 +22,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::codec::StoreErrorKind;
-
+pub use store_kind::StoreErrorKind;
 pub use table::{ERROR_BASE_CLASS, ERROR_FAMILIES, ERROR_TABLE, ErrorInfo};
 
 /// What went wrong, in a form a program can branch on.

@@ -50,5 +50,5 @@ pub mod testing;
 pub use access::SAT_METHOD;
 pub use config::{BrokerTarget, ServerConfig, TlsFiles};
 pub use connection::MOSQUITTO_SYS_LOG_LINES;
-pub use metrics::{Metrics, MetricsReader};
-pub use server::{Server, ServerHandle, Stats};
+pub use metrics::{Metrics, MetricsReader, Stats};
+pub use server::{Server, ServerHandle};

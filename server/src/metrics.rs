@@ -5,7 +5,6 @@
 //! exposed in the Prometheus format by `mqstate serve --http` (the CLI formats them; this
 //! crate has no HTTP or Prometheus dependency, so `LocalStore` stays small).
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -108,7 +107,7 @@ impl Recorder {
             .store(compactions, Ordering::Relaxed);
     }
 
-    fn snapshot(&self) -> RequestMetrics {
+    pub(crate) fn snapshot(&self) -> RequestMetrics {
         let requests = std::array::from_fn(|c| {
             std::array::from_fn(|o| self.requests[c][o].load(Ordering::Relaxed))
         });
@@ -155,41 +154,39 @@ impl RequestMetrics {
     }
 }
 
-/// A handle that reads the counters of a running server from anywhere (a metrics endpoint),
-/// without holding the [`ServerHandle`](crate::ServerHandle).
-#[derive(Clone, Debug)]
-pub struct MetricsReader {
-    pub(crate) counters: Arc<crate::outbox::Counters>,
-    pub(crate) sessions: Option<crate::embedded::SessionCounts>,
+/// A snapshot of the server's counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Requests received on the request topic.
+    pub requests: u64,
+    /// Requests dropped or answered with an RPC error.
+    pub rejected: u64,
+    /// Notifications handed to the broker.
+    pub notifications: u64,
+    /// Notifications dropped because their client's queue was full.
+    pub notifications_dropped: u64,
+    /// Responses dropped because the response queue was full.
+    pub responses_dropped: u64,
+    /// The longest any client's notification queue has been.
+    pub max_client_queue: u64,
+    /// KEYNOTIFY registrations dropped because their client disconnected.
+    pub registrations_dropped: u64,
+    /// Embedded broker: sessions kept without a connection that ended because more than
+    /// [`ServerConfig::max_offline_sessions`](crate::ServerConfig::max_offline_sessions)
+    /// were kept (the oldest first).
+    pub offline_sessions_ended: u64,
+    /// Embedded broker: MQTT sessions kept now for clients without a connection.
+    pub offline_sessions: u64,
 }
 
-impl MetricsReader {
-    /// The counters now.
-    pub fn read(&self) -> Metrics {
-        Metrics {
-            stats: self.stats(),
-            requests: self.counters.recorder.snapshot(),
-            sessions_online: self.sessions.as_ref().map(|s| s.online()),
-            sessions_offline: self.sessions.as_ref().map(|s| s.offline()),
-        }
-    }
-
-    /// Only the server's counters ([`ServerHandle::stats`](crate::ServerHandle::stats)),
-    /// without the request counters' snapshot.
-    pub fn stats(&self) -> crate::Stats {
-        let (offline, ended) = self
-            .sessions
-            .as_ref()
-            .map_or((0, 0), |s| (s.offline(), s.offline_ended()));
-        crate::server::stats_from(&self.counters, offline, ended)
-    }
-}
+/// Reads a running server's counters from anywhere (it lives with the server).
+pub use crate::server::MetricsReader;
 
 /// Everything the server counts, at one moment.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Metrics {
     /// The server's counters ([`ServerHandle::stats`](crate::ServerHandle::stats)).
-    pub stats: crate::Stats,
+    pub stats: Stats,
     /// Requests by command, outcome and latency; sizes of what the store holds.
     pub requests: RequestMetrics,
     /// Embedded broker: client connections open now (`None` behind `--broker`: the

@@ -25,6 +25,8 @@ use bytes::Bytes;
 use rumqttc::v5::mqttbytes::v5::PublishProperties;
 use tokio::sync::Notify;
 
+use crate::metrics::{Recorder, Stats};
+
 /// One PUBLISH the server sends (QoS 1, not retained).
 #[derive(Clone, Debug)]
 pub struct Message {
@@ -62,7 +64,24 @@ pub struct Counters {
     /// Registrations dropped because their client disconnected.
     pub registrations_dropped: AtomicU64,
     /// Requests by command and outcome, their latencies, and the store's sizes.
-    pub(crate) recorder: crate::metrics::Recorder,
+    pub(crate) recorder: Recorder,
+}
+
+impl Counters {
+    /// [`Stats`] from these counters and the embedded broker's session counts.
+    pub(crate) fn stats(&self, offline_sessions: u64, offline_sessions_ended: u64) -> Stats {
+        Stats {
+            requests: self.requests.load(Ordering::Relaxed),
+            rejected: self.rejected.load(Ordering::Relaxed),
+            notifications: self.notifications.load(Ordering::Relaxed),
+            notifications_dropped: self.notifications_dropped.load(Ordering::Relaxed),
+            responses_dropped: self.responses_dropped.load(Ordering::Relaxed),
+            max_client_queue: self.max_client_queue.load(Ordering::Relaxed),
+            registrations_dropped: self.registrations_dropped.load(Ordering::Relaxed),
+            offline_sessions_ended,
+            offline_sessions,
+        }
+    }
 }
 
 #[derive(Default)]

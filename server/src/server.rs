@@ -19,7 +19,7 @@ use crate::connection::Loop;
 use crate::connection::{self, ClientSink};
 use crate::embedded::{EmbeddedBroker, RouterSink, workers};
 use crate::journal::Journal;
-use crate::metrics::{Metrics, MetricsReader};
+use crate::metrics::{Metrics, Stats};
 use crate::outbox::{Counters, Outbox, Sink};
 use crate::service::{BrokerControl, Command, Service, now_ms};
 use crate::store::{StateMachine, StoreConfig};
@@ -30,31 +30,6 @@ const READY_TIMEOUT: Duration = Duration::from_secs(10);
 /// The local state store service.
 #[derive(Debug)]
 pub struct Server;
-
-/// A snapshot of the server's counters.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Stats {
-    /// Requests received on the request topic.
-    pub requests: u64,
-    /// Requests dropped or answered with an RPC error.
-    pub rejected: u64,
-    /// Notifications handed to the broker.
-    pub notifications: u64,
-    /// Notifications dropped because their client's queue was full.
-    pub notifications_dropped: u64,
-    /// Responses dropped because the response queue was full.
-    pub responses_dropped: u64,
-    /// The longest any client's notification queue has been.
-    pub max_client_queue: u64,
-    /// KEYNOTIFY registrations dropped because their client disconnected.
-    pub registrations_dropped: u64,
-    /// Embedded broker: sessions kept without a connection that ended because more than
-    /// [`ServerConfig::max_offline_sessions`](crate::ServerConfig::max_offline_sessions)
-    /// were kept (the oldest first).
-    pub offline_sessions_ended: u64,
-    /// Embedded broker: MQTT sessions kept now for clients without a connection.
-    pub offline_sessions: u64,
-}
 
 /// See [`ServerHandle::probe_settings`]: `internal` is the embedded broker's plain listener.
 fn probe_settings(
@@ -96,22 +71,33 @@ fn probe_settings(
     settings
 }
 
-/// [`Stats`] from the counters and the embedded broker's session counts.
-pub(crate) fn stats_from(
-    c: &Counters,
-    offline_sessions: u64,
-    offline_sessions_ended: u64,
-) -> Stats {
-    Stats {
-        requests: c.requests.load(Ordering::Relaxed),
-        rejected: c.rejected.load(Ordering::Relaxed),
-        notifications: c.notifications.load(Ordering::Relaxed),
-        notifications_dropped: c.notifications_dropped.load(Ordering::Relaxed),
-        responses_dropped: c.responses_dropped.load(Ordering::Relaxed),
-        max_client_queue: c.max_client_queue.load(Ordering::Relaxed),
-        registrations_dropped: c.registrations_dropped.load(Ordering::Relaxed),
-        offline_sessions_ended,
-        offline_sessions,
+/// A handle that reads the counters of a running server from anywhere (a metrics endpoint),
+/// without holding the [`ServerHandle`](crate::ServerHandle).
+#[derive(Clone, Debug)]
+pub struct MetricsReader {
+    pub(crate) counters: Arc<Counters>,
+    pub(crate) sessions: Option<crate::embedded::SessionCounts>,
+}
+
+impl MetricsReader {
+    /// The counters now.
+    pub fn read(&self) -> Metrics {
+        Metrics {
+            stats: self.stats(),
+            requests: self.counters.recorder.snapshot(),
+            sessions_online: self.sessions.as_ref().map(|s| s.online()),
+            sessions_offline: self.sessions.as_ref().map(|s| s.offline()),
+        }
+    }
+
+    /// Only the server's counters ([`ServerHandle::stats`](crate::ServerHandle::stats)),
+    /// without the request counters' snapshot.
+    pub fn stats(&self) -> Stats {
+        let (offline, ended) = self
+            .sessions
+            .as_ref()
+            .map_or((0, 0), |s| (s.offline(), s.offline_ended()));
+        self.counters.stats(offline, ended)
     }
 }
 

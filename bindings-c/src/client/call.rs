@@ -10,7 +10,8 @@ use mqstate::bridge::{Call, Subscription};
 use super::cancel::run;
 use super::guard;
 use super::subscription::{mqstate_subscription, new_subscription};
-use super::text::{put, put_string};
+use super::text::put_string;
+use crate::ffi::put;
 use crate::ffi::{out_arg, str_arg};
 use crate::status::{Failure, boundary, mqstate_status};
 

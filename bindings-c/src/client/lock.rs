@@ -20,8 +20,9 @@ use super::cancel::{mqstate_cancel, run};
 use super::guard;
 use super::store::{enter_client, mqstate_client};
 use super::subscription::mqstate_subscription;
-use super::text::{put, put_string, reset_string};
+use super::text::{put_string, reset_string};
 use super::timeout;
+use crate::ffi::put;
 use crate::ffi::{bytes_arg, out_arg};
 use crate::status::{Failure, boundary, mqstate_status};
 

@@ -16,8 +16,8 @@ use mqstate::bridge::{Canceller, Pager};
 use super::cancel::{mqstate_cancel, run};
 use super::guard;
 use super::store::{enter_client, mqstate_client};
-use super::text::put;
 use super::timeout;
+use crate::ffi::put;
 use crate::ffi::{bytes_arg, out_arg};
 use crate::status::{boundary, mqstate_status};
 

@@ -14,9 +14,10 @@ use super::cancel::{mqstate_cancel, run};
 use super::guard;
 use super::settings::mqstate_settings;
 use super::subscription::{mqstate_subscription, new_subscription};
-use super::text::{mqstate_value, new_value, put, put_string, reset_string};
+use super::text::{mqstate_value, new_value, put_string, reset_string};
 use super::timeout;
 use crate::condition::condition_arg;
+use crate::ffi::put;
 use crate::ffi::{bytes_arg, out_arg};
 use crate::status::{Failure, boundary, mqstate_status};
 

@@ -5,6 +5,7 @@ use std::ffi::{CString, c_char};
 use mqstate::Versioned;
 
 use super::guard;
+use crate::ffi::put;
 use crate::status::Failure;
 
 /// A NUL-terminated copy of `text` for C (free with `mqstate_string_free`).
@@ -39,17 +40,6 @@ pub(crate) unsafe fn reset_string(out: *mut *mut c_char) {
     if !out.is_null() {
         // SAFETY: non-null and writable per the caller.
         unsafe { out.write(std::ptr::null_mut()) };
-    }
-}
-
-/// Writes an optional scalar out-pointer.
-///
-/// # Safety
-/// `out` must be NULL or writable.
-pub(crate) unsafe fn put<T>(out: *mut T, value: T) {
-    if !out.is_null() {
-        // SAFETY: non-null and writable per the caller.
-        unsafe { out.write(value) };
     }
 }
 

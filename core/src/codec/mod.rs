@@ -17,8 +17,9 @@ mod scan;
 mod store_error;
 pub(crate) mod wire;
 
+pub use crate::error::StoreErrorKind;
 pub use notification::{KeyEvent, Notification};
 pub use request::{Request, SetCondition, Verb};
 pub use response::Response;
 pub use scan::ScanPage;
-pub use store_error::{StoreError, StoreErrorKind};
+pub use store_error::StoreError;

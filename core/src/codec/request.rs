@@ -9,9 +9,10 @@ use std::num::NonZeroU64;
 
 use bytes::Bytes;
 
-use super::store_error::{StoreError, StoreErrorKind};
+use super::store_error::StoreError;
 use super::wire::{self, Reader};
 use crate::error::Error;
+use crate::error::StoreErrorKind;
 
 /// The verbs of the state store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

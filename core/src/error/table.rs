@@ -10,7 +10,7 @@
 //! conditions only a binding knows (a C buffer too small, a caught panic).
 
 use super::ErrorKind;
-use crate::codec::StoreErrorKind;
+use super::StoreErrorKind;
 
 /// One row of [`ERROR_TABLE`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -9,7 +9,7 @@ use mqstate::bridge::Event;
 use mqstate::codec::KeyEvent;
 use mqstate::lock::LockStatus;
 
-use crate::client::text::put;
+use crate::ffi::put;
 
 /// What a subscription event is. `MQSTATE_SUB_EVENT_TYPE_NONE` (0) is no event: the type
 /// of a NULL event.
