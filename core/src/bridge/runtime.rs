@@ -34,6 +34,33 @@
 //! Blocking work (credentials, edit callbacks) goes to tokio's blocking pool, never to the
 //! thread driving the runtime.
 //!
+//! # States
+//!
+//! Who drives the runtime, and what moves it on (`drivers`, `wanted`, `background`,
+//! `hand_over` are the fields of the driver's `Library`):
+//!
+//! | state | driven by | moves on when | to |
+//! |---|---|---|---|
+//! | background | `mqstate-worker`, in `block_on` | a blocking waiter that is alone enters `drive`: `drivers` 0 → 1, then `hand_over` is notified if `background` | handing over |
+//! | handing over | the worker until it sees `drivers > 0` and leaves `block_on` (`background` false) | the waiter's `block_on` gets the runtime | waiters |
+//! | waiters | the lone blocking waiter; other waiters sleep on their call's slot and `want_driver` sets `wanted` | the last waiter leaves `drive`: `drivers` 1 → 0, and unparks the worker if `wanted` | lingering |
+//! | lingering | nobody: the worker sleeps in `park_timeout(LINGER)` | a waiter enters (`entries` moved): stays; `wanted`, or a whole `LINGER` without a new waiter | background |
+//!
+//! A call awaited by an executor or given a callback asks for a driver (`want_driver`): in
+//! *background* nothing changes; otherwise `wanted` is set, and the worker is unparked at
+//! once when no waiter drives, or by the last waiter to leave. The driving thread, out of
+//! work with no call in flight, spins up to [`SPIN`] before it sleeps in the kernel.
+//!
+//! # A plain runtime, to tell a hang of the hand-offs from one elsewhere
+//!
+//! `MQSTATE_RUNTIME=threaded` in a process's environment ([`RUNTIME_VARIABLE`], read when
+//! the runtime is made) replaces all of the above with a plain tokio multi-thread runtime of
+//! two workers: calls start as tasks at once, blocking waiters only sleep, nothing spins.
+//! Any binding runs on it unchanged (`MQSTATE_RUNTIME=threaded pytest …`,
+//! `MQSTATE_RUNTIME=threaded node --test …`, a C program): if a hang goes away, look here;
+//! if not, elsewhere. It costs a thread hop per call (docs/benchmarks.md, "Language
+//! bindings"). `scripts/test` runs the runtime's tests and the bridge suite on it.
+//!
 //! **fork()**: a child process inherits no threads, so the parent's runtime is dead there.
 //! A binding calls [`after_fork_in_child`] from its at-fork hook (Python's
 //! `os.register_at_fork`, C's `pthread_atfork`): the child then gets a runtime of its own on
@@ -50,7 +77,7 @@ use std::time::{Duration, Instant};
 
 use tokio::runtime::{Handle, Runtime};
 
-pub use driver::{LINGER, SPIN};
+pub use driver::{LINGER, RUNTIME_VARIABLE, SPIN, is_threaded};
 pub(crate) use driver::{Waiting, drive, is_shared, note_started, want_driver};
 
 static GENERATION: AtomicU64 = AtomicU64::new(0);

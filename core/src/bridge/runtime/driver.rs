@@ -1,7 +1,9 @@
 //! Who drives the library's runtime (see the [parent module](super)): a blocking waiter
 //! that is alone ([`Waiting`], [`drive`]), else the background thread, which hands the
 //! runtime over to such a waiter and takes it back [`LINGER`] after the last one; and the
-//! short wait for the next call before the driving thread sleeps ([`SPIN`]).
+//! short wait for the next call before the driving thread sleeps ([`SPIN`]). With
+//! `MQSTATE_RUNTIME=threaded` ([`RUNTIME_VARIABLE`]) none of this runs: a plain multi-thread
+//! runtime drives itself.
 
 use std::future::Future;
 use std::sync::Mutex;
@@ -25,6 +27,9 @@ pub const SPIN: Duration = Duration::from_micros(100);
 /// The library's runtime and who drives it.
 pub(super) struct Library {
     pub(super) runtime: Runtime,
+    /// `MQSTATE_RUNTIME=threaded`: a plain multi-thread runtime that drives itself; no
+    /// hand-offs, no background thread, and blocking waiters only sleep.
+    threaded: bool,
     /// Blocking waiters in [`drive`] now.
     drivers: AtomicUsize,
     /// Blocking waits in progress, driving or not ([`Waiting`]).
@@ -86,15 +91,25 @@ pub(super) fn library() -> &'static Library {
         }
     }
     let _making = Making;
-    let runtime = Builder::new_current_thread()
-        .thread_name("mqstate-blocking")
-        .on_thread_park(spin_before_park)
-        .enable_all()
-        .build()
-        .expect("the mqstate runtime could not be started");
+    let threaded = threaded_by_environment();
+    let runtime = if threaded {
+        Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("mqstate-worker")
+            .enable_all()
+            .build()
+    } else {
+        Builder::new_current_thread()
+            .thread_name("mqstate-blocking")
+            .on_thread_park(spin_before_park)
+            .enable_all()
+            .build()
+    }
+    .expect("the mqstate runtime could not be started");
     // Lives for the rest of the process (or until a fork leaves it behind).
     let library: &'static Library = Box::leak(Box::new(Library {
         runtime,
+        threaded,
         drivers: AtomicUsize::new(0),
         waiting: AtomicUsize::new(0),
         entries: AtomicU64::new(0),
@@ -103,6 +118,10 @@ pub(super) fn library() -> &'static Library {
         wanted: AtomicBool::new(false),
         thread: Mutex::new(None),
     }));
+    if threaded {
+        CURRENT.store(std::ptr::from_ref(library).cast_mut(), Ordering::Release);
+        return library;
+    }
     let thread = std::thread::Builder::new()
         .name("mqstate-worker".into())
         .spawn(move || background(library))
@@ -141,9 +160,40 @@ fn background(library: &'static Library) {
     }
 }
 
-/// Whether `handle` is the library's own runtime (whose blocking waiters drive it).
+/// The environment variable that chooses the runtime: `threaded` or `shared` (the default).
+pub const RUNTIME_VARIABLE: &str = "MQSTATE_RUNTIME";
+
+/// Whether [`RUNTIME_VARIABLE`] asks for the plain multi-thread runtime: a switch to run any
+/// binding without the hand-offs of this module (to tell whether a hang is theirs). Another
+/// value is named on stderr and the default kept.
+fn threaded_by_environment() -> bool {
+    match std::env::var(RUNTIME_VARIABLE).as_deref() {
+        Ok("threaded") => true,
+        Ok("shared") | Ok("") | Err(std::env::VarError::NotPresent) => false,
+        Ok(other) => {
+            eprintln!(
+                "mqstate: {RUNTIME_VARIABLE}={other:?} is not a runtime (threaded or shared): \
+                 using shared"
+            );
+            false
+        }
+        Err(std::env::VarError::NotUnicode(_)) => {
+            eprintln!("mqstate: {RUNTIME_VARIABLE} is not UTF-8: using shared");
+            false
+        }
+    }
+}
+
+/// Whether the library's runtime is the plain multi-thread one ([`RUNTIME_VARIABLE`]).
+pub fn is_threaded() -> bool {
+    library().threaded
+}
+
+/// Whether `handle` is the library's own runtime driven by its blocking waiters (never the
+/// case for the threaded runtime, which drives itself).
 pub(crate) fn is_shared(handle: &Handle) -> bool {
-    current().is_some_and(|library| library.runtime.handle().id() == handle.id())
+    current()
+        .is_some_and(|library| !library.threaded && library.runtime.handle().id() == handle.id())
 }
 
 /// A blocking wait on a call of the library's runtime, for as long as it lives: the
@@ -217,7 +267,7 @@ pub(crate) fn want_driver() {
     let Some(library) = current() else {
         return;
     };
-    if library.background.load(Ordering::SeqCst) {
+    if library.threaded || library.background.load(Ordering::SeqCst) {
         return;
     }
     library.wanted.store(true, Ordering::SeqCst);
