@@ -90,7 +90,7 @@ pub struct ServeArgs {
     #[arg(long)]
     max_keys: Option<usize>,
     /// SCAN: the most keys one page holds (pages also stop at 64 KiB of keys).
-    #[arg(long, default_value_t = mqstate_server::store::DEFAULT_SCAN_PAGE_KEYS)]
+    #[arg(long, default_value_t = mqstate_server::state_machine::DEFAULT_SCAN_PAGE_KEYS)]
     scan_page_size: usize,
     /// The node id of the service clock (in every version it hands out).
     #[arg(long, default_value = "StateStore")]

@@ -41,7 +41,7 @@ pub struct ServerConfig {
     /// The key quota; `None` is unlimited.
     pub max_keys: Option<usize>,
     /// SCAN: the most keys one page holds (pages also stop at
-    /// [`DEFAULT_SCAN_PAGE_BYTES`](crate::store::DEFAULT_SCAN_PAGE_BYTES) of keys).
+    /// [`DEFAULT_SCAN_PAGE_BYTES`](crate::state_machine::DEFAULT_SCAN_PAGE_BYTES) of keys).
     pub scan_page_keys: usize,
     /// The service clock's node id.
     pub node_id: String,
@@ -118,7 +118,7 @@ impl Default for ServerConfig {
             broker: None,
             data_dir: None,
             max_keys: None,
-            scan_page_keys: crate::store::DEFAULT_SCAN_PAGE_KEYS,
+            scan_page_keys: crate::state_machine::DEFAULT_SCAN_PAGE_KEYS,
             node_id: "StateStore".to_owned(),
             client_id: None,
             notify_queue_limit: 1024,

@@ -61,7 +61,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 
-use crate::store::JournalOp;
+use crate::state_machine::JournalOp;
 
 mod record;
 

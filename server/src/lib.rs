@@ -4,7 +4,8 @@
 //! byte: the emulator every mqstate suite talks to, and a zero-install store for
 //! developers.
 //!
-//! - [`store`]: the store as a pure state machine; [`journal`]: its persistence log.
+//! - [`state_machine`]: the store as a pure state machine ([`state_machine::StateMachine`]);
+//!   [`journal`]: its persistence log.
 //! - [`service`]: the MQTT adapter (requests in, responses and notifications out);
 //!   [`envelope`]: the request/response properties and the rules for bad requests;
 //!   [`outbox`]: the bounded queues in front of the broker.
@@ -19,7 +20,7 @@
 //! Module dependencies point one way: `server` wires `connection` (the MQTT client) and
 //! `embedded` (the broker) to `service`, which knows neither of them (it talks to the
 //! broker through [`outbox::Sink`] and a small control trait); `service` uses `envelope`,
-//! `journal`, `outbox` and `store`; `store` depends on nothing in the crate.
+//! `journal`, `outbox` and `state_machine`; `state_machine` depends on nothing in the crate.
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
@@ -43,7 +44,12 @@ pub mod metrics;
 pub mod outbox;
 mod server;
 pub mod service;
-pub mod store;
+pub mod state_machine;
+/// The module was named `store` before 0.3: it holds [`state_machine::StateMachine`].
+#[deprecated(since = "0.3.0", note = "use mqstate_server::state_machine")]
+pub mod store {
+    pub use crate::state_machine::*;
+}
 #[cfg(feature = "testing")]
 pub mod testing;
 

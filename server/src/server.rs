@@ -22,7 +22,7 @@ use crate::journal::Journal;
 use crate::metrics::{Metrics, Stats};
 use crate::outbox::{Counters, Outbox, Sink};
 use crate::service::{BrokerControl, Command, Service, now_ms};
-use crate::store::{StateMachine, StoreConfig};
+use crate::state_machine::{StateMachine, StoreConfig};
 
 /// How long [`Server::start`] waits for the broker to grant the request subscription.
 const READY_TIMEOUT: Duration = Duration::from_secs(10);

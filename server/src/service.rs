@@ -21,7 +21,7 @@ use crate::envelope::{self, Failure, RequestMeta, Verdict};
 use crate::journal::Journal;
 use crate::metrics::Outcome;
 use crate::outbox::{Counters, Message, Outbox, Sink};
-use crate::store::{Invocation, JournalOp, Notice, StateMachine};
+use crate::state_machine::{Invocation, JournalOp, Notice, StateMachine};
 
 /// What the store is told besides the requests it serves.
 #[derive(Debug)]
@@ -547,7 +547,7 @@ mod tests {
     use super::{Service, describe, is_keynotify};
     use crate::journal::Journal;
     use crate::outbox::{Counters, Message, Outbox, Sink};
-    use crate::store::{StateMachine, StoreConfig};
+    use crate::state_machine::{StateMachine, StoreConfig};
 
     /// Collects what the service sends.
     #[derive(Clone, Default)]

@@ -4,7 +4,7 @@
 
 use bytes::Bytes;
 use mqstate::codec::{Request, Response, SetCondition, StoreErrorKind};
-use mqstate_server::store::{Invocation, JournalOp, Reply, StateMachine, StoreConfig};
+use mqstate_server::state_machine::{Invocation, JournalOp, Reply, StateMachine, StoreConfig};
 
 const NOW: u64 = 1_700_000_000_000;
 

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use mqstate::Hlc;
 use mqstate_server::journal::{FILE_NAME, Fsync, Journal, Recovery};
-use mqstate_server::store::{JournalOp, StateMachine, StoreConfig};
+use mqstate_server::state_machine::{JournalOp, StateMachine, StoreConfig};
 
 /// Far in the future, so the system clock never expires it during a test.
 const FAR: u64 = 9_000_000_000_000;
@@ -370,7 +370,7 @@ fn appends_go_on_while_a_compaction_copies() {
 #[test]
 fn a_store_survives_a_restart_through_the_journal() {
     use mqstate::codec::{Request, Response, SetCondition};
-    use mqstate_server::store::Invocation;
+    use mqstate_server::state_machine::Invocation;
     let dir = tempfile::tempdir().unwrap();
     let now = 1_700_000_000_000;
     let ts = format!("{now}:0:c");

@@ -4,7 +4,7 @@
 use bytes::Bytes;
 use mqstate::Hlc;
 use mqstate::codec::{KeyEvent, Request, Response, SetCondition};
-use mqstate_server::store::{Invocation, JournalOp, Reply, StateMachine, StoreConfig};
+use mqstate_server::state_machine::{Invocation, JournalOp, Reply, StateMachine, StoreConfig};
 
 const NOW: u64 = 1_696_374_425_000;
 

@@ -5,7 +5,7 @@ mod store_support;
 
 use bytes::Bytes;
 use mqstate::codec::{Response, StoreError, StoreErrorKind as E};
-use mqstate_server::store::StoreConfig;
+use mqstate_server::state_machine::StoreConfig;
 
 use store_support::{
     Call, Ev, J, NOW, Op, Version, del, get, notify, raw, run_row, set, stop, vdel,

@@ -4,7 +4,7 @@
 use bytes::Bytes;
 use mqstate::Hlc;
 
-use crate::store::JournalOp;
+use crate::state_machine::JournalOp;
 
 /// Length and checksum, before the body.
 const RECORD_HEAD: usize = 8;

@@ -7,7 +7,7 @@ use std::num::NonZeroU64;
 use bytes::Bytes;
 use mqstate::Hlc;
 use mqstate::codec::{KeyEvent, Request, Response, SetCondition};
-use mqstate_server::store::{Invocation, JournalOp, Reply, StateMachine, StoreConfig};
+use mqstate_server::state_machine::{Invocation, JournalOp, Reply, StateMachine, StoreConfig};
 
 /// The service time every row starts at.
 pub const NOW: u64 = 1_700_000_000_000;

@@ -84,7 +84,7 @@ mod tests {
     use bytes::Bytes;
     use mqstate::codec::{Request, Response, ScanPage, SetCondition, StoreErrorKind};
 
-    use crate::store::{Invocation, StateMachine, StoreConfig};
+    use crate::state_machine::{Invocation, StateMachine, StoreConfig};
 
     fn store(page: usize) -> StateMachine {
         let config = StoreConfig {
