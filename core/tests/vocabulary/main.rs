@@ -1,5 +1,6 @@
-//! `core/vocabulary.json` is what `mqstate::vocabulary` says: every language's suite checks
-//! its API against that file, so it must not drift from the core.
+//! `core/vocabulary.json` is what the API's specification ([`spec`], test data) and the
+//! library's naming rules (`mqstate::vocabulary`) say: every language's suite checks its API
+//! against that file, so it must not drift from the core.
 //! `MQSTATE_BLESS=1 cargo test -p mqstate --test vocabulary` rewrites it.
 
 use std::path::Path;
@@ -7,16 +8,20 @@ use std::path::Path;
 use mqstate::codec::SetCondition;
 use mqstate::lock::{DEFAULT_EDIT_TIMEOUT, DEFAULT_LEASE, MIN_LEASE};
 use mqstate::vocabulary::{
-    CHANGE_KINDS, CLOSED_MESSAGE, DURATION_RULES, DurationRole, EVENTS, LOCK_STATES, LOSS_REASONS,
-    Language, NO_STORE_WINDOW, OPERATIONS, OptionSpec, PROPERTIES, TESTING_OPERATIONS,
-    TESTING_PROPERTIES, duration_spellings, duration_style, event_field_name, operation_name,
-    option_name, property_name,
+    CHANGE_KINDS, CLOSED_MESSAGE, DURATION_RULES, DurationRole, LOCK_STATES, LOSS_REASONS,
+    Language, NO_STORE_WINDOW, duration_spellings, duration_style, option_name,
 };
 use mqstate::{
     DEFAULT_OBSERVER_CAPACITY, DEFAULT_REQUEST_TIMEOUT, ERROR_BASE_CLASS, ERROR_FAMILIES,
     ERROR_TABLE, MIN_EXPIRY, VdelOutcome,
 };
 use serde_json::{Value, json};
+use spec::{
+    EVENTS, OPERATIONS, Operation, OptionSpec, Owner, PROPERTIES, TESTING_OPERATIONS,
+    TESTING_PROPERTIES, event_field_name, operation_name, property_name,
+};
+
+mod spec;
 
 fn names(f: impl Fn(Language) -> String) -> Value {
     Language::ALL
@@ -41,7 +46,7 @@ fn millis(d: std::time::Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-fn operations(ops: &[mqstate::vocabulary::Operation]) -> Vec<Value> {
+fn operations(ops: &[Operation]) -> Vec<Value> {
     ops.iter()
         .map(|op| {
             json!({
@@ -55,7 +60,7 @@ fn operations(ops: &[mqstate::vocabulary::Operation]) -> Vec<Value> {
         .collect()
 }
 
-fn properties(props: &[(mqstate::vocabulary::Owner, &str, &str)]) -> Vec<Value> {
+fn properties(props: &[(Owner, &str, &str)]) -> Vec<Value> {
     props
         .iter()
         .map(|(owner, name, description)| {
