@@ -10,7 +10,7 @@
 //!   valid only during the call. `release(ctx)` is called exactly once, on that same thread,
 //!   after the last `on_event`, when the subscription ends (freed, or its client closed);
 //! - **file descriptor**: `mqstate_subscription_fd(sub, &fd)`: `fd` becomes readable while
-//!   events are queued (level-triggered, one byte per event), for `poll`/`epoll`/libuv/
+//!   events are queued (level-triggered), for `poll`/`epoll`/libuv/
 //!   libevent loops; read the events with `mqstate_subscription_try_next(sub, &event)`.
 //!
 //! One mode per subscription: after a callback is set, pulls see nothing.
@@ -33,8 +33,11 @@ use super::timeout;
 use crate::ffi::out_arg;
 use crate::status::{Failure, boundary, mqstate_status};
 
-/// The file-descriptor mode: events moved here by the sink thread, one byte per event in
-/// the wake-up channel.
+/// The file-descriptor mode: events moved here by the sink thread. The wake-up channel
+/// holds one byte exactly while the queue is not empty: the byte is written and read under
+/// the queue's lock, with the event that makes the queue non-empty or empty, so a reader
+/// never sees the descriptor readable with nothing queued (or the reverse), and the writer
+/// never blocks (one byte at most is unread).
 struct FdQueue {
     events: Mutex<VecDeque<Event>>,
     reader: wakeup::Reader,
@@ -134,14 +137,22 @@ pub unsafe extern "C" fn mqstate_subscription_try_next(
 }
 
 impl FdQueue {
-    /// The oldest queued event, consuming its byte of the descriptor.
+    /// Queues `event` (on the sink thread); the first of a non-empty queue writes the byte.
+    fn push(&self, writer: &mut wakeup::Writer, event: Event) {
+        let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        if events.is_empty() {
+            writer.signal();
+        }
+        events.push_back(event);
+    }
+
+    /// The oldest queued event; the last one takes the descriptor's byte with it.
     fn pop(&self) -> Option<Event> {
-        let event = self
-            .events
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .pop_front()?;
-        self.reader.consume();
+        let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        let event = events.pop_front()?;
+        if events.is_empty() {
+            self.reader.consume();
+        }
         Some(event)
     }
 }
@@ -249,8 +260,8 @@ pub unsafe extern "C" fn mqstate_subscription_set_callback(
     })
 }
 
-/// A file descriptor that is readable while events are queued (one byte per event); read
-/// the events with `mqstate_subscription_try_next(sub, &event)`, which consumes the byte. The
+/// A file descriptor that is readable while events are queued (and at the end of the
+/// subscription); read the events with `mqstate_subscription_try_next(sub, &event)`. The
 /// descriptor belongs to the subscription (do not close it); it stays valid until
 /// `mqstate_subscription_free`. Calling it again gives the same descriptor. Unix only: on
 /// Windows (no descriptor a C event loop could wait on) it returns
@@ -279,14 +290,9 @@ pub unsafe extern "C" fn mqstate_subscription_fd(
             reader,
         });
         let sink_q = std::sync::Arc::clone(&q);
-        state.sub.set_sink(move |event: Event| {
-            sink_q
-                .events
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push_back(event);
-            writer.signal();
-        })?;
+        state
+            .sub
+            .set_sink(move |event: Event| sink_q.push(&mut writer, event))?;
         *fd = q.reader.raw();
         *slot = Some(q);
         Ok(())
@@ -303,4 +309,46 @@ pub unsafe extern "C" fn mqstate_subscription_fd(
 pub unsafe extern "C" fn mqstate_subscription_free(sub: *mut mqstate_subscription) {
     // SAFETY: per the caller.
     unsafe { guard::close(sub, |state| state.sub.close()) }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    /// The descriptor is readable exactly while events are queued, whatever the interleaving
+    /// of the sink thread and the reader: after the reader has taken every event, nothing is
+    /// left to wake an event loop for nothing (the byte used to be written after the event
+    /// was queued, so a reader could take the event first and leave the byte behind).
+    #[test]
+    fn the_descriptor_is_readable_exactly_while_events_are_queued() {
+        const EVENTS: usize = 20_000;
+        let (reader, mut writer) = wakeup::pair().unwrap();
+        let q = std::sync::Arc::new(FdQueue {
+            events: Mutex::new(VecDeque::new()),
+            reader,
+        });
+        let sink = std::sync::Arc::clone(&q);
+        let pusher = std::thread::spawn(move || {
+            for _ in 0..EVENTS {
+                sink.push(&mut writer, Event::Restored);
+            }
+            writer
+        });
+        let mut taken = 0;
+        while taken < EVENTS {
+            match q.pop() {
+                Some(_) => taken += 1,
+                None => std::thread::yield_now(),
+            }
+        }
+        let _writer = pusher.join().unwrap();
+        let mut pfd = libc::pollfd {
+            fd: q.reader.raw(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd for a descriptor the queue owns.
+        let ready = unsafe { libc::poll(&mut pfd, 1, 0) };
+        assert_eq!(ready, 0, "readable with nothing queued");
+    }
 }

@@ -1,4 +1,4 @@
-//! The file-descriptor mode's wake-up channel: one byte per queued event.
+//! The file-descriptor mode's wake-up channel: one byte while events are queued.
 //!
 //! On Unix it is a socket pair: the reader's descriptor is what `mqstate_subscription_fd`
 //! gives the caller's event loop (readable while events are queued; end of stream once the
@@ -21,7 +21,7 @@ mod imp {
 
     /// The end the caller's loop waits on.
     pub struct Reader(UnixStream);
-    /// The end the sink thread writes a byte to per event.
+    /// The end the sink thread writes the byte to when the queue becomes non-empty.
     pub struct Writer(UnixStream);
 
     pub fn pair() -> std::io::Result<(Reader, Writer)> {
@@ -101,7 +101,8 @@ mod imp {
     }
 }
 
-/// The reading end: its descriptor, one byte consumed per event, and a bounded wait.
+/// The reading end: its descriptor, the byte consumed when the queue empties, and a bounded
+/// wait.
 pub(super) struct Reader(imp::Reader);
 /// The writing end, moved into the subscription's sink.
 pub(super) struct Writer(imp::Writer);
