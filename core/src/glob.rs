@@ -1,7 +1,7 @@
 //! Glob patterns as SCAN uses them (spec §3.1, Redis `MATCH` rules), byte-wise and
 //! binary-safe: `*` any run of bytes, `?` one byte, `[abc]`, `[a-z]`, `[^a]` classes, and
 //! `\` escaping the next byte (also inside a class). The corners follow Redis's
-//! `stringmatchlen` exactly (see [`class`]): `[!a]` is not a negation, `[]` is empty, a `[`
+//! `stringmatchlen` exactly (see `class` below): `[!a]` is not a negation, `[]` is empty, a `[`
 //! never closed makes a class of the rest of the pattern.
 //!
 //! Pure and allocation-free. Matching is linear in practice: one backtrack point (the last

@@ -29,7 +29,7 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// Every outcome, in [`Outcome::index`] order.
+    /// Every outcome, in the order of the counters' index.
     pub const ALL: [Outcome; 5] = [
         Outcome::Ok,
         Outcome::StoreError,

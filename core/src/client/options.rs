@@ -111,7 +111,7 @@ pub struct Versioned {
     pub version: Option<Hlc>,
 }
 
-/// What [`Client::link_info`] reports.
+/// What [`Client::link_info`](crate::Client::link_info) reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LinkInfo {
     /// Connected now.

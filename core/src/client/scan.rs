@@ -127,8 +127,8 @@ impl Scanner {
         }
     }
 
-    /// Every remaining key, collected (for small key sets; prefer [`next_page`]
-    /// (Self::next_page) or [`into_keys`](Self::into_keys) for large ones).
+    /// Every remaining key, collected (for small key sets; prefer
+    /// [`next_page`](Self::next_page) or [`into_keys`](Self::into_keys) for large ones).
     pub async fn collect_keys(mut self) -> Result<Vec<Bytes>, Error> {
         let mut all = Vec::new();
         while let Some(keys) = self.next_page().await? {
