@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every language binding beside the Rust client, side by side in one run (docs/benchmarks.md,
-# "Bindings"): GET/SET ops/s, one connection each, closed loop, through
+# "Language bindings"): GET/SET ops/s, one connection each, closed loop, through
 #   rust      `mqstate bench` (the Rust client),
 #   python    the Python asyncio client (N tasks sharing one AsyncClient),
 #   blocking  the blocking Python client (N threads sharing one Client),

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Node client benchmark (docs/benchmarks.md, "Node client"): builds the CLI and the
+# The Node client benchmark (docs/benchmarks/history.md, "Earlier runs (before issue 22)"): builds the CLI and the
 # addon in release, starts mosquitto (TCP_NODELAY) and `mqstate serve --broker` (release),
 # and runs bench/compare.mjs: Rust client, Node client and an mqtt.js loop, alternating.
 # Usage: bindings-node/bench/run.sh [rounds] [seconds]

@@ -1,5 +1,5 @@
 //! Fills a running state store with many small keys, each SET carrying the full SDK
-//! envelope, for the memory figure in `docs/benchmarks.md` ("Memory per key"):
+//! envelope, for the memory figure in `docs/benchmarks.md` ("The emulator's memory per key (1 M keys)"):
 //!
 //! ```text
 //! mqstate serve --listen 127.0.0.1:18830 &        # release build
