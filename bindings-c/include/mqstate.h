@@ -1599,8 +1599,8 @@ mqstate_status mqstate_subscription_set_callback(const struct mqstate_subscripti
                                                  void *ctx);
 
 /**
- * A file descriptor that is readable while events are queued (one byte per event); read
- * the events with `mqstate_subscription_try_next(sub, &event)`, which consumes the byte. The
+ * A file descriptor that is readable while events are queued (and at the end of the
+ * subscription); read the events with `mqstate_subscription_try_next(sub, &event)`. The
  * descriptor belongs to the subscription (do not close it); it stays valid until
  * `mqstate_subscription_free`. Calling it again gives the same descriptor. Unix only: on
  * Windows (no descriptor a C event loop could wait on) it returns

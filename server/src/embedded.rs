@@ -366,7 +366,9 @@ impl Events {
         let Some(router) = self.router.get() else {
             return;
         };
-        if crate::state_machine::notification_topic_len(client_id, key) > crate::state_machine::MAX_TOPIC_LEN {
+        if crate::state_machine::notification_topic_len(client_id, key)
+            > crate::state_machine::MAX_TOPIC_LEN
+        {
             return;
         }
         let topic = mqstate::topics::notification_topic(client_id, key);

@@ -592,10 +592,10 @@ pub fn operation_name(language: Language, owner: Owner, name: &str) -> String {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mqstate::vocabulary::{NO_STORE_WINDOW, duration_spellings};
 
     #[test]
     fn a_duration_name_never_means_two_units() {
@@ -645,7 +645,7 @@ mod tests {
         }
         assert!(DurationRole::Wait.rule().zero.starts_with("do not wait"));
         assert!(DurationRole::Bound.rule().zero.contains("invalid_argument"));
-        assert!(NO_STORE_WINDOW < crate::DEFAULT_REQUEST_TIMEOUT / 2);
+        assert!(NO_STORE_WINDOW < mqstate::DEFAULT_REQUEST_TIMEOUT / 2);
         for l in Language::ALL {
             let [_, no_wait, forever] = duration_spellings(l);
             assert_ne!(no_wait, forever, "{l:?}: do not wait and no limit differ");
