@@ -173,10 +173,16 @@ export class LiveStore {
     await this.startStore()
   }
 
+  /**
+   * Restarts mosquitto and the store behind it. The store is stopped first: a store left
+   * running would reconnect to the new broker, take the clients' re-registrations, and then
+   * be restarted, losing them.
+   */
   async restartBroker () {
+    await this.stopStore()
     await this.stopBroker()
     await this.startBroker()
-    await this.restartStore()
+    await this.startStore()
   }
 
   async close () {

@@ -166,10 +166,14 @@ class LiveStore:
         self._start_store()
 
     def restart_broker(self) -> None:
+        """Restarts mosquitto and the store behind it. The store is stopped first: a store
+        left running would reconnect to the new broker, take the clients' re-registrations,
+        and then be restarted, losing them."""
         assert self.kind == "mosquitto"
+        self._stop(self._store)
         self._stop(self._broker)
         self._start_broker()
-        self.restart_store()
+        self._start_store()
 
     def close(self) -> None:
         self._stop(self._store)
