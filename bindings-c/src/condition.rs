@@ -57,17 +57,15 @@ pub unsafe extern "C" fn mqstate_set_condition_parse(
     text: *const c_char,
     out: *mut u32,
 ) -> mqstate_status {
-    boundary(|| {
-        // SAFETY: per the caller.
-        unsafe { put(out, mqstate_set_condition::Always as u32) };
+    // SAFETY: the pointers are as this function's `# Safety` section requires.
+    boundary(|| unsafe {
+        put(out, mqstate_set_condition::Always as u32);
         let text = match text.is_null() {
             true => None,
-            // SAFETY: per the caller.
-            false => Some(unsafe { str_arg(text, "text") }?),
+            false => Some(str_arg(text, "text")?),
         };
         let condition = SetCondition::parse(text)?;
-        // SAFETY: per the caller.
-        unsafe { put(out, mqstate_set_condition::of(condition) as u32) };
+        put(out, mqstate_set_condition::of(condition) as u32);
         Ok(())
     })
 }

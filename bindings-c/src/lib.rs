@@ -29,6 +29,15 @@
 //! - every `extern "C"` body runs inside a panic catch ([`status`]), and every pointer is
 //!   checked for NULL and every text for UTF-8 ([`ffi`]).
 //!
+//! **The safety contract, once.** An exported function's `# Safety` section says what its
+//! pointer arguments must be (NULL where allowed, else valid for the length given, handles
+//! live, out-parameters writable). The function then runs its whole body in one `unsafe`
+//! block under that contract (`// SAFETY: the pointers are as this function's # Safety
+//! section requires.`), and reads each argument once through the helpers that check what
+//! can be checked: `ffi::bytes_arg`, `ffi::str_arg`, `ffi::out_arg`, `ffi::put`,
+//! `client::guard::enter` (a handle's kind and liveness); options structs are read once
+//! into Rust values with their defaults (`CallOptions::read`, `mqstate_set_options::read`).
+//!
 //! The binding stays thin: each function converts its arguments, calls the core `mqstate`
 //! crate, and maps the error kind to a status; defaults, validation and policy are the
 //! core's.

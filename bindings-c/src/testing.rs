@@ -139,9 +139,9 @@ unsafe fn enter<'a>(
 pub unsafe extern "C" fn mqstate_local_store_start(
     out: *mut *mut mqstate_local_store,
 ) -> mqstate_status {
-    boundary(|| {
-        // SAFETY: per the caller.
-        let out = unsafe { out_arg(out, std::ptr::null_mut(), "out") }?;
+    // SAFETY: the pointers are as this function's `# Safety` section requires.
+    boundary(|| unsafe {
+        let out = out_arg(out, std::ptr::null_mut(), "out")?;
         let store = block(async {
             LocalStore::start()
                 .await
@@ -176,12 +176,12 @@ pub unsafe extern "C" fn mqstate_local_store_start(
 pub unsafe extern "C" fn mqstate_local_store_stop(
     store: *const mqstate_local_store,
 ) -> mqstate_status {
-    boundary(|| {
+    // SAFETY: the pointers are as this function's `# Safety` section requires.
+    boundary(|| unsafe {
         if store.is_null() {
             return Ok(());
         }
-        // SAFETY: per the caller.
-        let local = unsafe { enter(store) }?;
+        let local = enter(store)?;
         call(&local, |mut slot| async move {
             slot.stopped = true;
             slot.store.stop().await;
@@ -266,19 +266,17 @@ pub unsafe extern "C" fn mqstate_local_store_cut_connections(
     store: *const mqstate_local_store,
     closed: *mut usize,
 ) -> mqstate_status {
-    boundary(|| {
-        // SAFETY: per the caller.
-        unsafe { put(closed, 0) };
-        // SAFETY: per the caller.
-        let local = unsafe { enter(store) }?;
+    // SAFETY: the pointers are as this function's `# Safety` section requires.
+    boundary(|| unsafe {
+        put(closed, 0);
+        let local = enter(store)?;
         let n = call(&local, |slot| async move {
             if slot.stopped {
                 return Err(stopped());
             }
             slot.store.cut_connections().await
         })?;
-        // SAFETY: per the caller.
-        unsafe { put(closed, n) };
+        put(closed, n);
         Ok(())
     })
 }
@@ -298,9 +296,9 @@ pub unsafe extern "C" fn mqstate_local_store_pause(
     store: *const mqstate_local_store,
     duration_ms: u64,
 ) -> mqstate_status {
-    boundary(|| {
-        // SAFETY: per the caller.
-        let local = unsafe { enter(store) }?;
+    // SAFETY: the pointers are as this function's `# Safety` section requires.
+    boundary(|| unsafe {
+        let local = enter(store)?;
         if duration_ms == 0 {
             return Err(Failure::invalid(
                 "duration_ms is 0: a pause lasts at least 1 ms",
@@ -332,9 +330,9 @@ pub unsafe extern "C" fn mqstate_local_store_restart(
     store: *const mqstate_local_store,
     keep_data: bool,
 ) -> mqstate_status {
-    boundary(|| {
-        // SAFETY: per the caller.
-        let local = unsafe { enter(store) }?;
+    // SAFETY: the pointers are as this function's `# Safety` section requires.
+    boundary(|| unsafe {
+        let local = enter(store)?;
         call(&local, move |mut slot| async move {
             if slot.stopped {
                 return Err(stopped());
@@ -369,16 +367,14 @@ pub unsafe extern "C" fn mqstate_local_store_fail_next(
     error: *const c_char,
     command: *const c_char,
 ) -> mqstate_status {
-    boundary(|| {
-        // SAFETY: per the caller.
-        let local = unsafe { enter(store) }?;
-        // SAFETY: per the caller.
-        let error = unsafe { str_arg(error, "error") }?.to_owned();
+    // SAFETY: the pointers are as this function's `# Safety` section requires.
+    boundary(|| unsafe {
+        let local = enter(store)?;
+        let error = str_arg(error, "error")?.to_owned();
         let command = if command.is_null() {
             None
         } else {
-            // SAFETY: per the caller.
-            Some(unsafe { str_arg(command, "command") }?.to_owned())
+            Some(str_arg(command, "command")?.to_owned())
         };
         call(&local, move |slot| async move {
             if slot.stopped {
@@ -408,13 +404,11 @@ pub unsafe extern "C" fn mqstate_local_store_keys(
     pattern_len: usize,
     out: *mut *mut mqstate_scan_page,
 ) -> mqstate_status {
-    boundary(|| {
-        // SAFETY: per the caller.
-        let out = unsafe { out_arg(out, std::ptr::null_mut(), "out") }?;
-        // SAFETY: per the caller.
-        let local = unsafe { enter(store) }?;
-        // SAFETY: per the caller.
-        let pattern = match unsafe { bytes_arg(pattern, pattern_len, "pattern") }? {
+    // SAFETY: the pointers are as this function's `# Safety` section requires.
+    boundary(|| unsafe {
+        let out = out_arg(out, std::ptr::null_mut(), "out")?;
+        let local = enter(store)?;
+        let pattern = match bytes_arg(pattern, pattern_len, "pattern")? {
             [] => Bytes::from_static(b"*"),
             p => Bytes::copy_from_slice(p),
         };
@@ -446,13 +440,11 @@ pub unsafe extern "C" fn mqstate_local_store_get(
     key_len: usize,
     out: *mut *mut mqstate_value,
 ) -> mqstate_status {
-    boundary(|| {
-        // SAFETY: per the caller.
-        let out = unsafe { out_arg(out, std::ptr::null_mut(), "out") }?;
-        // SAFETY: per the caller.
-        let local = unsafe { enter(store) }?;
-        // SAFETY: per the caller.
-        let key = Bytes::copy_from_slice(unsafe { bytes_arg(key, key_len, "key") }?);
+    // SAFETY: the pointers are as this function's `# Safety` section requires.
+    boundary(|| unsafe {
+        let out = out_arg(out, std::ptr::null_mut(), "out")?;
+        let local = enter(store)?;
+        let key = Bytes::copy_from_slice(bytes_arg(key, key_len, "key")?);
         let got = call(&local, move |slot| async move {
             if slot.stopped {
                 return Err(stopped());
@@ -513,19 +505,17 @@ unsafe fn count_into(
     out: *mut usize,
     read: fn(&LocalStore) -> Result<usize, Error>,
 ) -> mqstate_status {
-    boundary(|| {
-        // SAFETY: per the caller.
-        unsafe { put(out, 0) };
-        // SAFETY: per the caller.
-        let local = unsafe { enter(store) }?;
+    // SAFETY: the pointers are as this function's `# Safety` section requires.
+    boundary(|| unsafe {
+        put(out, 0);
+        let local = enter(store)?;
         let n = call(&local, |slot| async move {
             if slot.stopped {
                 return Err(stopped());
             }
             read(&slot.store)
         })?;
-        // SAFETY: per the caller.
-        unsafe { put(out, n) };
+        put(out, n);
         Ok(())
     })
 }

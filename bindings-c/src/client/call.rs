@@ -44,14 +44,12 @@ pub(crate) unsafe fn flag_call<H: guard::Handle>(
     out: *mut bool,
     call: impl FnOnce(&H::Inner) -> Call<bool>,
 ) -> mqstate_status {
-    boundary(|| {
-        // SAFETY: per the caller.
-        unsafe { put(out, false) };
-        // SAFETY: per the caller.
-        let inner = unsafe { guard::enter(handle, what) }?;
+    // SAFETY: the pointers are as this function's `# Safety` section requires.
+    boundary(|| unsafe {
+        put(out, false);
+        let inner = guard::enter(handle, what)?;
         let got = wait(call(&inner))?;
-        // SAFETY: per the caller.
-        unsafe { put(out, got) };
+        put(out, got);
         Ok(())
     })
 }
@@ -67,14 +65,12 @@ pub(crate) unsafe fn text_call<H: guard::Handle>(
     out: *mut *mut c_char,
     call: impl FnOnce(&H::Inner) -> Call<Option<String>>,
 ) -> mqstate_status {
-    boundary(|| {
-        // SAFETY: per the caller.
-        let out = unsafe { out_arg(out, std::ptr::null_mut(), "out") }?;
-        // SAFETY: per the caller.
-        let inner = unsafe { guard::enter(handle, what) }?;
+    // SAFETY: the pointers are as this function's `# Safety` section requires.
+    boundary(|| unsafe {
+        let out = out_arg(out, std::ptr::null_mut(), "out")?;
+        let inner = guard::enter(handle, what)?;
         let got = wait(call(&inner))?;
-        // SAFETY: `out` is writable.
-        unsafe { put_string(out, got.as_deref()) }
+        put_string(out, got.as_deref())
     })
 }
 
@@ -88,11 +84,10 @@ pub(crate) unsafe fn subscription_call<H: guard::Handle>(
     out: *mut *mut mqstate_subscription,
     call: impl FnOnce(&H::Inner) -> Call<Subscription>,
 ) -> mqstate_status {
-    boundary(|| {
-        // SAFETY: per the caller.
-        let out = unsafe { out_arg(out, std::ptr::null_mut(), "out") }?;
-        // SAFETY: per the caller.
-        let inner = unsafe { guard::enter(handle, what) }?;
+    // SAFETY: the pointers are as this function's `# Safety` section requires.
+    boundary(|| unsafe {
+        let out = out_arg(out, std::ptr::null_mut(), "out")?;
+        let inner = guard::enter(handle, what)?;
         *out = new_subscription(wait(call(&inner))?);
         Ok(())
     })
@@ -108,11 +103,10 @@ pub(crate) unsafe fn local_subscription<H: guard::Handle>(
     out: *mut *mut mqstate_subscription,
     make: impl FnOnce(&H::Inner) -> Subscription,
 ) -> mqstate_status {
-    boundary(|| {
-        // SAFETY: per the caller.
-        let out = unsafe { out_arg(out, std::ptr::null_mut(), "out") }?;
-        // SAFETY: per the caller.
-        let inner = unsafe { guard::enter(handle, what) }?;
+    // SAFETY: the pointers are as this function's `# Safety` section requires.
+    boundary(|| unsafe {
+        let out = out_arg(out, std::ptr::null_mut(), "out")?;
+        let inner = guard::enter(handle, what)?;
         *out = new_subscription(make(&inner));
         Ok(())
     })

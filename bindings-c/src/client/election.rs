@@ -58,26 +58,18 @@ pub unsafe extern "C" fn mqstate_election_new(
     options: *const mqstate_election_options,
     out: *mut *mut mqstate_election,
 ) -> mqstate_status {
-    boundary(|| {
-        // SAFETY: per the caller.
-        let out = unsafe { out_arg(out, std::ptr::null_mut(), "out") }?;
-        // SAFETY: per the caller.
-        let store = unsafe { enter_client(client) }?;
-        // SAFETY: per the caller.
-        let (name, candidate) = unsafe {
-            (
-                bytes_arg(name, name_len, "name")?,
-                str_arg(candidate, "candidate")?,
-            )
-        };
-        // SAFETY: per the caller.
-        let o = unsafe { options.as_ref() };
+    // SAFETY: the pointers are as this function's `# Safety` section requires.
+    boundary(|| unsafe {
+        let out = out_arg(out, std::ptr::null_mut(), "out")?;
+        let store = enter_client(client)?;
+        let (name, candidate) = (
+            bytes_arg(name, name_len, "name")?,
+            str_arg(candidate, "candidate")?,
+        );
+        let o = options.as_ref();
         let options = ElectionOptions {
             term: timeout::option(o.map_or(0, |o| o.term_ms)),
-            // SAFETY: per the caller.
-            session_id: unsafe {
-                opt_str(o.map_or(std::ptr::null(), |o| o.session_id), "session_id")
-            }?,
+            session_id: opt_str(o.map_or(std::ptr::null(), |o| o.session_id), "session_id")?,
             renew_every: timeout::option(o.map_or(0, |o| o.renew_every_ms)),
         };
         let election = store.election(name, candidate, options)?;
@@ -102,16 +94,13 @@ pub unsafe extern "C" fn mqstate_election_campaign(
     cancel: *const mqstate_cancel,
     token: *mut *mut c_char,
 ) -> mqstate_status {
-    boundary(|| {
-        // SAFETY: per the caller.
-        unsafe { reset_string(token) };
-        // SAFETY: per the caller.
-        let e = unsafe { guard::enter(election, "election") }?;
+    // SAFETY: the pointers are as this function's `# Safety` section requires.
+    boundary(|| unsafe {
+        reset_string(token);
+        let e = guard::enter(election, "election")?;
         let campaign = || e.campaign(timeout::option(term_ms), timeout::wait(timeout_ms));
-        // SAFETY: per the caller.
-        let got = unsafe { run(cancel, campaign) }?;
-        // SAFETY: per the caller.
-        unsafe { put_string(token, Some(&got.to_text())) }
+        let got = run(cancel, campaign)?;
+        put_string(token, Some(&got.to_text()))
     })
 }
 
@@ -194,16 +183,14 @@ pub unsafe extern "C" fn mqstate_election_fencing_token(
     election: *const mqstate_election,
     token: *mut *mut c_char,
 ) -> mqstate_status {
-    boundary(|| {
-        // SAFETY: per the caller.
-        let token = unsafe { out_arg(token, std::ptr::null_mut(), "token") }?;
-        // SAFETY: per the caller.
-        let election = unsafe { guard::enter(election, "election") }?;
+    // SAFETY: the pointers are as this function's `# Safety` section requires.
+    boundary(|| unsafe {
+        let token = out_arg(token, std::ptr::null_mut(), "token")?;
+        let election = guard::enter(election, "election")?;
         let held = election
             .fencing_token()
             .ok_or_else(|| Error::new(ErrorKind::NotHeld, "this candidate does not lead"))?;
-        // SAFETY: `token` is writable.
-        unsafe { put_string(token, Some(&held.to_text())) }
+        put_string(token, Some(&held.to_text()))
     })
 }
 

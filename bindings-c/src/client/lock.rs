@@ -75,22 +75,15 @@ pub unsafe extern "C" fn mqstate_lock_new(
     options: *const mqstate_lock_options,
     out: *mut *mut mqstate_lock,
 ) -> mqstate_status {
-    boundary(|| {
-        // SAFETY: per the caller.
-        let out = unsafe { out_arg(out, std::ptr::null_mut(), "out") }?;
-        // SAFETY: per the caller.
-        let store = unsafe { enter_client(client) }?;
-        // SAFETY: per the caller.
-        let key = unsafe { bytes_arg(key, key_len, "key") }?;
-        // SAFETY: per the caller.
-        let o = unsafe { options.as_ref() };
+    // SAFETY: the pointers are as this function's `# Safety` section requires.
+    boundary(|| unsafe {
+        let out = out_arg(out, std::ptr::null_mut(), "out")?;
+        let store = enter_client(client)?;
+        let key = bytes_arg(key, key_len, "key")?;
+        let o = options.as_ref();
         let options = LockOptions {
-            // SAFETY: per the caller.
-            holder: unsafe { opt_str(o.map_or(std::ptr::null(), |o| o.holder), "holder") }?,
-            // SAFETY: per the caller.
-            session_id: unsafe {
-                opt_str(o.map_or(std::ptr::null(), |o| o.session_id), "session_id")
-            }?,
+            holder: opt_str(o.map_or(std::ptr::null(), |o| o.holder), "holder")?,
+            session_id: opt_str(o.map_or(std::ptr::null(), |o| o.session_id), "session_id")?,
             auto_renew: timeout::option(o.map_or(0, |o| o.auto_renew_ms)),
             lease: timeout::option(o.map_or(0, |o| o.lease_ms)),
         };
@@ -115,20 +108,14 @@ pub unsafe extern "C" fn mqstate_lock_try_acquire(
     acquired: *mut bool,
     token: *mut *mut c_char,
 ) -> mqstate_status {
-    boundary(|| {
-        // SAFETY: per the caller.
-        unsafe {
-            put(acquired, false);
-            reset_string(token);
-        }
-        // SAFETY: per the caller.
-        let lock = unsafe { guard::enter(lock, "lock") }?;
+    // SAFETY: the pointers are as this function's `# Safety` section requires.
+    boundary(|| unsafe {
+        put(acquired, false);
+        reset_string(token);
+        let lock = guard::enter(lock, "lock")?;
         let got = wait(lock.try_acquire(timeout::option(lease_ms)))?;
-        // SAFETY: per the caller.
-        unsafe {
-            put(acquired, got.is_some());
-            put_string(token, got.map(|t| t.to_text()).as_deref())?;
-        }
+        put(acquired, got.is_some());
+        put_string(token, got.map(|t| t.to_text()).as_deref())?;
         Ok(())
     })
 }
@@ -148,16 +135,13 @@ pub unsafe extern "C" fn mqstate_lock_acquire(
     cancel: *const mqstate_cancel,
     token: *mut *mut c_char,
 ) -> mqstate_status {
-    boundary(|| {
-        // SAFETY: per the caller.
-        unsafe { reset_string(token) };
-        // SAFETY: per the caller.
-        let lock = unsafe { guard::enter(lock, "lock") }?;
+    // SAFETY: the pointers are as this function's `# Safety` section requires.
+    boundary(|| unsafe {
+        reset_string(token);
+        let lock = guard::enter(lock, "lock")?;
         let acquire = || lock.acquire(timeout::option(lease_ms), timeout::wait(timeout_ms));
-        // SAFETY: per the caller.
-        let got = unsafe { run(cancel, acquire) }?;
-        // SAFETY: per the caller.
-        unsafe { put_string(token, Some(&got.to_text())) }
+        let got = run(cancel, acquire)?;
+        put_string(token, Some(&got.to_text()))
     })
 }
 
@@ -172,20 +156,14 @@ pub unsafe extern "C" fn mqstate_lock_renew(
     renewed: *mut bool,
     token: *mut *mut c_char,
 ) -> mqstate_status {
-    boundary(|| {
-        // SAFETY: per the caller.
-        unsafe {
-            put(renewed, false);
-            reset_string(token);
-        }
-        // SAFETY: per the caller.
-        let lock = unsafe { guard::enter(lock, "lock") }?;
+    // SAFETY: the pointers are as this function's `# Safety` section requires.
+    boundary(|| unsafe {
+        put(renewed, false);
+        reset_string(token);
+        let lock = guard::enter(lock, "lock")?;
         let got = wait(lock.renew())?;
-        // SAFETY: per the caller.
-        unsafe {
-            put(renewed, got.is_some());
-            put_string(token, got.map(|t| t.to_text()).as_deref())?;
-        }
+        put(renewed, got.is_some());
+        put_string(token, got.map(|t| t.to_text()).as_deref())?;
         Ok(())
     })
 }
@@ -228,16 +206,14 @@ pub unsafe extern "C" fn mqstate_lock_fencing_token(
     lock: *const mqstate_lock,
     token: *mut *mut c_char,
 ) -> mqstate_status {
-    boundary(|| {
-        // SAFETY: per the caller.
-        let token = unsafe { out_arg(token, std::ptr::null_mut(), "token") }?;
-        // SAFETY: per the caller.
-        let lock = unsafe { guard::enter(lock, "lock") }?;
+    // SAFETY: the pointers are as this function's `# Safety` section requires.
+    boundary(|| unsafe {
+        let token = out_arg(token, std::ptr::null_mut(), "token")?;
+        let lock = guard::enter(lock, "lock")?;
         let held = lock
             .fencing_token()
             .ok_or_else(|| Error::new(ErrorKind::NotHeld, "the lock is not held"))?;
-        // SAFETY: `token` is writable.
-        unsafe { put_string(token, Some(&held.to_text())) }
+        put_string(token, Some(&held.to_text()))
     })
 }
 
@@ -262,11 +238,14 @@ pub unsafe extern "C" fn mqstate_lock_holder_id(lock: *const mqstate_lock) -> *c
 /// `lock` must be NULL or a live lock; `len` NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mqstate_lock_key(lock: *const mqstate_lock, len: *mut usize) -> *const u8 {
-    // SAFETY: per the caller.
-    let key = unsafe { lock.as_ref() }.map(|l| guard::Handle::guarded(l).inner.lock.key());
-    // SAFETY: per the caller.
-    unsafe { put(len, key.map_or(0, |k| k.len())) };
-    key.map_or(std::ptr::null(), |k| k.as_ptr())
+    // SAFETY: the pointers are as this function's `# Safety` section requires.
+    unsafe {
+        let key = lock
+            .as_ref()
+            .map(|l| guard::Handle::guarded(l).inner.lock.key());
+        put(len, key.map_or(0, |k| k.len()));
+        key.map_or(std::ptr::null(), |k| k.as_ptr())
+    }
 }
 
 /// Sets the automatic renewal period (ms) from the next acquire on: the lock then renews
@@ -279,9 +258,9 @@ pub unsafe extern "C" fn mqstate_lock_set_auto_renew(
     lock: *const mqstate_lock,
     period_ms: u64,
 ) -> mqstate_status {
-    boundary(|| {
-        // SAFETY: per the caller.
-        let lock = unsafe { guard::enter(lock, "lock") }?;
+    // SAFETY: the pointers are as this function's `# Safety` section requires.
+    boundary(|| unsafe {
+        let lock = guard::enter(lock, "lock")?;
         lock.set_auto_renew(timeout::option(period_ms))?;
         Ok(())
     })

@@ -63,13 +63,11 @@ pub unsafe extern "C" fn mqstate_client_scan(
     timeout_ms: u32,
     out: *mut *mut mqstate_scan,
 ) -> mqstate_status {
-    boundary(|| {
-        // SAFETY: per the caller.
-        let out = unsafe { out_arg(out, std::ptr::null_mut(), "out") }?;
-        // SAFETY: per the caller.
-        let store = unsafe { enter_client(client) }?;
-        // SAFETY: per the caller.
-        let pattern = unsafe { bytes_arg(pattern, pattern_len, "pattern") }?;
+    // SAFETY: the pointers are as this function's `# Safety` section requires.
+    boundary(|| unsafe {
+        let out = out_arg(out, std::ptr::null_mut(), "out")?;
+        let store = enter_client(client)?;
+        let pattern = bytes_arg(pattern, pattern_len, "pattern")?;
         // Each page's own timeout (a plain timeout, never "may have been applied": a SCAN
         // only reads); the wait in `mqstate_scan_next` has no limit of its own.
         let options = ScanOptions {
@@ -110,11 +108,10 @@ pub unsafe extern "C" fn mqstate_scan_next(
     cancel: *const mqstate_cancel,
     page: *mut *mut mqstate_scan_page,
 ) -> mqstate_status {
-    boundary(|| {
-        // SAFETY: per the caller.
-        let out = unsafe { out_arg(page, std::ptr::null_mut(), "page") }?;
-        // SAFETY: per the caller.
-        let state = unsafe { guard::enter(scan, "scan") }?;
+    // SAFETY: the pointers are as this function's `# Safety` section requires.
+    boundary(|| unsafe {
+        let out = out_arg(page, std::ptr::null_mut(), "page")?;
+        let state = guard::enter(scan, "scan")?;
         let id = {
             let mut next = state.next_id.lock().unwrap_or_else(|e| e.into_inner());
             *next += 1;
@@ -129,8 +126,7 @@ pub unsafe extern "C" fn mqstate_scan_next(
                 .push((id, call.canceller()));
             call
         };
-        // SAFETY: per the caller.
-        let got = unsafe { run(cancel, start) };
+        let got = run(cancel, start);
         state
             .in_flight
             .lock()
@@ -197,11 +193,12 @@ pub unsafe extern "C" fn mqstate_scan_page_key(
     index: usize,
     len: *mut usize,
 ) -> *const u8 {
-    // SAFETY: per the caller.
-    let key = unsafe { page.as_ref() }.and_then(|p| p.keys.get(index));
-    // SAFETY: per the caller.
-    unsafe { put(len, key.map_or(0, |k| k.len())) };
-    key.map_or(std::ptr::null(), |k| k.as_ptr())
+    // SAFETY: the pointers are as this function's `# Safety` section requires.
+    unsafe {
+        let key = page.as_ref().and_then(|p| p.keys.get(index));
+        put(len, key.map_or(0, |k| k.len()));
+        key.map_or(std::ptr::null(), |k| k.as_ptr())
+    }
 }
 
 /// Frees a page (NULL is ignored).

@@ -81,11 +81,10 @@ pub unsafe extern "C" fn mqstate_settings_set(
     name: *const c_char,
     value: *const c_char,
 ) -> mqstate_status {
-    boundary(|| {
-        // SAFETY: per the caller.
-        let settings = unsafe { guard::enter(settings, "settings") }?;
-        // SAFETY: per the caller.
-        let (name, value) = unsafe { (str_arg(name, "name")?, str_arg(value, "value")?) };
+    // SAFETY: the pointers are as this function's `# Safety` section requires.
+    boundary(|| unsafe {
+        let settings = guard::enter(settings, "settings")?;
+        let (name, value) = (str_arg(name, "name")?, str_arg(value, "value")?);
         settings
             .lock()
             .unwrap_or_else(|e| e.into_inner())

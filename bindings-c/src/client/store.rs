@@ -125,33 +125,64 @@ pub(crate) unsafe fn token_arg(token: *const c_char) -> Result<Option<Hlc>, Fail
     Ok(Some(Hlc::parse(text)?))
 }
 
-/// Reads a call-options pointer (NULL: defaults).
-///
-/// # Safety
-/// `options` must be NULL or valid.
-unsafe fn call_options<'a>(
-    options: *const mqstate_call_options,
-) -> Option<&'a mqstate_call_options> {
-    // SAFETY: per the caller.
-    unsafe { options.as_ref() }
+/// A call's C options, read once into Rust values (NULL options: every default).
+struct CallOptions {
+    fencing_token: Option<Hlc>,
+    timeout: Option<std::time::Duration>,
+    cancel: *const mqstate_cancel,
 }
 
-/// Reads the call options of a read (GET, observe), which carry no fencing token.
-///
-/// # Safety
-/// `options` must be NULL or valid.
-unsafe fn read_options<'a>(
-    options: *const mqstate_call_options,
-    verb: &str,
-) -> Result<Option<&'a mqstate_call_options>, Failure> {
-    // SAFETY: per the caller.
-    let o = unsafe { call_options(options) };
-    if o.is_some_and(|o| !o.fencing_token.is_null()) {
-        return Err(Failure::invalid(format!(
-            "{verb} only reads: it takes no fencing_token"
-        )));
+impl CallOptions {
+    /// Reads `options` (NULL: the defaults); a read (`verb` GET, observe) refuses a token.
+    ///
+    /// # Safety
+    /// `options` must be NULL or valid, its strings NULL or NUL-terminated.
+    unsafe fn read(
+        options: *const mqstate_call_options,
+        verb: Option<&str>,
+    ) -> Result<CallOptions, Failure> {
+        // SAFETY: per this function's contract.
+        let o = unsafe { options.as_ref() };
+        let token = o.map_or(std::ptr::null(), |o| o.fencing_token);
+        if let (Some(verb), false) = (verb, token.is_null()) {
+            return Err(Failure::invalid(format!(
+                "{verb} only reads: it takes no fencing_token"
+            )));
+        }
+        Ok(CallOptions {
+            // SAFETY: per this function's contract.
+            fencing_token: unsafe { token_arg(token) }?,
+            timeout: timeout::request(o.map_or(0, |o| o.timeout_ms))?,
+            cancel: o.map_or(std::ptr::null(), |o| o.cancel),
+        })
     }
-    Ok(o)
+
+    fn del(&self) -> DelOptions {
+        DelOptions {
+            fencing_token: self.fencing_token.clone(),
+            timeout: self.timeout,
+        }
+    }
+}
+
+impl mqstate_set_options {
+    /// Reads `options` once (NULL: the defaults): the SET's options and its cancel token.
+    ///
+    /// # Safety
+    /// `options` must be NULL or valid, its strings NULL or NUL-terminated.
+    unsafe fn read(options: *const Self) -> Result<(SetOptions, *const mqstate_cancel), Failure> {
+        // SAFETY: per this function's contract.
+        let o = unsafe { options.as_ref() };
+        let set = SetOptions {
+            condition: condition_arg(o.map_or(0, |o| o.condition))?,
+            expiry: timeout::option(o.map_or(0, |o| o.expiry_ms)),
+            // SAFETY: per this function's contract.
+            fencing_token: unsafe { token_arg(o.map_or(std::ptr::null(), |o| o.fencing_token)) }?,
+            persist: o.is_some_and(|o| o.persist),
+            timeout: timeout::request(o.map_or(0, |o| o.timeout_ms))?,
+        };
+        Ok((set, o.map_or(std::ptr::null(), |o| o.cancel)))
+    }
 }
 
 /// Connects with `settings` (which stay the caller's), waiting up to `timeout_ms` (0: the
@@ -169,18 +200,16 @@ pub unsafe extern "C" fn mqstate_client_connect(
     timeout_ms: u32,
     out: *mut *mut mqstate_client,
 ) -> mqstate_status {
-    boundary(|| {
-        // SAFETY: per the caller.
-        let out = unsafe { out_arg(out, std::ptr::null_mut(), "out") }?;
-        // SAFETY: per the caller.
-        let settings = unsafe { guard::enter(settings, "settings") }?;
+    // SAFETY: the pointers are as this function's `# Safety` section requires.
+    boundary(|| unsafe {
+        let out = out_arg(out, std::ptr::null_mut(), "out")?;
+        let settings = guard::enter(settings, "settings")?;
         let mut settings = settings.lock().unwrap_or_else(|e| e.into_inner()).clone();
         if let Some(limit) = timeout::request(timeout_ms)? {
             // The core's own connect timeout, so that running out is `connect_timeout`.
             settings.set("connect_timeout", &format!("{}ms", limit.as_millis()))?;
         }
-        // SAFETY: no token.
-        let store = unsafe { run(std::ptr::null(), || Store::connect(settings)) }?;
+        let store = run(std::ptr::null(), || Store::connect(settings))?;
         let id = store.client_id().to_owned();
         *out = guard::new(guard::Named::new(store, &id)?);
         Ok(())
@@ -243,46 +272,20 @@ pub unsafe extern "C" fn mqstate_client_set(
     applied: *mut bool,
     version: *mut *mut c_char,
 ) -> mqstate_status {
-    boundary(|| {
-        // SAFETY: per the caller.
-        unsafe {
-            reset_string(version);
-            put(applied, false);
-        }
-        // SAFETY: per the caller.
-        let store = unsafe { guard::enter(client, "client") }?;
-        // SAFETY: per the caller.
-        let (key, value) = unsafe {
-            (
-                bytes_arg(key, key_len, "key")?,
-                bytes_arg(value, value_len, "value")?,
-            )
-        };
-        // SAFETY: per the caller.
-        let o = unsafe { options.as_ref() };
-        let set = SetOptions {
-            condition: condition_arg(o.map_or(0, |o| o.condition))?,
-            expiry: timeout::option(o.map_or(0, |o| o.expiry_ms)),
-            // SAFETY: per the caller.
-            fencing_token: unsafe { token_arg(o.map_or(std::ptr::null(), |o| o.fencing_token)) }?,
-            persist: o.is_some_and(|o| o.persist),
-            timeout: timeout::request(o.map_or(0, |o| o.timeout_ms))?,
-        };
-        let start = || {
-            store.set(
-                Bytes::copy_from_slice(key),
-                Bytes::copy_from_slice(value),
-                set,
-            )
-        };
-        // SAFETY: per the caller.
-        let outcome = unsafe { run(o.map_or(std::ptr::null(), |o| o.cancel), start) }?;
-        // SAFETY: per the caller.
-        unsafe {
-            put(applied, outcome.applied);
-            put_string(version, outcome.version.map(|v| v.to_text()).as_deref())?;
-        }
-        Ok(())
+    // SAFETY: the pointers are as this function's `# Safety` section requires.
+    boundary(|| unsafe {
+        reset_string(version);
+        put(applied, false);
+        let store = guard::enter(client, "client")?;
+        let (key, value) = (
+            bytes_arg(key, key_len, "key")?,
+            bytes_arg(value, value_len, "value")?,
+        );
+        let (set, cancel) = mqstate_set_options::read(options)?;
+        let (key, value) = (Bytes::copy_from_slice(key), Bytes::copy_from_slice(value));
+        let outcome = run(cancel, || store.set(key, value, set))?;
+        put(applied, outcome.applied);
+        put_string(version, outcome.version.map(|v| v.to_text()).as_deref())
     })
 }
 
@@ -299,21 +302,14 @@ pub unsafe extern "C" fn mqstate_client_get(
     options: *const mqstate_call_options,
     out: *mut *mut mqstate_value,
 ) -> mqstate_status {
-    boundary(|| {
-        // SAFETY: per the caller.
-        let out = unsafe { out_arg(out, std::ptr::null_mut(), "out") }?;
-        // SAFETY: per the caller.
-        let store = unsafe { guard::enter(client, "client") }?;
-        // SAFETY: per the caller.
-        let key = unsafe { bytes_arg(key, key_len, "key") }?;
-        // SAFETY: per the caller.
-        let o = unsafe { read_options(options, "GET") }?;
-        let get = GetOptions {
-            timeout: timeout::request(o.map_or(0, |o| o.timeout_ms))?,
-        };
-        let start = || store.get(Bytes::copy_from_slice(key), get);
-        // SAFETY: per the caller.
-        if let Some(v) = unsafe { run(o.map_or(std::ptr::null(), |o| o.cancel), start) }? {
+    // SAFETY: the pointers are as this function's `# Safety` section requires.
+    boundary(|| unsafe {
+        let out = out_arg(out, std::ptr::null_mut(), "out")?;
+        let store = guard::enter(client, "client")?;
+        let key = bytes_arg(key, key_len, "key")?;
+        let o = CallOptions::read(options, Some("GET"))?;
+        let get = GetOptions { timeout: o.timeout };
+        if let Some(v) = run(o.cancel, || store.get(Bytes::copy_from_slice(key), get))? {
             *out = new_value(v);
         }
         Ok(())
@@ -332,25 +328,14 @@ pub unsafe extern "C" fn mqstate_client_delete(
     options: *const mqstate_call_options,
     deleted: *mut u64,
 ) -> mqstate_status {
-    boundary(|| {
-        // SAFETY: per the caller.
-        unsafe { put(deleted, 0) };
-        // SAFETY: per the caller.
-        let store = unsafe { guard::enter(client, "client") }?;
-        // SAFETY: per the caller.
-        let key = unsafe { bytes_arg(key, key_len, "key") }?;
-        // SAFETY: per the caller.
-        let o = unsafe { call_options(options) };
-        let del = DelOptions {
-            // SAFETY: per the caller.
-            fencing_token: unsafe { token_arg(o.map_or(std::ptr::null(), |o| o.fencing_token)) }?,
-            timeout: timeout::request(o.map_or(0, |o| o.timeout_ms))?,
-        };
-        let start = || store.del(Bytes::copy_from_slice(key), del);
-        // SAFETY: per the caller.
-        let n = unsafe { run(o.map_or(std::ptr::null(), |o| o.cancel), start) }?;
-        // SAFETY: per the caller.
-        unsafe { put(deleted, n) };
+    // SAFETY: the pointers are as this function's `# Safety` section requires.
+    boundary(|| unsafe {
+        put(deleted, 0);
+        let store = guard::enter(client, "client")?;
+        let key = bytes_arg(key, key_len, "key")?;
+        let o = CallOptions::read(options, None)?;
+        let n = run(o.cancel, || store.del(Bytes::copy_from_slice(key), o.del()))?;
+        put(deleted, n);
         Ok(())
     })
 }
@@ -370,36 +355,18 @@ pub unsafe extern "C" fn mqstate_client_vdel(
     options: *const mqstate_call_options,
     outcome: *mut mqstate_vdel_outcome,
 ) -> mqstate_status {
-    boundary(|| {
-        // SAFETY: per the caller.
-        unsafe { put(outcome, mqstate_vdel_outcome::None) };
-        // SAFETY: per the caller.
-        let store = unsafe { guard::enter(client, "client") }?;
-        // SAFETY: per the caller.
-        let (key, value) = unsafe {
-            (
-                bytes_arg(key, key_len, "key")?,
-                bytes_arg(value, value_len, "value")?,
-            )
-        };
-        // SAFETY: per the caller.
-        let o = unsafe { call_options(options) };
-        let del = DelOptions {
-            // SAFETY: per the caller.
-            fencing_token: unsafe { token_arg(o.map_or(std::ptr::null(), |o| o.fencing_token)) }?,
-            timeout: timeout::request(o.map_or(0, |o| o.timeout_ms))?,
-        };
-        let start = || {
-            store.vdel(
-                Bytes::copy_from_slice(key),
-                Bytes::copy_from_slice(value),
-                del,
-            )
-        };
-        // SAFETY: per the caller.
-        let got = unsafe { run(o.map_or(std::ptr::null(), |o| o.cancel), start) }?;
-        // SAFETY: per the caller.
-        unsafe { put(outcome, mqstate_vdel_outcome::of(got)) };
+    // SAFETY: the pointers are as this function's `# Safety` section requires.
+    boundary(|| unsafe {
+        put(outcome, mqstate_vdel_outcome::None);
+        let store = guard::enter(client, "client")?;
+        let (key, value) = (
+            bytes_arg(key, key_len, "key")?,
+            bytes_arg(value, value_len, "value")?,
+        );
+        let o = CallOptions::read(options, None)?;
+        let (key, value) = (Bytes::copy_from_slice(key), Bytes::copy_from_slice(value));
+        let got = run(o.cancel, || store.vdel(key, value, o.del()))?;
+        put(outcome, mqstate_vdel_outcome::of(got));
         Ok(())
     })
 }
@@ -417,21 +384,16 @@ pub unsafe extern "C" fn mqstate_client_observe(
     options: *const mqstate_call_options,
     out: *mut *mut mqstate_subscription,
 ) -> mqstate_status {
-    boundary(|| {
-        // SAFETY: per the caller.
-        let out = unsafe { out_arg(out, std::ptr::null_mut(), "out") }?;
-        // SAFETY: per the caller.
-        let store = unsafe { guard::enter(client, "client") }?;
-        // SAFETY: per the caller.
-        let key = unsafe { bytes_arg(key, key_len, "key") }?;
-        // SAFETY: per the caller.
-        let o = unsafe { read_options(options, "observe") }?;
-        let observe = ObserveOptions {
-            timeout: timeout::request(o.map_or(0, |o| o.timeout_ms))?,
-        };
-        let start = || store.observe(Bytes::copy_from_slice(key), observe);
-        // SAFETY: per the caller.
-        let sub = unsafe { run(o.map_or(std::ptr::null(), |o| o.cancel), start) }?;
+    // SAFETY: the pointers are as this function's `# Safety` section requires.
+    boundary(|| unsafe {
+        let out = out_arg(out, std::ptr::null_mut(), "out")?;
+        let store = guard::enter(client, "client")?;
+        let key = bytes_arg(key, key_len, "key")?;
+        let o = CallOptions::read(options, Some("observe"))?;
+        let observe = ObserveOptions { timeout: o.timeout };
+        let sub = run(o.cancel, || {
+            store.observe(Bytes::copy_from_slice(key), observe)
+        })?;
         *out = new_subscription(sub);
         Ok(())
     })

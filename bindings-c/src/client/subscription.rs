@@ -90,17 +90,15 @@ pub unsafe extern "C" fn mqstate_subscription_next(
     timeout_ms: u32,
     event: *mut *mut mqstate_sub_event,
 ) -> mqstate_status {
-    boundary(|| {
-        // SAFETY: per the caller.
-        let out = unsafe { out_arg(event, std::ptr::null_mut(), "event") }?;
-        // SAFETY: per the caller.
-        let state = unsafe { guard::enter(sub, "sub") }?;
+    // SAFETY: the pointers are as this function's `# Safety` section requires.
+    boundary(|| unsafe {
+        let out = out_arg(event, std::ptr::null_mut(), "event")?;
+        let state = guard::enter(sub, "sub")?;
         let limit = timeout::wait(timeout_ms);
         let fd = state.fd.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let got = match fd {
             Some(q) => next_from_fd(&q, limit, &state.sub)?,
-            // SAFETY: no token.
-            None => unsafe { run(std::ptr::null(), || state.sub.next_within(limit)) }?,
+            None => run(std::ptr::null(), || state.sub.next_within(limit))?,
         };
         deliver(got, out)
     })
@@ -118,11 +116,10 @@ pub unsafe extern "C" fn mqstate_subscription_try_next(
     sub: *const mqstate_subscription,
     event: *mut *mut mqstate_sub_event,
 ) -> mqstate_status {
-    boundary(|| {
-        // SAFETY: per the caller.
-        let out = unsafe { out_arg(event, std::ptr::null_mut(), "event") }?;
-        // SAFETY: per the caller.
-        let state = unsafe { guard::enter(sub, "sub") }?;
+    // SAFETY: the pointers are as this function's `# Safety` section requires.
+    boundary(|| unsafe {
+        let out = out_arg(event, std::ptr::null_mut(), "event")?;
+        let state = guard::enter(sub, "sub")?;
         let fd = state.fd.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let queued = match &fd {
             Some(q) => q.pop(),
@@ -247,9 +244,9 @@ pub unsafe extern "C" fn mqstate_subscription_set_callback(
     release: mqstate_release_fn,
     ctx: *mut c_void,
 ) -> mqstate_status {
-    boundary(|| {
-        // SAFETY: per the caller.
-        let state = unsafe { guard::enter(sub, "sub") }?;
+    // SAFETY: the pointers are as this function's `# Safety` section requires.
+    boundary(|| unsafe {
+        let state = guard::enter(sub, "sub")?;
         let on_event = on_event.ok_or_else(|| Failure::invalid("on_event is NULL"))?;
         state.sub.set_sink(CallbackSink {
             on_event,
@@ -274,11 +271,10 @@ pub unsafe extern "C" fn mqstate_subscription_fd(
     sub: *const mqstate_subscription,
     fd: *mut c_int,
 ) -> mqstate_status {
-    boundary(|| {
-        // SAFETY: per the caller.
-        let fd = unsafe { out_arg(fd, -1, "fd") }?;
-        // SAFETY: per the caller.
-        let state = unsafe { guard::enter(sub, "sub") }?;
+    // SAFETY: the pointers are as this function's `# Safety` section requires.
+    boundary(|| unsafe {
+        let fd = out_arg(fd, -1, "fd")?;
+        let state = guard::enter(sub, "sub")?;
         let mut slot = state.fd.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(q) = slot.as_ref() {
             *fd = q.reader.raw();

@@ -86,16 +86,16 @@ pub unsafe extern "C" fn mqstate_value_data(
     value: *const mqstate_value,
     len: *mut usize,
 ) -> *const u8 {
-    // SAFETY: per the caller, NULL or a live value.
-    let Some(v) = (unsafe { value.as_ref() }) else {
-        // SAFETY: per the caller.
-        unsafe { put(len, 0) };
-        return std::ptr::null();
-    };
-    let data = &guard::Handle::guarded(v).inner.value;
-    // SAFETY: per the caller.
-    unsafe { put(len, data.len()) };
-    data.as_ptr()
+    // SAFETY: the pointers are as this function's `# Safety` section requires.
+    unsafe {
+        let Some(v) = value.as_ref() else {
+            put(len, 0);
+            return std::ptr::null();
+        };
+        let data = &guard::Handle::guarded(v).inner.value;
+        put(len, data.len());
+        data.as_ptr()
+    }
 }
 
 /// The value's version as HLC text (valid until the value is freed), or NULL if none.

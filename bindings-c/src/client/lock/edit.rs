@@ -48,11 +48,12 @@ pub unsafe extern "C" fn mqstate_edit_set(
     value: *const u8,
     len: usize,
 ) -> mqstate_status {
-    boundary(|| {
-        // SAFETY: per the caller.
-        let d = unsafe { decision.as_mut() }.ok_or_else(|| Failure::invalid("decision is NULL"))?;
-        // SAFETY: per the caller.
-        let value = unsafe { bytes_arg(value, len, "value") }?;
+    // SAFETY: the pointers are as this function's `# Safety` section requires.
+    boundary(|| unsafe {
+        let d = decision
+            .as_mut()
+            .ok_or_else(|| Failure::invalid("decision is NULL"))?;
+        let value = bytes_arg(value, len, "value")?;
         d.decision = Edit::Set(Bytes::copy_from_slice(value));
         Ok(())
     })
@@ -64,9 +65,11 @@ pub unsafe extern "C" fn mqstate_edit_set(
 /// `decision` must be the callback's.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn mqstate_edit_delete(decision: *mut mqstate_edit) -> mqstate_status {
-    boundary(|| {
-        // SAFETY: per the caller.
-        let d = unsafe { decision.as_mut() }.ok_or_else(|| Failure::invalid("decision is NULL"))?;
+    // SAFETY: the pointers are as this function's `# Safety` section requires.
+    boundary(|| unsafe {
+        let d = decision
+            .as_mut()
+            .ok_or_else(|| Failure::invalid("decision is NULL"))?;
         d.decision = Edit::Delete;
         Ok(())
     })
@@ -132,11 +135,10 @@ pub unsafe extern "C" fn mqstate_lock_edit(
     ctx: *mut c_void,
     cancel: *const mqstate_cancel,
 ) -> mqstate_status {
-    boundary(|| {
-        // SAFETY: per the caller.
-        let lock = unsafe { guard::enter(lock, "lock") }?;
-        // SAFETY: per the caller.
-        let key = unsafe { bytes_arg(key, key_len, "key") }?;
+    // SAFETY: the pointers are as this function's `# Safety` section requires.
+    boundary(|| unsafe {
+        let lock = guard::enter(lock, "lock")?;
+        let key = bytes_arg(key, key_len, "key")?;
         let f = decide.ok_or_else(|| Failure::invalid("decide is NULL"))?;
         let callback = EditCallback { f, ctx };
         let edit_timeout = timeout::request(timeout_ms)?;
@@ -148,8 +150,7 @@ pub unsafe extern "C" fn mqstate_lock_edit(
                 blocking_decide(move |current| callback.decide(current)),
             )
         };
-        // SAFETY: per the caller.
-        unsafe { run(cancel, edit) }?;
+        run(cancel, edit)?;
         Ok(())
     })
 }

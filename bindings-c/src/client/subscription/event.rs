@@ -193,11 +193,12 @@ pub unsafe extern "C" fn mqstate_sub_event_key(
     event: *const mqstate_sub_event,
     len: *mut usize,
 ) -> *const u8 {
-    // SAFETY: per the caller.
-    let e = unsafe { event.as_ref() };
-    // SAFETY: per the caller.
-    unsafe { put(len, e.map_or(0, |e| e.key.len())) };
-    e.map_or(std::ptr::null(), |e| e.key.as_ptr())
+    // SAFETY: the pointers are as this function's `# Safety` section requires.
+    unsafe {
+        let e = event.as_ref();
+        put(len, e.map_or(0, |e| e.key.len()));
+        e.map_or(std::ptr::null(), |e| e.key.as_ptr())
+    }
 }
 
 /// The new value of a `KEY_SET` event (`*len` bytes; valid while the event lives).
@@ -209,11 +210,12 @@ pub unsafe extern "C" fn mqstate_sub_event_value(
     event: *const mqstate_sub_event,
     len: *mut usize,
 ) -> *const u8 {
-    // SAFETY: per the caller.
-    let e = unsafe { event.as_ref() };
-    // SAFETY: per the caller.
-    unsafe { put(len, e.map_or(0, |e| e.value.len())) };
-    e.map_or(std::ptr::null(), |e| e.value.as_ptr())
+    // SAFETY: the pointers are as this function's `# Safety` section requires.
+    unsafe {
+        let e = event.as_ref();
+        put(len, e.map_or(0, |e| e.value.len()));
+        e.map_or(std::ptr::null(), |e| e.value.as_ptr())
+    }
 }
 
 /// The version (HLC text) of a key change or holder change; NULL when there is none (a
