@@ -120,12 +120,12 @@ impl Reader {
         self.0.raw()
     }
 
-    /// Consumes the byte of one event (non-blocking).
+    /// Consumes the byte (non-blocking), when the queue has just emptied.
     pub(super) fn consume(&self) {
         self.0.consume();
     }
 
-    /// Blocks until the reader is readable (an event's byte, or the end of the stream) or
+    /// Blocks until the reader is readable (events queued, or the end of the stream) or
     /// `wait` (rounded up to a millisecond; `None`: without limit) has passed; an
     /// interrupted wait returns early.
     pub(super) fn wait(&self, wait: Option<Duration>) {
@@ -134,7 +134,7 @@ impl Reader {
 }
 
 impl Writer {
-    /// Wakes the reader's loop for one event.
+    /// Wakes the reader's loop: the queue has just become non-empty.
     pub(super) fn signal(&mut self) {
         self.0.signal();
     }
