@@ -8,6 +8,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -15,6 +16,9 @@ from pathlib import Path
 from typing import List, Optional
 
 ROOT = Path(__file__).resolve().parents[2]
+# The /proc listening check, shared with scripts/lib/net.sh.
+sys.path.insert(0, str(ROOT / "scripts" / "lib"))
+from listening import listens  # noqa: E402
 REQUEST_TOPIC = "statestore/v1/FA9AE35F-2F64-47CD-9BFF-08E2B32A0FE8/command/invoke"
 
 
@@ -34,37 +38,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def listens(pid: int, port: int) -> bool:
-    """Whether process ``pid`` itself holds a socket listening on ``port`` (Linux ``/proc``).
-
-    A connect alone also succeeds when another test took the port and the process is
-    exiting with "address in use": the test would then talk to someone else's broker."""
-    inodes: set[str] = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            lines = Path(table).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            cols = line.split()
-            if len(cols) > 9 and cols[1].endswith(f":{port:04X}") and cols[3] == "0A":
-                inodes.add(f"socket:[{cols[9]}]")
-    if not inodes:
-        return False
-    fds = Path(f"/proc/{pid}/fd")
-    try:
-        entries = list(fds.iterdir())
-    except OSError:
-        return False
-    for fd in entries:
-        try:
-            if os.readlink(fd) in inodes:
-                return True
-        except OSError:
-            continue
-    return False
 
 
 class PortLost(RuntimeError):

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
-use crate::listening::listens;
+use crate::listening::wait_listening;
 
 /// Where mosquitto is looked for when it is not on `PATH`.
 const SBIN: &str = "/usr/sbin/mosquitto";
@@ -159,32 +159,28 @@ impl Mosquitto {
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()?;
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            if let Some(status) = child.try_wait()? {
+        // Its own listener: a connect alone also succeeds when another process took the
+        // port and this mosquitto is about to exit with "address in use".
+        match wait_listening(&mut child, self.port, Duration::from_secs(10)) {
+            Ok(()) => {
+                self.child = Some(child);
+                Ok(())
+            }
+            Err(e) if e.kind() == ErrorKind::TimedOut => {
+                let _ = child.kill();
+                let _ = child.wait();
+                Err(Error::new(ErrorKind::TimedOut, "mosquitto did not listen"))
+            }
+            Err(e) => {
+                // It exited: its log says whether it lost the port.
                 let log = std::fs::read_to_string(self.log_path()).unwrap_or_default();
                 let kind = if log.contains("in use") {
                     ErrorKind::AddrInUse
                 } else {
                     ErrorKind::Other
                 };
-                return Err(Error::new(
-                    kind,
-                    format!("mosquitto exited with {status}: {}", log.trim()),
-                ));
+                Err(Error::new(kind, format!("mosquitto: {e}: {}", log.trim())))
             }
-            // Its own listener: a connect alone also succeeds when another process took
-            // the port and this mosquitto is about to exit with "address in use".
-            if listens(child.id(), self.port) {
-                self.child = Some(child);
-                return Ok(());
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(Error::new(ErrorKind::TimedOut, "mosquitto did not listen"));
-            }
-            std::thread::sleep(Duration::from_millis(5));
         }
     }
 
