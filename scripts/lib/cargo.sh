@@ -9,3 +9,29 @@ debug_dir() {
     case "$target" in /*) ;; *) target="$root/$target" ;; esac
     echo "$target${CARGO_BUILD_TARGET:+/$CARGO_BUILD_TARGET}/debug"
 }
+
+# workspace_tests KIND:NAME…: prints "KIND:NAME EXECUTABLE" for each test executable that
+# scripts/test's `cargo test --workspace` build made: KIND `lib` for a crate's unit tests
+# (NAME the library's name), `test` for a tests/NAME.rs file. A later step runs them again
+# (another environment, another mode) without compiling them a second time: `cargo test -p
+# …` would resolve other features than the workspace build. Prints nothing for what was not
+# built.
+workspace_tests() {
+    cargo test --workspace --exclude mqstate-c --exclude mqstate-uniffi --features mqstate-server/testing \
+        --locked --no-run --message-format=json 2>/dev/null |
+        python3 -c '
+import json, sys
+wanted = set(sys.argv[1:])
+for line in sys.stdin:
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        continue
+    target = msg.get("target") or {}
+    kind = ":".join(target.get("kind") or [])
+    spec = kind + ":" + str(target.get("name"))
+    if (msg.get("reason") == "compiler-artifact" and msg.get("executable")
+            and (msg.get("profile") or {}).get("test") and spec in wanted):
+        print(spec, msg["executable"])
+' "$@"
+}

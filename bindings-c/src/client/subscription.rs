@@ -15,12 +15,11 @@
 //!
 //! One mode per subscription: after a callback is set, pulls see nothing.
 
-use std::collections::VecDeque;
 use std::ffi::{c_int, c_void};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use mqstate::bridge::{Event, Subscription};
+use mqstate::bridge::{CompletionQueue, Event, Subscription};
 
 pub mod event;
 mod wakeup;
@@ -34,12 +33,12 @@ use crate::ffi::out_arg;
 use crate::status::{Failure, boundary, mqstate_status};
 
 /// The file-descriptor mode: events moved here by the sink thread. The wake-up channel
-/// holds one byte exactly while the queue is not empty: the byte is written and read under
-/// the queue's lock, with the event that makes the queue non-empty or empty, so a reader
-/// never sees the descriptor readable with nothing queued (or the reverse), and the writer
-/// never blocks (one byte at most is unread).
+/// holds one byte exactly while events are queued: the bridge's [`CompletionQueue`] writes
+/// it with the event that makes the queue non-empty and reads it with the one that empties
+/// it, both under the queue's lock, so a reader never sees the descriptor readable with
+/// nothing queued (or the reverse), and the writer never blocks (one byte at most is unread).
 struct FdQueue {
-    events: Mutex<VecDeque<Event>>,
+    events: CompletionQueue<Event>,
     reader: wakeup::Reader,
 }
 
@@ -136,33 +135,18 @@ pub unsafe extern "C" fn mqstate_subscription_try_next(
 impl FdQueue {
     /// Queues `event` (on the sink thread); the first of a non-empty queue writes the byte.
     fn push(&self, writer: &mut wakeup::Writer, event: Event) {
-        let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
-        if events.is_empty() {
-            writer.signal();
-        }
-        events.push_back(event);
+        self.events.push_and_wake(event, || writer.signal());
     }
 
     /// The oldest queued event; the last one takes the descriptor's byte with it.
     fn pop(&self) -> Option<Event> {
-        let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
-        let event = events.pop_front()?;
-        if events.is_empty() {
-            self.reader.consume();
-        }
-        Some(event)
+        self.events.pop_with(|| self.reader.consume())
     }
 }
 
 /// Whether the subscription has ended and nothing is left to read.
 fn drained(fd: Option<&FdQueue>, sub: &Subscription) -> bool {
-    sub.is_closed()
-        && fd.is_none_or(|q| {
-            q.events
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .is_empty()
-        })
+    sub.is_closed() && fd.is_none_or(|q| q.events.is_empty())
 }
 
 /// The next event of the descriptor's queue, waiting up to `limit` (`None`: without limit)
@@ -282,7 +266,7 @@ pub unsafe extern "C" fn mqstate_subscription_fd(
         }
         let (reader, mut writer) = wakeup::pair()?;
         let q = std::sync::Arc::new(FdQueue {
-            events: Mutex::new(VecDeque::new()),
+            events: CompletionQueue::new(),
             reader,
         });
         let sink_q = std::sync::Arc::clone(&q);
@@ -320,7 +304,7 @@ mod tests {
         const EVENTS: usize = 20_000;
         let (reader, mut writer) = wakeup::pair().unwrap();
         let q = std::sync::Arc::new(FdQueue {
-            events: Mutex::new(VecDeque::new()),
+            events: CompletionQueue::new(),
             reader,
         });
         let sink = std::sync::Arc::clone(&q);

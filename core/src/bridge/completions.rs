@@ -14,6 +14,9 @@
 //! | scheduled (a wake-up on its way) | queues, no wake-up | returns the batch, → idle | → closed |
 //! | closed (the host is gone) | drops the item | returns nothing | — |
 //!
+//! A consumer that takes one item at a time ([`pop_with`](CompletionQueue::pop_with), C's
+//! file-descriptor mode) leaves the queue *scheduled* until it takes the last item.
+//!
 //! How the loop is woken is the host's: a byte on a pipe the loop watches, a napi
 //! thread-safe function. [`push_and_wake`](CompletionQueue::push_and_wake) calls the wake-up
 //! under the queue's lock, for wake-ups that must not race [`close`](CompletionQueue::close)
@@ -22,6 +25,7 @@
 //! leaves the wake-up to the caller, after the lock is released, for wake-ups that take a
 //! host's lock (Python's GIL) which the loop may hold while it takes.
 
+use std::collections::VecDeque;
 use std::sync::{Mutex, MutexGuard};
 
 /// The outcomes waiting for one event loop (see the module documentation).
@@ -32,7 +36,7 @@ pub struct CompletionQueue<T> {
 
 #[derive(Debug)]
 struct State<T> {
-    done: Vec<T>,
+    done: VecDeque<T>,
     /// A wake-up is on its way: the loop has not taken the queue since.
     scheduled: bool,
     /// The host is gone: nothing is queued any more.
@@ -50,7 +54,7 @@ impl<T> CompletionQueue<T> {
     pub fn new() -> CompletionQueue<T> {
         CompletionQueue {
             state: Mutex::new(State {
-                done: Vec::new(),
+                done: VecDeque::new(),
                 scheduled: false,
                 closed: false,
             }),
@@ -69,7 +73,7 @@ impl<T> CompletionQueue<T> {
         if state.closed {
             return false;
         }
-        state.done.push(item);
+        state.done.push_back(item);
         !std::mem::replace(&mut state.scheduled, true)
     }
 
@@ -80,7 +84,7 @@ impl<T> CompletionQueue<T> {
         if state.closed {
             return;
         }
-        state.done.push(item);
+        state.done.push_back(item);
         if !std::mem::replace(&mut state.scheduled, true) {
             wake();
         }
@@ -88,18 +92,35 @@ impl<T> CompletionQueue<T> {
 
     /// On the loop's thread: everything queued since the last take; the next push wakes the
     /// loop again.
-    pub fn take(&self) -> Vec<T> {
+    pub fn take(&self) -> VecDeque<T> {
         self.take_with(|| ())
     }
 
     /// As [`take`](Self::take), calling `consume_wake` under the lock when a wake-up was on
     /// its way (to read the byte a pipe wake-up wrote, say).
-    pub fn take_with(&self, consume_wake: impl FnOnce()) -> Vec<T> {
+    pub fn take_with(&self, consume_wake: impl FnOnce()) -> VecDeque<T> {
         let mut state = self.lock();
         if std::mem::replace(&mut state.scheduled, false) {
             consume_wake();
         }
         std::mem::take(&mut state.done)
+    }
+
+    /// For a consumer that takes one item at a time (C's file-descriptor mode): the oldest
+    /// item; the one that empties the queue calls `consume_wake` under the lock, so the
+    /// wake-up is pending exactly while items are queued.
+    pub fn pop_with(&self, consume_wake: impl FnOnce()) -> Option<T> {
+        let mut state = self.lock();
+        let item = state.done.pop_front()?;
+        if state.done.is_empty() && std::mem::replace(&mut state.scheduled, false) {
+            consume_wake();
+        }
+        Some(item)
+    }
+
+    /// Whether nothing is queued.
+    pub fn is_empty(&self) -> bool {
+        self.lock().done.is_empty()
     }
 
     /// The host is gone: drops what is queued; later pushes are dropped too.
@@ -133,13 +154,30 @@ mod tests {
         queue.push_and_wake(3, || wakes += 1);
         assert_eq!(wakes, 0, "a wake-up is already on its way");
         let mut consumed = 0;
-        assert_eq!(queue.take_with(|| consumed += 1), vec![1, 2, 3]);
+        assert_eq!(queue.take_with(|| consumed += 1), [1, 2, 3]);
         assert_eq!(consumed, 1);
-        assert_eq!(queue.take_with(|| consumed += 1), Vec::<i32>::new());
+        assert!(queue.take_with(|| consumed += 1).is_empty());
         assert_eq!(consumed, 1, "no wake-up was pending");
         queue.push_and_wake(4, || wakes += 1);
         assert_eq!(wakes, 1, "a new batch wakes again");
-        assert_eq!(queue.take(), vec![4]);
+        assert_eq!(queue.take(), [4]);
+    }
+
+    #[test]
+    fn taking_one_at_a_time_keeps_the_wake_up_pending_while_items_are_queued() {
+        let queue = CompletionQueue::new();
+        let (mut wakes, mut consumed) = (0, 0);
+        queue.push_and_wake(1, || wakes += 1);
+        queue.push_and_wake(2, || wakes += 1);
+        assert_eq!((wakes, queue.is_empty()), (1, false));
+        assert_eq!(queue.pop_with(|| consumed += 1), Some(1));
+        assert_eq!(consumed, 0, "an item is still queued");
+        assert_eq!(queue.pop_with(|| consumed += 1), Some(2));
+        assert_eq!((consumed, queue.is_empty()), (1, true));
+        assert_eq!(queue.pop_with(|| consumed += 1), None);
+        assert_eq!(consumed, 1);
+        queue.push_and_wake(3, || wakes += 1);
+        assert_eq!(wakes, 2, "the queue was empty: a new wake-up");
     }
 
     #[test]
