@@ -30,8 +30,7 @@ use tokio::sync::{Mutex, OwnedMutexGuard};
 use crate::client::guard;
 use crate::client::scan::{mqstate_scan_page, new_page};
 use crate::client::text::{mqstate_value, new_value};
-use crate::ffi::put;
-use crate::ffi::{bytes_arg, out_arg, str_arg};
+use crate::ffi::{bytes_arg, out_arg, put, str_arg};
 use crate::status::{Failure, boundary, mqstate_status};
 
 /// The longest any local store call may take; past it the call fails with

@@ -11,8 +11,7 @@ use super::cancel::run;
 use super::guard;
 use super::subscription::{mqstate_subscription, new_subscription};
 use super::text::put_string;
-use crate::ffi::put;
-use crate::ffi::{out_arg, str_arg};
+use crate::ffi::{out_arg, put, str_arg};
 use crate::status::{Failure, boundary, mqstate_status};
 
 /// Optional text argument (NULL: `None`).

@@ -22,8 +22,7 @@ use super::store::{enter_client, mqstate_client};
 use super::subscription::mqstate_subscription;
 use super::text::{put_string, reset_string};
 use super::timeout;
-use crate::ffi::put;
-use crate::ffi::{bytes_arg, out_arg};
+use crate::ffi::{bytes_arg, out_arg, put};
 use crate::status::{Failure, boundary, mqstate_status};
 
 /// A leased lock (opaque; thread-safe). Free it with `mqstate_lock_free`.

@@ -17,8 +17,7 @@ use super::cancel::{mqstate_cancel, run};
 use super::guard;
 use super::store::{enter_client, mqstate_client};
 use super::timeout;
-use crate::ffi::put;
-use crate::ffi::{bytes_arg, out_arg};
+use crate::ffi::{bytes_arg, out_arg, put};
 use crate::status::{boundary, mqstate_status};
 
 /// The pager and the pages being fetched (cancelled when the pager is freed).

@@ -17,8 +17,7 @@ use super::subscription::{mqstate_subscription, new_subscription};
 use super::text::{mqstate_value, new_value, put_string, reset_string};
 use super::timeout;
 use crate::condition::condition_arg;
-use crate::ffi::put;
-use crate::ffi::{bytes_arg, out_arg};
+use crate::ffi::{bytes_arg, out_arg, put};
 use crate::status::{Failure, boundary, mqstate_status};
 
 /// A connection to the state store (opaque; thread-safe: any number of threads may call
