@@ -1,7 +1,7 @@
 //! The connection's handling of rumqttc's traps and of its settings, each observed from
 //! outside: large packets, the broker's maximum packet size, backoff between reconnection
-//! attempts, a close that really closes, sessions kept or lost, and clear errors for
-//! unreadable credential files.
+//! attempts, a close that really closes, sessions kept or lost, clear errors for
+//! unreadable credential files, and a response read together with the broker's DISCONNECT.
 
 mod support;
 
@@ -209,4 +209,98 @@ async fn unreadable_credentials_and_tls_settings_are_clear_errors() {
     settings.username = Some("user".into());
     settings.password_file = Some(path);
     Client::connect(settings).await.unwrap().shutdown().await;
+}
+
+/// A broker that writes a response and its DISCONNECT together (a broker shutting down
+/// right after the store's last answer): the client reads both in one batch, and the
+/// response must still complete its request. rumqttc kept what it read before the
+/// connection ended until a reconnection that never came (third_party/rumqttc/PATCHES.md,
+/// 2); the request waited out its timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_response_read_with_the_brokers_disconnect_completes_its_request() {
+    use bytes::BytesMut;
+    use rumqttc::v5::mqttbytes::QoS;
+    use rumqttc::v5::mqttbytes::v5::{
+        ConnAck, ConnectReturnCode, Disconnect, DisconnectReasonCode, Packet, PubAck, Publish,
+        PublishProperties, SubAck, SubscribeReasonCode,
+    };
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let broker = tokio::spawn(async move {
+        // One connection; the listener goes with this task, so reconnecting fails.
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut read = BytesMut::new();
+        loop {
+            let packet = loop {
+                match Packet::read(&mut read, None) {
+                    Ok(packet) => break packet,
+                    Err(_) => {
+                        let n = socket.read_buf(&mut read).await.unwrap();
+                        assert!(n > 0, "the client closed before its request");
+                    }
+                }
+            };
+            let mut out = BytesMut::new();
+            let reply = |packet: Packet, out: &mut BytesMut| {
+                packet.write(out, None).unwrap();
+            };
+            match packet {
+                Packet::Connect(..) => reply(
+                    Packet::ConnAck(ConnAck {
+                        session_present: false,
+                        code: ConnectReturnCode::Success,
+                        properties: None,
+                    }),
+                    &mut out,
+                ),
+                Packet::Subscribe(subscribe) => reply(
+                    Packet::SubAck(SubAck {
+                        pkid: subscribe.pkid,
+                        return_codes: vec![
+                            SubscribeReasonCode::Success(QoS::AtLeastOnce);
+                            subscribe.filters.len()
+                        ],
+                        properties: None,
+                    }),
+                    &mut out,
+                ),
+                Packet::Publish(request) => {
+                    let properties = request.properties.unwrap();
+                    reply(Packet::PubAck(PubAck::new(request.pkid, None)), &mut out);
+                    let response = Publish::new(
+                        properties.response_topic.unwrap(),
+                        QoS::AtMostOnce,
+                        &b"+OK\r\n"[..],
+                        Some(PublishProperties {
+                            correlation_data: properties.correlation_data,
+                            user_properties: vec![("__stat".into(), "200".into())],
+                            ..PublishProperties::default()
+                        }),
+                    );
+                    reply(Packet::Publish(response), &mut out);
+                    let bye = Disconnect::new(DisconnectReasonCode::ServerShuttingDown);
+                    reply(Packet::Disconnect(bye), &mut out);
+                    // One write: the client reads the three packets in one batch.
+                    socket.write_all(&out).await.unwrap();
+                    return;
+                }
+                _ => {}
+            }
+            socket.write_all(&out).await.unwrap();
+        }
+    });
+    let mut settings = ConnectionSettings::new("127.0.0.1", port);
+    settings.client_id = Some("batched-disconnect".into());
+    let client = Client::connect(settings).await.unwrap();
+    let set = tokio::time::timeout(
+        Duration::from_secs(5),
+        client.set("k", "v", SetOptions::default()),
+    )
+    .await
+    .expect("the response read before the DISCONNECT completed the request");
+    assert!(set.is_ok(), "{set:?}");
+    broker.await.unwrap();
+    client.shutdown().await;
 }

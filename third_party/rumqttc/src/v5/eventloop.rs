@@ -82,6 +82,9 @@ pub struct EventLoop {
     network: Option<Network>,
     /// Keep alive time
     keepalive_timeout: Option<Pin<Box<Sleep>>>,
+    /// mqstate patch (PATCHES.md, 2): the error that ended the connection, returned by
+    /// `poll` once the events read before it are yielded.
+    ended: Option<ConnectionError>,
 }
 
 /// Events which can be yielded by the event loop
@@ -110,6 +113,7 @@ impl EventLoop {
             pending,
             network: None,
             keepalive_timeout: None,
+            ended: None,
         }
     }
 
@@ -143,6 +147,16 @@ impl EventLoop {
     /// a disconnection.
     /// **NOTE** Don't block this while iterating
     pub async fn poll(&mut self) -> Result<Event, ConnectionError> {
+        // mqstate patch (PATCHES.md, 2): the packets read in the same batch as the end of the
+        // connection (a PUBLISH just before the broker's DISCONNECT) come out first, in order,
+        // then the error; only then does the next poll reconnect.
+        if let Some(ended) = self.ended.take() {
+            if let Some(event) = self.state.events.pop_front() {
+                self.ended = Some(ended);
+                return Ok(event);
+            }
+            return Err(ended);
+        }
         if self.network.is_none() {
             let (network, connack) = time::timeout(
                 Duration::from_secs(self.options.connection_timeout()),
@@ -169,7 +183,13 @@ impl EventLoop {
                 // MQTT requires that packets pending acknowledgement should be republished on session resume.
                 // Move pending messages from state to eventloop.
                 self.clean();
-                Err(e)
+                match self.state.events.pop_front() {
+                    Some(event) => {
+                        self.ended = Some(e);
+                        Ok(event)
+                    }
+                    None => Err(e),
+                }
             }
         }
     }
