@@ -37,19 +37,27 @@
 //! # States
 //!
 //! Who drives the runtime, and what moves it on (`drivers`, `wanted`, `background`,
-//! `hand_over` are the fields of the driver's `Library`):
+//! `entries` are the counters of `handoff::Handoff`, which holds every decision below;
+//! `hand_over` is the driver's signal):
 //!
 //! | state | driven by | moves on when | to |
 //! |---|---|---|---|
 //! | background | `mqstate-worker`, in `block_on` | a blocking waiter that is alone enters `drive`: `drivers` 0 → 1, then `hand_over` is notified if `background` | handing over |
-//! | handing over | the worker until it sees `drivers > 0` and leaves `block_on` (`background` false) | the waiter's `block_on` gets the runtime | waiters |
+//! | handing over | the worker until it sees `drivers > 0` (checked before it first waits) and leaves `block_on` (`background` false) | the waiter's `block_on` gets the runtime | waiters |
 //! | waiters | the lone blocking waiter; other waiters sleep on their call's slot and `want_driver` sets `wanted` | the last waiter leaves `drive`: `drivers` 1 → 0, and unparks the worker if `wanted` | lingering |
-//! | lingering | nobody: the worker sleeps in `park_timeout(LINGER)` | a waiter enters (`entries` moved): stays; `wanted`, or a whole `LINGER` without a new waiter | background |
+//! | lingering | nobody: the worker sleeps in `park_timeout(LINGER)` | a waiter enters (`entries` moved): stays; `wanted` (checked before each sleep), or a whole `LINGER` without a new waiter | background |
 //!
-//! A call awaited by an executor or given a callback asks for a driver (`want_driver`): in
-//! *background* nothing changes; otherwise `wanted` is set, and the worker is unparked at
-//! once when no waiter drives, or by the last waiter to leave. The driving thread, out of
-//! work with no call in flight, spins up to [`SPIN`] before it sleeps in the kernel.
+//! A call awaited by an executor or given a callback asks for a driver (`want_driver`):
+//! `wanted` is set; in *background* nothing else happens (a worker that is handing over
+//! finds `wanted` before it sleeps), otherwise the worker is unparked at once when no
+//! waiter drives, or by the last waiter to leave. The driving thread, out of work with no
+//! call in flight, spins up to [`SPIN`] before it sleeps in the kernel.
+//!
+//! `core/tests/runtime_model.rs` runs `handoff.rs` under loom (every interleaving of a lone
+//! waiter, two waiters, an awaited call beside a waiter) with no timeout on the lingering:
+//! each hand-over must come from a signal, never from `LINGER` running out. It found the
+//! two cases above that the table now spells out (a waiter entering as the worker starts
+//! driving; a call asking while the worker hands over); each cost up to `LINGER`.
 //!
 //! # A plain runtime, to tell a hang of the hand-offs from one elsewhere
 //!
@@ -68,8 +76,15 @@
 //! instead of hanging ([`generation`]).
 
 mod driver;
+mod handoff;
 #[cfg(test)]
 mod tests;
+
+/// The atomics [`handoff`] is written with: std's here, loom's in its model tests
+/// (`core/tests/runtime_model.rs`).
+mod sync {
+    pub(super) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
+}
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};

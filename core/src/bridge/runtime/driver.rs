@@ -7,7 +7,7 @@
 
 use std::future::Future;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, Ordering};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
@@ -15,6 +15,7 @@ use tokio::runtime::{Builder, Handle, Runtime};
 use tokio::sync::Notify;
 
 use super::IN_FLIGHT;
+use super::handoff::{Handoff, Host};
 
 /// How long the background thread leaves the runtime to blocking waiters after the last
 /// one: the longest a notification, a keep-alive or a call nobody waits for can wait while
@@ -30,18 +31,10 @@ pub(super) struct Library {
     /// `MQSTATE_RUNTIME=threaded`: a plain multi-thread runtime that drives itself; no
     /// hand-offs, no background thread, and blocking waiters only sleep.
     threaded: bool,
-    /// Blocking waiters in [`drive`] now.
-    drivers: AtomicUsize,
-    /// Blocking waits in progress, driving or not ([`Waiting`]).
-    waiting: AtomicUsize,
-    /// Blocking waits begun so far (the background thread sees whether any came lately).
-    entries: AtomicU64,
-    /// Whether the background thread is driving.
-    background: AtomicBool,
+    /// Who drives: the protocol's counters and decisions.
+    handoff: Handoff,
     /// Asks the background thread to hand the runtime over to a blocking waiter.
     hand_over: Notify,
-    /// Asks the background thread to drive now, not after [`LINGER`].
-    wanted: AtomicBool,
     /// The background thread (to wake it from its lingering).
     thread: Mutex<Option<Thread>>,
 }
@@ -110,12 +103,8 @@ pub(super) fn library() -> &'static Library {
     let library: &'static Library = Box::leak(Box::new(Library {
         runtime,
         threaded,
-        drivers: AtomicUsize::new(0),
-        waiting: AtomicUsize::new(0),
-        entries: AtomicU64::new(0),
-        background: AtomicBool::new(false),
+        handoff: Handoff::new(),
         hand_over: Notify::new(),
-        wanted: AtomicBool::new(false),
         thread: Mutex::new(None),
     }));
     if threaded {
@@ -124,38 +113,34 @@ pub(super) fn library() -> &'static Library {
     }
     let thread = std::thread::Builder::new()
         .name("mqstate-worker".into())
-        .spawn(move || background(library))
+        .spawn(move || library.handoff.run_background(library))
         .expect("the mqstate runtime's thread could not be started");
     *library.thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(thread.thread().clone());
     CURRENT.store(std::ptr::from_ref(library).cast_mut(), Ordering::Release);
     library
 }
 
-/// The background thread: drives the runtime whenever no blocking waiter does.
-fn background(library: &'static Library) {
-    loop {
-        library.background.store(true, Ordering::SeqCst);
-        library.runtime.block_on(async {
-            loop {
-                library.hand_over.notified().await;
-                if library.drivers.load(Ordering::SeqCst) > 0 {
-                    break;
-                }
+impl Host for Library {
+    fn drive_until(&self, handed_over: impl Fn() -> bool) {
+        self.runtime.block_on(async {
+            while !handed_over() {
+                self.hand_over.notified().await;
             }
         });
-        library.background.store(false, Ordering::SeqCst);
-        // Blocking waiters drive; take over once none has come for LINGER, or at once
-        // when asked (`wanted`) while none drives.
-        loop {
-            let seen = library.entries.load(Ordering::SeqCst);
-            std::thread::park_timeout(LINGER);
-            let idle = library.drivers.load(Ordering::SeqCst) == 0;
-            if idle
-                && (library.wanted.swap(false, Ordering::SeqCst)
-                    || library.entries.load(Ordering::SeqCst) == seen)
-            {
-                break;
-            }
+    }
+
+    fn linger(&self) -> bool {
+        std::thread::park_timeout(LINGER);
+        true
+    }
+
+    fn ask_hand_over(&self) {
+        self.hand_over.notify_one();
+    }
+
+    fn wake_background(&self) {
+        if let Some(thread) = &*self.thread.lock().unwrap_or_else(|e| e.into_inner()) {
+            thread.unpark();
         }
     }
 }
@@ -209,10 +194,7 @@ pub(crate) struct Waiting {
 impl Waiting {
     pub(crate) fn begin() -> Waiting {
         let library = library();
-        let alone = library.waiting.fetch_add(1, Ordering::SeqCst) == 0;
-        if !alone {
-            want_driver();
-        }
+        let alone = library.handoff.begin_wait(library);
         Waiting { library, alone }
     }
 
@@ -224,7 +206,7 @@ impl Waiting {
 
 impl Drop for Waiting {
     fn drop(&mut self) {
-        self.library.waiting.fetch_sub(1, Ordering::SeqCst);
+        self.library.handoff.end_wait();
     }
 }
 
@@ -235,21 +217,12 @@ pub(crate) fn drive<F: Future>(future: F) -> F::Output {
     struct Driver(&'static Library);
     impl Drop for Driver {
         fn drop(&mut self) {
-            // The last one out wakes the background thread if a driver was asked for.
-            if self.0.drivers.fetch_sub(1, Ordering::SeqCst) == 1
-                && self.0.wanted.load(Ordering::SeqCst)
-            {
-                self.0.wake_background();
-            }
+            self.0.handoff.leave_drive(self.0);
         }
     }
     let library = library();
-    library.entries.fetch_add(1, Ordering::SeqCst);
-    library.drivers.fetch_add(1, Ordering::SeqCst);
+    library.handoff.enter_drive(library);
     let _driver = Driver(library);
-    if library.background.load(Ordering::SeqCst) {
-        library.hand_over.notify_one();
-    }
     library.runtime.block_on(async {
         let out = future.await;
         // Before handing the runtime back: run what became ready meanwhile (tasks woken
@@ -267,21 +240,8 @@ pub(crate) fn want_driver() {
     let Some(library) = current() else {
         return;
     };
-    if library.threaded || library.background.load(Ordering::SeqCst) {
-        return;
-    }
-    library.wanted.store(true, Ordering::SeqCst);
-    // With a blocking waiter driving, the last one out wakes the background thread.
-    if library.drivers.load(Ordering::SeqCst) == 0 {
-        library.wake_background();
-    }
-}
-
-impl Library {
-    fn wake_background(&self) {
-        if let Some(thread) = &*self.thread.lock().unwrap_or_else(|e| e.into_inner()) {
-            thread.unpark();
-        }
+    if !library.threaded {
+        library.handoff.want_driver(library);
     }
 }
 
