@@ -47,13 +47,12 @@ impl TimeSource for CallbackTime {
 /// `node_id` must be a NUL-terminated string; `out` must point to a writable
 /// `mqstate_clock *`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_clock_new(
+pub extern "C" fn mqstate_clock_new(
     node_id: *const c_char,
     out: *mut *mut mqstate_clock,
 ) -> mqstate_status {
     boundary(|| {
-        // SAFETY: the caller's promises are forwarded.
-        let (out, node_id) = unsafe {
+        let (out, node_id) = {
             (
                 out_arg(out, ptr::null_mut(), "out")?,
                 str_arg(node_id, "node_id")?,
@@ -73,7 +72,7 @@ pub unsafe extern "C" fn mqstate_clock_new(
 /// `now` must be a valid function (NULL is refused) and `context` must stay valid, and both
 /// usable from any thread calling the clock, until the clock is freed.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_clock_new_with_time_source(
+pub extern "C" fn mqstate_clock_new_with_time_source(
     node_id: *const c_char,
     now: mqstate_now_fn,
     context: *mut c_void,
@@ -81,8 +80,7 @@ pub unsafe extern "C" fn mqstate_clock_new_with_time_source(
     out: *mut *mut mqstate_clock,
 ) -> mqstate_status {
     boundary(|| {
-        // SAFETY: the caller's promises are forwarded.
-        let (out, node_id) = unsafe {
+        let (out, node_id) = {
             (
                 out_arg(out, ptr::null_mut(), "out")?,
                 str_arg(node_id, "node_id")?,
@@ -101,12 +99,11 @@ pub unsafe extern "C" fn mqstate_clock_new_with_time_source(
 /// # Safety
 /// `clock` must be a live handle; `out` must point to a writable `mqstate_hlc *`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_clock_tick(
+pub extern "C" fn mqstate_clock_tick(
     clock: *const mqstate_clock,
     out: *mut *mut mqstate_hlc,
 ) -> mqstate_status {
-    // SAFETY: the caller's promises are forwarded.
-    boundary(|| unsafe { give(out, || Ok(handle_arg(clock, "clock")?.0.tick()?)) })
+    boundary(|| give(out, || Ok(handle_arg(clock, "clock")?.0.tick()?)))
 }
 
 /// Merges a received `other` into `clock` and gives the new value in `*out`, as for
@@ -115,19 +112,16 @@ pub unsafe extern "C" fn mqstate_clock_tick(
 /// # Safety
 /// `clock` and `other` must be live handles; `out` must point to a writable `mqstate_hlc *`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_clock_receive(
+pub extern "C" fn mqstate_clock_receive(
     clock: *const mqstate_clock,
     other: *const mqstate_hlc,
     out: *mut *mut mqstate_hlc,
 ) -> mqstate_status {
     boundary(|| {
-        // SAFETY: the caller's promises are forwarded.
-        unsafe {
-            give(out, || {
-                let other = &handle_arg(other, "other")?.0;
-                Ok(handle_arg(clock, "clock")?.0.receive(other)?)
-            })
-        }
+        give(out, || {
+            let other = &handle_arg(other, "other")?.0;
+            Ok(handle_arg(clock, "clock")?.0.receive(other)?)
+        })
     })
 }
 
@@ -136,12 +130,11 @@ pub unsafe extern "C" fn mqstate_clock_receive(
 /// # Safety
 /// `clock` must be a live handle; `out` must point to a writable `mqstate_hlc *`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_clock_current(
+pub extern "C" fn mqstate_clock_current(
     clock: *const mqstate_clock,
     out: *mut *mut mqstate_hlc,
 ) -> mqstate_status {
-    // SAFETY: the caller's promises are forwarded.
-    boundary(|| unsafe { give(out, || Ok(handle_arg(clock, "clock")?.0.current())) })
+    boundary(|| give(out, || Ok(handle_arg(clock, "clock")?.0.current())))
 }
 
 /// Frees a clock. NULL is ignored.
@@ -149,7 +142,6 @@ pub unsafe extern "C" fn mqstate_clock_current(
 /// # Safety
 /// `clock` must be NULL or a live handle, not used again (and not in use on another thread).
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_clock_free(clock: *mut mqstate_clock) {
-    // SAFETY: forwarded from the caller.
-    unsafe { free_handle(clock) }
+pub extern "C" fn mqstate_clock_free(clock: *mut mqstate_clock) {
+    free_handle(clock)
 }

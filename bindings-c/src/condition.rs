@@ -53,12 +53,11 @@ pub(crate) fn condition_arg(condition: u32) -> Result<SetCondition, Failure> {
 /// # Safety
 /// `text` must be NULL or a NUL-terminated string; `out` NULL or writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_set_condition_parse(
+pub extern "C" fn mqstate_set_condition_parse(
     text: *const c_char,
     out: *mut u32,
 ) -> mqstate_status {
-    // SAFETY: the pointers are as this function's `# Safety` section requires.
-    boundary(|| unsafe {
+    boundary(|| {
         put(out, mqstate_set_condition::Always as u32);
         let text = match text.is_null() {
             true => None,
@@ -100,15 +99,12 @@ mod tests {
     fn parses_and_names_like_the_core() {
         let mut out = 99u32;
         for (text, want) in [(c"nx", 1), (c"NEX", 2), (c"Nx", 1)] {
-            // SAFETY: a NUL-terminated literal and a writable u32.
-            let st = unsafe { mqstate_set_condition_parse(text.as_ptr(), &mut out) };
+            let st = mqstate_set_condition_parse(text.as_ptr(), &mut out);
             assert_eq!((st, out), (mqstate_status::Ok, want));
         }
-        // SAFETY: as above.
-        let st = unsafe { mqstate_set_condition_parse(c"xx".as_ptr(), &mut out) };
+        let st = mqstate_set_condition_parse(c"xx".as_ptr(), &mut out);
         assert_eq!((st, out), (mqstate_status::InvalidArgument, 0));
-        // SAFETY: NULL text is a plain SET.
-        let st = unsafe { mqstate_set_condition_parse(std::ptr::null(), &mut out) };
+        let st = mqstate_set_condition_parse(std::ptr::null(), &mut out);
         assert_eq!((st, out), (mqstate_status::Ok, 0));
         // SAFETY: the names are static NUL-terminated strings.
         let name = |c| unsafe { CStr::from_ptr(mqstate_set_condition_name(c)) };

@@ -3,7 +3,10 @@
 //! caller's buffer, handle allocation, and the library-owned byte buffer [`mqstate_bytes`].
 //!
 //! Every other module goes through these helpers, so a null pointer or bad UTF-8 becomes
-//! `MQSTATE_STATUS_INVALID_ARGUMENT` in exactly one way.
+//! `MQSTATE_STATUS_INVALID_ARGUMENT` in exactly one way. They are safe functions over raw
+//! pointers, as the exported functions are: each `# Safety` section below is the crate's
+//! contract (lib.rs) as it reaches the helper, passed on by the exported function that
+//! received the pointer. The `unsafe` of the C layer is here.
 
 use std::ffi::{CStr, c_char};
 use std::ptr;
@@ -47,10 +50,10 @@ impl mqstate_bytes {
 /// `bytes` must be NULL or point to a `mqstate_bytes` that is `{NULL, 0}` or was filled in by
 /// an mqstate function and not modified since.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_bytes_free(bytes: *mut mqstate_bytes) {
+pub extern "C" fn mqstate_bytes_free(bytes: *mut mqstate_bytes) {
     let _ = std::panic::catch_unwind(|| {
         // SAFETY: the caller promises `bytes` is NULL or a valid, unaliased mqstate_bytes.
-        let Some(bytes) = (unsafe { bytes.as_mut() }) else {
+        let Some(bytes) = maybe_mut(bytes) else {
             return;
         };
         if !bytes.ptr.is_null() {
@@ -66,11 +69,7 @@ pub unsafe extern "C" fn mqstate_bytes_free(bytes: *mut mqstate_bytes) {
 ///
 /// # Safety
 /// A non-null `ptr` must point to `len` readable bytes that outlive `'a`.
-pub(crate) unsafe fn bytes_arg<'a>(
-    ptr: *const u8,
-    len: usize,
-    what: &str,
-) -> Result<&'a [u8], Failure> {
+pub(crate) fn bytes_arg<'a>(ptr: *const u8, len: usize, what: &str) -> Result<&'a [u8], Failure> {
     if len == 0 {
         return Ok(&[]);
     }
@@ -87,7 +86,7 @@ pub(crate) unsafe fn bytes_arg<'a>(
 ///
 /// # Safety
 /// A non-null `ptr` must point to a NUL-terminated string that outlives `'a`.
-pub(crate) unsafe fn str_arg<'a>(ptr: *const c_char, what: &str) -> Result<&'a str, Failure> {
+pub(crate) fn str_arg<'a>(ptr: *const c_char, what: &str) -> Result<&'a str, Failure> {
     if ptr.is_null() {
         return Err(Failure::invalid(format!("{what} is NULL")));
     }
@@ -97,13 +96,30 @@ pub(crate) unsafe fn str_arg<'a>(ptr: *const c_char, what: &str) -> Result<&'a s
         .map_err(|_| Failure::invalid(format!("{what} is not valid UTF-8")))
 }
 
+/// What a pointer argument the header lets be NULL points to; `None` for NULL.
+///
+/// # Safety
+/// A non-null `ptr` must point to a live `T` for `'a` (the crate's contract: see lib.rs).
+pub(crate) fn maybe<'a, T>(ptr: *const T) -> Option<&'a T> {
+    // SAFETY: non-null pointers an exported function receives are valid (the contract).
+    unsafe { ptr.as_ref() }
+}
+
+/// What a pointer argument the header lets be NULL points to, to write; `None` for NULL.
+///
+/// # Safety
+/// A non-null `ptr` must point to a live `T`, not aliased, for `'a` (the crate's contract).
+pub(crate) fn maybe_mut<'a, T>(ptr: *mut T) -> Option<&'a mut T> {
+    // SAFETY: non-null pointers an exported function receives are valid (the contract).
+    unsafe { ptr.as_mut() }
+}
+
 /// A handle argument (`const mqstate_x *`).
 ///
 /// # Safety
 /// A non-null `ptr` must point to a live handle of type `T` created by this library.
-pub(crate) unsafe fn handle_arg<'a, T>(ptr: *const T, what: &str) -> Result<&'a T, Failure> {
-    // SAFETY: the caller promises a live handle or NULL.
-    unsafe { ptr.as_ref() }.ok_or_else(|| Failure::invalid(format!("{what} is NULL")))
+pub(crate) fn handle_arg<'a, T>(ptr: *const T, what: &str) -> Result<&'a T, Failure> {
+    maybe(ptr).ok_or_else(|| Failure::invalid(format!("{what} is NULL")))
 }
 
 /// An out-parameter, reset to `empty` before anything else can fail, so that on error the
@@ -112,11 +128,7 @@ pub(crate) unsafe fn handle_arg<'a, T>(ptr: *const T, what: &str) -> Result<&'a 
 /// # Safety
 /// A non-null `ptr` must point to writable memory for one `T` (its old value is overwritten
 /// without being dropped).
-pub(crate) unsafe fn out_arg<'a, T>(
-    ptr: *mut T,
-    empty: T,
-    what: &str,
-) -> Result<&'a mut T, Failure> {
+pub(crate) fn out_arg<'a, T>(ptr: *mut T, empty: T, what: &str) -> Result<&'a mut T, Failure> {
     if ptr.is_null() {
         return Err(Failure::invalid(format!("{what} is NULL")));
     }
@@ -136,7 +148,7 @@ pub(crate) fn new_handle<T>(value: T) -> *mut T {
 ///
 /// # Safety
 /// `ptr` must be NULL or a handle of type `T` from [`new_handle`] not yet freed.
-pub(crate) unsafe fn free_handle<T>(ptr: *mut T) {
+pub(crate) fn free_handle<T>(ptr: *mut T) {
     if !ptr.is_null() {
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             // SAFETY: per the caller, a live Box-allocated handle, freed once.
@@ -151,7 +163,7 @@ pub(crate) unsafe fn free_handle<T>(ptr: *mut T) {
 ///
 /// # Safety
 /// A non-null `buf` must point to `len` writable bytes; a non-null `out_len` must be writable.
-pub(crate) unsafe fn text_out<T: AsRef<str>>(
+pub(crate) fn text_out<T: AsRef<str>>(
     buf: *mut c_char,
     len: usize,
     out_len: *mut usize,
@@ -166,8 +178,7 @@ pub(crate) unsafe fn text_out<T: AsRef<str>>(
         unsafe { buf.write(0) };
     }
     let text = text()?;
-    // SAFETY: forwarded from the caller.
-    unsafe { write_text(text.as_ref(), buf, len, out_len) }
+    write_text(text.as_ref(), buf, len, out_len)
 }
 
 /// Copies `text` and a NUL into the caller's buffer `buf` of `len` bytes, after storing the
@@ -177,7 +188,7 @@ pub(crate) unsafe fn text_out<T: AsRef<str>>(
 ///
 /// # Safety
 /// A non-null `buf` must point to `len` writable bytes; a non-null `out_len` must be writable.
-pub(crate) unsafe fn write_text(
+pub(crate) fn write_text(
     text: &str,
     buf: *mut c_char,
     len: usize,
@@ -234,7 +245,7 @@ pub(crate) fn out_ptr<T>(out: *mut T) -> Result<*mut T, Failure> {
 ///
 /// # Safety
 /// `out` must be NULL or writable.
-pub(crate) unsafe fn put<T>(out: *mut T, value: T) {
+pub(crate) fn put<T>(out: *mut T, value: T) {
     if !out.is_null() {
         // SAFETY: non-null and writable per the caller.
         unsafe { out.write(value) };
@@ -251,12 +262,9 @@ mod tests {
         assert_eq!(b.len, 3);
         // SAFETY: b was just filled in; ptr has len + 1 bytes.
         assert_eq!(unsafe { std::slice::from_raw_parts(b.ptr, 4) }, b"abc\0");
-        // SAFETY: b is a library-filled buffer, then `{NULL, 0}`.
-        unsafe {
-            mqstate_bytes_free(&mut b);
-            mqstate_bytes_free(&mut b);
-            mqstate_bytes_free(ptr::null_mut());
-        }
+        mqstate_bytes_free(&mut b);
+        mqstate_bytes_free(&mut b);
+        mqstate_bytes_free(ptr::null_mut());
         assert!(b.ptr.is_null());
         let empty = mqstate_bytes::from_vec(Vec::new());
         assert!(!empty.ptr.is_null());
@@ -266,13 +274,11 @@ mod tests {
     fn write_text_reports_the_needed_length() {
         let mut buf = [1 as c_char; 4];
         let mut needed = 0usize;
-        // SAFETY: buf has 4 writable bytes; needed is writable.
-        let small = unsafe { write_text("abcd", buf.as_mut_ptr(), 4, &mut needed) };
+        let small = write_text("abcd", buf.as_mut_ptr(), 4, &mut needed);
         assert_eq!(small.unwrap_err().status, mqstate_status::BufferTooSmall);
         assert_eq!(needed, 4);
         assert_eq!(buf, [1; 4]);
-        // SAFETY: as above.
-        unsafe { write_text("abc", buf.as_mut_ptr(), 4, &mut needed) }.unwrap();
+        write_text("abc", buf.as_mut_ptr(), 4, &mut needed).unwrap();
         assert_eq!(buf, [97, 98, 99, 0]);
     }
 }

@@ -22,12 +22,11 @@ pub struct mqstate_hlc(pub(crate) Hlc);
 ///
 /// # Safety
 /// `out` must be NULL or writable.
-pub(crate) unsafe fn give(
+pub(crate) fn give(
     out: *mut *mut mqstate_hlc,
     hlc: impl FnOnce() -> Result<Hlc, Failure>,
 ) -> FfiResult {
-    // SAFETY: forwarded from the caller.
-    let out = unsafe { out_arg(out, ptr::null_mut(), "out")? };
+    let out = out_arg(out, ptr::null_mut(), "out")?;
     *out = new_handle(mqstate_hlc(hlc()?));
     Ok(())
 }
@@ -39,12 +38,11 @@ pub(crate) unsafe fn give(
 /// # Safety
 /// `text` must be a NUL-terminated string; `out` must point to a writable `mqstate_hlc *`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_hlc_parse(
+pub extern "C" fn mqstate_hlc_parse(
     text: *const c_char,
     out: *mut *mut mqstate_hlc,
 ) -> mqstate_status {
-    // SAFETY: the caller's promises are forwarded.
-    boundary(|| unsafe { give(out, || Ok(Hlc::parse(str_arg(text, "text")?)?)) })
+    boundary(|| give(out, || Ok(Hlc::parse(str_arg(text, "text")?)?)))
 }
 
 /// Builds a clock value; `node_id` (NUL-terminated UTF-8) must be non-empty and free of `:`
@@ -53,14 +51,13 @@ pub unsafe extern "C" fn mqstate_hlc_parse(
 /// # Safety
 /// `node_id` must be a NUL-terminated string; `out` must point to a writable `mqstate_hlc *`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_hlc_new(
+pub extern "C" fn mqstate_hlc_new(
     wall_ms: u64,
     counter: u64,
     node_id: *const c_char,
     out: *mut *mut mqstate_hlc,
 ) -> mqstate_status {
-    // SAFETY: the caller's promises are forwarded.
-    boundary(|| unsafe {
+    boundary(|| {
         give(out, || {
             Ok(Hlc::new(wall_ms, counter, str_arg(node_id, "node_id")?)?)
         })
@@ -77,14 +74,13 @@ pub unsafe extern "C" fn mqstate_hlc_new(
 /// `hlc` must be a live handle; `buf` must point to `len` writable bytes; `out_len` must be
 /// NULL or writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_hlc_to_string(
+pub extern "C" fn mqstate_hlc_to_string(
     hlc: *const mqstate_hlc,
     buf: *mut c_char,
     len: usize,
     out_len: *mut usize,
 ) -> mqstate_status {
-    // SAFETY: the caller's promises are forwarded.
-    boundary(|| unsafe {
+    boundary(|| {
         text_out(buf, len, out_len, || {
             Ok(handle_arg(hlc, "hlc")?.0.to_string())
         })
@@ -96,15 +92,10 @@ pub unsafe extern "C" fn mqstate_hlc_to_string(
 /// # Safety
 /// `hlc` must be a live handle; `out` must point to a writable `uint64_t`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_hlc_wall_ms(
-    hlc: *const mqstate_hlc,
-    out: *mut u64,
-) -> mqstate_status {
+pub extern "C" fn mqstate_hlc_wall_ms(hlc: *const mqstate_hlc, out: *mut u64) -> mqstate_status {
     boundary(|| {
-        // SAFETY: the caller's promises are forwarded.
-        let out = unsafe { out_arg(out, 0, "out") }?;
-        // SAFETY: the caller's promises are forwarded.
-        *out = unsafe { handle_arg(hlc, "hlc") }?.0.wall_ms();
+        let out = out_arg(out, 0, "out")?;
+        *out = handle_arg(hlc, "hlc")?.0.wall_ms();
         Ok(())
     })
 }
@@ -114,15 +105,10 @@ pub unsafe extern "C" fn mqstate_hlc_wall_ms(
 /// # Safety
 /// `hlc` must be a live handle; `out` must point to a writable `uint64_t`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_hlc_counter(
-    hlc: *const mqstate_hlc,
-    out: *mut u64,
-) -> mqstate_status {
+pub extern "C" fn mqstate_hlc_counter(hlc: *const mqstate_hlc, out: *mut u64) -> mqstate_status {
     boundary(|| {
-        // SAFETY: the caller's promises are forwarded.
-        let out = unsafe { out_arg(out, 0, "out") }?;
-        // SAFETY: the caller's promises are forwarded.
-        *out = unsafe { handle_arg(hlc, "hlc") }?.0.counter();
+        let out = out_arg(out, 0, "out")?;
+        *out = handle_arg(hlc, "hlc")?.0.counter();
         Ok(())
     })
 }
@@ -132,14 +118,13 @@ pub unsafe extern "C" fn mqstate_hlc_counter(
 /// # Safety
 /// As for `mqstate_hlc_to_string`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_hlc_node_id(
+pub extern "C" fn mqstate_hlc_node_id(
     hlc: *const mqstate_hlc,
     buf: *mut c_char,
     len: usize,
     out_len: *mut usize,
 ) -> mqstate_status {
-    // SAFETY: the caller's promises are forwarded.
-    boundary(|| unsafe {
+    boundary(|| {
         text_out(buf, len, out_len, || {
             Ok(handle_arg(hlc, "hlc")?.0.node_id())
         })
@@ -156,16 +141,14 @@ fn sign(ordering: Ordering) -> i32 {
 /// # Safety
 /// `a` and `b` must be live handles; `out` must point to a writable `int32_t`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_hlc_compare(
+pub extern "C" fn mqstate_hlc_compare(
     a: *const mqstate_hlc,
     b: *const mqstate_hlc,
     out: *mut i32,
 ) -> mqstate_status {
     boundary(|| {
-        // SAFETY: the caller's promises are forwarded.
-        let out = unsafe { out_arg(out, 0, "out") }?;
-        // SAFETY: the caller's promises are forwarded.
-        let (a, b) = unsafe { (handle_arg(a, "a")?, handle_arg(b, "b")?) };
+        let out = out_arg(out, 0, "out")?;
+        let (a, b) = (handle_arg(a, "a")?, handle_arg(b, "b")?);
         *out = sign(a.0.cmp(&b.0));
         Ok(())
     })
@@ -177,16 +160,14 @@ pub unsafe extern "C" fn mqstate_hlc_compare(
 /// # Safety
 /// As for `mqstate_hlc_compare`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_hlc_compare_time(
+pub extern "C" fn mqstate_hlc_compare_time(
     a: *const mqstate_hlc,
     b: *const mqstate_hlc,
     out: *mut i32,
 ) -> mqstate_status {
     boundary(|| {
-        // SAFETY: the caller's promises are forwarded.
-        let out = unsafe { out_arg(out, 0, "out") }?;
-        // SAFETY: the caller's promises are forwarded.
-        let (a, b) = unsafe { (handle_arg(a, "a")?, handle_arg(b, "b")?) };
+        let out = out_arg(out, 0, "out")?;
+        let (a, b) = (handle_arg(a, "a")?, handle_arg(b, "b")?);
         *out = sign(a.0.cmp_time(&b.0));
         Ok(())
     })
@@ -201,14 +182,13 @@ pub unsafe extern "C" fn mqstate_hlc_compare_time(
 /// # Safety
 /// `hlc` must be a live handle; `out` must point to a writable `mqstate_hlc *`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_hlc_tick(
+pub extern "C" fn mqstate_hlc_tick(
     hlc: *const mqstate_hlc,
     now_ms: u64,
     max_drift_ms: u64,
     out: *mut *mut mqstate_hlc,
 ) -> mqstate_status {
-    // SAFETY: the caller's promises are forwarded.
-    boundary(|| unsafe {
+    boundary(|| {
         give(out, || {
             Ok(handle_arg(hlc, "hlc")?.0.tick(now_ms, max_drift_ms)?)
         })
@@ -221,7 +201,7 @@ pub unsafe extern "C" fn mqstate_hlc_tick(
 /// # Safety
 /// `hlc` and `other` must be live handles; `out` must point to a writable `mqstate_hlc *`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_hlc_receive(
+pub extern "C" fn mqstate_hlc_receive(
     hlc: *const mqstate_hlc,
     other: *const mqstate_hlc,
     now_ms: u64,
@@ -229,15 +209,12 @@ pub unsafe extern "C" fn mqstate_hlc_receive(
     out: *mut *mut mqstate_hlc,
 ) -> mqstate_status {
     boundary(|| {
-        // SAFETY: the caller's promises are forwarded.
-        unsafe {
-            give(out, || {
-                let other = &handle_arg(other, "other")?.0;
-                Ok(handle_arg(hlc, "hlc")?
-                    .0
-                    .receive(other, now_ms, max_drift_ms)?)
-            })
-        }
+        give(out, || {
+            let other = &handle_arg(other, "other")?.0;
+            Ok(handle_arg(hlc, "hlc")?
+                .0
+                .receive(other, now_ms, max_drift_ms)?)
+        })
     })
 }
 
@@ -246,12 +223,11 @@ pub unsafe extern "C" fn mqstate_hlc_receive(
 /// # Safety
 /// `hlc` must be a live handle; `out` must point to a writable `mqstate_hlc *`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_hlc_clone(
+pub extern "C" fn mqstate_hlc_clone(
     hlc: *const mqstate_hlc,
     out: *mut *mut mqstate_hlc,
 ) -> mqstate_status {
-    // SAFETY: the caller's promises are forwarded.
-    boundary(|| unsafe { give(out, || Ok(handle_arg(hlc, "hlc")?.0.clone())) })
+    boundary(|| give(out, || Ok(handle_arg(hlc, "hlc")?.0.clone())))
 }
 
 /// Frees a clock value. NULL is ignored.
@@ -259,9 +235,8 @@ pub unsafe extern "C" fn mqstate_hlc_clone(
 /// # Safety
 /// `hlc` must be NULL or a live handle, not used again.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_hlc_free(hlc: *mut mqstate_hlc) {
-    // SAFETY: forwarded from the caller.
-    unsafe { free_handle(hlc) }
+pub extern "C" fn mqstate_hlc_free(hlc: *mut mqstate_hlc) {
+    free_handle(hlc)
 }
 
 #[cfg(test)]

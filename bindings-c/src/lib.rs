@@ -29,14 +29,18 @@
 //! - every `extern "C"` body runs inside a panic catch ([`status`]), and every pointer is
 //!   checked for NULL and every text for UTF-8 ([`ffi`]).
 //!
-//! **The safety contract, once.** An exported function's `# Safety` section says what its
-//! pointer arguments must be (NULL where allowed, else valid for the length given, handles
-//! live, out-parameters writable). The function then runs its whole body in one `unsafe`
-//! block under that contract (`// SAFETY: the pointers are as this function's # Safety
-//! section requires.`), and reads each argument once through the helpers that check what
-//! can be checked: `ffi::bytes_arg`, `ffi::str_arg`, `ffi::out_arg`, `ffi::put`,
-//! `client::guard::enter` (a handle's kind and liveness); options structs are read once
-//! into Rust values with their defaults (`CallOptions::read`, `mqstate_set_options::read`).
+//! **The safety contract, once** (rustls-ffi's discipline). The exported functions are C
+//! functions: Rust code is not meant to call them, so they are not declared `unsafe`, and
+//! their contract is C's. Each one's `# Safety` section (copied into the header) says what
+//! its pointer arguments must be: NULL where allowed, else valid for the length given,
+//! handles live, out-parameters writable. Under that contract every argument is read once
+//! through the helpers of [`ffi`], which check what can be checked and hold the `unsafe`
+//! that the rest cannot: `bytes_arg`, `str_arg`, `maybe` / `maybe_mut` (a pointer that may
+//! be NULL), `out_arg`, `put`, `free_handle`, and `client::guard::enter` (a handle's kind
+//! and liveness). Options structs are read once into Rust values with their defaults
+//! (`CallOptions::read`, `mqstate_set_options::read`). What is left `unsafe` outside those
+//! helpers is what C hands over beyond pointers: calling its callbacks, freeing its
+//! strings, `poll(2)`, and the tests' reads of what the library returned.
 //!
 //! The binding stays thin: each function converts its arguments, calls the core `mqstate`
 //! crate, and maps the error kind to a status; defaults, validation and policy are the

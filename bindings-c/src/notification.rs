@@ -60,15 +60,14 @@ pub struct mqstate_notification_info {
 /// `topic` must be a NUL-terminated string; `payload` must point to `len` readable bytes;
 /// `out` must point to a writable `mqstate_notification *`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_decode_notification(
+pub extern "C" fn mqstate_decode_notification(
     topic: *const c_char,
     payload: *const u8,
     len: usize,
     out: *mut *mut mqstate_notification,
 ) -> mqstate_status {
     boundary(|| {
-        // SAFETY: the caller's promises are forwarded.
-        let (out, topic, payload) = unsafe {
+        let (out, topic, payload) = {
             (
                 out_arg(out, ptr::null_mut(), "out")?,
                 str_arg(topic, "topic")?,
@@ -92,7 +91,7 @@ pub unsafe extern "C" fn mqstate_decode_notification(
 /// `notification` must be a live handle; `out` must point to a writable
 /// `mqstate_notification_info`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_notification_get(
+pub extern "C" fn mqstate_notification_get(
     notification: *const mqstate_notification,
     out: *mut mqstate_notification_info,
 ) -> mqstate_status {
@@ -109,8 +108,7 @@ pub unsafe extern "C" fn mqstate_notification_get(
         };
         // SAFETY: `out` is non-null and writable per the caller: reset before any failure.
         unsafe { out.write(none) };
-        // SAFETY: the caller's promises are forwarded.
-        let handle = unsafe { handle_arg(notification, "notification") }?;
+        let handle = handle_arg(notification, "notification")?;
         let n = &handle.notification;
         let (kind, value, value_len) = match &n.event {
             KeyEvent::Set(v) => (mqstate_event_kind::Set, bytes_ptr(v), v.len()),
@@ -136,7 +134,6 @@ pub unsafe extern "C" fn mqstate_notification_get(
 /// # Safety
 /// `notification` must be NULL or a live handle, not used again.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_notification_free(notification: *mut mqstate_notification) {
-    // SAFETY: forwarded from the caller.
-    unsafe { free_handle(notification) }
+pub extern "C" fn mqstate_notification_free(notification: *mut mqstate_notification) {
+    free_handle(notification)
 }

@@ -14,7 +14,8 @@ use mqstate::codec::Request;
 
 use crate::condition::{condition_arg, mqstate_set_condition};
 use crate::ffi::{
-    bytes_arg, bytes_ptr, free_handle, handle_arg, mqstate_bytes, new_handle, out_arg, out_ptr,
+    bytes_arg, bytes_ptr, free_handle, handle_arg, maybe, mqstate_bytes, new_handle, out_arg,
+    out_ptr,
 };
 use crate::response::mqstate_verb;
 use crate::status::{Failure, FfiResult, boundary, mqstate_status};
@@ -24,12 +25,11 @@ use crate::status::{Failure, FfiResult, boundary, mqstate_status};
 ///
 /// # Safety
 /// `out` must be NULL or writable.
-unsafe fn encode<'a>(
+fn encode<'a>(
     out: *mut mqstate_bytes,
     request: impl FnOnce() -> Result<Request<&'a [u8]>, Failure>,
 ) -> FfiResult {
-    // SAFETY: forwarded from the caller.
-    let out = unsafe { out_arg(out, mqstate_bytes::EMPTY, "out")? };
+    let out = out_arg(out, mqstate_bytes::EMPTY, "out")?;
     let request = request()?;
     request.validate()?;
     let mut payload = Vec::with_capacity(request.encoded_len() + 1);
@@ -49,7 +49,7 @@ unsafe fn encode<'a>(
 /// `key` and `value` must point to `key_len` and `value_len` readable bytes (or be NULL with
 /// length 0); `out` must point to a writable `mqstate_bytes`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_encode_set(
+pub extern "C" fn mqstate_encode_set(
     key: *const u8,
     key_len: usize,
     value: *const u8,
@@ -59,17 +59,14 @@ pub unsafe extern "C" fn mqstate_encode_set(
     out: *mut mqstate_bytes,
 ) -> mqstate_status {
     boundary(|| {
-        // SAFETY: the caller's promises about key, value and out are forwarded.
-        unsafe {
-            encode(out, || {
-                Ok(Request::Set {
-                    key: bytes_arg(key, key_len, "key")?,
-                    value: bytes_arg(value, value_len, "value")?,
-                    condition: condition_arg(condition)?,
-                    expiry_ms: NonZeroU64::new(px_ms),
-                })
+        encode(out, || {
+            Ok(Request::Set {
+                key: bytes_arg(key, key_len, "key")?,
+                value: bytes_arg(value, value_len, "value")?,
+                condition: condition_arg(condition)?,
+                expiry_ms: NonZeroU64::new(px_ms),
             })
-        }
+        })
     })
 }
 
@@ -78,20 +75,17 @@ pub unsafe extern "C" fn mqstate_encode_set(
 /// # Safety
 /// `key` must point to `key_len` readable bytes; `out` to a writable `mqstate_bytes`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_encode_get(
+pub extern "C" fn mqstate_encode_get(
     key: *const u8,
     key_len: usize,
     out: *mut mqstate_bytes,
 ) -> mqstate_status {
     boundary(|| {
-        // SAFETY: the caller's promises are forwarded.
-        unsafe {
-            encode(out, || {
-                Ok(Request::Get {
-                    key: bytes_arg(key, key_len, "key")?,
-                })
+        encode(out, || {
+            Ok(Request::Get {
+                key: bytes_arg(key, key_len, "key")?,
             })
-        }
+        })
     })
 }
 
@@ -100,20 +94,17 @@ pub unsafe extern "C" fn mqstate_encode_get(
 /// # Safety
 /// `key` must point to `key_len` readable bytes; `out` to a writable `mqstate_bytes`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_encode_del(
+pub extern "C" fn mqstate_encode_del(
     key: *const u8,
     key_len: usize,
     out: *mut mqstate_bytes,
 ) -> mqstate_status {
     boundary(|| {
-        // SAFETY: the caller's promises are forwarded.
-        unsafe {
-            encode(out, || {
-                Ok(Request::Del {
-                    key: bytes_arg(key, key_len, "key")?,
-                })
+        encode(out, || {
+            Ok(Request::Del {
+                key: bytes_arg(key, key_len, "key")?,
             })
-        }
+        })
     })
 }
 
@@ -124,7 +115,7 @@ pub unsafe extern "C" fn mqstate_encode_del(
 /// `key`/`value` must point to `key_len`/`value_len` readable bytes; `out` to a writable
 /// `mqstate_bytes`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_encode_vdel(
+pub extern "C" fn mqstate_encode_vdel(
     key: *const u8,
     key_len: usize,
     value: *const u8,
@@ -132,15 +123,12 @@ pub unsafe extern "C" fn mqstate_encode_vdel(
     out: *mut mqstate_bytes,
 ) -> mqstate_status {
     boundary(|| {
-        // SAFETY: the caller's promises are forwarded.
-        unsafe {
-            encode(out, || {
-                Ok(Request::VDel {
-                    key: bytes_arg(key, key_len, "key")?,
-                    value: bytes_arg(value, value_len, "value")?,
-                })
+        encode(out, || {
+            Ok(Request::VDel {
+                key: bytes_arg(key, key_len, "key")?,
+                value: bytes_arg(value, value_len, "value")?,
             })
-        }
+        })
     })
 }
 
@@ -150,22 +138,19 @@ pub unsafe extern "C" fn mqstate_encode_vdel(
 /// # Safety
 /// `key` must point to `key_len` readable bytes; `out` to a writable `mqstate_bytes`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_encode_keynotify(
+pub extern "C" fn mqstate_encode_keynotify(
     key: *const u8,
     key_len: usize,
     stop: bool,
     out: *mut mqstate_bytes,
 ) -> mqstate_status {
     boundary(|| {
-        // SAFETY: the caller's promises are forwarded.
-        unsafe {
-            encode(out, || {
-                Ok(Request::KeyNotify {
-                    key: bytes_arg(key, key_len, "key")?,
-                    stop,
-                })
+        encode(out, || {
+            Ok(Request::KeyNotify {
+                key: bytes_arg(key, key_len, "key")?,
+                stop,
             })
-        }
+        })
     })
 }
 
@@ -180,7 +165,7 @@ pub unsafe extern "C" fn mqstate_encode_keynotify(
 /// `pattern` must point to `pattern_len` readable bytes; `token` must be NULL or point to
 /// `token_len` readable bytes; `out` to a writable `mqstate_bytes`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_encode_scan(
+pub extern "C" fn mqstate_encode_scan(
     pattern: *const u8,
     pattern_len: usize,
     token: *const u8,
@@ -188,17 +173,14 @@ pub unsafe extern "C" fn mqstate_encode_scan(
     out: *mut mqstate_bytes,
 ) -> mqstate_status {
     boundary(|| {
-        // SAFETY: the caller's promises are forwarded.
-        unsafe {
-            encode(out, || {
-                let pattern = bytes_arg(pattern, pattern_len, "pattern")?;
-                let token = match token.is_null() {
-                    true => None,
-                    false => Some(bytes_arg(token, token_len, "token")?),
-                };
-                Ok(Request::Scan { pattern, token })
-            })
-        }
+        encode(out, || {
+            let pattern = bytes_arg(pattern, pattern_len, "pattern")?;
+            let token = match token.is_null() {
+                true => None,
+                false => Some(bytes_arg(token, token_len, "token")?),
+            };
+            Ok(Request::Scan { pattern, token })
+        })
     })
 }
 
@@ -239,14 +221,13 @@ pub struct mqstate_request_info {
 /// # Safety
 /// `payload` must point to `len` readable bytes; `out` to a writable `mqstate_request *`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_decode_request(
+pub extern "C" fn mqstate_decode_request(
     payload: *const u8,
     len: usize,
     out: *mut *mut mqstate_request,
 ) -> mqstate_status {
     boundary(|| {
-        // SAFETY: the caller's promises are forwarded.
-        let (out, payload) = unsafe {
+        let (out, payload) = {
             (
                 out_arg(out, ptr::null_mut(), "out")?,
                 bytes_arg(payload, len, "payload")?,
@@ -264,7 +245,7 @@ pub unsafe extern "C" fn mqstate_decode_request(
 /// # Safety
 /// `request` must be a live handle; `out` must point to a writable `mqstate_request_info`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_request_get(
+pub extern "C" fn mqstate_request_get(
     request: *const mqstate_request,
     out: *mut mqstate_request_info,
 ) -> mqstate_status {
@@ -282,8 +263,7 @@ pub unsafe extern "C" fn mqstate_request_get(
         };
         // SAFETY: `out` is non-null and writable per the caller: reset before any failure.
         unsafe { out.write(info) };
-        // SAFETY: the caller's promises are forwarded.
-        let handle = unsafe { handle_arg(request, "request") }?;
+        let handle = handle_arg(request, "request")?;
         let r = &handle.request;
         (info.verb, info.key, info.key_len) = (
             mqstate_verb::of(r.verb()),
@@ -320,17 +300,15 @@ pub unsafe extern "C" fn mqstate_request_get(
 /// # Safety
 /// `request` must be NULL or a live handle; `len` NULL or writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_request_token(
+pub extern "C" fn mqstate_request_token(
     request: *const mqstate_request,
     len: *mut usize,
 ) -> *const u8 {
-    // SAFETY: per the caller, NULL or a live handle.
-    let token = match unsafe { request.as_ref() }.map(|r| &r.request) {
+    let token = match maybe(request).map(|r| &r.request) {
         Some(Request::Scan { token, .. }) => token.as_ref(),
         _ => None,
     };
-    // SAFETY: per the caller.
-    unsafe { crate::ffi::put(len, token.map_or(0, |t| t.len())) };
+    crate::ffi::put(len, token.map_or(0, |t| t.len()));
     token.map_or(ptr::null(), |t| bytes_ptr(t))
 }
 
@@ -339,9 +317,8 @@ pub unsafe extern "C" fn mqstate_request_token(
 /// # Safety
 /// `request` must be NULL or a live handle, not used again.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_request_free(request: *mut mqstate_request) {
-    // SAFETY: forwarded from the caller.
-    unsafe { free_handle(request) }
+pub extern "C" fn mqstate_request_free(request: *mut mqstate_request) {
+    free_handle(request)
 }
 
 #[cfg(test)]
@@ -352,8 +329,7 @@ mod tests {
     fn set_with_options_and_refusals() {
         let mut out = mqstate_bytes::EMPTY;
         // SAFETY: all pointers are valid for their lengths; out is writable.
-        let status =
-            unsafe { mqstate_encode_set(b"k".as_ptr(), 1, std::ptr::null(), 0, 1, 10, &mut out) };
+        let status = mqstate_encode_set(b"k".as_ptr(), 1, std::ptr::null(), 0, 1, 10, &mut out);
         assert_eq!(status, mqstate_status::Ok);
         // SAFETY: out was filled in by the library.
         let got = unsafe { std::slice::from_raw_parts(out.ptr, out.len) };
@@ -361,23 +337,19 @@ mod tests {
             got,
             b"*6\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\n$2\r\nNX\r\n$2\r\nPX\r\n$2\r\n10\r\n"
         );
-        // SAFETY: out is library-owned.
-        unsafe { crate::ffi::mqstate_bytes_free(&mut out) };
-        // SAFETY: as above; the empty key and the bad condition are refused.
-        unsafe {
-            assert_eq!(
-                mqstate_encode_get(b"".as_ptr(), 0, &mut out),
-                mqstate_status::InvalidArgument
-            );
-            assert!(out.ptr.is_null());
-            assert_eq!(
-                mqstate_encode_set(b"k".as_ptr(), 1, b"v".as_ptr(), 1, 3, 0, &mut out),
-                mqstate_status::InvalidArgument
-            );
-            assert_eq!(
-                mqstate_encode_del(std::ptr::null(), 1, &mut out),
-                mqstate_status::InvalidArgument
-            );
-        }
+        crate::ffi::mqstate_bytes_free(&mut out);
+        assert_eq!(
+            mqstate_encode_get(b"".as_ptr(), 0, &mut out),
+            mqstate_status::InvalidArgument
+        );
+        assert!(out.ptr.is_null());
+        assert_eq!(
+            mqstate_encode_set(b"k".as_ptr(), 1, b"v".as_ptr(), 1, 3, 0, &mut out),
+            mqstate_status::InvalidArgument
+        );
+        assert_eq!(
+            mqstate_encode_del(std::ptr::null(), 1, &mut out),
+            mqstate_status::InvalidArgument
+        );
     }
 }

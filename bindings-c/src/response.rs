@@ -9,7 +9,7 @@ use bytes::Bytes;
 use mqstate::codec::{Response, Verb};
 
 use crate::ffi::{
-    bytes_arg, bytes_ptr, free_handle, handle_arg, new_handle, out_arg, out_ptr, with_nul,
+    bytes_arg, bytes_ptr, free_handle, handle_arg, maybe, new_handle, out_arg, out_ptr, with_nul,
 };
 use crate::status::{Failure, boundary, mqstate_status};
 
@@ -112,15 +112,14 @@ pub struct mqstate_response_info {
 /// `payload` must point to `len` readable bytes (or be NULL with `len` 0); `out` must point
 /// to a writable `mqstate_response *`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_decode_response(
+pub extern "C" fn mqstate_decode_response(
     payload: *const u8,
     len: usize,
     verb: u32,
     out: *mut *mut mqstate_response,
 ) -> mqstate_status {
     boundary(|| {
-        // SAFETY: the caller's promises are forwarded.
-        let (out, payload) = unsafe {
+        let (out, payload) = {
             (
                 out_arg(out, ptr::null_mut(), "out")?,
                 bytes_arg(payload, len, "payload")?,
@@ -156,7 +155,7 @@ pub unsafe extern "C" fn mqstate_decode_response(
 /// `response` must be a live handle from `mqstate_decode_response`; `out` must point to a
 /// writable `mqstate_response_info`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_response_get(
+pub extern "C" fn mqstate_response_get(
     response: *const mqstate_response,
     out: *mut mqstate_response_info,
 ) -> mqstate_status {
@@ -173,8 +172,7 @@ pub unsafe extern "C" fn mqstate_response_get(
         };
         // SAFETY: `out` is non-null and writable per the caller: reset before any failure.
         unsafe { out.write(info) };
-        // SAFETY: the caller's promises are forwarded.
-        let handle = unsafe { handle_arg(response, "response") }?;
+        let handle = handle_arg(response, "response")?;
         match &handle.response {
             Response::Ok => info.kind = mqstate_response_kind::Ok,
             Response::NotApplied => info.kind = mqstate_response_kind::NotApplied,
@@ -210,18 +208,16 @@ pub unsafe extern "C" fn mqstate_response_get(
 /// `response` must be NULL or a live handle from `mqstate_decode_response`; `len` NULL or
 /// writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_response_key(
+pub extern "C" fn mqstate_response_key(
     response: *const mqstate_response,
     index: usize,
     len: *mut usize,
 ) -> *const u8 {
-    // SAFETY: per the caller, NULL or a live handle.
-    let key = match unsafe { response.as_ref() }.map(|r| &r.response) {
+    let key = match maybe(response).map(|r| &r.response) {
         Some(Response::Page(page)) => page.keys.get(index),
         _ => None,
     };
-    // SAFETY: per the caller.
-    unsafe { crate::ffi::put(len, key.map_or(0, |k| k.len())) };
+    crate::ffi::put(len, key.map_or(0, |k| k.len()));
     key.map_or(ptr::null(), |k| bytes_ptr(k))
 }
 
@@ -234,17 +230,15 @@ pub unsafe extern "C" fn mqstate_response_key(
 /// `response` must be NULL or a live handle from `mqstate_decode_response`; `len` NULL or
 /// writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_response_token(
+pub extern "C" fn mqstate_response_token(
     response: *const mqstate_response,
     len: *mut usize,
 ) -> *const u8 {
-    // SAFETY: per the caller, NULL or a live handle.
-    let token = match unsafe { response.as_ref() }.map(|r| &r.response) {
+    let token = match maybe(response).map(|r| &r.response) {
         Some(Response::Page(page)) => page.token.as_ref(),
         _ => None,
     };
-    // SAFETY: per the caller.
-    unsafe { crate::ffi::put(len, token.map_or(0, |t| t.len())) };
+    crate::ffi::put(len, token.map_or(0, |t| t.len()));
     token.map_or(ptr::null(), |t| bytes_ptr(t))
 }
 
@@ -253,7 +247,6 @@ pub unsafe extern "C" fn mqstate_response_token(
 /// # Safety
 /// `response` must be NULL or a live handle from `mqstate_decode_response`, not used again.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_response_free(response: *mut mqstate_response) {
-    // SAFETY: forwarded from the caller.
-    unsafe { free_handle(response) }
+pub extern "C" fn mqstate_response_free(response: *mut mqstate_response) {
+    free_handle(response)
 }

@@ -350,7 +350,11 @@ pub extern "C" fn mqstate_status_name(status: u32) -> *const c_char {
 /// # Safety
 /// `buf` must be NULL or point to `len` writable bytes.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_last_error_message(buf: *mut c_char, len: usize) -> usize {
+#[expect(
+    clippy::not_unsafe_ptr_arg_deref,
+    reason = "a C function: its pointers are as its # Safety section says (lib.rs)"
+)]
+pub extern "C" fn mqstate_last_error_message(buf: *mut c_char, len: usize) -> usize {
     let copy = |last: &String| {
         if !buf.is_null() && len > 0 {
             let n = last.len().min(len - 1);
@@ -435,15 +439,13 @@ mod tests {
         let status = boundary(|| panic!("boom"));
         assert_eq!(status, mqstate_status::Panic);
         let mut buf = [0 as c_char; 64];
-        // SAFETY: buf has 64 writable bytes.
-        let n = unsafe { mqstate_last_error_message(buf.as_mut_ptr(), buf.len()) };
+        let n = mqstate_last_error_message(buf.as_mut_ptr(), buf.len());
         // SAFETY: the function NUL-terminates within the buffer.
         let text = unsafe { CStr::from_ptr(buf.as_ptr()) }.to_str().unwrap();
         assert!(text.ends_with("boom"), "{text}");
         assert_eq!(n, text.len());
         assert_eq!(boundary(|| Ok(())), mqstate_status::Ok);
-        // SAFETY: NULL with length 0 is allowed.
-        let empty = unsafe { mqstate_last_error_message(std::ptr::null_mut(), 0) };
+        let empty = mqstate_last_error_message(std::ptr::null_mut(), 0);
         assert_eq!(empty, 0);
     }
 }

@@ -30,7 +30,7 @@ use tokio::sync::{Mutex, OwnedMutexGuard};
 use crate::client::guard;
 use crate::client::scan::{mqstate_scan_page, new_page};
 use crate::client::text::{mqstate_value, new_value};
-use crate::ffi::{bytes_arg, out_arg, put, str_arg};
+use crate::ffi::{bytes_arg, maybe, out_arg, put, str_arg};
 use crate::status::{Failure, boundary, mqstate_status};
 
 /// The longest any local store call may take; past it the call fails with
@@ -116,11 +116,8 @@ fn stopped() -> Error {
 ///
 /// # Safety
 /// `store` must be NULL or a live store.
-unsafe fn enter<'a>(
-    store: *const mqstate_local_store,
-) -> Result<guard::Entered<'a, Local>, Failure> {
-    // SAFETY: per the caller.
-    unsafe { guard::enter(store, "store") }
+fn enter<'a>(store: *const mqstate_local_store) -> Result<guard::Entered<'a, Local>, Failure> {
+    guard::enter(store, "store")
 }
 
 /// Starts a state store in this process, on `127.0.0.1` at a free port, and returns once
@@ -135,11 +132,8 @@ unsafe fn enter<'a>(
 /// # Safety
 /// `out` must be NULL or writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_local_store_start(
-    out: *mut *mut mqstate_local_store,
-) -> mqstate_status {
-    // SAFETY: the pointers are as this function's `# Safety` section requires.
-    boundary(|| unsafe {
+pub extern "C" fn mqstate_local_store_start(out: *mut *mut mqstate_local_store) -> mqstate_status {
+    boundary(|| {
         let out = out_arg(out, std::ptr::null_mut(), "out")?;
         let store = block(async {
             LocalStore::start()
@@ -172,11 +166,8 @@ pub unsafe extern "C" fn mqstate_local_store_start(
 /// # Safety
 /// `store` must be NULL or a live store.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_local_store_stop(
-    store: *const mqstate_local_store,
-) -> mqstate_status {
-    // SAFETY: the pointers are as this function's `# Safety` section requires.
-    boundary(|| unsafe {
+pub extern "C" fn mqstate_local_store_stop(store: *const mqstate_local_store) -> mqstate_status {
+    boundary(|| {
         if store.is_null() {
             return Ok(());
         }
@@ -197,18 +188,15 @@ pub unsafe extern "C" fn mqstate_local_store_stop(
 /// # Safety
 /// `store` must be NULL or a live store, freed once.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_local_store_free(store: *mut mqstate_local_store) {
+pub extern "C" fn mqstate_local_store_free(store: *mut mqstate_local_store) {
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        // SAFETY: per the caller.
-        unsafe {
-            guard::close(store, |local| {
-                let _ = call(local, |mut slot| async move {
-                    slot.stopped = true;
-                    slot.store.stop().await;
-                    Ok(())
-                });
+        guard::close(store, |local| {
+            let _ = call(local, |mut slot| async move {
+                slot.stopped = true;
+                slot.store.stop().await;
+                Ok(())
             });
-        }
+        });
     }));
 }
 
@@ -218,11 +206,8 @@ pub unsafe extern "C" fn mqstate_local_store_free(store: *mut mqstate_local_stor
 /// # Safety
 /// `store` must be NULL or a live store.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_local_store_url(
-    store: *const mqstate_local_store,
-) -> *const c_char {
-    // SAFETY: per the caller.
-    unsafe { store.as_ref() }.map_or(std::ptr::null(), |s| {
+pub extern "C" fn mqstate_local_store_url(store: *const mqstate_local_store) -> *const c_char {
+    maybe(store).map_or(std::ptr::null(), |s| {
         guard::Handle::guarded(s).inner.url.as_ptr()
     })
 }
@@ -232,9 +217,8 @@ pub unsafe extern "C" fn mqstate_local_store_url(
 /// # Safety
 /// `store` must be NULL or a live store.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_local_store_port(store: *const mqstate_local_store) -> u16 {
-    // SAFETY: per the caller.
-    unsafe { store.as_ref() }.map_or(0, |s| guard::Handle::guarded(s).inner.port)
+pub extern "C" fn mqstate_local_store_port(store: *const mqstate_local_store) -> u16 {
+    maybe(store).map_or(0, |s| guard::Handle::guarded(s).inner.port)
 }
 
 /// Whether the store runs: false after `mqstate_local_store_stop`, after a restart that
@@ -244,9 +228,8 @@ pub unsafe extern "C" fn mqstate_local_store_port(store: *const mqstate_local_st
 /// # Safety
 /// `store` must be NULL or a live store.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_local_store_is_running(store: *const mqstate_local_store) -> bool {
-    // SAFETY: per the caller.
-    unsafe { enter(store) }.is_ok_and(|local| local.running.load(Ordering::SeqCst))
+pub extern "C" fn mqstate_local_store_is_running(store: *const mqstate_local_store) -> bool {
+    enter(store).is_ok_and(|local| local.running.load(Ordering::SeqCst))
 }
 
 /// Resets every client connection now, as a network failure does (no DISCONNECT; each
@@ -261,12 +244,11 @@ pub unsafe extern "C" fn mqstate_local_store_is_running(store: *const mqstate_lo
 /// # Safety
 /// `store` must be NULL or a live store; `closed` NULL or writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_local_store_cut_connections(
+pub extern "C" fn mqstate_local_store_cut_connections(
     store: *const mqstate_local_store,
     closed: *mut usize,
 ) -> mqstate_status {
-    // SAFETY: the pointers are as this function's `# Safety` section requires.
-    boundary(|| unsafe {
+    boundary(|| {
         put(closed, 0);
         let local = enter(store)?;
         let n = call(&local, |slot| async move {
@@ -291,12 +273,11 @@ pub unsafe extern "C" fn mqstate_local_store_cut_connections(
 /// # Safety
 /// `store` must be NULL or a live store.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_local_store_pause(
+pub extern "C" fn mqstate_local_store_pause(
     store: *const mqstate_local_store,
     duration_ms: u64,
 ) -> mqstate_status {
-    // SAFETY: the pointers are as this function's `# Safety` section requires.
-    boundary(|| unsafe {
+    boundary(|| {
         let local = enter(store)?;
         if duration_ms == 0 {
             return Err(Failure::invalid(
@@ -325,12 +306,11 @@ pub unsafe extern "C" fn mqstate_local_store_pause(
 /// # Safety
 /// `store` must be NULL or a live store.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_local_store_restart(
+pub extern "C" fn mqstate_local_store_restart(
     store: *const mqstate_local_store,
     keep_data: bool,
 ) -> mqstate_status {
-    // SAFETY: the pointers are as this function's `# Safety` section requires.
-    boundary(|| unsafe {
+    boundary(|| {
         let local = enter(store)?;
         call(&local, move |mut slot| async move {
             if slot.stopped {
@@ -360,14 +340,13 @@ pub unsafe extern "C" fn mqstate_local_store_restart(
 /// # Safety
 /// `store` must be NULL or a live store; `error` and `command` NULL or NUL-terminated.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_local_store_fail_next(
+pub extern "C" fn mqstate_local_store_fail_next(
     store: *const mqstate_local_store,
     n: usize,
     error: *const c_char,
     command: *const c_char,
 ) -> mqstate_status {
-    // SAFETY: the pointers are as this function's `# Safety` section requires.
-    boundary(|| unsafe {
+    boundary(|| {
         let local = enter(store)?;
         let error = str_arg(error, "error")?.to_owned();
         let command = if command.is_null() {
@@ -397,14 +376,13 @@ pub unsafe extern "C" fn mqstate_local_store_fail_next(
 /// `store` must be NULL or a live store; `pattern` valid for `pattern_len` bytes (or NULL
 /// with 0); `out` NULL or writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_local_store_keys(
+pub extern "C" fn mqstate_local_store_keys(
     store: *const mqstate_local_store,
     pattern: *const u8,
     pattern_len: usize,
     out: *mut *mut mqstate_scan_page,
 ) -> mqstate_status {
-    // SAFETY: the pointers are as this function's `# Safety` section requires.
-    boundary(|| unsafe {
+    boundary(|| {
         let out = out_arg(out, std::ptr::null_mut(), "out")?;
         let local = enter(store)?;
         let pattern = match bytes_arg(pattern, pattern_len, "pattern")? {
@@ -433,14 +411,13 @@ pub unsafe extern "C" fn mqstate_local_store_keys(
 /// `store` must be NULL or a live store; `key` valid for `key_len` bytes; `out` NULL or
 /// writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_local_store_get(
+pub extern "C" fn mqstate_local_store_get(
     store: *const mqstate_local_store,
     key: *const u8,
     key_len: usize,
     out: *mut *mut mqstate_value,
 ) -> mqstate_status {
-    // SAFETY: the pointers are as this function's `# Safety` section requires.
-    boundary(|| unsafe {
+    boundary(|| {
         let out = out_arg(out, std::ptr::null_mut(), "out")?;
         let local = enter(store)?;
         let key = Bytes::copy_from_slice(bytes_arg(key, key_len, "key")?);
@@ -468,12 +445,11 @@ pub unsafe extern "C" fn mqstate_local_store_get(
 /// # Safety
 /// `store` must be NULL or a live store; `deleted` NULL or writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_local_store_clear(
+pub extern "C" fn mqstate_local_store_clear(
     store: *const mqstate_local_store,
     deleted: *mut usize,
 ) -> mqstate_status {
-    // SAFETY: per the caller.
-    unsafe { count_into(store, deleted, LocalStore::clear) }
+    count_into(store, deleted, LocalStore::clear)
 }
 
 /// How many requests a `mqstate_local_store_pause` holds now (`*held`; 0 on failure): they
@@ -486,12 +462,11 @@ pub unsafe extern "C" fn mqstate_local_store_clear(
 /// # Safety
 /// `store` must be NULL or a live store; `held` NULL or writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_local_store_held_requests(
+pub extern "C" fn mqstate_local_store_held_requests(
     store: *const mqstate_local_store,
     held: *mut usize,
 ) -> mqstate_status {
-    // SAFETY: per the caller.
-    unsafe { count_into(store, held, LocalStore::held_requests) }
+    count_into(store, held, LocalStore::held_requests)
 }
 
 /// Writes the count `read` gives of the running store to `*out` (0 first, so a failure leaves
@@ -499,13 +474,12 @@ pub unsafe extern "C" fn mqstate_local_store_held_requests(
 ///
 /// # Safety
 /// `store` must be NULL or a live store; `out` NULL or writable.
-unsafe fn count_into(
+fn count_into(
     store: *const mqstate_local_store,
     out: *mut usize,
     read: fn(&LocalStore) -> Result<usize, Error>,
 ) -> mqstate_status {
-    // SAFETY: the pointers are as this function's `# Safety` section requires.
-    boundary(|| unsafe {
+    boundary(|| {
         put(out, 0);
         let local = enter(store)?;
         let n = call(&local, |slot| async move {

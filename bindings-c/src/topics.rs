@@ -34,19 +34,16 @@ pub extern "C" fn mqstate_request_topic() -> *const c_char {
 /// `client_id` must be a NUL-terminated string; `buf` must point to `len` writable bytes;
 /// `out_len` must be NULL or writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_response_topic(
+pub extern "C" fn mqstate_response_topic(
     client_id: *const c_char,
     buf: *mut c_char,
     len: usize,
     out_len: *mut usize,
 ) -> mqstate_status {
     boundary(|| {
-        // SAFETY: the caller's promises are forwarded.
-        unsafe {
-            text_out(buf, len, out_len, || {
-                Ok(topics::response_topic(str_arg(client_id, "client_id")?))
-            })
-        }
+        text_out(buf, len, out_len, || {
+            Ok(topics::response_topic(str_arg(client_id, "client_id")?))
+        })
     })
 }
 
@@ -56,22 +53,19 @@ pub unsafe extern "C" fn mqstate_response_topic(
 /// # Safety
 /// As for `mqstate_response_topic`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_notification_filter(
+pub extern "C" fn mqstate_notification_filter(
     client_id: *const c_char,
     buf: *mut c_char,
     len: usize,
     out_len: *mut usize,
 ) -> mqstate_status {
     boundary(|| {
-        // SAFETY: the caller's promises are forwarded.
-        unsafe {
-            text_out(buf, len, out_len, || {
-                Ok(topics::notification_filter(str_arg(
-                    client_id,
-                    "client_id",
-                )?))
-            })
-        }
+        text_out(buf, len, out_len, || {
+            Ok(topics::notification_filter(str_arg(
+                client_id,
+                "client_id",
+            )?))
+        })
     })
 }
 
@@ -81,7 +75,7 @@ pub unsafe extern "C" fn mqstate_notification_filter(
 /// # Safety
 /// As for `mqstate_response_topic`; `key` must point to `key_len` readable bytes.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_notification_topic(
+pub extern "C" fn mqstate_notification_topic(
     client_id: *const c_char,
     key: *const u8,
     key_len: usize,
@@ -90,16 +84,13 @@ pub unsafe extern "C" fn mqstate_notification_topic(
     out_len: *mut usize,
 ) -> mqstate_status {
     boundary(|| {
-        // SAFETY: the caller's promises are forwarded.
-        unsafe {
-            text_out(buf, len, out_len, || {
-                let client_id = str_arg(client_id, "client_id")?;
-                Ok(topics::notification_topic(
-                    client_id,
-                    bytes_arg(key, key_len, "key")?,
-                ))
-            })
-        }
+        text_out(buf, len, out_len, || {
+            let client_id = str_arg(client_id, "client_id")?;
+            Ok(topics::notification_topic(
+                client_id,
+                bytes_arg(key, key_len, "key")?,
+            ))
+        })
     })
 }
 
@@ -112,23 +103,20 @@ pub unsafe extern "C" fn mqstate_notification_topic(
 /// `topic` must be a NUL-terminated string; `out_client_id` and `out_key` must point to
 /// writable `mqstate_bytes`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_parse_notification_topic(
+pub extern "C" fn mqstate_parse_notification_topic(
     topic: *const c_char,
     out_client_id: *mut mqstate_bytes,
     out_key: *mut mqstate_bytes,
 ) -> mqstate_status {
     boundary(|| {
-        // SAFETY: the caller's promises are forwarded.
-        // Both outputs are reset before either can fail.
-        let (client_out, key_out) = unsafe {
+        let (client_out, key_out) = {
             (
                 out_arg(out_client_id, mqstate_bytes::EMPTY, "out_client_id"),
                 out_arg(out_key, mqstate_bytes::EMPTY, "out_key"),
             )
         };
         let (client_out, key_out) = (client_out?, key_out?);
-        // SAFETY: the caller's promises are forwarded.
-        let topic = unsafe { str_arg(topic, "topic") }?;
+        let topic = str_arg(topic, "topic")?;
         let (client_id, key) = topics::parse_notification_topic(topic)?;
         *client_out = mqstate_bytes::from_vec(client_id.into_bytes());
         *key_out = mqstate_bytes::from_vec(key);
@@ -143,10 +131,9 @@ pub unsafe extern "C" fn mqstate_parse_notification_topic(
 /// # Safety
 /// `topic` must be a NUL-terminated string.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_check_response_topic(topic: *const c_char) -> mqstate_status {
+pub extern "C" fn mqstate_check_response_topic(topic: *const c_char) -> mqstate_status {
     boundary(|| {
-        // SAFETY: the caller's promise is forwarded.
-        let topic = unsafe { str_arg(topic, "topic")? };
+        let topic = str_arg(topic, "topic")?;
         Ok(topics::check_response_topic(topic)?)
     })
 }
@@ -158,7 +145,7 @@ pub unsafe extern "C" fn mqstate_check_response_topic(topic: *const c_char) -> m
 /// `bytes` must point to `bytes_len` readable bytes; `buf` to `len` writable bytes; `out_len`
 /// must be NULL or writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_hex_encode(
+pub extern "C" fn mqstate_hex_encode(
     bytes: *const u8,
     bytes_len: usize,
     buf: *mut c_char,
@@ -166,12 +153,9 @@ pub unsafe extern "C" fn mqstate_hex_encode(
     out_len: *mut usize,
 ) -> mqstate_status {
     boundary(|| {
-        // SAFETY: the caller's promises are forwarded.
-        unsafe {
-            text_out(buf, len, out_len, || {
-                Ok(topics::hex_encode(bytes_arg(bytes, bytes_len, "bytes")?))
-            })
-        }
+        text_out(buf, len, out_len, || {
+            Ok(topics::hex_encode(bytes_arg(bytes, bytes_len, "bytes")?))
+        })
     })
 }
 
@@ -182,13 +166,12 @@ pub unsafe extern "C" fn mqstate_hex_encode(
 /// # Safety
 /// `text` must be a NUL-terminated string; `out` must point to a writable `mqstate_bytes`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_hex_decode(
+pub extern "C" fn mqstate_hex_decode(
     text: *const c_char,
     out: *mut mqstate_bytes,
 ) -> mqstate_status {
     boundary(|| {
-        // SAFETY: the caller's promises are forwarded.
-        let (out, text) = unsafe {
+        let (out, text) = {
             (
                 out_arg(out, mqstate_bytes::EMPTY, "out")?,
                 str_arg(text, "text")?,

@@ -18,18 +18,16 @@ use crate::status::{Failure, boundary, mqstate_status};
 ///
 /// # Safety
 /// `ptr` must be NULL or a NUL-terminated string.
-pub(crate) unsafe fn opt_str(ptr: *const c_char, what: &str) -> Result<Option<String>, Failure> {
+pub(crate) fn opt_str(ptr: *const c_char, what: &str) -> Result<Option<String>, Failure> {
     if ptr.is_null() {
         return Ok(None);
     }
-    // SAFETY: per the caller.
-    Ok(Some(unsafe { str_arg(ptr, what) }?.to_owned()))
+    Ok(Some(str_arg(ptr, what)?.to_owned()))
 }
 
 /// Waits for `call`, which the core bounds itself.
 pub(crate) fn wait<T: Send + 'static>(call: Call<T>) -> Result<T, Failure> {
-    // SAFETY: no token.
-    unsafe { run(std::ptr::null(), || call) }
+    run(std::ptr::null(), || call)
 }
 
 /// One blocking call whose result is a flag, written to an optional out-flag (false first,
@@ -37,14 +35,13 @@ pub(crate) fn wait<T: Send + 'static>(call: Call<T>) -> Result<T, Failure> {
 ///
 /// # Safety
 /// `handle` must be NULL or live; `out` NULL or writable.
-pub(crate) unsafe fn flag_call<H: guard::Handle>(
+pub(crate) fn flag_call<H: guard::Handle>(
     handle: *const H,
     what: &str,
     out: *mut bool,
     call: impl FnOnce(&H::Inner) -> Call<bool>,
 ) -> mqstate_status {
-    // SAFETY: the pointers are as this function's `# Safety` section requires.
-    boundary(|| unsafe {
+    boundary(|| {
         put(out, false);
         let inner = guard::enter(handle, what)?;
         let got = wait(call(&inner))?;
@@ -58,14 +55,13 @@ pub(crate) unsafe fn flag_call<H: guard::Handle>(
 ///
 /// # Safety
 /// `handle` must be NULL or live; `out` writable.
-pub(crate) unsafe fn text_call<H: guard::Handle>(
+pub(crate) fn text_call<H: guard::Handle>(
     handle: *const H,
     what: &str,
     out: *mut *mut c_char,
     call: impl FnOnce(&H::Inner) -> Call<Option<String>>,
 ) -> mqstate_status {
-    // SAFETY: the pointers are as this function's `# Safety` section requires.
-    boundary(|| unsafe {
+    boundary(|| {
         let out = out_arg(out, std::ptr::null_mut(), "out")?;
         let inner = guard::enter(handle, what)?;
         let got = wait(call(&inner))?;
@@ -77,14 +73,13 @@ pub(crate) unsafe fn text_call<H: guard::Handle>(
 ///
 /// # Safety
 /// `handle` must be NULL or live; `out` writable.
-pub(crate) unsafe fn subscription_call<H: guard::Handle>(
+pub(crate) fn subscription_call<H: guard::Handle>(
     handle: *const H,
     what: &str,
     out: *mut *mut mqstate_subscription,
     call: impl FnOnce(&H::Inner) -> Call<Subscription>,
 ) -> mqstate_status {
-    // SAFETY: the pointers are as this function's `# Safety` section requires.
-    boundary(|| unsafe {
+    boundary(|| {
         let out = out_arg(out, std::ptr::null_mut(), "out")?;
         let inner = guard::enter(handle, what)?;
         *out = new_subscription(wait(call(&inner))?);
@@ -96,14 +91,13 @@ pub(crate) unsafe fn subscription_call<H: guard::Handle>(
 ///
 /// # Safety
 /// `handle` must be NULL or live; `out` writable.
-pub(crate) unsafe fn local_subscription<H: guard::Handle>(
+pub(crate) fn local_subscription<H: guard::Handle>(
     handle: *const H,
     what: &str,
     out: *mut *mut mqstate_subscription,
     make: impl FnOnce(&H::Inner) -> Subscription,
 ) -> mqstate_status {
-    // SAFETY: the pointers are as this function's `# Safety` section requires.
-    boundary(|| unsafe {
+    boundary(|| {
         let out = out_arg(out, std::ptr::null_mut(), "out")?;
         let inner = guard::enter(handle, what)?;
         *out = new_subscription(make(&inner));

@@ -9,6 +9,7 @@ use std::sync::Mutex;
 use mqstate::bridge::{Call, Canceller};
 
 use super::guard;
+use crate::ffi::maybe;
 use crate::status::{Failure, boundary, mqstate_status};
 
 /// The state of a cancellation token.
@@ -31,10 +32,9 @@ crate::handle!(mqstate_cancel, Mutex<CancelState>);
 /// # Safety
 /// `out` must be NULL or writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_cancel_new(out: *mut *mut mqstate_cancel) -> mqstate_status {
+pub extern "C" fn mqstate_cancel_new(out: *mut *mut mqstate_cancel) -> mqstate_status {
     boundary(|| {
-        // SAFETY: NULL or writable per the caller.
-        let out = unsafe { crate::ffi::out_arg(out, std::ptr::null_mut(), "out") }?;
+        let out = crate::ffi::out_arg(out, std::ptr::null_mut(), "out")?;
         *out = guard::new(Mutex::new(CancelState::default()));
         Ok(())
     })
@@ -46,10 +46,9 @@ pub unsafe extern "C" fn mqstate_cancel_new(out: *mut *mut mqstate_cancel) -> mq
 /// # Safety
 /// `token` must be a live token.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_cancel_trigger(token: *const mqstate_cancel) -> mqstate_status {
+pub extern "C" fn mqstate_cancel_trigger(token: *const mqstate_cancel) -> mqstate_status {
     boundary(|| {
-        // SAFETY: a live token per the caller.
-        let token = unsafe { guard::enter(token, "token") }?;
+        let token = guard::enter(token, "token")?;
         let calls = {
             let mut state = token.lock().unwrap_or_else(|e| e.into_inner());
             state.triggered = true;
@@ -67,9 +66,8 @@ pub unsafe extern "C" fn mqstate_cancel_trigger(token: *const mqstate_cancel) ->
 /// # Safety
 /// `token` must be NULL or a live token, freed once.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_cancel_free(token: *mut mqstate_cancel) {
-    // SAFETY: per the caller.
-    unsafe { guard::close(token, |_| {}) }
+pub extern "C" fn mqstate_cancel_free(token: *mut mqstate_cancel) {
+    guard::close(token, |_| {})
 }
 
 /// Starts the call `start` makes and waits for it, cancellable through `cancel` (may be
@@ -79,12 +77,11 @@ pub unsafe extern "C" fn mqstate_cancel_free(token: *mut mqstate_cancel) {
 ///
 /// # Safety
 /// `cancel` must be NULL or a live token.
-pub(crate) unsafe fn run<T: Send + 'static>(
+pub(crate) fn run<T: Send + 'static>(
     cancel: *const mqstate_cancel,
     start: impl FnOnce() -> Call<T>,
 ) -> Result<T, Failure> {
-    // SAFETY: NULL or a live token per the caller.
-    let Some(token) = (unsafe { cancel.as_ref() }) else {
+    let Some(token) = maybe(cancel) else {
         return Ok(start().wait(None)?);
     };
     let entered = guard::Handle::guarded(token).enter()?;

@@ -19,7 +19,7 @@ use super::store::{enter_client, mqstate_client};
 use super::subscription::mqstate_subscription;
 use super::text::{put_string, reset_string};
 use super::timeout;
-use crate::ffi::{bytes_arg, out_arg, str_arg};
+use crate::ffi::{bytes_arg, maybe, out_arg, str_arg};
 use crate::status::{boundary, mqstate_status};
 
 /// A candidate in a leader election (opaque; thread-safe). Free it with
@@ -50,7 +50,7 @@ pub struct mqstate_election_options {
 /// `client` must be a live client; `name` valid; `candidate` NUL-terminated; `options` NULL
 /// or valid; `out` writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_election_new(
+pub extern "C" fn mqstate_election_new(
     client: *const mqstate_client,
     name: *const u8,
     name_len: usize,
@@ -58,15 +58,14 @@ pub unsafe extern "C" fn mqstate_election_new(
     options: *const mqstate_election_options,
     out: *mut *mut mqstate_election,
 ) -> mqstate_status {
-    // SAFETY: the pointers are as this function's `# Safety` section requires.
-    boundary(|| unsafe {
+    boundary(|| {
         let out = out_arg(out, std::ptr::null_mut(), "out")?;
         let store = enter_client(client)?;
         let (name, candidate) = (
             bytes_arg(name, name_len, "name")?,
             str_arg(candidate, "candidate")?,
         );
-        let o = options.as_ref();
+        let o = maybe(options);
         let options = ElectionOptions {
             term: timeout::option(o.map_or(0, |o| o.term_ms)),
             session_id: opt_str(o.map_or(std::ptr::null(), |o| o.session_id), "session_id")?,
@@ -87,15 +86,14 @@ pub unsafe extern "C" fn mqstate_election_new(
 /// # Safety
 /// `election` must be live; `cancel` NULL or live; `token` NULL or writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_election_campaign(
+pub extern "C" fn mqstate_election_campaign(
     election: *const mqstate_election,
     term_ms: u64,
     timeout_ms: u32,
     cancel: *const mqstate_cancel,
     token: *mut *mut c_char,
 ) -> mqstate_status {
-    // SAFETY: the pointers are as this function's `# Safety` section requires.
-    boundary(|| unsafe {
+    boundary(|| {
         reset_string(token);
         let e = guard::enter(election, "election")?;
         let campaign = || e.campaign(timeout::option(term_ms), timeout::wait(timeout_ms));
@@ -110,17 +108,14 @@ pub unsafe extern "C" fn mqstate_election_campaign(
 /// # Safety
 /// `election` must be live; `elected` NULL or writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_election_try_campaign(
+pub extern "C" fn mqstate_election_try_campaign(
     election: *const mqstate_election,
     term_ms: u64,
     elected: *mut bool,
 ) -> mqstate_status {
-    // SAFETY: per the caller.
-    unsafe {
-        flag_call(election, "election", elected, |e| {
-            e.try_campaign(timeout::option(term_ms))
-        })
-    }
+    flag_call(election, "election", elected, |e| {
+        e.try_campaign(timeout::option(term_ms))
+    })
 }
 
 /// Steps down; `*resigned` (may be NULL) is true when this candidate led, false on failure.
@@ -128,12 +123,11 @@ pub unsafe extern "C" fn mqstate_election_try_campaign(
 /// # Safety
 /// `election` must be live; `resigned` NULL or writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_election_resign(
+pub extern "C" fn mqstate_election_resign(
     election: *const mqstate_election,
     resigned: *mut bool,
 ) -> mqstate_status {
-    // SAFETY: per the caller.
-    unsafe { flag_call(election, "election", resigned, |e| e.resign()) }
+    flag_call(election, "election", resigned, |e| e.resign())
 }
 
 /// The current leader in `*leader` (free with `mqstate_string_free`), NULL when none or on
@@ -142,12 +136,11 @@ pub unsafe extern "C" fn mqstate_election_resign(
 /// # Safety
 /// `election` must be live; `leader` writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_election_leader(
+pub extern "C" fn mqstate_election_leader(
     election: *const mqstate_election,
     leader: *mut *mut c_char,
 ) -> mqstate_status {
-    // SAFETY: per the caller.
-    unsafe { text_call(election, "election", leader, |e| e.leader()) }
+    text_call(election, "election", leader, |e| e.leader())
 }
 
 /// Whether this candidate leads now (false at once when a renewal fails).
@@ -155,9 +148,8 @@ pub unsafe extern "C" fn mqstate_election_leader(
 /// # Safety
 /// `election` must be NULL or live.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_election_is_leader(election: *const mqstate_election) -> bool {
-    // SAFETY: per the caller.
-    unsafe { guard::enter(election, "election") }.is_ok_and(|e| e.is_leader())
+pub extern "C" fn mqstate_election_is_leader(election: *const mqstate_election) -> bool {
+    guard::enter(election, "election").is_ok_and(|e| e.is_leader())
 }
 
 /// This candidate's id (the candidate, or `candidate:session_id`), valid while the election
@@ -166,11 +158,10 @@ pub unsafe extern "C" fn mqstate_election_is_leader(election: *const mqstate_ele
 /// # Safety
 /// `election` must be NULL or live.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_election_candidate_id(
+pub extern "C" fn mqstate_election_candidate_id(
     election: *const mqstate_election,
 ) -> *const c_char {
-    // SAFETY: per the caller.
-    unsafe { guard::id_of(election) }
+    guard::id_of(election)
 }
 
 /// The leader's fencing token while this candidate leads, in `*token` (free with
@@ -179,12 +170,11 @@ pub unsafe extern "C" fn mqstate_election_candidate_id(
 /// # Safety
 /// `election` must be live; `token` writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_election_fencing_token(
+pub extern "C" fn mqstate_election_fencing_token(
     election: *const mqstate_election,
     token: *mut *mut c_char,
 ) -> mqstate_status {
-    // SAFETY: the pointers are as this function's `# Safety` section requires.
-    boundary(|| unsafe {
+    boundary(|| {
         let token = out_arg(token, std::ptr::null_mut(), "token")?;
         let election = guard::enter(election, "election")?;
         let held = election
@@ -200,12 +190,11 @@ pub unsafe extern "C" fn mqstate_election_fencing_token(
 /// # Safety
 /// `election` must be live; `out` writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_election_watch_leader(
+pub extern "C" fn mqstate_election_watch_leader(
     election: *const mqstate_election,
     out: *mut *mut mqstate_subscription,
 ) -> mqstate_status {
-    // SAFETY: per the caller.
-    unsafe { subscription_call(election, "election", out, |e| e.watch_leader()) }
+    subscription_call(election, "election", out, |e| e.watch_leader())
 }
 
 /// This candidate's own leadership (`HELD`, `NOT_HELD`, `LOST` events): the current status
@@ -214,12 +203,11 @@ pub unsafe extern "C" fn mqstate_election_watch_leader(
 /// # Safety
 /// `election` must be live; `out` writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_election_watch_status(
+pub extern "C" fn mqstate_election_watch_status(
     election: *const mqstate_election,
     out: *mut *mut mqstate_subscription,
 ) -> mqstate_status {
-    // SAFETY: per the caller.
-    unsafe { local_subscription(election, "election", out, |e| e.watch_status()) }
+    local_subscription(election, "election", out, |e| e.watch_status())
 }
 
 /// Frees a candidate (NULL is ignored): stops renewal (resign first to hand over at once).
@@ -227,7 +215,6 @@ pub unsafe extern "C" fn mqstate_election_watch_status(
 /// # Safety
 /// `election` must be NULL or live, freed once.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_election_free(election: *mut mqstate_election) {
-    // SAFETY: per the caller.
-    unsafe { guard::close(election, |_| {}) }
+pub extern "C" fn mqstate_election_free(election: *mut mqstate_election) {
+    guard::close(election, |_| {})
 }

@@ -5,6 +5,7 @@ use std::ffi::{CString, c_char};
 
 use mqstate::Error;
 
+use crate::ffi::maybe;
 use crate::status::{mqstate_status, with_last_error};
 
 /// A captured error (opaque): status, message, and details. Free with `mqstate_error_free`.
@@ -38,9 +39,8 @@ pub extern "C" fn mqstate_error_last() -> *mut mqstate_error {
 /// # Safety
 /// `error` must be NULL or a live error.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_error_status(error: *const mqstate_error) -> u32 {
-    // SAFETY: per the caller.
-    unsafe { error.as_ref() }.map_or(mqstate_status::Ok as u32, |e| e.status)
+pub extern "C" fn mqstate_error_status(error: *const mqstate_error) -> u32 {
+    maybe(error).map_or(mqstate_status::Ok as u32, |e| e.status)
 }
 
 /// The error's message (valid while the error lives); a store error's is the service's
@@ -49,9 +49,8 @@ pub unsafe extern "C" fn mqstate_error_status(error: *const mqstate_error) -> u3
 /// # Safety
 /// `error` must be NULL or a live error.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_error_message(error: *const mqstate_error) -> *const c_char {
-    // SAFETY: per the caller.
-    unsafe { error.as_ref() }.map_or(c"".as_ptr(), |e| e.message.as_ptr())
+pub extern "C" fn mqstate_error_message(error: *const mqstate_error) -> *const c_char {
+    maybe(error).map_or(c"".as_ptr(), |e| e.message.as_ptr())
 }
 
 /// Whether the request had been sent before the error (a timeout waiting for the answer, a
@@ -60,9 +59,8 @@ pub unsafe extern "C" fn mqstate_error_message(error: *const mqstate_error) -> *
 /// # Safety
 /// `error` must be NULL or a live error.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_error_may_have_applied(error: *const mqstate_error) -> bool {
-    // SAFETY: per the caller.
-    unsafe { error.as_ref() }
+pub extern "C" fn mqstate_error_may_have_applied(error: *const mqstate_error) -> bool {
+    maybe(error)
         .and_then(|e| e.error.as_ref())
         .is_some_and(|e| e.may_have_applied())
 }
@@ -72,9 +70,8 @@ pub unsafe extern "C" fn mqstate_error_may_have_applied(error: *const mqstate_er
 /// # Safety
 /// `error` must be NULL or a live error.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_error_rpc_status(error: *const mqstate_error) -> u16 {
-    // SAFETY: per the caller.
-    unsafe { error.as_ref() }
+pub extern "C" fn mqstate_error_rpc_status(error: *const mqstate_error) -> u16 {
+    maybe(error)
         .and_then(|e| e.error.as_ref())
         .and_then(|e| e.rpc_details())
         .map_or(0, |d| d.status)
@@ -85,9 +82,8 @@ pub unsafe extern "C" fn mqstate_error_rpc_status(error: *const mqstate_error) -
 /// # Safety
 /// `error` must be NULL or a live error.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_error_callback_status(error: *const mqstate_error) -> u32 {
-    // SAFETY: per the caller.
-    unsafe { error.as_ref() }
+pub extern "C" fn mqstate_error_callback_status(error: *const mqstate_error) -> u32 {
+    maybe(error)
         .and_then(|e| e.error.as_ref())
         .and_then(|e| e.callback_payload())
         .and_then(|p| p.downcast_ref::<mqstate_status>())
@@ -99,9 +95,6 @@ pub unsafe extern "C" fn mqstate_error_callback_status(error: *const mqstate_err
 /// # Safety
 /// `error` must be NULL or a live error, freed once.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_error_free(error: *mut mqstate_error) {
-    if !error.is_null() {
-        // SAFETY: made by `Box::into_raw`, freed once.
-        drop(unsafe { Box::from_raw(error) });
-    }
+pub extern "C" fn mqstate_error_free(error: *mut mqstate_error) {
+    crate::ffi::free_handle(error);
 }

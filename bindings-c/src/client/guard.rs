@@ -14,6 +14,7 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
+use crate::ffi::maybe;
 use crate::status::{Failure, mqstate_status};
 
 /// A handle's value with its in-flight call count.
@@ -106,11 +107,8 @@ impl<T> std::ops::Deref for Named<T> {
 ///
 /// # Safety
 /// `ptr` must be NULL or a live handle made by [`new`].
-pub(crate) unsafe fn id_of<T, H: Handle<Inner = Named<T>>>(
-    ptr: *const H,
-) -> *const std::ffi::c_char {
-    // SAFETY: per the caller.
-    unsafe { ptr.as_ref() }.map_or(std::ptr::null(), |h| h.guarded().inner.id.as_ptr())
+pub(crate) fn id_of<T, H: Handle<Inner = Named<T>>>(ptr: *const H) -> *const std::ffi::c_char {
+    maybe(ptr).map_or(std::ptr::null(), |h| h.guarded().inner.id.as_ptr())
 }
 
 /// A C handle type wrapping a [`Guarded`] value (see [`handle!`](crate::handle)).
@@ -144,13 +142,12 @@ macro_rules! handle {
 ///
 /// # Safety
 /// `ptr` must be NULL or a live handle made by [`new`].
-pub(crate) unsafe fn enter<'a, H: Handle + 'a>(
+pub(crate) fn enter<'a, H: Handle + 'a>(
     ptr: *const H,
     what: &str,
 ) -> Result<Entered<'a, H::Inner>, Failure> {
     // SAFETY: per the caller, NULL or a live handle.
-    let handle =
-        unsafe { ptr.as_ref() }.ok_or_else(|| Failure::invalid(format!("{what} is NULL")))?;
+    let handle = maybe(ptr).ok_or_else(|| Failure::invalid(format!("{what} is NULL")))?;
     handle.guarded().enter()
 }
 
@@ -164,7 +161,7 @@ pub(crate) fn new<H: Handle>(inner: H::Inner) -> *mut H {
 ///
 /// # Safety
 /// `ptr` must be NULL or a live handle made by [`new`], closed once.
-pub(crate) unsafe fn close<H: Handle>(ptr: *mut H, shutdown: impl FnOnce(&H::Inner)) {
+pub(crate) fn close<H: Handle>(ptr: *mut H, shutdown: impl FnOnce(&H::Inner)) {
     if ptr.is_null() {
         return;
     }

@@ -22,7 +22,7 @@ use super::store::{enter_client, mqstate_client};
 use super::subscription::mqstate_subscription;
 use super::text::{put_string, reset_string};
 use super::timeout;
-use crate::ffi::{bytes_arg, out_arg, put};
+use crate::ffi::{bytes_arg, maybe, out_arg, put};
 use crate::status::{Failure, boundary, mqstate_status};
 
 /// A leased lock (opaque; thread-safe). Free it with `mqstate_lock_free`.
@@ -67,19 +67,18 @@ pub struct mqstate_lock_options {
 /// `client` must be a live client; `key` valid for `key_len`; `options` NULL or valid;
 /// `out` writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_lock_new(
+pub extern "C" fn mqstate_lock_new(
     client: *const mqstate_client,
     key: *const u8,
     key_len: usize,
     options: *const mqstate_lock_options,
     out: *mut *mut mqstate_lock,
 ) -> mqstate_status {
-    // SAFETY: the pointers are as this function's `# Safety` section requires.
-    boundary(|| unsafe {
+    boundary(|| {
         let out = out_arg(out, std::ptr::null_mut(), "out")?;
         let store = enter_client(client)?;
         let key = bytes_arg(key, key_len, "key")?;
-        let o = options.as_ref();
+        let o = maybe(options);
         let options = LockOptions {
             holder: opt_str(o.map_or(std::ptr::null(), |o| o.holder), "holder")?,
             session_id: opt_str(o.map_or(std::ptr::null(), |o| o.session_id), "session_id")?,
@@ -101,14 +100,13 @@ pub unsafe extern "C" fn mqstate_lock_new(
 /// # Safety
 /// `lock` must be a live lock; outs NULL or writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_lock_try_acquire(
+pub extern "C" fn mqstate_lock_try_acquire(
     lock: *const mqstate_lock,
     lease_ms: u64,
     acquired: *mut bool,
     token: *mut *mut c_char,
 ) -> mqstate_status {
-    // SAFETY: the pointers are as this function's `# Safety` section requires.
-    boundary(|| unsafe {
+    boundary(|| {
         put(acquired, false);
         reset_string(token);
         let lock = guard::enter(lock, "lock")?;
@@ -127,15 +125,14 @@ pub unsafe extern "C" fn mqstate_lock_try_acquire(
 /// # Safety
 /// `lock` must be a live lock; `cancel` NULL or live; `token` NULL or writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_lock_acquire(
+pub extern "C" fn mqstate_lock_acquire(
     lock: *const mqstate_lock,
     lease_ms: u64,
     timeout_ms: u32,
     cancel: *const mqstate_cancel,
     token: *mut *mut c_char,
 ) -> mqstate_status {
-    // SAFETY: the pointers are as this function's `# Safety` section requires.
-    boundary(|| unsafe {
+    boundary(|| {
         reset_string(token);
         let lock = guard::enter(lock, "lock")?;
         let acquire = || lock.acquire(timeout::option(lease_ms), timeout::wait(timeout_ms));
@@ -150,13 +147,12 @@ pub unsafe extern "C" fn mqstate_lock_acquire(
 /// # Safety
 /// `lock` must be a live lock; outs NULL or writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_lock_renew(
+pub extern "C" fn mqstate_lock_renew(
     lock: *const mqstate_lock,
     renewed: *mut bool,
     token: *mut *mut c_char,
 ) -> mqstate_status {
-    // SAFETY: the pointers are as this function's `# Safety` section requires.
-    boundary(|| unsafe {
+    boundary(|| {
         put(renewed, false);
         reset_string(token);
         let lock = guard::enter(lock, "lock")?;
@@ -173,12 +169,11 @@ pub unsafe extern "C" fn mqstate_lock_renew(
 /// # Safety
 /// `lock` must be a live lock; `released` NULL or writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_lock_release(
+pub extern "C" fn mqstate_lock_release(
     lock: *const mqstate_lock,
     released: *mut bool,
 ) -> mqstate_status {
-    // SAFETY: per the caller.
-    unsafe { flag_call(lock, "lock", released, |l| l.release()) }
+    flag_call(lock, "lock", released, |l| l.release())
 }
 
 /// The current holder id in `*holder` (free with `mqstate_string_free`), NULL when free or
@@ -187,12 +182,11 @@ pub unsafe extern "C" fn mqstate_lock_release(
 /// # Safety
 /// `lock` must be a live lock; `holder` writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_lock_holder(
+pub extern "C" fn mqstate_lock_holder(
     lock: *const mqstate_lock,
     holder: *mut *mut c_char,
 ) -> mqstate_status {
-    // SAFETY: per the caller.
-    unsafe { text_call(lock, "lock", holder, |l| l.holder()) }
+    text_call(lock, "lock", holder, |l| l.holder())
 }
 
 /// The current fencing token in `*token` (free with `mqstate_string_free`) while the lock is
@@ -201,12 +195,11 @@ pub unsafe extern "C" fn mqstate_lock_holder(
 /// # Safety
 /// `lock` must be a live lock; `token` writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_lock_fencing_token(
+pub extern "C" fn mqstate_lock_fencing_token(
     lock: *const mqstate_lock,
     token: *mut *mut c_char,
 ) -> mqstate_status {
-    // SAFETY: the pointers are as this function's `# Safety` section requires.
-    boundary(|| unsafe {
+    boundary(|| {
         let token = out_arg(token, std::ptr::null_mut(), "token")?;
         let lock = guard::enter(lock, "lock")?;
         let held = lock
@@ -222,9 +215,8 @@ pub unsafe extern "C" fn mqstate_lock_fencing_token(
 /// # Safety
 /// `lock` must be NULL or a live lock.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_lock_holder_id(lock: *const mqstate_lock) -> *const c_char {
-    // SAFETY: per the caller.
-    match unsafe { lock.as_ref() } {
+pub extern "C" fn mqstate_lock_holder_id(lock: *const mqstate_lock) -> *const c_char {
+    match maybe(lock) {
         Some(l) => guard::Handle::guarded(l).inner.holder_id.as_ptr(),
         None => std::ptr::null(),
     }
@@ -236,15 +228,10 @@ pub unsafe extern "C" fn mqstate_lock_holder_id(lock: *const mqstate_lock) -> *c
 /// # Safety
 /// `lock` must be NULL or a live lock; `len` NULL or writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_lock_key(lock: *const mqstate_lock, len: *mut usize) -> *const u8 {
-    // SAFETY: the pointers are as this function's `# Safety` section requires.
-    unsafe {
-        let key = lock
-            .as_ref()
-            .map(|l| guard::Handle::guarded(l).inner.lock.key());
-        put(len, key.map_or(0, |k| k.len()));
-        key.map_or(std::ptr::null(), |k| k.as_ptr())
-    }
+pub extern "C" fn mqstate_lock_key(lock: *const mqstate_lock, len: *mut usize) -> *const u8 {
+    let key = maybe(lock).map(|l| guard::Handle::guarded(l).inner.lock.key());
+    put(len, key.map_or(0, |k| k.len()));
+    key.map_or(std::ptr::null(), |k| k.as_ptr())
 }
 
 /// Sets the automatic renewal period (ms) from the next acquire on: the lock then renews
@@ -253,12 +240,11 @@ pub unsafe extern "C" fn mqstate_lock_key(lock: *const mqstate_lock, len: *mut u
 /// # Safety
 /// `lock` must be a live lock.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_lock_set_auto_renew(
+pub extern "C" fn mqstate_lock_set_auto_renew(
     lock: *const mqstate_lock,
     period_ms: u64,
 ) -> mqstate_status {
-    // SAFETY: the pointers are as this function's `# Safety` section requires.
-    boundary(|| unsafe {
+    boundary(|| {
         let lock = guard::enter(lock, "lock")?;
         lock.set_auto_renew(timeout::option(period_ms))?;
         Ok(())
@@ -270,9 +256,8 @@ pub unsafe extern "C" fn mqstate_lock_set_auto_renew(
 /// # Safety
 /// `lock` must be NULL or a live lock.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_lock_is_held(lock: *const mqstate_lock) -> bool {
-    // SAFETY: per the caller.
-    unsafe { guard::enter(lock, "lock") }.is_ok_and(|l| l.is_held())
+pub extern "C" fn mqstate_lock_is_held(lock: *const mqstate_lock) -> bool {
+    guard::enter(lock, "lock").is_ok_and(|l| l.is_held())
 }
 
 /// Holder changes of this lock's key (`HOLDER` events): the current holder first, then each
@@ -281,12 +266,11 @@ pub unsafe extern "C" fn mqstate_lock_is_held(lock: *const mqstate_lock) -> bool
 /// # Safety
 /// `lock` must be a live lock; `out` writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_lock_watch_holder(
+pub extern "C" fn mqstate_lock_watch_holder(
     lock: *const mqstate_lock,
     out: *mut *mut mqstate_subscription,
 ) -> mqstate_status {
-    // SAFETY: per the caller.
-    unsafe { subscription_call(lock, "lock", out, |l| l.watch_holder()) }
+    subscription_call(lock, "lock", out, |l| l.watch_holder())
 }
 
 /// This lock's own status: the current one first, then each change (`HELD`, `NOT_HELD`,
@@ -295,12 +279,11 @@ pub unsafe extern "C" fn mqstate_lock_watch_holder(
 /// # Safety
 /// `lock` must be a live lock; `out` writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_lock_watch_status(
+pub extern "C" fn mqstate_lock_watch_status(
     lock: *const mqstate_lock,
     out: *mut *mut mqstate_subscription,
 ) -> mqstate_status {
-    // SAFETY: per the caller.
-    unsafe { local_subscription(lock, "lock", out, |l| l.watch_status()) }
+    local_subscription(lock, "lock", out, |l| l.watch_status())
 }
 
 /// Frees a lock (NULL is ignored): stops its renewal; the lease runs out on its own unless
@@ -309,7 +292,6 @@ pub unsafe extern "C" fn mqstate_lock_watch_status(
 /// # Safety
 /// `lock` must be NULL or a live lock, freed once.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_lock_free(lock: *mut mqstate_lock) {
-    // SAFETY: per the caller.
-    unsafe { guard::close(lock, |_| {}) }
+pub extern "C" fn mqstate_lock_free(lock: *mut mqstate_lock) {
+    guard::close(lock, |_| {})
 }

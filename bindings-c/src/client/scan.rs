@@ -17,7 +17,7 @@ use super::cancel::{mqstate_cancel, run};
 use super::guard;
 use super::store::{enter_client, mqstate_client};
 use super::timeout;
-use crate::ffi::{bytes_arg, out_arg, put};
+use crate::ffi::{bytes_arg, maybe, out_arg, put};
 use crate::status::{boundary, mqstate_status};
 
 /// The pager and the pages being fetched (cancelled when the pager is freed).
@@ -55,15 +55,14 @@ pub struct mqstate_scan_page {
 /// `client` must be a live client; `pattern` must point to `pattern_len` readable bytes (or
 /// be NULL with length 0); `out` must be NULL or writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_client_scan(
+pub extern "C" fn mqstate_client_scan(
     client: *const mqstate_client,
     pattern: *const u8,
     pattern_len: usize,
     timeout_ms: u32,
     out: *mut *mut mqstate_scan,
 ) -> mqstate_status {
-    // SAFETY: the pointers are as this function's `# Safety` section requires.
-    boundary(|| unsafe {
+    boundary(|| {
         let out = out_arg(out, std::ptr::null_mut(), "out")?;
         let store = enter_client(client)?;
         let pattern = bytes_arg(pattern, pattern_len, "pattern")?;
@@ -102,13 +101,12 @@ pub(crate) fn new_page(keys: Vec<Bytes>) -> *mut mqstate_scan_page {
 /// # Safety
 /// `scan` must be a live pager; `cancel` NULL or a live token; `page` NULL or writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_scan_next(
+pub extern "C" fn mqstate_scan_next(
     scan: *const mqstate_scan,
     cancel: *const mqstate_cancel,
     page: *mut *mut mqstate_scan_page,
 ) -> mqstate_status {
-    // SAFETY: the pointers are as this function's `# Safety` section requires.
-    boundary(|| unsafe {
+    boundary(|| {
         let out = out_arg(page, std::ptr::null_mut(), "page")?;
         let state = guard::enter(scan, "scan")?;
         let id = {
@@ -144,9 +142,8 @@ pub unsafe extern "C" fn mqstate_scan_next(
 /// # Safety
 /// `scan` must be NULL or a live pager.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_scan_is_done(scan: *const mqstate_scan) -> bool {
-    // SAFETY: per the caller.
-    unsafe { guard::enter(scan, "scan") }.is_ok_and(|s| s.pager.is_done())
+pub extern "C" fn mqstate_scan_is_done(scan: *const mqstate_scan) -> bool {
+    guard::enter(scan, "scan").is_ok_and(|s| s.pager.is_done())
 }
 
 /// Frees a pager (NULL is ignored). Pages being fetched on other threads end at once with
@@ -156,17 +153,13 @@ pub unsafe extern "C" fn mqstate_scan_is_done(scan: *const mqstate_scan) -> bool
 /// # Safety
 /// `scan` must be NULL or a live pager, freed once; no call may start on it afterwards.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_scan_free(scan: *mut mqstate_scan) {
-    // SAFETY: per the caller.
-    unsafe {
-        guard::close(scan, |state| {
-            let calls =
-                std::mem::take(&mut *state.in_flight.lock().unwrap_or_else(|e| e.into_inner()));
-            for (_, call) in calls {
-                call.cancel();
-            }
-        })
-    }
+pub extern "C" fn mqstate_scan_free(scan: *mut mqstate_scan) {
+    guard::close(scan, |state| {
+        let calls = std::mem::take(&mut *state.in_flight.lock().unwrap_or_else(|e| e.into_inner()));
+        for (_, call) in calls {
+            call.cancel();
+        }
+    })
 }
 
 /// The number of keys on the page (0 for NULL).
@@ -174,9 +167,8 @@ pub unsafe extern "C" fn mqstate_scan_free(scan: *mut mqstate_scan) {
 /// # Safety
 /// `page` must be NULL or a live page.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_scan_page_count(page: *const mqstate_scan_page) -> usize {
-    // SAFETY: per the caller.
-    unsafe { page.as_ref() }.map_or(0, |p| p.keys.len())
+pub extern "C" fn mqstate_scan_page_count(page: *const mqstate_scan_page) -> usize {
+    maybe(page).map_or(0, |p| p.keys.len())
 }
 
 /// The key at `index` (`*len` bytes, not NUL-terminated, binary-safe), borrowed from the
@@ -187,17 +179,14 @@ pub unsafe extern "C" fn mqstate_scan_page_count(page: *const mqstate_scan_page)
 /// # Safety
 /// `page` must be NULL or a live page; `len` NULL or writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_scan_page_key(
+pub extern "C" fn mqstate_scan_page_key(
     page: *const mqstate_scan_page,
     index: usize,
     len: *mut usize,
 ) -> *const u8 {
-    // SAFETY: the pointers are as this function's `# Safety` section requires.
-    unsafe {
-        let key = page.as_ref().and_then(|p| p.keys.get(index));
-        put(len, key.map_or(0, |k| k.len()));
-        key.map_or(std::ptr::null(), |k| k.as_ptr())
-    }
+    let key = maybe(page).and_then(|p| p.keys.get(index));
+    put(len, key.map_or(0, |k| k.len()));
+    key.map_or(std::ptr::null(), |k| k.as_ptr())
 }
 
 /// Frees a page (NULL is ignored).
@@ -205,7 +194,6 @@ pub unsafe extern "C" fn mqstate_scan_page_key(
 /// # Safety
 /// `page` must be NULL or a live page, freed once.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_scan_page_free(page: *mut mqstate_scan_page) {
-    // SAFETY: per the caller.
-    unsafe { crate::ffi::free_handle(page) }
+pub extern "C" fn mqstate_scan_page_free(page: *mut mqstate_scan_page) {
+    crate::ffi::free_handle(page)
 }

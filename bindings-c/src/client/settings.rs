@@ -23,8 +23,7 @@ fn make(
     out: *mut *mut mqstate_settings,
     build: impl FnOnce() -> Result<Settings, crate::status::Failure>,
 ) -> Result<(), crate::status::Failure> {
-    // SAFETY: NULL or writable per the callers' contracts.
-    let out = unsafe { out_arg(out, std::ptr::null_mut(), "out") }?;
+    let out = out_arg(out, std::ptr::null_mut(), "out")?;
     *out = guard::new(Mutex::new(build()?));
     Ok(())
 }
@@ -34,7 +33,7 @@ fn make(
 /// # Safety
 /// `out` must be NULL or writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_settings_new(out: *mut *mut mqstate_settings) -> mqstate_status {
+pub extern "C" fn mqstate_settings_new(out: *mut *mut mqstate_settings) -> mqstate_status {
     boundary(|| make(out, || Ok(Settings::new())))
 }
 
@@ -43,14 +42,13 @@ pub unsafe extern "C" fn mqstate_settings_new(out: *mut *mut mqstate_settings) -
 /// # Safety
 /// `url` must be NULL or a NUL-terminated string; `out` NULL or writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_settings_from_url(
+pub extern "C" fn mqstate_settings_from_url(
     url: *const c_char,
     out: *mut *mut mqstate_settings,
 ) -> mqstate_status {
     boundary(|| {
         make(out, || {
-            // SAFETY: `url` is NULL or NUL-terminated per the caller.
-            let url = unsafe { str_arg(url, "url") }?;
+            let url = str_arg(url, "url")?;
             Ok(Settings::from_url(url)?)
         })
     })
@@ -62,9 +60,7 @@ pub unsafe extern "C" fn mqstate_settings_from_url(
 /// # Safety
 /// `out` must be NULL or writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_settings_from_env(
-    out: *mut *mut mqstate_settings,
-) -> mqstate_status {
+pub extern "C" fn mqstate_settings_from_env(out: *mut *mut mqstate_settings) -> mqstate_status {
     boundary(|| make(out, || Ok(Settings::from_env()?)))
 }
 
@@ -76,13 +72,12 @@ pub unsafe extern "C" fn mqstate_settings_from_env(
 /// # Safety
 /// `settings` must be a live handle; `name` and `value` NUL-terminated strings.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_settings_set(
+pub extern "C" fn mqstate_settings_set(
     settings: *mut mqstate_settings,
     name: *const c_char,
     value: *const c_char,
 ) -> mqstate_status {
-    // SAFETY: the pointers are as this function's `# Safety` section requires.
-    boundary(|| unsafe {
+    boundary(|| {
         let settings = guard::enter(settings, "settings")?;
         let (name, value) = (str_arg(name, "name")?, str_arg(value, "value")?);
         settings
@@ -98,7 +93,6 @@ pub unsafe extern "C" fn mqstate_settings_set(
 /// # Safety
 /// `settings` must be NULL or a live handle, freed once.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_settings_free(settings: *mut mqstate_settings) {
-    // SAFETY: per the caller.
-    unsafe { guard::close(settings, |_| {}) }
+pub extern "C" fn mqstate_settings_free(settings: *mut mqstate_settings) {
+    guard::close(settings, |_| {})
 }

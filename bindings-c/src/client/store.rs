@@ -17,7 +17,7 @@ use super::subscription::{mqstate_subscription, new_subscription};
 use super::text::{mqstate_value, new_value, put_string, reset_string};
 use super::timeout;
 use crate::condition::condition_arg;
-use crate::ffi::{bytes_arg, out_arg, put};
+use crate::ffi::{bytes_arg, maybe, out_arg, put};
 use crate::status::{Failure, boundary, mqstate_status};
 
 /// A connection to the state store (opaque; thread-safe: any number of threads may call
@@ -115,12 +115,11 @@ pub extern "C" fn mqstate_vdel_outcome_name(outcome: u32) -> *const c_char {
 ///
 /// # Safety
 /// `token` must be NULL or a NUL-terminated string.
-pub(crate) unsafe fn token_arg(token: *const c_char) -> Result<Option<Hlc>, Failure> {
+pub(crate) fn token_arg(token: *const c_char) -> Result<Option<Hlc>, Failure> {
     if token.is_null() {
         return Ok(None);
     }
-    // SAFETY: per the caller.
-    let text = unsafe { crate::ffi::str_arg(token, "fencing_token") }?;
+    let text = crate::ffi::str_arg(token, "fencing_token")?;
     Ok(Some(Hlc::parse(text)?))
 }
 
@@ -136,12 +135,11 @@ impl CallOptions {
     ///
     /// # Safety
     /// `options` must be NULL or valid, its strings NULL or NUL-terminated.
-    unsafe fn read(
+    fn read(
         options: *const mqstate_call_options,
         verb: Option<&str>,
     ) -> Result<CallOptions, Failure> {
-        // SAFETY: per this function's contract.
-        let o = unsafe { options.as_ref() };
+        let o = maybe(options);
         let token = o.map_or(std::ptr::null(), |o| o.fencing_token);
         if let (Some(verb), false) = (verb, token.is_null()) {
             return Err(Failure::invalid(format!(
@@ -149,8 +147,7 @@ impl CallOptions {
             )));
         }
         Ok(CallOptions {
-            // SAFETY: per this function's contract.
-            fencing_token: unsafe { token_arg(token) }?,
+            fencing_token: token_arg(token)?,
             timeout: timeout::request(o.map_or(0, |o| o.timeout_ms))?,
             cancel: o.map_or(std::ptr::null(), |o| o.cancel),
         })
@@ -169,14 +166,12 @@ impl mqstate_set_options {
     ///
     /// # Safety
     /// `options` must be NULL or valid, its strings NULL or NUL-terminated.
-    unsafe fn read(options: *const Self) -> Result<(SetOptions, *const mqstate_cancel), Failure> {
-        // SAFETY: per this function's contract.
-        let o = unsafe { options.as_ref() };
+    fn read(options: *const Self) -> Result<(SetOptions, *const mqstate_cancel), Failure> {
+        let o = maybe(options);
         let set = SetOptions {
             condition: condition_arg(o.map_or(0, |o| o.condition))?,
             expiry: timeout::option(o.map_or(0, |o| o.expiry_ms)),
-            // SAFETY: per this function's contract.
-            fencing_token: unsafe { token_arg(o.map_or(std::ptr::null(), |o| o.fencing_token)) }?,
+            fencing_token: token_arg(o.map_or(std::ptr::null(), |o| o.fencing_token))?,
             persist: o.is_some_and(|o| o.persist),
             timeout: timeout::request(o.map_or(0, |o| o.timeout_ms))?,
         };
@@ -194,13 +189,12 @@ impl mqstate_set_options {
 /// # Safety
 /// `settings` must be a live handle; `out` NULL or writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_client_connect(
+pub extern "C" fn mqstate_client_connect(
     settings: *const mqstate_settings,
     timeout_ms: u32,
     out: *mut *mut mqstate_client,
 ) -> mqstate_status {
-    // SAFETY: the pointers are as this function's `# Safety` section requires.
-    boundary(|| unsafe {
+    boundary(|| {
         let out = out_arg(out, std::ptr::null_mut(), "out")?;
         let settings = guard::enter(settings, "settings")?;
         let mut settings = settings.lock().unwrap_or_else(|e| e.into_inner()).clone();
@@ -223,13 +217,10 @@ pub unsafe extern "C" fn mqstate_client_connect(
 /// # Safety
 /// `client` must be NULL or a live client, closed once; no call may start on it afterwards.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_client_close(client: *mut mqstate_client) {
-    // SAFETY: per the caller.
-    unsafe {
-        guard::close(client, |store| {
-            let _ = store.close().wait(None);
-        })
-    }
+pub extern "C" fn mqstate_client_close(client: *mut mqstate_client) {
+    guard::close(client, |store| {
+        let _ = store.close().wait(None);
+    })
 }
 
 /// The client's MQTT client id (the `client_id` setting, or the one generated at connect),
@@ -238,9 +229,8 @@ pub unsafe extern "C" fn mqstate_client_close(client: *mut mqstate_client) {
 /// # Safety
 /// `client` must be NULL or a live client.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_client_id(client: *const mqstate_client) -> *const c_char {
-    // SAFETY: per the caller.
-    unsafe { guard::id_of(client) }
+pub extern "C" fn mqstate_client_id(client: *const mqstate_client) -> *const c_char {
+    guard::id_of(client)
 }
 
 /// Whether the client's connection is up now (false while it reconnects, once closed, and
@@ -249,9 +239,8 @@ pub unsafe extern "C" fn mqstate_client_id(client: *const mqstate_client) -> *co
 /// # Safety
 /// `client` must be NULL or a live client.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_client_connected(client: *const mqstate_client) -> bool {
-    // SAFETY: per the caller.
-    unsafe { enter_client(client) }.is_ok_and(|store| store.link_info().connected)
+pub extern "C" fn mqstate_client_connected(client: *const mqstate_client) -> bool {
+    enter_client(client).is_ok_and(|store| store.link_info().connected)
 }
 
 /// SET `key` (`key_len` bytes) to `value` (`value_len` bytes). `*applied` (may be NULL)
@@ -261,7 +250,7 @@ pub unsafe extern "C" fn mqstate_client_connected(client: *const mqstate_client)
 /// # Safety
 /// Pointers must be NULL or valid for their lengths; `client` a live client.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_client_set(
+pub extern "C" fn mqstate_client_set(
     client: *const mqstate_client,
     key: *const u8,
     key_len: usize,
@@ -271,8 +260,7 @@ pub unsafe extern "C" fn mqstate_client_set(
     applied: *mut bool,
     version: *mut *mut c_char,
 ) -> mqstate_status {
-    // SAFETY: the pointers are as this function's `# Safety` section requires.
-    boundary(|| unsafe {
+    boundary(|| {
         reset_string(version);
         put(applied, false);
         let store = guard::enter(client, "client")?;
@@ -294,15 +282,14 @@ pub unsafe extern "C" fn mqstate_client_set(
 /// # Safety
 /// Pointers must be NULL or valid; `client` a live client; `out` writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_client_get(
+pub extern "C" fn mqstate_client_get(
     client: *const mqstate_client,
     key: *const u8,
     key_len: usize,
     options: *const mqstate_call_options,
     out: *mut *mut mqstate_value,
 ) -> mqstate_status {
-    // SAFETY: the pointers are as this function's `# Safety` section requires.
-    boundary(|| unsafe {
+    boundary(|| {
         let out = out_arg(out, std::ptr::null_mut(), "out")?;
         let store = guard::enter(client, "client")?;
         let key = bytes_arg(key, key_len, "key")?;
@@ -320,15 +307,14 @@ pub unsafe extern "C" fn mqstate_client_get(
 /// # Safety
 /// Pointers must be NULL or valid; `client` a live client.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_client_delete(
+pub extern "C" fn mqstate_client_delete(
     client: *const mqstate_client,
     key: *const u8,
     key_len: usize,
     options: *const mqstate_call_options,
     deleted: *mut u64,
 ) -> mqstate_status {
-    // SAFETY: the pointers are as this function's `# Safety` section requires.
-    boundary(|| unsafe {
+    boundary(|| {
         put(deleted, 0);
         let store = guard::enter(client, "client")?;
         let key = bytes_arg(key, key_len, "key")?;
@@ -345,7 +331,7 @@ pub unsafe extern "C" fn mqstate_client_delete(
 /// # Safety
 /// Pointers must be NULL or valid; `client` a live client.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_client_vdel(
+pub extern "C" fn mqstate_client_vdel(
     client: *const mqstate_client,
     key: *const u8,
     key_len: usize,
@@ -354,8 +340,7 @@ pub unsafe extern "C" fn mqstate_client_vdel(
     options: *const mqstate_call_options,
     outcome: *mut mqstate_vdel_outcome,
 ) -> mqstate_status {
-    // SAFETY: the pointers are as this function's `# Safety` section requires.
-    boundary(|| unsafe {
+    boundary(|| {
         put(outcome, mqstate_vdel_outcome::None);
         let store = guard::enter(client, "client")?;
         let (key, value) = (
@@ -376,15 +361,14 @@ pub unsafe extern "C" fn mqstate_client_vdel(
 /// # Safety
 /// Pointers must be NULL or valid; `client` a live client; `out` writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_client_observe(
+pub extern "C" fn mqstate_client_observe(
     client: *const mqstate_client,
     key: *const u8,
     key_len: usize,
     options: *const mqstate_call_options,
     out: *mut *mut mqstate_subscription,
 ) -> mqstate_status {
-    // SAFETY: the pointers are as this function's `# Safety` section requires.
-    boundary(|| unsafe {
+    boundary(|| {
         let out = out_arg(out, std::ptr::null_mut(), "out")?;
         let store = guard::enter(client, "client")?;
         let key = bytes_arg(key, key_len, "key")?;
@@ -402,9 +386,8 @@ pub unsafe extern "C" fn mqstate_client_observe(
 ///
 /// # Safety
 /// `client` must be NULL or a live client.
-pub(crate) unsafe fn enter_client<'a>(
+pub(crate) fn enter_client<'a>(
     client: *const mqstate_client,
 ) -> Result<guard::Entered<'a, guard::Named<Store>>, Failure> {
-    // SAFETY: per the caller.
-    unsafe { guard::enter(client, "client") }
+    guard::enter(client, "client")
 }

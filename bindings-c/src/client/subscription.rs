@@ -84,13 +84,12 @@ fn deliver(got: Option<Event>, out: &mut *mut mqstate_sub_event) -> Result<(), F
 /// # Safety
 /// `sub` must be a live subscription; `event` writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_subscription_next(
+pub extern "C" fn mqstate_subscription_next(
     sub: *const mqstate_subscription,
     timeout_ms: u32,
     event: *mut *mut mqstate_sub_event,
 ) -> mqstate_status {
-    // SAFETY: the pointers are as this function's `# Safety` section requires.
-    boundary(|| unsafe {
+    boundary(|| {
         let out = out_arg(event, std::ptr::null_mut(), "event")?;
         let state = guard::enter(sub, "sub")?;
         let limit = timeout::wait(timeout_ms);
@@ -111,12 +110,11 @@ pub unsafe extern "C" fn mqstate_subscription_next(
 /// # Safety
 /// `sub` must be a live subscription; `event` writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_subscription_try_next(
+pub extern "C" fn mqstate_subscription_try_next(
     sub: *const mqstate_subscription,
     event: *mut *mut mqstate_sub_event,
 ) -> mqstate_status {
-    // SAFETY: the pointers are as this function's `# Safety` section requires.
-    boundary(|| unsafe {
+    boundary(|| {
         let out = out_arg(event, std::ptr::null_mut(), "event")?;
         let state = guard::enter(sub, "sub")?;
         let fd = state.fd.lock().unwrap_or_else(|e| e.into_inner()).clone();
@@ -222,14 +220,13 @@ impl Drop for CallbackSink {
 /// `sub` must be a live subscription; `on_event` a valid function; `ctx` whatever the
 /// callbacks accept, usable from another thread.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_subscription_set_callback(
+pub extern "C" fn mqstate_subscription_set_callback(
     sub: *const mqstate_subscription,
     on_event: mqstate_event_fn,
     release: mqstate_release_fn,
     ctx: *mut c_void,
 ) -> mqstate_status {
-    // SAFETY: the pointers are as this function's `# Safety` section requires.
-    boundary(|| unsafe {
+    boundary(|| {
         let state = guard::enter(sub, "sub")?;
         let on_event = on_event.ok_or_else(|| Failure::invalid("on_event is NULL"))?;
         state.sub.set_sink(CallbackSink {
@@ -251,12 +248,11 @@ pub unsafe extern "C" fn mqstate_subscription_set_callback(
 /// # Safety
 /// `sub` must be a live subscription; `fd` writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_subscription_fd(
+pub extern "C" fn mqstate_subscription_fd(
     sub: *const mqstate_subscription,
     fd: *mut c_int,
 ) -> mqstate_status {
-    // SAFETY: the pointers are as this function's `# Safety` section requires.
-    boundary(|| unsafe {
+    boundary(|| {
         let fd = out_arg(fd, -1, "fd")?;
         let state = guard::enter(sub, "sub")?;
         let mut slot = state.fd.lock().unwrap_or_else(|e| e.into_inner());
@@ -286,9 +282,8 @@ pub unsafe extern "C" fn mqstate_subscription_fd(
 /// # Safety
 /// `sub` must be NULL or a live subscription, freed once.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_subscription_free(sub: *mut mqstate_subscription) {
-    // SAFETY: per the caller.
-    unsafe { guard::close(sub, |state| state.sub.close()) }
+pub extern "C" fn mqstate_subscription_free(sub: *mut mqstate_subscription) {
+    guard::close(sub, |state| state.sub.close())
 }
 
 #[cfg(all(test, unix))]

@@ -5,7 +5,7 @@ use std::ffi::{CString, c_char};
 use mqstate::Versioned;
 
 use super::guard;
-use crate::ffi::put;
+use crate::ffi::{maybe, put};
 use crate::status::Failure;
 
 /// A NUL-terminated copy of `text` for C (free with `mqstate_string_free`).
@@ -19,7 +19,7 @@ pub(crate) fn c_string(text: &str) -> Result<*mut c_char, Failure> {
 ///
 /// # Safety
 /// `out` must be NULL or writable.
-pub(crate) unsafe fn put_string(out: *mut *mut c_char, text: Option<&str>) -> Result<(), Failure> {
+pub(crate) fn put_string(out: *mut *mut c_char, text: Option<&str>) -> Result<(), Failure> {
     if out.is_null() {
         return Ok(());
     }
@@ -36,7 +36,7 @@ pub(crate) unsafe fn put_string(out: *mut *mut c_char, text: Option<&str>) -> Re
 ///
 /// # Safety
 /// `out` must be NULL or writable.
-pub(crate) unsafe fn reset_string(out: *mut *mut c_char) {
+pub(crate) fn reset_string(out: *mut *mut c_char) {
     if !out.is_null() {
         // SAFETY: non-null and writable per the caller.
         unsafe { out.write(std::ptr::null_mut()) };
@@ -48,7 +48,11 @@ pub(crate) unsafe fn reset_string(out: *mut *mut c_char) {
 /// # Safety
 /// `text` must be NULL or a string from mqstate not yet freed.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_string_free(text: *mut c_char) {
+#[expect(
+    clippy::not_unsafe_ptr_arg_deref,
+    reason = "a C function: its pointers are as its # Safety section says (lib.rs)"
+)]
+pub extern "C" fn mqstate_string_free(text: *mut c_char) {
     if !text.is_null() {
         // SAFETY: made by `CString::into_raw`, freed once per the caller.
         drop(unsafe { CString::from_raw(text) });
@@ -82,20 +86,14 @@ pub(crate) fn new_value(v: Versioned) -> *mut mqstate_value {
 /// # Safety
 /// `value` must be a live value; `len` NULL or writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_value_data(
-    value: *const mqstate_value,
-    len: *mut usize,
-) -> *const u8 {
-    // SAFETY: the pointers are as this function's `# Safety` section requires.
-    unsafe {
-        let Some(v) = value.as_ref() else {
-            put(len, 0);
-            return std::ptr::null();
-        };
-        let data = &guard::Handle::guarded(v).inner.value;
-        put(len, data.len());
-        data.as_ptr()
-    }
+pub extern "C" fn mqstate_value_data(value: *const mqstate_value, len: *mut usize) -> *const u8 {
+    let Some(v) = maybe(value) else {
+        put(len, 0);
+        return std::ptr::null();
+    };
+    let data = &guard::Handle::guarded(v).inner.value;
+    put(len, data.len());
+    data.as_ptr()
 }
 
 /// The value's version as HLC text (valid until the value is freed), or NULL if none.
@@ -103,9 +101,8 @@ pub unsafe extern "C" fn mqstate_value_data(
 /// # Safety
 /// `value` must be a live value.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_value_version(value: *const mqstate_value) -> *const c_char {
-    // SAFETY: per the caller, NULL or a live value.
-    let Some(v) = (unsafe { value.as_ref() }) else {
+pub extern "C" fn mqstate_value_version(value: *const mqstate_value) -> *const c_char {
+    let Some(v) = maybe(value) else {
         return std::ptr::null();
     };
     let version = &guard::Handle::guarded(v).inner.version;
@@ -117,7 +114,6 @@ pub unsafe extern "C" fn mqstate_value_version(value: *const mqstate_value) -> *
 /// # Safety
 /// `value` must be NULL or a live value, freed once.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_value_free(value: *mut mqstate_value) {
-    // SAFETY: per the caller.
-    unsafe { guard::close(value, |_| {}) }
+pub extern "C" fn mqstate_value_free(value: *mut mqstate_value) {
+    guard::close(value, |_| {})
 }

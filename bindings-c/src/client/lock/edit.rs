@@ -15,7 +15,7 @@ use super::mqstate_lock;
 use crate::client::cancel::{mqstate_cancel, run};
 use crate::client::guard;
 use crate::client::timeout;
-use crate::ffi::bytes_arg;
+use crate::ffi::{bytes_arg, maybe_mut};
 use crate::status::{Failure, boundary, mqstate_status};
 
 /// What an edit callback decides: see `mqstate_edit_set`, `mqstate_edit_delete`; left
@@ -43,16 +43,13 @@ pub type mqstate_edit_fn = Option<
 /// # Safety
 /// `decision` must be the callback's; `value` valid for `len`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_edit_set(
+pub extern "C" fn mqstate_edit_set(
     decision: *mut mqstate_edit,
     value: *const u8,
     len: usize,
 ) -> mqstate_status {
-    // SAFETY: the pointers are as this function's `# Safety` section requires.
-    boundary(|| unsafe {
-        let d = decision
-            .as_mut()
-            .ok_or_else(|| Failure::invalid("decision is NULL"))?;
+    boundary(|| {
+        let d = maybe_mut(decision).ok_or_else(|| Failure::invalid("decision is NULL"))?;
         let value = bytes_arg(value, len, "value")?;
         d.decision = Edit::Set(Bytes::copy_from_slice(value));
         Ok(())
@@ -64,12 +61,9 @@ pub unsafe extern "C" fn mqstate_edit_set(
 /// # Safety
 /// `decision` must be the callback's.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_edit_delete(decision: *mut mqstate_edit) -> mqstate_status {
-    // SAFETY: the pointers are as this function's `# Safety` section requires.
-    boundary(|| unsafe {
-        let d = decision
-            .as_mut()
-            .ok_or_else(|| Failure::invalid("decision is NULL"))?;
+pub extern "C" fn mqstate_edit_delete(decision: *mut mqstate_edit) -> mqstate_status {
+    boundary(|| {
+        let d = maybe_mut(decision).ok_or_else(|| Failure::invalid("decision is NULL"))?;
         d.decision = Edit::Delete;
         Ok(())
     })
@@ -125,7 +119,7 @@ impl EditCallback {
 /// another thread until this returns; `cancel` NULL or live.
 #[unsafe(no_mangle)]
 #[allow(clippy::too_many_arguments)]
-pub unsafe extern "C" fn mqstate_lock_edit(
+pub extern "C" fn mqstate_lock_edit(
     lock: *const mqstate_lock,
     key: *const u8,
     key_len: usize,
@@ -135,8 +129,7 @@ pub unsafe extern "C" fn mqstate_lock_edit(
     ctx: *mut c_void,
     cancel: *const mqstate_cancel,
 ) -> mqstate_status {
-    // SAFETY: the pointers are as this function's `# Safety` section requires.
-    boundary(|| unsafe {
+    boundary(|| {
         let lock = guard::enter(lock, "lock")?;
         let key = bytes_arg(key, key_len, "key")?;
         let f = decide.ok_or_else(|| Failure::invalid("decide is NULL"))?;

@@ -9,7 +9,7 @@ use mqstate::bridge::Event;
 use mqstate::codec::KeyEvent;
 use mqstate::lock::LockStatus;
 
-use crate::ffi::put;
+use crate::ffi::{maybe, put};
 
 /// What a subscription event is. `MQSTATE_SUB_EVENT_TYPE_NONE` (0) is no event: the type
 /// of a NULL event.
@@ -117,11 +117,10 @@ impl mqstate_sub_event {
 /// # Safety
 /// `event` must be a live event.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_sub_event_type_of(
+pub extern "C" fn mqstate_sub_event_type_of(
     event: *const mqstate_sub_event,
 ) -> mqstate_sub_event_type {
-    // SAFETY: per the caller.
-    unsafe { event.as_ref() }.map_or(mqstate_sub_event_type::None, |e| e.kind)
+    maybe(event).map_or(mqstate_sub_event_type::None, |e| e.kind)
 }
 
 /// The kind of a key change: `MQSTATE_SUB_EVENT_TYPE_KEY_SET` or `_KEY_DELETED` (the
@@ -130,12 +129,11 @@ pub unsafe extern "C" fn mqstate_sub_event_type_of(
 /// # Safety
 /// `event` must be NULL or a live event.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_sub_event_kind(
+pub extern "C" fn mqstate_sub_event_kind(
     event: *const mqstate_sub_event,
 ) -> mqstate_sub_event_type {
     use mqstate_sub_event_type::{KeyDeleted, KeySet, None};
-    // SAFETY: per the caller.
-    match unsafe { mqstate_sub_event_type_of(event) } {
+    match mqstate_sub_event_type_of(event) {
         kind @ (KeySet | KeyDeleted) => kind,
         _ => None,
     }
@@ -148,12 +146,11 @@ pub unsafe extern "C" fn mqstate_sub_event_kind(
 /// # Safety
 /// `event` must be NULL or a live event.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_sub_event_state(
+pub extern "C" fn mqstate_sub_event_state(
     event: *const mqstate_sub_event,
 ) -> mqstate_sub_event_type {
     use mqstate_sub_event_type::{Held, Lost, None, NotHeld};
-    // SAFETY: per the caller.
-    match unsafe { mqstate_sub_event_type_of(event) } {
+    match mqstate_sub_event_type_of(event) {
         state @ (Held | NotHeld | Lost) => state,
         _ => None,
     }
@@ -165,11 +162,10 @@ pub unsafe extern "C" fn mqstate_sub_event_state(
 /// # Safety
 /// `event` must be NULL or a live event.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_sub_event_fencing_token(
+pub extern "C" fn mqstate_sub_event_fencing_token(
     event: *const mqstate_sub_event,
 ) -> *const c_char {
-    // SAFETY: per the caller.
-    let e = unsafe { event.as_ref() };
+    let e = maybe(event);
     e.and_then(|e| e.fencing_token.as_ref())
         .map_or(std::ptr::null(), |c| c.as_ptr())
 }
@@ -179,9 +175,8 @@ pub unsafe extern "C" fn mqstate_sub_event_fencing_token(
 /// # Safety
 /// `event` must be NULL or a live event.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_sub_event_lease_ms(event: *const mqstate_sub_event) -> u64 {
-    // SAFETY: per the caller.
-    unsafe { event.as_ref() }.map_or(0, |e| e.lease_ms)
+pub extern "C" fn mqstate_sub_event_lease_ms(event: *const mqstate_sub_event) -> u64 {
+    maybe(event).map_or(0, |e| e.lease_ms)
 }
 
 /// The key of a `KEY_SET`/`KEY_DELETED` event (`*len` bytes; valid while the event lives).
@@ -189,16 +184,13 @@ pub unsafe extern "C" fn mqstate_sub_event_lease_ms(event: *const mqstate_sub_ev
 /// # Safety
 /// `event` must be a live event; `len` NULL or writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_sub_event_key(
+pub extern "C" fn mqstate_sub_event_key(
     event: *const mqstate_sub_event,
     len: *mut usize,
 ) -> *const u8 {
-    // SAFETY: the pointers are as this function's `# Safety` section requires.
-    unsafe {
-        let e = event.as_ref();
-        put(len, e.map_or(0, |e| e.key.len()));
-        e.map_or(std::ptr::null(), |e| e.key.as_ptr())
-    }
+    let e = maybe(event);
+    put(len, e.map_or(0, |e| e.key.len()));
+    e.map_or(std::ptr::null(), |e| e.key.as_ptr())
 }
 
 /// The new value of a `KEY_SET` event (`*len` bytes; valid while the event lives).
@@ -206,16 +198,13 @@ pub unsafe extern "C" fn mqstate_sub_event_key(
 /// # Safety
 /// `event` must be a live event; `len` NULL or writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_sub_event_value(
+pub extern "C" fn mqstate_sub_event_value(
     event: *const mqstate_sub_event,
     len: *mut usize,
 ) -> *const u8 {
-    // SAFETY: the pointers are as this function's `# Safety` section requires.
-    unsafe {
-        let e = event.as_ref();
-        put(len, e.map_or(0, |e| e.value.len()));
-        e.map_or(std::ptr::null(), |e| e.value.as_ptr())
-    }
+    let e = maybe(event);
+    put(len, e.map_or(0, |e| e.value.len()));
+    e.map_or(std::ptr::null(), |e| e.value.as_ptr())
 }
 
 /// The version (HLC text) of a key change or holder change; NULL when there is none (a
@@ -224,11 +213,8 @@ pub unsafe extern "C" fn mqstate_sub_event_value(
 /// # Safety
 /// `event` must be a live event.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_sub_event_version(
-    event: *const mqstate_sub_event,
-) -> *const c_char {
-    // SAFETY: per the caller.
-    let e = unsafe { event.as_ref() };
+pub extern "C" fn mqstate_sub_event_version(event: *const mqstate_sub_event) -> *const c_char {
+    let e = maybe(event);
     e.and_then(|e| e.version.as_ref())
         .map_or(std::ptr::null(), |c| c.as_ptr())
 }
@@ -238,11 +224,8 @@ pub unsafe extern "C" fn mqstate_sub_event_version(
 /// # Safety
 /// `event` must be a live event.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_sub_event_holder(
-    event: *const mqstate_sub_event,
-) -> *const c_char {
-    // SAFETY: per the caller.
-    let e = unsafe { event.as_ref() }.filter(|e| e.kind == mqstate_sub_event_type::Holder);
+pub extern "C" fn mqstate_sub_event_holder(event: *const mqstate_sub_event) -> *const c_char {
+    let e = maybe(event).filter(|e| e.kind == mqstate_sub_event_type::Holder);
     e.and_then(|e| e.text.as_ref())
         .map_or(std::ptr::null(), |c| c.as_ptr())
 }
@@ -252,11 +235,8 @@ pub unsafe extern "C" fn mqstate_sub_event_holder(
 /// # Safety
 /// `event` must be a live event.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_sub_event_reason(
-    event: *const mqstate_sub_event,
-) -> *const c_char {
-    // SAFETY: per the caller.
-    let e = unsafe { event.as_ref() }.filter(|e| e.kind != mqstate_sub_event_type::Holder);
+pub extern "C" fn mqstate_sub_event_reason(event: *const mqstate_sub_event) -> *const c_char {
+    let e = maybe(event).filter(|e| e.kind != mqstate_sub_event_type::Holder);
     e.and_then(|e| e.text.as_ref())
         .map_or(std::ptr::null(), |c| c.as_ptr())
 }
@@ -266,9 +246,8 @@ pub unsafe extern "C" fn mqstate_sub_event_reason(
 /// # Safety
 /// `event` must be a live event.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_sub_event_resync(event: *const mqstate_sub_event) -> bool {
-    // SAFETY: per the caller.
-    unsafe { event.as_ref() }.is_some_and(|e| e.resync)
+pub extern "C" fn mqstate_sub_event_resync(event: *const mqstate_sub_event) -> bool {
+    maybe(event).is_some_and(|e| e.resync)
 }
 
 /// Events discarded before this one because the reader was too slow (the oldest go first).
@@ -276,9 +255,8 @@ pub unsafe extern "C" fn mqstate_sub_event_resync(event: *const mqstate_sub_even
 /// # Safety
 /// `event` must be a live event.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_sub_event_dropped_before(event: *const mqstate_sub_event) -> u64 {
-    // SAFETY: per the caller.
-    unsafe { event.as_ref() }.map_or(0, |e| e.dropped_before)
+pub extern "C" fn mqstate_sub_event_dropped_before(event: *const mqstate_sub_event) -> u64 {
+    maybe(event).map_or(0, |e| e.dropped_before)
 }
 
 /// Frees an event from `mqstate_subscription_next` (NULL is ignored).
@@ -286,9 +264,6 @@ pub unsafe extern "C" fn mqstate_sub_event_dropped_before(event: *const mqstate_
 /// # Safety
 /// `event` must be NULL or an event from `mqstate_subscription_next`, freed once.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn mqstate_sub_event_free(event: *mut mqstate_sub_event) {
-    if !event.is_null() {
-        // SAFETY: made by `Box::into_raw` in `mqstate_subscription_next`, freed once.
-        drop(unsafe { Box::from_raw(event) });
-    }
+pub extern "C" fn mqstate_sub_event_free(event: *mut mqstate_sub_event) {
+    crate::ffi::free_handle(event);
 }
