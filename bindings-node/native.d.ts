@@ -20,6 +20,42 @@ export declare class CancelHandle {
   cancel(): void
 }
 
+/** A connection to the state store (see `Client` in the JS layer). */
+export declare class NativeClient {
+  /** The MQTT client id. */
+  get clientId(): string
+  /** A snapshot of the connection's history. */
+  linkInfo(): RawLinkInfo
+  /** SET. */
+  set(key: unknown, value: unknown, condition?: unknown | undefined | null, expiry?: unknown | undefined | null, fencingToken?: unknown | undefined | null, persist?: unknown | undefined | null, timeout?: unknown | undefined | null, cancel?: CancelHandle | undefined | null): Promise<RawSetResult>
+  /** GET: `{ value, version }` or `null`. */
+  get(key: unknown, timeout?: unknown | undefined | null, cancel?: CancelHandle | undefined | null): Promise<RawValue | null>
+  /** DEL: the number of keys deleted. */
+  del(key: unknown, fencingToken?: unknown | undefined | null, timeout?: unknown | undefined | null, cancel?: CancelHandle | undefined | null): Promise<number>
+  /** VDEL: `'deleted' | 'not_found' | 'value_mismatch'`. */
+  vdel(key: unknown, value: unknown, fencingToken?: unknown | undefined | null, timeout?: unknown | undefined | null, cancel?: CancelHandle | undefined | null): Promise<'deleted' | 'not_found' | 'value_mismatch'>
+  /** Observes a key: resolves to a subscription once registered. */
+  observe(key: unknown, timeout?: unknown | undefined | null, cancel?: CancelHandle | undefined | null): Promise<NativeSubscription>
+  /**
+   * SCAN: a pager over the keys matching the glob `pattern` (throws `invalid_argument`
+   * for an empty one); nothing is sent before the first page is asked for. `timeout`
+   * (`timeoutMs`) bounds each page.
+   */
+  scan(pattern: unknown, timeout?: unknown | undefined | null): NativePager
+  /**
+   * A leased lock on `key`; `lease` (`leaseMs`) is its acquires' lease (absent: the
+   * core's default).
+   */
+  lock(key: unknown, lease?: unknown | undefined | null, holder?: unknown | undefined | null, sessionId?: unknown | undefined | null, autoRenew?: unknown | undefined | null): NativeLock
+  /**
+   * Candidate `candidate` in the election `name`; `term` (`termMs`) is its campaigns'
+   * term (absent: the core's default).
+   */
+  election(name: unknown, candidate: unknown, term?: unknown | undefined | null, sessionId?: unknown | undefined | null, renewEvery?: unknown | undefined | null): NativeElection
+  /** Closes the connection (every clone); idempotent. */
+  close(): Promise<void>
+}
+
 /** A candidate in an election. */
 export declare class NativeElection {
   /** The candidate id. */
@@ -130,42 +166,6 @@ export declare class NativePager {
   get done(): boolean
 }
 
-/** A connection to the state store (see `Client` in the JS layer). */
-export declare class NativeStore {
-  /** The MQTT client id. */
-  get clientId(): string
-  /** A snapshot of the connection's history. */
-  linkInfo(): RawLinkInfo
-  /** SET. */
-  set(key: unknown, value: unknown, condition?: unknown | undefined | null, expiry?: unknown | undefined | null, fencingToken?: unknown | undefined | null, persist?: unknown | undefined | null, timeout?: unknown | undefined | null, cancel?: CancelHandle | undefined | null): Promise<RawSetResult>
-  /** GET: `{ value, version }` or `null`. */
-  get(key: unknown, timeout?: unknown | undefined | null, cancel?: CancelHandle | undefined | null): Promise<RawValue | null>
-  /** DEL: the number of keys deleted. */
-  del(key: unknown, fencingToken?: unknown | undefined | null, timeout?: unknown | undefined | null, cancel?: CancelHandle | undefined | null): Promise<number>
-  /** VDEL: `'deleted' | 'not_found' | 'value_mismatch'`. */
-  vdel(key: unknown, value: unknown, fencingToken?: unknown | undefined | null, timeout?: unknown | undefined | null, cancel?: CancelHandle | undefined | null): Promise<'deleted' | 'not_found' | 'value_mismatch'>
-  /** Observes a key: resolves to a subscription once registered. */
-  observe(key: unknown, timeout?: unknown | undefined | null, cancel?: CancelHandle | undefined | null): Promise<NativeSubscription>
-  /**
-   * SCAN: a pager over the keys matching the glob `pattern` (throws `invalid_argument`
-   * for an empty one); nothing is sent before the first page is asked for. `timeout`
-   * (`timeoutMs`) bounds each page.
-   */
-  scan(pattern: unknown, timeout?: unknown | undefined | null): NativePager
-  /**
-   * A leased lock on `key`; `lease` (`leaseMs`) is its acquires' lease (absent: the
-   * core's default).
-   */
-  lock(key: unknown, lease?: unknown | undefined | null, holder?: unknown | undefined | null, sessionId?: unknown | undefined | null, autoRenew?: unknown | undefined | null): NativeLock
-  /**
-   * Candidate `candidate` in the election `name`; `term` (`termMs`) is its campaigns'
-   * term (absent: the core's default).
-   */
-  election(name: unknown, candidate: unknown, term?: unknown | undefined | null, sessionId?: unknown | undefined | null, renewEvery?: unknown | undefined | null): NativeElection
-  /** Closes the connection (every clone); idempotent. */
-  close(): Promise<void>
-}
-
 /** A stream of events. */
 export declare class NativeSubscription {
   /**
@@ -184,9 +184,9 @@ export declare class NativeSubscription {
 
 /**
  * Connects: from `url` (or the environment when `fromEnv`, or the defaults), then each
- * named setting in order. Resolves to a `NativeStore`.
+ * named setting in order. Resolves to a `NativeClient`.
  */
-export declare function connect(url: string | undefined | null, fromEnv: boolean, names: Array<string>, values: Array<string | number | boolean>, cancel?: CancelHandle | undefined | null): Promise<NativeStore>
+export declare function connect(url: string | undefined | null, fromEnv: boolean, names: Array<string>, values: Array<string | number | boolean>, cancel?: CancelHandle | undefined | null): Promise<NativeClient>
 
 /**
  * Every stable error code a JS caller can see in `err.code`, as the core lists them

@@ -836,11 +836,11 @@ function __napiStampBindingTarget(exportsObject, target) {
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
 module.exports.CancelHandle = nativeBinding.CancelHandle
+module.exports.NativeClient = nativeBinding.NativeClient
 module.exports.NativeElection = nativeBinding.NativeElection
 module.exports.NativeLocalStore = nativeBinding.NativeLocalStore
 module.exports.NativeLock = nativeBinding.NativeLock
 module.exports.NativePager = nativeBinding.NativePager
-module.exports.NativeStore = nativeBinding.NativeStore
 module.exports.NativeSubscription = nativeBinding.NativeSubscription
 module.exports.connect = nativeBinding.connect
 module.exports.errorCodes = nativeBinding.errorCodes

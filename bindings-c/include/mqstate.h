@@ -670,41 +670,6 @@ typedef struct mqstate_election_options {
 } mqstate_election_options;
 
 /**
- * Options of `mqstate_lock_new` (zero-initialise; NULL and 0 mean the defaults).
- */
-typedef struct mqstate_lock_options {
-  /**
-   * The holder id written as the lock's value; NULL: the client id.
-   */
-  const char *holder;
-  /**
-   * A session id: the holder id becomes `holder:session`; NULL: none.
-   */
-  const char *session_id;
-  /**
-   * Renew automatically this often (ms) after each successful acquire; 0: never.
-   */
-  uint64_t auto_renew_ms;
-  /**
-   * The lease (ms) of calls on this lock whose `lease_ms` is 0; 0: the core's default
-   * lease (10 s, `mqstate::lock::DEFAULT_LEASE`, the same in every language).
-   */
-  uint64_t lease_ms;
-} mqstate_lock_options;
-
-/**
- * The edit callback: `current` is the protected key's value (`current_len` bytes) or NULL
- * when it does not exist; fill `decision` and return `MQSTATE_STATUS_OK`, or return any
- * other status to fail the edit (it then ends with `MQSTATE_STATUS_CALLBACK`, nothing
- * written, the lock released). Runs on a library thread; must not call blocking mqstate
- * functions.
- */
-typedef mqstate_status (*mqstate_edit_fn)(void *ctx,
-                                          const uint8_t *current,
-                                          size_t current_len,
-                                          struct mqstate_edit *decision);
-
-/**
  * Options of `mqstate_client_set` (zero-initialise, then set what you need).
  */
 typedef struct mqstate_set_options {
@@ -754,6 +719,41 @@ typedef struct mqstate_call_options {
    */
   const struct mqstate_cancel *cancel;
 } mqstate_call_options;
+
+/**
+ * Options of `mqstate_lock_new` (zero-initialise; NULL and 0 mean the defaults).
+ */
+typedef struct mqstate_lock_options {
+  /**
+   * The holder id written as the lock's value; NULL: the client id.
+   */
+  const char *holder;
+  /**
+   * A session id: the holder id becomes `holder:session`; NULL: none.
+   */
+  const char *session_id;
+  /**
+   * Renew automatically this often (ms) after each successful acquire; 0: never.
+   */
+  uint64_t auto_renew_ms;
+  /**
+   * The lease (ms) of calls on this lock whose `lease_ms` is 0; 0: the core's default
+   * lease (10 s, `mqstate::lock::DEFAULT_LEASE`, the same in every language).
+   */
+  uint64_t lease_ms;
+} mqstate_lock_options;
+
+/**
+ * The edit callback: `current` is the protected key's value (`current_len` bytes) or NULL
+ * when it does not exist; fill `decision` and return `MQSTATE_STATUS_OK`, or return any
+ * other status to fail the edit (it then ends with `MQSTATE_STATUS_CALLBACK`, nothing
+ * written, the lock released). Runs on a library thread; must not call blocking mqstate
+ * functions.
+ */
+typedef mqstate_status (*mqstate_edit_fn)(void *ctx,
+                                          const uint8_t *current,
+                                          size_t current_len,
+                                          struct mqstate_edit *decision);
 
 /**
  * A C callback receiving events.
@@ -1107,6 +1107,127 @@ uint32_t mqstate_error_callback_status(const struct mqstate_error *error);
 void mqstate_error_free(struct mqstate_error *error);
 
 /**
+ * The name of a VDEL outcome, the same in every language (the core's `VdelOutcome::name`):
+ * `"deleted"`, `"not_found"`, `"value_mismatch"`; `"none"` for `MQSTATE_VDEL_OUTCOME_NONE`
+ * and any other number. A static NUL-terminated string; never NULL, not to be freed.
+ */
+const char *mqstate_vdel_outcome_name(uint32_t outcome);
+
+/**
+ * Connects with `settings` (which stay the caller's), waiting up to `timeout_ms` (0: the
+ * settings' `connect_timeout`; `MQSTATE_WAIT_FOREVER` is refused). On success `*out` is the
+ * client; on failure NULL.
+ *
+ * Errors: `MQSTATE_STATUS_CONNECT_REFUSED` / `_CONNECT_TIMEOUT` (retry later),
+ * `_CONNECT_UNAUTHORIZED` / `_TLS` (fix the settings), `_CONNECT_FAILED`, `_INVALID_ARGUMENT`.
+ *
+ * # Safety
+ * `settings` must be a live handle; `out` NULL or writable.
+ */
+mqstate_status mqstate_client_connect(const struct mqstate_settings *settings,
+                                      uint32_t timeout_ms,
+                                      struct mqstate_client **out);
+
+/**
+ * Closes the connection and frees the client (NULL is ignored). Calls in flight on other
+ * threads end with `MQSTATE_STATUS_CLOSED` and this waits for them to return; locks,
+ * elections and subscriptions made from the client stay valid handles (their calls then
+ * fail with `MQSTATE_STATUS_CLOSED`) until freed. Never call it from a mqstate callback.
+ *
+ * # Safety
+ * `client` must be NULL or a live client, closed once; no call may start on it afterwards.
+ */
+void mqstate_client_close(struct mqstate_client *client);
+
+/**
+ * The client's MQTT client id (the `client_id` setting, or the one generated at connect),
+ * valid while the client lives; NULL for a NULL client.
+ *
+ * # Safety
+ * `client` must be NULL or a live client.
+ */
+const char *mqstate_client_id(const struct mqstate_client *client);
+
+/**
+ * Whether the client's connection is up now (false while it reconnects, once closed, and
+ * for NULL).
+ *
+ * # Safety
+ * `client` must be NULL or a live client.
+ */
+bool mqstate_client_connected(const struct mqstate_client *client);
+
+/**
+ * SET `key` (`key_len` bytes) to `value` (`value_len` bytes). `*applied` (may be NULL)
+ * is false when the NX/NEX condition failed; `*version` (may be NULL) receives the new
+ * version (free with `mqstate_string_free`; NULL when not applied). `options` may be NULL.
+ *
+ * # Safety
+ * Pointers must be NULL or valid for their lengths; `client` a live client.
+ */
+mqstate_status mqstate_client_set(const struct mqstate_client *client,
+                                  const uint8_t *key,
+                                  size_t key_len,
+                                  const uint8_t *value,
+                                  size_t value_len,
+                                  const struct mqstate_set_options *options,
+                                  bool *applied,
+                                  char **version);
+
+/**
+ * GET `key`: `*out` is the value (free with `mqstate_value_free`), or NULL when the key
+ * does not exist (that is `MQSTATE_STATUS_OK`). `options` may be NULL.
+ *
+ * # Safety
+ * Pointers must be NULL or valid; `client` a live client; `out` writable.
+ */
+mqstate_status mqstate_client_get(const struct mqstate_client *client,
+                                  const uint8_t *key,
+                                  size_t key_len,
+                                  const struct mqstate_call_options *options,
+                                  struct mqstate_value **out);
+
+/**
+ * DELETE `key`: `*deleted` (may be NULL) is the number of keys deleted (0 or 1).
+ *
+ * # Safety
+ * Pointers must be NULL or valid; `client` a live client.
+ */
+mqstate_status mqstate_client_delete(const struct mqstate_client *client,
+                                     const uint8_t *key,
+                                     size_t key_len,
+                                     const struct mqstate_call_options *options,
+                                     uint64_t *deleted);
+
+/**
+ * VDEL: delete `key` only if it holds `value`; `*outcome` (may be NULL) says what happened
+ * (`MQSTATE_VDEL_OUTCOME_NONE` on failure).
+ *
+ * # Safety
+ * Pointers must be NULL or valid; `client` a live client.
+ */
+mqstate_status mqstate_client_vdel(const struct mqstate_client *client,
+                                   const uint8_t *key,
+                                   size_t key_len,
+                                   const uint8_t *value,
+                                   size_t value_len,
+                                   const struct mqstate_call_options *options,
+                                   mqstate_vdel_outcome *outcome);
+
+/**
+ * Observes `key`: `*out` is a subscription of its changes, registered (SUBACK, KEYNOTIFY,
+ * GET) when this returns. Free it with `mqstate_subscription_free` (which sends STOP).
+ *
+ * # Safety
+ * Pointers must be NULL or valid; `client` a live client; `out` writable.
+ */
+mqstate_status mqstate_client_observe(const struct mqstate_client *client,
+                                      const uint8_t *key,
+                                      size_t key_len,
+                                      const struct mqstate_call_options *options,
+                                      struct mqstate_subscription **out);
+
+/**
  * A lock on `key` made from `client` (`options` may be NULL: the defaults); nothing is
  * sent yet. Free it with `mqstate_lock_free`. The lock outlives its client only in the
  * sense that its calls then fail with `CLOSED`. On failure `*out` is NULL.
@@ -1434,127 +1555,6 @@ mqstate_status mqstate_settings_set(struct mqstate_settings *settings,
  * `settings` must be NULL or a live handle, freed once.
  */
 void mqstate_settings_free(struct mqstate_settings *settings);
-
-/**
- * The name of a VDEL outcome, the same in every language (the core's `VdelOutcome::name`):
- * `"deleted"`, `"not_found"`, `"value_mismatch"`; `"none"` for `MQSTATE_VDEL_OUTCOME_NONE`
- * and any other number. A static NUL-terminated string; never NULL, not to be freed.
- */
-const char *mqstate_vdel_outcome_name(uint32_t outcome);
-
-/**
- * Connects with `settings` (which stay the caller's), waiting up to `timeout_ms` (0: the
- * settings' `connect_timeout`; `MQSTATE_WAIT_FOREVER` is refused). On success `*out` is the
- * client; on failure NULL.
- *
- * Errors: `MQSTATE_STATUS_CONNECT_REFUSED` / `_CONNECT_TIMEOUT` (retry later),
- * `_CONNECT_UNAUTHORIZED` / `_TLS` (fix the settings), `_CONNECT_FAILED`, `_INVALID_ARGUMENT`.
- *
- * # Safety
- * `settings` must be a live handle; `out` NULL or writable.
- */
-mqstate_status mqstate_client_connect(const struct mqstate_settings *settings,
-                                      uint32_t timeout_ms,
-                                      struct mqstate_client **out);
-
-/**
- * Closes the connection and frees the client (NULL is ignored). Calls in flight on other
- * threads end with `MQSTATE_STATUS_CLOSED` and this waits for them to return; locks,
- * elections and subscriptions made from the client stay valid handles (their calls then
- * fail with `MQSTATE_STATUS_CLOSED`) until freed. Never call it from a mqstate callback.
- *
- * # Safety
- * `client` must be NULL or a live client, closed once; no call may start on it afterwards.
- */
-void mqstate_client_close(struct mqstate_client *client);
-
-/**
- * The client's MQTT client id (the `client_id` setting, or the one generated at connect),
- * valid while the client lives; NULL for a NULL client.
- *
- * # Safety
- * `client` must be NULL or a live client.
- */
-const char *mqstate_client_id(const struct mqstate_client *client);
-
-/**
- * Whether the client's connection is up now (false while it reconnects, once closed, and
- * for NULL).
- *
- * # Safety
- * `client` must be NULL or a live client.
- */
-bool mqstate_client_connected(const struct mqstate_client *client);
-
-/**
- * SET `key` (`key_len` bytes) to `value` (`value_len` bytes). `*applied` (may be NULL)
- * is false when the NX/NEX condition failed; `*version` (may be NULL) receives the new
- * version (free with `mqstate_string_free`; NULL when not applied). `options` may be NULL.
- *
- * # Safety
- * Pointers must be NULL or valid for their lengths; `client` a live client.
- */
-mqstate_status mqstate_client_set(const struct mqstate_client *client,
-                                  const uint8_t *key,
-                                  size_t key_len,
-                                  const uint8_t *value,
-                                  size_t value_len,
-                                  const struct mqstate_set_options *options,
-                                  bool *applied,
-                                  char **version);
-
-/**
- * GET `key`: `*out` is the value (free with `mqstate_value_free`), or NULL when the key
- * does not exist (that is `MQSTATE_STATUS_OK`). `options` may be NULL.
- *
- * # Safety
- * Pointers must be NULL or valid; `client` a live client; `out` writable.
- */
-mqstate_status mqstate_client_get(const struct mqstate_client *client,
-                                  const uint8_t *key,
-                                  size_t key_len,
-                                  const struct mqstate_call_options *options,
-                                  struct mqstate_value **out);
-
-/**
- * DELETE `key`: `*deleted` (may be NULL) is the number of keys deleted (0 or 1).
- *
- * # Safety
- * Pointers must be NULL or valid; `client` a live client.
- */
-mqstate_status mqstate_client_delete(const struct mqstate_client *client,
-                                     const uint8_t *key,
-                                     size_t key_len,
-                                     const struct mqstate_call_options *options,
-                                     uint64_t *deleted);
-
-/**
- * VDEL: delete `key` only if it holds `value`; `*outcome` (may be NULL) says what happened
- * (`MQSTATE_VDEL_OUTCOME_NONE` on failure).
- *
- * # Safety
- * Pointers must be NULL or valid; `client` a live client.
- */
-mqstate_status mqstate_client_vdel(const struct mqstate_client *client,
-                                   const uint8_t *key,
-                                   size_t key_len,
-                                   const uint8_t *value,
-                                   size_t value_len,
-                                   const struct mqstate_call_options *options,
-                                   mqstate_vdel_outcome *outcome);
-
-/**
- * Observes `key`: `*out` is a subscription of its changes, registered (SUBACK, KEYNOTIFY,
- * GET) when this returns. Free it with `mqstate_subscription_free` (which sends STOP).
- *
- * # Safety
- * Pointers must be NULL or valid; `client` a live client; `out` writable.
- */
-mqstate_status mqstate_client_observe(const struct mqstate_client *client,
-                                      const uint8_t *key,
-                                      size_t key_len,
-                                      const struct mqstate_call_options *options,
-                                      struct mqstate_subscription **out);
 
 /**
  * Waits up to `timeout_ms` (0: do not wait, only an event already queued; `MQSTATE_WAIT_FOREVER`: without limit) for the next event:

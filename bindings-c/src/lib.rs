@@ -65,13 +65,13 @@ use std::ffi::c_char;
 pub use client::cancel::mqstate_cancel;
 pub use client::election::{mqstate_election, mqstate_election_options};
 pub use client::error::mqstate_error;
+pub use client::handle::{
+    mqstate_call_options, mqstate_client, mqstate_set_options, mqstate_vdel_outcome,
+};
 pub use client::lock::edit::{mqstate_edit, mqstate_edit_fn};
 pub use client::lock::{mqstate_lock, mqstate_lock_options};
 pub use client::scan::{mqstate_scan, mqstate_scan_page};
 pub use client::settings::mqstate_settings;
-pub use client::store::{
-    mqstate_call_options, mqstate_client, mqstate_set_options, mqstate_vdel_outcome,
-};
 pub use client::subscription::{
     mqstate_event_fn, mqstate_release_fn, mqstate_sub_event, mqstate_sub_event_type,
     mqstate_subscription,

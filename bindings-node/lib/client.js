@@ -53,17 +53,17 @@ async function open (url, fromEnv, options) {
 
 /** A connection to the state store. Get one with `Client.connect()` or `Client.fromEnv()`. */
 class Client {
-  /** @type {import('../native.js').NativeStore | null} */
+  /** @type {import('../native.js').NativeClient | null} */
   #native
   /** @type {Set<Subscription>} */
   #subscriptions = new Set()
 
   /**
    * Use `Client.connect()`.
-   * @param {import('../native.js').NativeStore} store
+   * @param {import('../native.js').NativeClient} store
    */
   constructor (store) {
-    if (!(store instanceof native.NativeStore)) {
+    if (!(store instanceof native.NativeClient)) {
       throw invalidArgument('use Client.connect() or Client.fromEnv() to make a client')
     }
     this.#native = store
@@ -94,7 +94,7 @@ class Client {
     return open(undefined, true, opts(options))
   }
 
-  /** @returns {import('../native.js').NativeStore} */
+  /** @returns {import('../native.js').NativeClient} */
   #store () {
     if (this.#native === null) throw errorOf('closed', 'the client is closed')
     return this.#native

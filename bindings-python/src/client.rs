@@ -6,8 +6,8 @@
 mod convert;
 mod gate;
 mod locks;
+mod native;
 mod pending;
-mod store;
 mod subscription;
 
 use pyo3::prelude::*;
@@ -18,14 +18,14 @@ pub(crate) use pending::{PendingCall, failed, pending};
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<pending::PendingCall>()?;
     m.add_class::<pending::Completions>()?;
-    m.add_class::<store::NativeStore>()?;
+    m.add_class::<native::NativeClient>()?;
     m.add_class::<subscription::NativeSubscription>()?;
-    m.add_class::<store::NativePager>()?;
+    m.add_class::<native::NativePager>()?;
     m.add_class::<locks::NativeLock>()?;
     m.add_class::<locks::NativeElection>()?;
-    m.add_function(wrap_pyfunction!(store::connect, m)?)?;
-    m.add_function(wrap_pyfunction!(store::check_settings, m)?)?;
-    m.add_function(wrap_pyfunction!(store::setting_names, m)?)?;
+    m.add_function(wrap_pyfunction!(native::connect, m)?)?;
+    m.add_function(wrap_pyfunction!(native::check_settings, m)?)?;
+    m.add_function(wrap_pyfunction!(native::setting_names, m)?)?;
     m.add_function(wrap_pyfunction!(gate::_shutdown, m)?)?;
     m.add_function(wrap_pyfunction!(gate::_after_fork, m)?)?;
     Ok(())

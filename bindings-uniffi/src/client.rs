@@ -1,10 +1,10 @@
 //! [`Client`]: a connection to the state store. Every method converts its arguments, makes
-//! one call into the core's binding layer ([`mqstate::bridge::Store`]) and maps the result
+//! one call into the core's binding layer ([`mqstate::bridge::ClientHandle`]) and maps the result
 //! or the error; the asynchronous ones are Kotlin `suspend` functions (Swift `async`).
 
 use std::sync::Arc;
 
-use mqstate::bridge::{Settings, Store};
+use mqstate::bridge::{ClientHandle, Settings};
 use mqstate::{SETTINGS, VdelOutcome};
 
 use crate::MqstateError;
@@ -81,7 +81,7 @@ pub async fn connect(
     settings: Vec<Setting>,
 ) -> Result<Arc<Client>, MqstateError> {
     let s = self::settings(url, false, settings)?;
-    let store = settle(Store::connect(s)).await?;
+    let store = settle(ClientHandle::connect(s)).await?;
     Ok(Arc::new(Client { store }))
 }
 
@@ -90,7 +90,7 @@ pub async fn connect(
 #[uniffi::export(default(settings))]
 pub async fn connect_from_env(settings: Vec<Setting>) -> Result<Arc<Client>, MqstateError> {
     let s = self::settings(None, true, settings)?;
-    let store = settle(Store::connect(s)).await?;
+    let store = settle(ClientHandle::connect(s)).await?;
     Ok(Arc::new(Client { store }))
 }
 
@@ -99,7 +99,7 @@ pub async fn connect_from_env(settings: Vec<Setting>) -> Result<Arc<Client>, Mqs
 /// connection for every lock and subscription made from it.
 #[derive(uniffi::Object)]
 pub struct Client {
-    store: Store,
+    store: ClientHandle,
 }
 
 impl Drop for Client {

@@ -20,7 +20,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use mqstate::bridge::{Settings, Store};
+use mqstate::bridge::{ClientHandle, Settings};
 use mqstate::{GetOptions, SetOptions};
 
 /// CPU time of processes and threads from `/proc`: the CLI benchmark's own reader, shared
@@ -39,7 +39,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "callback" => true,
         other => return Err(format!("unknown mode {other} (wait or callback)").into()),
     };
-    let store = Store::connect(Settings::from_url(url)?).wait(None)?;
+    let store = ClientHandle::connect(Settings::from_url(url)?).wait(None)?;
     let value = Bytes::from_static(b"vvvvvvvvvvvvvvvv");
     let (wake, woken) = mpsc::channel::<Result<(), mqstate::Error>>();
     let one = |i: usize| -> Result<(), mqstate::Error> {

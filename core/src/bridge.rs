@@ -3,7 +3,7 @@
 //! `Send + Sync + 'static` — so that every exported method in every language is a thin
 //! conversion: convert the arguments, make one call here, map the result or the error.
 //!
-//! - [`Store`]: a cloneable store handle (`connect`, `set`, `get`, `del`, `vdel`, `observe`,
+//! - [`ClientHandle`]: a cloneable client handle (`connect`, `set`, `get`, `del`, `vdel`, `observe`,
 //!   `scan`, `lock`, `election`, `link_info`, `close`), settings by name ([`Settings::set`]);
 //! - [`Pager`]: a SCAN, one [`Call`] per page, the continuation token kept inside;
 //! - [`Call`]: what every operation returns — awaitable from any executor, waitable from a
@@ -29,10 +29,10 @@
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use mqstate::bridge::Store;
+//! use mqstate::bridge::ClientHandle;
 //! use mqstate::{Error, SetOptions};
 //!
-//! fn binding_set(store: &Store, key: &[u8], value: &[u8], timeout_ms: Option<u64>)
+//! fn binding_set(store: &ClientHandle, key: &[u8], value: &[u8], timeout_ms: Option<u64>)
 //!     -> Result<(bool, Option<String>), Error>
 //! {
 //!     let options = SetOptions {
@@ -45,18 +45,25 @@
 //! ```
 
 mod call;
+mod client_handle;
 mod completions;
 mod duration;
 mod lock;
 mod pager;
 pub mod runtime;
-mod store;
 mod subscription;
 
 pub use call::{Call, Canceller};
+pub use client_handle::{ClientHandle, Settings};
 pub use completions::CompletionQueue;
 pub use duration::{millis_to_duration, secs_to_duration};
 pub use lock::{BoxFuture, Decide, ElectionHandle, Lead, LockHandle, blocking_decide};
 pub use pager::Pager;
-pub use store::{Settings, Store};
+
+/// The client handle's name before 0.3.0.
+#[deprecated(
+    since = "0.3.0",
+    note = "renamed `ClientHandle` (the client handle, not the store)"
+)]
+pub type Store = ClientHandle;
 pub use subscription::{Event, EventSink, Subscription};

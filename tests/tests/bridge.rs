@@ -9,7 +9,7 @@ use std::sync::{Arc, mpsc};
 use std::thread;
 use std::time::Duration;
 
-use mqstate::bridge::{Event, Settings, Store, Subscription};
+use mqstate::bridge::{ClientHandle, Event, Settings, Subscription};
 use mqstate::lock::{Edit, LockOptions, LockStatus};
 use mqstate::{Error, ErrorKind, GetOptions, ObserveOptions, SetOptions};
 use support::{Env, RawSubscriber, eventually, raw_subscriber};
@@ -24,8 +24,10 @@ fn settings(env: &Env, name: &str) -> Settings {
 }
 
 /// A store on the library's own runtime, as C, blocking Python and Kotlin get it.
-async fn store(env: &Env, name: &str) -> Store {
-    Store::connect(settings(env, name)).await.expect("connects")
+async fn store(env: &Env, name: &str) -> ClientHandle {
+    ClientHandle::connect(settings(env, name))
+        .await
+        .expect("connects")
 }
 
 /// Waits on the request tap for `KEYNOTIFY <key> STOP`.
@@ -419,9 +421,10 @@ fn settings_by_name_validate_once_for_every_language() {
     assert!(!url.connection.clean_start);
     // A failed connect through the library runtime is classified.
     let port = mqstate_tests::free_port().unwrap();
-    let err = Store::connect(Settings::from_url(&format!("mqtt://127.0.0.1:{port}")).unwrap())
-        .wait(Some(Duration::from_secs(20)))
-        .unwrap_err();
+    let err =
+        ClientHandle::connect(Settings::from_url(&format!("mqtt://127.0.0.1:{port}")).unwrap())
+            .wait(Some(Duration::from_secs(20)))
+            .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::ConnectRefused, "{err}");
 }
 

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use mqstate::bridge::{
-    Decide, ElectionHandle, Event, LockHandle, Pager, Settings, Store, Subscription,
+    ClientHandle, Decide, ElectionHandle, Event, LockHandle, Pager, Settings, Subscription,
 };
 use mqstate::codec::{KeyEvent, SetCondition};
 use mqstate::lock::{Edit, LockOptions};
@@ -72,7 +72,7 @@ fn value_of(step: &Value) -> Result<Option<Vec<u8>>, Fail> {
 struct Run {
     store_url: String,
     prefix: String,
-    clients: HashMap<String, Store>,
+    clients: HashMap<String, ClientHandle>,
     subs: HashMap<String, Subscription>,
     locks: HashMap<String, LockHandle>,
     elections: HashMap<String, ElectionHandle>,
@@ -191,7 +191,7 @@ impl Run {
         Ok(Bytes::from(format!("{}{}", self.prefix, key)))
     }
 
-    fn client(&self, step: &Value) -> Result<&Store, Fail> {
+    fn client(&self, step: &Value) -> Result<&ClientHandle, Fail> {
         let name = step.get("client").and_then(Value::as_str).unwrap_or("a");
         self.clients
             .get(name)
@@ -289,7 +289,7 @@ impl Run {
                 settings.set(k, v.as_str().unwrap_or(&v.to_string()))?;
             }
         }
-        let store = Store::connect(settings).await?;
+        let store = ClientHandle::connect(settings).await?;
         self.clients.insert(name.to_owned(), store);
         Ok(())
     }

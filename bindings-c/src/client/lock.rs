@@ -18,7 +18,7 @@ use mqstate::{Error, ErrorKind};
 use super::call::{flag_call, local_subscription, opt_str, subscription_call, text_call, wait};
 use super::cancel::{mqstate_cancel, run};
 use super::guard;
-use super::store::{enter_client, mqstate_client};
+use super::handle::{enter_client, mqstate_client};
 use super::subscription::mqstate_subscription;
 use super::text::{put_string, reset_string};
 use super::timeout;

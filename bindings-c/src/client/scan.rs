@@ -15,7 +15,7 @@ use mqstate::bridge::{Canceller, Pager};
 
 use super::cancel::{mqstate_cancel, run};
 use super::guard;
-use super::store::{enter_client, mqstate_client};
+use super::handle::{enter_client, mqstate_client};
 use super::timeout;
 use crate::ffi::{bytes_arg, maybe, out_arg, put};
 use crate::status::{boundary, mqstate_status};

@@ -6,7 +6,7 @@
 //!   [`Call`](mqstate::bridge::Call)'s completion; a [`CancelHandle`](pending::CancelHandle)
 //!   passed last lets an `AbortSignal` cancel the core call;
 //! - [`settings`]: connecting with settings by name (the core's one settings table);
-//! - [`store`]: `NativeStore` (set, get, del, vdel, observe, scan, lock, election, close);
+//! - [`native`]: `NativeClient` (set, get, del, vdel, observe, scan, lock, election, close);
 //! - [`pager`]: `NativePager`, a SCAN one page per call;
 //! - [`subscription`]: `NativeSubscription`, the one event stream;
 //! - [`locks`]: `NativeLock` (with the fenced edit) and `NativeElection`;
@@ -17,8 +17,8 @@
 
 pub mod convert;
 pub mod locks;
+pub mod native;
 pub mod pager;
 pub mod pending;
 pub mod settings;
-pub mod store;
 pub mod subscription;

@@ -6,15 +6,15 @@
 //! is text only (`'500ms'`, `'2s'`; bare digits are seconds in every language): a JS number
 //! there would read as milliseconds to a Node user, so it is refused.
 
-use mqstate::bridge::{Settings, Store};
+use mqstate::bridge::{ClientHandle, Settings};
 use mqstate::vocabulary::{camel_case, snake_case};
 use mqstate::{SETTINGS, SettingType};
 use napi::ValueType;
 use napi::bindgen_prelude::{ClassInstance, Env, Object, Unknown};
 use napi_derive::napi;
 
+use super::native::NativeClient;
 use super::pending::{CancelHandle, promise};
-use super::store::NativeStore;
 use crate::args;
 use crate::error::{invalid_argument, to_js};
 
@@ -85,10 +85,10 @@ fn text(env: &Env, name: &str, value: Unknown) -> napi::Result<String> {
 }
 
 /// Connects: from `url` (or the environment when `fromEnv`, or the defaults), then each
-/// named setting in order. Resolves to a `NativeStore`.
+/// named setting in order. Resolves to a `NativeClient`.
 #[napi(
     ts_args_type = "url: string | undefined | null, fromEnv: boolean, names: Array<string>, values: Array<string | number | boolean>, cancel?: CancelHandle | undefined | null",
-    ts_return_type = "Promise<NativeStore>"
+    ts_return_type = "Promise<NativeClient>"
 )]
 pub fn connect<'env>(
     env: &'env Env,
@@ -108,5 +108,10 @@ pub fn connect<'env>(
     }
     let settings =
         Settings::from_pairs(url.as_deref(), from_env, pairs).map_err(|e| to_js(env, &e))?;
-    promise(env, Store::connect(settings), cancel, NativeStore::from)
+    promise(
+        env,
+        ClientHandle::connect(settings),
+        cancel,
+        NativeClient::from,
+    )
 }

@@ -20,7 +20,7 @@ __all__ = [
     "__version__",
     "PendingCall",
     "Completions",
-    "Store",
+    "NativeClient",
     "Subscription",
     "Pager",
     "Lock",
@@ -260,7 +260,7 @@ class LocalStore:
     def held_requests(self) -> PendingCall: ...
 
 @final
-class Store:
+class NativeClient:
     @property
     def client_id(self) -> str: ...
     def link_info(self) -> Tuple[bool, int, int, int]: ...

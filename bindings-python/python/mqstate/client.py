@@ -66,10 +66,10 @@ class _ClientBase:
         self._from_env = from_env
         self._pairs = pairs(settings)
         _mqstate.check_settings(url, from_env, self._pairs)
-        self._store: Optional[_mqstate.Store] = None
+        self._store: Optional[_mqstate.NativeClient] = None
         self._closed = False
 
-    def _native(self) -> _mqstate.Store:
+    def _native(self) -> _mqstate.NativeClient:
         if self._store is None:
             raise ClosedError(CLOSED_MESSAGE if self._closed else NOT_CONNECTED_MESSAGE)
         return self._store

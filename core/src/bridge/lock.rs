@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use super::{Call, Event, Store, Subscription};
+use super::{Call, ClientHandle, Event, Subscription};
 use crate::Versioned;
 use crate::election::Election;
 use crate::error::{Error, ErrorKind};
@@ -53,7 +53,7 @@ pub fn blocking_decide(
 
 /// A subscription of a lock's own status: the current one first, then each change; it
 /// ends when the lock is dropped or its client closes.
-fn status_subscription(store: &Store, lock: &Lock) -> Subscription {
+fn status_subscription(store: &ClientHandle, lock: &Lock) -> Subscription {
     let mut rx = lock.watch_status();
     // The link's receiver, not a client handle: it does not keep the connection open.
     let mut link = store.client().shared.link.subscribe();
@@ -75,7 +75,7 @@ fn status_subscription(store: &Store, lock: &Lock) -> Subscription {
 }
 
 /// A subscription of a lock key's holder: the current one first, then each change.
-fn holder_subscription(store: &Store, lock: Arc<Lock>) -> Call<Subscription> {
+fn holder_subscription(store: &ClientHandle, lock: Arc<Lock>) -> Call<Subscription> {
     let runtime = store.client().runtime().clone();
     let capacity = store.client().shared.observers.capacity();
     store.call(async move {
@@ -100,13 +100,17 @@ fn holder_subscription(store: &Store, lock: Arc<Lock>) -> Call<Subscription> {
 /// default of its own.
 #[derive(Clone, Debug)]
 pub struct LockHandle {
-    store: Store,
+    store: ClientHandle,
     lock: Arc<Lock>,
     lease: Duration,
 }
 
 impl LockHandle {
-    pub(crate) fn new(store: Store, key: &[u8], options: LockOptions) -> Result<Self, Error> {
+    pub(crate) fn new(
+        store: ClientHandle,
+        key: &[u8],
+        options: LockOptions,
+    ) -> Result<Self, Error> {
         let lease = options.default_lease();
         let lock = Arc::new(Lock::with_options(store.client(), key, options)?);
         Ok(LockHandle { store, lock, lease })
@@ -221,14 +225,14 @@ impl LockHandle {
 /// default ([`LockOptions::lease`], else [`DEFAULT_LEASE`](crate::lock::DEFAULT_LEASE)).
 #[derive(Clone, Debug)]
 pub struct ElectionHandle {
-    store: Store,
+    store: ClientHandle,
     election: Arc<Election>,
     term: Duration,
 }
 
 impl ElectionHandle {
     pub(crate) fn new(
-        store: Store,
+        store: ClientHandle,
         name: &[u8],
         candidate: String,
         mut options: LockOptions,

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use super::{Call, Store};
+use super::{Call, ClientHandle};
 use crate::error::Error;
 use crate::{ScanOptions, Scanner};
 
@@ -16,11 +16,15 @@ use crate::{ScanOptions, Scanner};
 #[derive(Clone, Debug)]
 pub struct Pager {
     scanner: Arc<tokio::sync::Mutex<Scanner>>,
-    store: Store,
+    store: ClientHandle,
 }
 
 impl Pager {
-    pub(super) fn new(store: &Store, pattern: Bytes, options: ScanOptions) -> Result<Pager, Error> {
+    pub(super) fn new(
+        store: &ClientHandle,
+        pattern: Bytes,
+        options: ScanOptions,
+    ) -> Result<Pager, Error> {
         store.usable()?;
         let scanner = store.client().scan_with(pattern, options)?;
         Ok(Pager {

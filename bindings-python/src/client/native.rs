@@ -1,10 +1,11 @@
-//! `Store` and `Pager` as the Python package's clients use them: each method converts its
+//! `NativeClient` (the core's `ClientHandle`) and `NativePager` as the Python package's
+//! clients use them: each method converts its
 //! arguments, makes one call into the core's binding layer, and returns a [`PendingCall`]
 //! (or a plain value). Every policy — condition spellings, VDEL outcome names, settings by
 //! name, default durations — is the core's.
 
 use bytes::Bytes;
-use mqstate::bridge::{Pager, Settings, Store};
+use mqstate::bridge::{ClientHandle, Pager, Settings};
 use mqstate::codec::SetCondition;
 use mqstate::lock::LockOptions;
 use mqstate::{
@@ -51,7 +52,7 @@ pub(crate) fn setting_names() -> Vec<(&'static str, &'static str)> {
         .collect()
 }
 
-/// Connects on the library's runtime; the pending call gives a `Store`.
+/// Connects on the library's runtime; the pending call gives a `ClientHandle`.
 #[pyfunction]
 #[pyo3(signature = (url, from_env, pairs))]
 pub(crate) fn connect(
@@ -60,21 +61,21 @@ pub(crate) fn connect(
     pairs: Vec<(String, String)>,
 ) -> PendingCall {
     match Settings::from_pairs(url, from_env, pairs) {
-        Ok(s) => pending(Store::connect(s), |py, store| {
-            NativeStore { store }.into_py_any(py)
+        Ok(s) => pending(ClientHandle::connect(s), |py, store| {
+            NativeClient { store }.into_py_any(py)
         }),
         Err(e) => failed(e),
     }
 }
 
 /// A connection to the state store.
-#[pyclass(frozen, module = "mqstate._mqstate", name = "Store")]
-pub(crate) struct NativeStore {
-    store: Store,
+#[pyclass(frozen, module = "mqstate._mqstate", name = "NativeClient")]
+pub(crate) struct NativeClient {
+    store: ClientHandle,
 }
 
 #[pymethods]
-impl NativeStore {
+impl NativeClient {
     /// The MQTT client id.
     #[getter]
     fn client_id(&self) -> &str {

@@ -1,7 +1,7 @@
-//! `NativeStore`: one connection to the state store. Each method converts its arguments,
-//! makes one call on the core's [`Store`] and returns a Promise (see [`super::pending`]).
+//! `NativeClient`: one connection to the state store. Each method converts its arguments,
+//! makes one call on the core's [`ClientHandle`] and returns a Promise (see [`super::pending`]).
 
-use mqstate::bridge::Store;
+use mqstate::bridge::ClientHandle;
 use mqstate::codec::SetCondition;
 use mqstate::{
     DelOptions, ElectionOptions, GetOptions, LockOptions, ObserveOptions, ScanOptions, SetOptions,
@@ -21,13 +21,13 @@ use crate::error::to_js;
 
 /// A connection to the state store (see `Client` in the JS layer).
 #[napi]
-pub struct NativeStore {
-    store: Store,
+pub struct NativeClient {
+    store: ClientHandle,
 }
 
-impl From<Store> for NativeStore {
-    fn from(store: Store) -> Self {
-        NativeStore { store }
+impl From<ClientHandle> for NativeClient {
+    fn from(store: ClientHandle) -> Self {
+        NativeClient { store }
     }
 }
 
@@ -50,7 +50,7 @@ fn condition(env: &Env, value: Option<Unknown>) -> napi::Result<SetCondition> {
 }
 
 #[napi]
-impl NativeStore {
+impl NativeClient {
     /// The MQTT client id.
     #[napi(getter)]
     pub fn client_id(&self) -> String {

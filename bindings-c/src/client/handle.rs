@@ -7,7 +7,7 @@
 use std::ffi::c_char;
 
 use bytes::Bytes;
-use mqstate::bridge::Store;
+use mqstate::bridge::ClientHandle;
 use mqstate::{DelOptions, GetOptions, Hlc, ObserveOptions, SetOptions, VdelOutcome};
 
 use super::cancel::{mqstate_cancel, run};
@@ -23,10 +23,10 @@ use crate::status::{Failure, boundary, mqstate_status};
 /// A connection to the state store (opaque; thread-safe: any number of threads may call
 /// it at once). Close it with `mqstate_client_close`.
 pub struct mqstate_client {
-    guarded: guard::Guarded<guard::Named<Store>>,
+    guarded: guard::Guarded<guard::Named<ClientHandle>>,
 }
 
-crate::handle!(mqstate_client, guard::Named<Store>);
+crate::handle!(mqstate_client, guard::Named<ClientHandle>);
 
 /// Options of `mqstate_client_set` (zero-initialise, then set what you need).
 #[repr(C)]
@@ -202,7 +202,7 @@ pub extern "C" fn mqstate_client_connect(
             // The core's own connect timeout, so that running out is `connect_timeout`.
             settings.set("connect_timeout", &format!("{}ms", limit.as_millis()))?;
         }
-        let store = run(std::ptr::null(), || Store::connect(settings))?;
+        let store = run(std::ptr::null(), || ClientHandle::connect(settings))?;
         let id = store.client_id().to_owned();
         *out = guard::new(guard::Named::new(store, &id)?);
         Ok(())
@@ -388,6 +388,6 @@ pub extern "C" fn mqstate_client_observe(
 /// `client` must be NULL or a live client.
 pub(crate) fn enter_client<'a>(
     client: *const mqstate_client,
-) -> Result<guard::Entered<'a, guard::Named<Store>>, Failure> {
+) -> Result<guard::Entered<'a, guard::Named<ClientHandle>>, Failure> {
     guard::enter(client, "client")
 }

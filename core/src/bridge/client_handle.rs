@@ -1,4 +1,5 @@
-//! [`Store`]: the cloneable store handle of the binding layer, and [`Settings`], the
+//! [`ClientHandle`]: the binding layer's cloneable handle on one client (one connection to
+//! the state store), and [`Settings`], the
 //! connection and client settings set by name.
 
 use bytes::Bytes;
@@ -110,29 +111,29 @@ impl Settings {
 /// A connection to the state store for bindings: cloneable, `Send + Sync + 'static`, every
 /// method one call into the core returning a [`Call`].
 #[derive(Clone, Debug)]
-pub struct Store {
+pub struct ClientHandle {
     client: Client,
     /// The process generation it was connected in (see [`runtime::generation`]).
     generation: u64,
 }
 
-impl Store {
+impl ClientHandle {
     /// Connects on the library's own runtime (for callers that have none).
-    pub fn connect(settings: Settings) -> Call<Store> {
-        Store::connect_on(settings, &shared_handle())
+    pub fn connect(settings: Settings) -> Call<ClientHandle> {
+        ClientHandle::connect_on(settings, &shared_handle())
     }
 
     /// Connects on `runtime`, which will run every task of this store.
-    pub fn connect_on(settings: Settings, runtime: &Handle) -> Call<Store> {
+    pub fn connect_on(settings: Settings, runtime: &Handle) -> Call<ClientHandle> {
         Call::spawn(runtime, async move {
             let client = Client::connect_with(settings.connection, settings.client).await?;
-            Ok(Store::from_client(client))
+            Ok(ClientHandle::from_client(client))
         })
     }
 
     /// Wraps a connected Rust client.
-    pub fn from_client(client: Client) -> Store {
-        Store {
+    pub fn from_client(client: Client) -> ClientHandle {
+        ClientHandle {
             client,
             generation: runtime::generation(),
         }
