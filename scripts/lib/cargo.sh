@@ -1,6 +1,23 @@
 # Where cargo's builds are, for the scripts that use them (sourced by scripts/test-*).
 # Needs $root (the repository).
 
+# shared_debug_builds: the settings every debug build of the scripts shares (scripts/test,
+# and scripts/codegen, which scripts/package calls), so that they all use one set of
+# artifacts; each can be overridden from the environment.
+# - A one-shot build of the whole workspace: incremental caches (2.8 GB on a fresh clone)
+#   are never reused by it, and full debug info makes every test binary ~180 MB (9.6 GB of
+#   target/ in all). Line tables keep file:line in panics and backtraces.
+# - Every debug build names the host triple as its target, as `napi build` and npm's
+#   from-source build always do: then they all share one folder of compiled dependencies
+#   (target/TRIPLE/debug) instead of cargo building them once more for target/debug. With
+#   the one feature set (scripts/check-feature-sets), each binding compiles only its own
+#   crates.
+shared_debug_builds() {
+    export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
+    export CARGO_PROFILE_DEV_DEBUG="${CARGO_PROFILE_DEV_DEBUG:-line-tables-only}"
+    export CARGO_BUILD_TARGET="${CARGO_BUILD_TARGET:-$(rustc -vV | sed -n 's/^host: //p')}"
+}
+
 # debug_dir: the folder of the debug builds. scripts/test names the host triple as the build
 # target (CARGO_BUILD_TARGET) so that every binding shares one folder of dependencies; then
 # cargo writes to target/TRIPLE/debug instead of target/debug.
