@@ -182,56 +182,61 @@ impl Host for Model {
     }
 }
 
-/// Every interleaving, up to `preemptions` forced switches in each (loom's bound; the
-/// scenarios are small enough for 3 to finish in seconds).
-fn check(preemptions: usize, scenario: impl Fn() + Sync + Send + 'static) {
+/// One caller of the model: what a thread does with the library.
+#[derive(Clone, Copy)]
+enum Caller {
+    /// `Call::wait` on this call.
+    Blocking(usize),
+    /// An awaited call (asyncio, Node, a callback).
+    Awaited(usize),
+}
+
+/// Every interleaving of the background thread and `callers` (the first on the model's
+/// main thread, each other on a thread of its own), up to loom's bound of 2 forced switches
+/// in each (3 takes minutes; 2 finds every planted bug of `handoff.rs` tried). Ends by
+/// stopping the background thread once every caller is done.
+fn check(callers: &'static [Caller]) {
     let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = Some(preemptions);
-    builder.check(scenario);
+    builder.preemption_bound = Some(2);
+    builder.check(move || {
+        let model = Model::new();
+        let background = Model::start_background(&model);
+        let call = |model: &Model, caller: Caller| match caller {
+            Caller::Blocking(call) => model.blocking_wait(call),
+            Caller::Awaited(call) => model.awaited(call),
+        };
+        let others: Vec<_> = callers[1..]
+            .iter()
+            .map(|&caller| {
+                let model = Arc::clone(&model);
+                thread::spawn(move || call(&model, caller))
+            })
+            .collect();
+        call(&model, callers[0]);
+        for other in others {
+            other.join().unwrap();
+        }
+        model.stop(background);
+    });
 }
 
 /// A lone blocking waiter gets the runtime from the background thread, wherever the
 /// background thread is in its loop when it comes (driving, leaving, lingering).
 #[test]
 fn a_lone_blocking_waiter_is_handed_the_runtime() {
-    check(2, || {
-        let model = Model::new();
-        let background = Model::start_background(&model);
-        model.blocking_wait(0);
-        model.stop(background);
-    });
+    check(&[Caller::Blocking(0)]);
 }
 
 /// An awaited call is driven while a blocking waiter drives, or after it leaves: the last
 /// waiter out wakes the background thread (a driver was asked for).
 #[test]
 fn an_awaited_call_is_driven_around_a_blocking_waiter() {
-    check(2, || {
-        let model = Model::new();
-        let background = Model::start_background(&model);
-        let waiter = {
-            let model = Arc::clone(&model);
-            thread::spawn(move || model.blocking_wait(0))
-        };
-        model.awaited(1);
-        waiter.join().unwrap();
-        model.stop(background);
-    });
+    check(&[Caller::Awaited(1), Caller::Blocking(0)]);
 }
 
 /// Two blocking waiters: one drives, the other sleeps until its call is run, by the first
 /// or by the background thread once the first leaves.
 #[test]
 fn two_blocking_waiters_both_complete() {
-    check(2, || {
-        let model = Model::new();
-        let background = Model::start_background(&model);
-        let other = {
-            let model = Arc::clone(&model);
-            thread::spawn(move || model.blocking_wait(1))
-        };
-        model.blocking_wait(0);
-        other.join().unwrap();
-        model.stop(background);
-    });
+    check(&[Caller::Blocking(0), Caller::Blocking(1)]);
 }
