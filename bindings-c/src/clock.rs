@@ -52,12 +52,10 @@ pub extern "C" fn mqstate_clock_new(
     out: *mut *mut mqstate_clock,
 ) -> mqstate_status {
     boundary(|| {
-        let (out, node_id) = {
-            (
-                out_arg(out, ptr::null_mut(), "out")?,
-                str_arg(node_id, "node_id")?,
-            )
-        };
+        let (out, node_id) = (
+            out_arg(out, ptr::null_mut(), "out")?,
+            str_arg(node_id, "node_id")?,
+        );
         *out = new_handle(mqstate_clock(Clock::new(node_id)?));
         Ok(())
     })
@@ -80,12 +78,10 @@ pub extern "C" fn mqstate_clock_new_with_time_source(
     out: *mut *mut mqstate_clock,
 ) -> mqstate_status {
     boundary(|| {
-        let (out, node_id) = {
-            (
-                out_arg(out, ptr::null_mut(), "out")?,
-                str_arg(node_id, "node_id")?,
-            )
-        };
+        let (out, node_id) = (
+            out_arg(out, ptr::null_mut(), "out")?,
+            str_arg(node_id, "node_id")?,
+        );
         let now = now.ok_or_else(|| Failure::invalid("now is NULL"))?;
         let clock = Clock::with_time_source(node_id, CallbackTime { now, context }, max_drift_ms)?;
         *out = new_handle(mqstate_clock(clock));

@@ -52,7 +52,6 @@ impl mqstate_bytes {
 #[unsafe(no_mangle)]
 pub extern "C" fn mqstate_bytes_free(bytes: *mut mqstate_bytes) {
     let _ = std::panic::catch_unwind(|| {
-        // SAFETY: the caller promises `bytes` is NULL or a valid, unaliased mqstate_bytes.
         let Some(bytes) = maybe_mut(bytes) else {
             return;
         };

@@ -67,13 +67,11 @@ pub extern "C" fn mqstate_decode_notification(
     out: *mut *mut mqstate_notification,
 ) -> mqstate_status {
     boundary(|| {
-        let (out, topic, payload) = {
-            (
-                out_arg(out, ptr::null_mut(), "out")?,
-                str_arg(topic, "topic")?,
-                bytes_arg(payload, len, "payload")?,
-            )
-        };
+        let (out, topic, payload) = (
+            out_arg(out, ptr::null_mut(), "out")?,
+            str_arg(topic, "topic")?,
+            bytes_arg(payload, len, "payload")?,
+        );
         let notification = Notification::decode(topic, &Bytes::copy_from_slice(payload))?;
         let client_id = with_nul(notification.client_id.as_bytes());
         *out = new_handle(mqstate_notification {

@@ -227,12 +227,10 @@ pub extern "C" fn mqstate_decode_request(
     out: *mut *mut mqstate_request,
 ) -> mqstate_status {
     boundary(|| {
-        let (out, payload) = {
-            (
-                out_arg(out, ptr::null_mut(), "out")?,
-                bytes_arg(payload, len, "payload")?,
-            )
-        };
+        let (out, payload) = (
+            out_arg(out, ptr::null_mut(), "out")?,
+            bytes_arg(payload, len, "payload")?,
+        );
         let request = Request::decode(&Bytes::copy_from_slice(payload))?;
         *out = new_handle(mqstate_request { request });
         Ok(())
@@ -328,7 +326,6 @@ mod tests {
     #[test]
     fn set_with_options_and_refusals() {
         let mut out = mqstate_bytes::EMPTY;
-        // SAFETY: all pointers are valid for their lengths; out is writable.
         let status = mqstate_encode_set(b"k".as_ptr(), 1, std::ptr::null(), 0, 1, 10, &mut out);
         assert_eq!(status, mqstate_status::Ok);
         // SAFETY: out was filled in by the library.

@@ -119,12 +119,10 @@ pub extern "C" fn mqstate_decode_response(
     out: *mut *mut mqstate_response,
 ) -> mqstate_status {
     boundary(|| {
-        let (out, payload) = {
-            (
-                out_arg(out, ptr::null_mut(), "out")?,
-                bytes_arg(payload, len, "payload")?,
-            )
-        };
+        let (out, payload) = (
+            out_arg(out, ptr::null_mut(), "out")?,
+            bytes_arg(payload, len, "payload")?,
+        );
         let payload = Bytes::copy_from_slice(payload);
         let response = match verb {
             v if v == mqstate_verb::Any as u32 => Response::decode(&payload)?,

@@ -109,12 +109,10 @@ pub extern "C" fn mqstate_parse_notification_topic(
     out_key: *mut mqstate_bytes,
 ) -> mqstate_status {
     boundary(|| {
-        let (client_out, key_out) = {
-            (
-                out_arg(out_client_id, mqstate_bytes::EMPTY, "out_client_id"),
-                out_arg(out_key, mqstate_bytes::EMPTY, "out_key"),
-            )
-        };
+        let (client_out, key_out) = (
+            out_arg(out_client_id, mqstate_bytes::EMPTY, "out_client_id"),
+            out_arg(out_key, mqstate_bytes::EMPTY, "out_key"),
+        );
         let (client_out, key_out) = (client_out?, key_out?);
         let topic = str_arg(topic, "topic")?;
         let (client_id, key) = topics::parse_notification_topic(topic)?;
@@ -171,12 +169,10 @@ pub extern "C" fn mqstate_hex_decode(
     out: *mut mqstate_bytes,
 ) -> mqstate_status {
     boundary(|| {
-        let (out, text) = {
-            (
-                out_arg(out, mqstate_bytes::EMPTY, "out")?,
-                str_arg(text, "text")?,
-            )
-        };
+        let (out, text) = (
+            out_arg(out, mqstate_bytes::EMPTY, "out")?,
+            str_arg(text, "text")?,
+        );
         *out = mqstate_bytes::from_vec(topics::hex_decode(text)?);
         Ok(())
     })

@@ -14,7 +14,7 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 
-use crate::ffi::maybe;
+use crate::ffi::{handle_arg, maybe};
 use crate::status::{Failure, mqstate_status};
 
 /// A handle's value with its in-flight call count.
@@ -146,9 +146,7 @@ pub(crate) fn enter<'a, H: Handle + 'a>(
     ptr: *const H,
     what: &str,
 ) -> Result<Entered<'a, H::Inner>, Failure> {
-    // SAFETY: per the caller, NULL or a live handle.
-    let handle = maybe(ptr).ok_or_else(|| Failure::invalid(format!("{what} is NULL")))?;
-    handle.guarded().enter()
+    handle_arg(ptr, what)?.guarded().enter()
 }
 
 /// A new handle for C.
