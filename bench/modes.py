@@ -123,16 +123,20 @@ THREADS = re.compile(r"^\s*threads (?P<pid>\d+):(?P<groups>.*)$")
 
 def run_target(target, binaries, mode, op, depth, seconds, clients=1):
     mqstate, sdk = binaries
-    common = ["--url", mode.url, "--depth", str(depth), "--duration", str(seconds),
-              "--warmup", "1", "--set-percent", "100" if op == "SET" else "0"]
+    common = ["--url", mode.url, "--depth", str(depth),
+              "--set-percent", "100" if op == "SET" else "0"]
+    # `mqstate bench` takes durations with their unit; sdk-load takes seconds.
+    timing = ["--duration", f"{seconds}s", "--warmup", "1s"]
+    sdk_timing = ["--duration", str(seconds), "--warmup", "1"]
     for pid in mode.watch.values():
         common += ["--watch-pid", str(pid)]
     many = ["--clients", str(clients)]
     cmd = {
-        "mqstate": [mqstate, "bench", *many, *common],
-        "raw": [mqstate, "bench", "--target", "raw", *many, *common],
-        "raw+env": [mqstate, "bench", "--target", "raw", "--raw-full-envelope", *many, *common],
-        "sdk": [sdk, *common],
+        "mqstate": [mqstate, "bench", *many, *common, *timing],
+        "raw": [mqstate, "bench", "--target", "raw", *many, *common, *timing],
+        "raw+env": [mqstate, "bench", "--target", "raw", "--raw-full-envelope", *many, *common,
+                    *timing],
+        "sdk": [sdk, *common, *sdk_timing],
     }[target]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds * 4 + 60)
     match, threads = None, {}

@@ -58,19 +58,24 @@ pub(crate) async fn run(shared: Arc<Shared>, mut eventloop: EventLoop) {
     let mut nagle = nagle::NagleWatch::default();
     let mut closing_deadline: Option<tokio::time::Instant> = None;
     loop {
-        let polled = tokio::select! {
-            biased;
-            _ = &mut closed_signal, if !close_seen => {
-                close_seen = true;
-                if !shared.link.borrow().connected {
-                    break;
+        // Events already read (a batch of packets comes out one event at a time) are taken
+        // without building the select below and its `poll` future for each.
+        let polled = match eventloop.poll_buffered() {
+            Some(event) => Ok(event),
+            None => tokio::select! {
+                biased;
+                _ = &mut closed_signal, if !close_seen => {
+                    close_seen = true;
+                    if !shared.link.borrow().connected {
+                        break;
+                    }
+                    connected_at_close = true;
+                    closing_deadline = Some(tokio::time::Instant::now() + CLOSE_GRACE);
+                    continue;
                 }
-                connected_at_close = true;
-                closing_deadline = Some(tokio::time::Instant::now() + CLOSE_GRACE);
-                continue;
-            }
-            _ = sleep_until(closing_deadline), if closing_deadline.is_some() => break,
-            polled = eventloop.poll() => polled,
+                _ = sleep_until(closing_deadline), if closing_deadline.is_some() => break,
+                polled = eventloop.poll() => polled,
+            },
         };
         match polled {
             Ok(Event::Incoming(packet)) => {

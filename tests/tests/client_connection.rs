@@ -1,7 +1,8 @@
 //! The connection's handling of rumqttc's traps and of its settings, each observed from
 //! outside: large packets, the broker's maximum packet size, backoff between reconnection
 //! attempts, a close that really closes, sessions kept or lost, clear errors for
-//! unreadable credential files, and a response read together with the broker's DISCONNECT.
+//! unreadable credential files, a response read together with the broker's DISCONNECT, and
+//! queued requests written together.
 
 mod support;
 
@@ -303,4 +304,121 @@ async fn a_response_read_with_the_brokers_disconnect_completes_its_request() {
     assert!(set.is_ok(), "{set:?}");
     broker.await.unwrap();
     client.shutdown().await;
+}
+
+/// Requests already waiting in rumqttc's channel go out in one write, as far as flow control
+/// lets them (third_party/rumqttc/PATCHES.md, 3): the first `poll` takes every queued
+/// request its in-flight window allows and queues their events, which `poll_buffered` then
+/// hands out without another `poll`; the request the window holds back waits for an
+/// acknowledgement.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queued_requests_go_out_in_one_write_within_the_in_flight_window() {
+    use bytes::BytesMut;
+    use rumqttc::Outgoing;
+    use rumqttc::v5::mqttbytes::QoS;
+    use rumqttc::v5::mqttbytes::v5::{ConnAck, ConnAckProperties, ConnectReturnCode, Packet};
+    use rumqttc::v5::{AsyncClient, Event, Incoming, MqttOptions};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    const WINDOW: u16 = 3;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    // A broker that accepts the connection with a receive maximum of WINDOW, then only
+    // counts the PUBLISH packets it reads (and acknowledges none).
+    let (seen_tx, mut seen) = tokio::sync::mpsc::unbounded_channel::<u16>();
+    let broker = tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut read = BytesMut::new();
+        loop {
+            let packet = loop {
+                match Packet::read(&mut read, None) {
+                    Ok(packet) => break packet,
+                    Err(_) => {
+                        if socket.read_buf(&mut read).await.unwrap_or(0) == 0 {
+                            return;
+                        }
+                    }
+                }
+            };
+            match packet {
+                Packet::Connect(..) => {
+                    let mut out = BytesMut::new();
+                    let properties = ConnAckProperties {
+                        session_expiry_interval: None,
+                        receive_max: Some(WINDOW),
+                        max_qos: None,
+                        retain_available: None,
+                        max_packet_size: None,
+                        assigned_client_identifier: None,
+                        topic_alias_max: None,
+                        reason_string: None,
+                        user_properties: Vec::new(),
+                        wildcard_subscription_available: None,
+                        subscription_identifiers_available: None,
+                        shared_subscription_available: None,
+                        server_keep_alive: None,
+                        response_information: None,
+                        server_reference: None,
+                        authentication_method: None,
+                        authentication_data: None,
+                    };
+                    Packet::ConnAck(ConnAck {
+                        session_present: false,
+                        code: ConnectReturnCode::Success,
+                        properties: Some(properties),
+                    })
+                    .write(&mut out, None)
+                    .unwrap();
+                    socket.write_all(&out).await.unwrap();
+                }
+                Packet::Publish(publish) => {
+                    let _ = seen_tx.send(publish.pkid);
+                }
+                _ => {}
+            }
+        }
+    });
+
+    let options = MqttOptions::new("batched-writes", "127.0.0.1", port);
+    let (client, mut eventloop) = AsyncClient::new(options, 16);
+    let connected = tokio::time::timeout(Duration::from_secs(5), eventloop.poll())
+        .await
+        .expect("connected in time")
+        .unwrap();
+    assert!(
+        matches!(connected, Event::Incoming(Incoming::ConnAck(_))),
+        "{connected:?}"
+    );
+    for i in 0..5u8 {
+        client
+            .try_publish("t", QoS::AtLeastOnce, false, vec![i])
+            .unwrap();
+    }
+    let first = tokio::time::timeout(Duration::from_secs(5), eventloop.poll())
+        .await
+        .expect("the first request went out in time")
+        .unwrap();
+    assert_eq!(first, Event::Outgoing(Outgoing::Publish(1)));
+    // The rest of the window went out with it: its events are queued already.
+    let mut batched = Vec::new();
+    while let Some(event) = eventloop.poll_buffered() {
+        batched.push(event);
+    }
+    assert_eq!(
+        batched,
+        [2, 3].map(|pkid| Event::Outgoing(Outgoing::Publish(pkid))),
+        "the window holds WINDOW requests; the others wait for acknowledgements"
+    );
+    let mut received = Vec::new();
+    while received.len() < usize::from(WINDOW) {
+        let pkid = tokio::time::timeout(Duration::from_secs(5), seen.recv())
+            .await
+            .expect("the broker read the batch in time")
+            .unwrap();
+        received.push(pkid);
+    }
+    assert_eq!(received, [1, 2, 3]);
+    drop(client);
+    drop(eventloop);
+    broker.abort();
 }

@@ -20,6 +20,16 @@ use azure_iot_operations_mqtt::session::{Session, SessionOptionsBuilder};
 use azure_iot_operations_protocol::application::ApplicationContextBuilder;
 use azure_iot_operations_services::state_store;
 
+// The load driver prints its progress with the CLI's own stderr macros.
+macro_rules! errout {
+    ($($arg:tt)*) => { eprint!($($arg)*) };
+}
+macro_rules! errln {
+    () => {
+        eprintln!()
+    };
+}
+
 #[path = "../../../cli/src/bench/load.rs"]
 #[allow(dead_code)]
 mod load;
@@ -157,8 +167,8 @@ async fn main() -> anyhow::Result<()> {
     let result = load::drive(
         "sdk",
         args.depth,
-        load::secs(args.warmup),
-        load::secs(args.duration),
+        Duration::from_secs_f64(args.warmup),
+        Duration::from_secs_f64(args.duration),
         op,
         &args.watch,
     )

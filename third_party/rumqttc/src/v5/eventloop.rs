@@ -66,6 +66,9 @@ pub enum ConnectionError {
     ResponseValidation(#[from] crate::websockets::ValidationError),
 }
 
+/// mqstate patch (PATCHES.md, 3): the most requests one write takes from the channel.
+const MAX_WRITE_BATCH: usize = 64;
+
 /// Eventloop with all the state of a connection
 pub struct EventLoop {
     /// Options of the current mqtt connection
@@ -140,6 +143,17 @@ impl EventLoop {
         });
 
         self.pending.extend(requests_in_channel);
+    }
+
+    /// mqstate patch (PATCHES.md, 3): the next event already queued, without a wait, when
+    /// `poll` would return it at once (connected, no ended connection to report first);
+    /// `None` otherwise. It spares a caller that polls in a `select!` the building of the
+    /// whole `poll` future (several kilobytes moved per call) for each queued event.
+    pub fn poll_buffered(&mut self) -> Option<Event> {
+        if self.ended.is_some() || self.network.is_none() {
+            return None;
+        }
+        self.state.events.pop_front()
     }
 
     /// Yields Next notification or outgoing request and periodically pings
@@ -246,6 +260,23 @@ impl EventLoop {
                 Ok(request) => {
                     if let Some(outgoing) = self.state.handle_outgoing_packet(request)? {
                         network.write(outgoing).await?;
+                    }
+                    // mqstate patch (PATCHES.md, 3): requests already waiting in the channel
+                    // go out in the same write, as far as flow control lets them; their events
+                    // are queued in order.
+                    let mut batched = 1;
+                    while batched < MAX_WRITE_BATCH
+                        && self.pending.is_empty()
+                        && self.state.inflight < self.state.max_outgoing_inflight
+                        && self.state.collision.is_none()
+                    {
+                        let Ok(request) = self.requests_rx.try_recv() else {
+                            break;
+                        };
+                        if let Some(outgoing) = self.state.handle_outgoing_packet(request)? {
+                            network.write(outgoing).await?;
+                        }
+                        batched += 1;
                     }
                     network.flush().await?;
                     Ok(self.state.events.pop_front().unwrap())
