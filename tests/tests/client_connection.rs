@@ -212,6 +212,23 @@ async fn unreadable_credentials_and_tls_settings_are_clear_errors() {
     Client::connect(settings).await.unwrap().shutdown().await;
 }
 
+/// A scripted broker's next packet from `socket` (`read` holds what was read beyond it);
+/// `None` once the client has closed.
+async fn next_packet(
+    socket: &mut tokio::net::TcpStream,
+    read: &mut bytes::BytesMut,
+) -> Option<rumqttc::v5::mqttbytes::v5::Packet> {
+    use tokio::io::AsyncReadExt;
+    loop {
+        if let Ok(packet) = rumqttc::v5::mqttbytes::v5::Packet::read(read, None) {
+            return Some(packet);
+        }
+        if socket.read_buf(read).await.unwrap_or(0) == 0 {
+            return None;
+        }
+    }
+}
+
 /// A broker that writes a response and its DISCONNECT together (a broker shutting down
 /// right after the store's last answer): the client reads both in one batch, and the
 /// response must still complete its request. rumqttc kept what it read before the
@@ -225,7 +242,7 @@ async fn a_response_read_with_the_brokers_disconnect_completes_its_request() {
         ConnAck, ConnectReturnCode, Disconnect, DisconnectReasonCode, Packet, PubAck, Publish,
         PublishProperties, SubAck, SubscribeReasonCode,
     };
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::io::AsyncWriteExt;
 
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -234,15 +251,9 @@ async fn a_response_read_with_the_brokers_disconnect_completes_its_request() {
         let (mut socket, _) = listener.accept().await.unwrap();
         let mut read = BytesMut::new();
         loop {
-            let packet = loop {
-                match Packet::read(&mut read, None) {
-                    Ok(packet) => break packet,
-                    Err(_) => {
-                        let n = socket.read_buf(&mut read).await.unwrap();
-                        assert!(n > 0, "the client closed before its request");
-                    }
-                }
-            };
+            let packet = next_packet(&mut socket, &mut read)
+                .await
+                .expect("the client closed before its request");
             let mut out = BytesMut::new();
             let reply = |packet: Packet, out: &mut BytesMut| {
                 packet.write(out, None).unwrap();
@@ -318,7 +329,7 @@ async fn queued_requests_go_out_in_one_write_within_the_in_flight_window() {
     use rumqttc::v5::mqttbytes::QoS;
     use rumqttc::v5::mqttbytes::v5::{ConnAck, ConnAckProperties, ConnectReturnCode, Packet};
     use rumqttc::v5::{AsyncClient, Event, Incoming, MqttOptions};
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::io::AsyncWriteExt;
 
     const WINDOW: u16 = 3;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -329,17 +340,7 @@ async fn queued_requests_go_out_in_one_write_within_the_in_flight_window() {
     let broker = tokio::spawn(async move {
         let (mut socket, _) = listener.accept().await.unwrap();
         let mut read = BytesMut::new();
-        loop {
-            let packet = loop {
-                match Packet::read(&mut read, None) {
-                    Ok(packet) => break packet,
-                    Err(_) => {
-                        if socket.read_buf(&mut read).await.unwrap_or(0) == 0 {
-                            return;
-                        }
-                    }
-                }
-            };
+        while let Some(packet) = next_packet(&mut socket, &mut read).await {
             match packet {
                 Packet::Connect(..) => {
                     let mut out = BytesMut::new();
