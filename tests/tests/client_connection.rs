@@ -327,15 +327,15 @@ async fn queued_requests_go_out_in_one_write_within_the_in_flight_window() {
     use bytes::BytesMut;
     use rumqttc::Outgoing;
     use rumqttc::v5::mqttbytes::QoS;
-    use rumqttc::v5::mqttbytes::v5::{ConnAck, ConnAckProperties, ConnectReturnCode, Packet};
+    use rumqttc::v5::mqttbytes::v5::{ConnAck, ConnectReturnCode, Packet};
     use rumqttc::v5::{AsyncClient, Event, Incoming, MqttOptions};
     use tokio::io::AsyncWriteExt;
 
     const WINDOW: u16 = 3;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
-    // A broker that accepts the connection with a receive maximum of WINDOW, then only
-    // counts the PUBLISH packets it reads (and acknowledges none).
+    // A broker that accepts the connection, then only counts the PUBLISH packets it reads
+    // (and acknowledges none).
     let (seen_tx, mut seen) = tokio::sync::mpsc::unbounded_channel::<u16>();
     let broker = tokio::spawn(async move {
         let (mut socket, _) = listener.accept().await.unwrap();
@@ -344,29 +344,10 @@ async fn queued_requests_go_out_in_one_write_within_the_in_flight_window() {
             match packet {
                 Packet::Connect(..) => {
                     let mut out = BytesMut::new();
-                    let properties = ConnAckProperties {
-                        session_expiry_interval: None,
-                        receive_max: Some(WINDOW),
-                        max_qos: None,
-                        retain_available: None,
-                        max_packet_size: None,
-                        assigned_client_identifier: None,
-                        topic_alias_max: None,
-                        reason_string: None,
-                        user_properties: Vec::new(),
-                        wildcard_subscription_available: None,
-                        subscription_identifiers_available: None,
-                        shared_subscription_available: None,
-                        server_keep_alive: None,
-                        response_information: None,
-                        server_reference: None,
-                        authentication_method: None,
-                        authentication_data: None,
-                    };
                     Packet::ConnAck(ConnAck {
                         session_present: false,
                         code: ConnectReturnCode::Success,
-                        properties: Some(properties),
+                        properties: None,
                     })
                     .write(&mut out, None)
                     .unwrap();
@@ -380,7 +361,8 @@ async fn queued_requests_go_out_in_one_write_within_the_in_flight_window() {
         }
     });
 
-    let options = MqttOptions::new("batched-writes", "127.0.0.1", port);
+    let mut options = MqttOptions::new("batched-writes", "127.0.0.1", port);
+    options.set_outgoing_inflight_upper_limit(WINDOW);
     let (client, mut eventloop) = AsyncClient::new(options, 16);
     let connected = tokio::time::timeout(Duration::from_secs(5), eventloop.poll())
         .await

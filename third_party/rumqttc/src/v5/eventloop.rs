@@ -69,6 +69,13 @@ pub enum ConnectionError {
 /// mqstate patch (PATCHES.md, 3): the most requests one write takes from the channel.
 const MAX_WRITE_BATCH: usize = 64;
 
+/// mqstate patch (PATCHES.md, 3): whether flow control lets a new request from the channel
+/// go out (the in-flight window has room and no packet id collides): the rule of `select`'s
+/// request branch and of the batch it writes.
+fn window_open(state: &MqttState) -> bool {
+    state.inflight < state.max_outgoing_inflight && state.collision.is_none()
+}
+
 /// Eventloop with all the state of a connection
 pub struct EventLoop {
     /// Options of the current mqtt connection
@@ -213,8 +220,7 @@ impl EventLoop {
         let network = self.network.as_mut().unwrap();
         // let await_acks = self.state.await_acks;
 
-        let inflight_full = self.state.inflight >= self.state.max_outgoing_inflight;
-        let collision = self.state.collision.is_some();
+        let takes_new = window_open(&self.state);
 
         // Read buffered events from previous polls before calling a new poll
         if let Some(event) = self.state.events.pop_front() {
@@ -256,27 +262,24 @@ impl EventLoop {
                 &mut self.pending,
                 &self.requests_rx,
                 self.options.pending_throttle
-            ), if !self.pending.is_empty() || (!inflight_full && !collision) => match o {
+            ), if !self.pending.is_empty() || takes_new => match o {
                 Ok(request) => {
-                    if let Some(outgoing) = self.state.handle_outgoing_packet(request)? {
-                        network.write(outgoing).await?;
-                    }
                     // mqstate patch (PATCHES.md, 3): requests already waiting in the channel
                     // go out in the same write, as far as flow control lets them; their events
                     // are queued in order.
-                    let mut batched = 1;
-                    while batched < MAX_WRITE_BATCH
-                        && self.pending.is_empty()
-                        && self.state.inflight < self.state.max_outgoing_inflight
-                        && self.state.collision.is_none()
-                    {
-                        let Ok(request) = self.requests_rx.try_recv() else {
-                            break;
-                        };
+                    let mut next = Some(request);
+                    let mut batched = 0;
+                    while let Some(request) = next.take() {
                         if let Some(outgoing) = self.state.handle_outgoing_packet(request)? {
                             network.write(outgoing).await?;
                         }
                         batched += 1;
+                        if batched < MAX_WRITE_BATCH
+                            && self.pending.is_empty()
+                            && window_open(&self.state)
+                        {
+                            next = self.requests_rx.try_recv().ok();
+                        }
                     }
                     network.flush().await?;
                     Ok(self.state.events.pop_front().unwrap())
