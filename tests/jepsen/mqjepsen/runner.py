@@ -175,6 +175,22 @@ def sleep_until(t: float) -> None:
         time.sleep(min(left, 0.1))
 
 
+def open_gate(gate: Path, procs: List["subprocess.Popen[bytes]"], duration: float) -> float:
+    """Waits until every worker is connected (or has exited: its exit code is reported
+    later), then starts the run: writes its deadline, ``duration`` from now, to the gate's
+    ``start`` file, which the workers wait for. Returns the deadline."""
+    deadline = time.monotonic() + 60
+    while any(proc.poll() is None and not (gate / f"ready-{p}").exists() for p, proc in enumerate(procs)):
+        if time.monotonic() > deadline:
+            break  # the workers give up on their own (mqjepsen.worker.START_LIMIT)
+        time.sleep(0.01)
+    until = time.monotonic() + duration
+    partial = gate / "start.partial"
+    partial.write_text(repr(until), encoding="utf-8")
+    partial.rename(gate / "start")  # whole, or not there at all
+    return until
+
+
 def final_reads(url: str, keys: List[str], process: int, timeout: float) -> List[Op]:
     """A GET of every key once the faults are over: an acknowledged write lost by a crash
     shows here even if no worker read the key after the last restart."""
@@ -237,9 +253,9 @@ def run(cfg: RunConfig) -> RunResult:
     skewed = cfg.mode in ("skew", "combined")
     procs: List[subprocess.Popen[bytes]] = []
     nemesis = Nemesis(cfg.mode, cluster, proxy, rng, scale=min(1.0, max(0.2, cfg.duration / 30)))
+    gate = workdir / "gate"  # the workers' start gate (mqjepsen.worker)
+    gate.mkdir()
     try:
-        start = time.monotonic()
-        until = start + cfg.duration
         for p in range(cfg.clients):
             env = dict(os.environ)
             env["PYTHONPATH"] = str(PACKAGE_DIR) + os.pathsep + env.get("PYTHONPATH", "")
@@ -250,12 +266,13 @@ def run(cfg: RunConfig) -> RunResult:
             with open(workdir / f"worker-{p}.log", "wb") as log:
                 procs.append(subprocess.Popen(
                     [sys.executable, "-m", "mqjepsen.worker", "--url", url, "--process", str(p),
-                     "--keys", ",".join(keys), "--until", str(until), "--seed", str(rng.randrange(2**31)),
+                     "--keys", ",".join(keys), "--gate", str(gate), "--seed", str(rng.randrange(2**31)),
                      "--out", str(workdir / f"history-{p}.jsonl"), "--timeout", str(cfg.timeout),
                      "--px-share", str(cfg.px_share)]
                     + ([] if cfg.persist else ["--no-persist"])
                     + ([] if cfg.deletes else ["--no-deletes"]),
                     env=env, stdout=log, stderr=log))
+        until = open_gate(gate, procs, cfg.duration)
         if cfg.mode not in ("none", "skew"):
             while time.monotonic() < until:
                 nemesis.step(until)

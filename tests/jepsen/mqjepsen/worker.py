@@ -2,6 +2,12 @@
 connection), random operations on a few keys until a deadline, one JSON line per operation
 (written when the operation completes, flushed at once).
 
+The run starts when every worker is connected (``--gate``): a worker that has connected
+creates ``ready-<process>`` in the gate directory, then waits for the runner's ``start``
+file there, which holds the run's deadline. A worker's start-up (an interpreter, the
+library, a connection: up to seconds on a busy machine) then takes nothing from its window,
+and no fault comes before it runs.
+
 Run by the runner as ``python -m mqjepsen.worker``; a clock-skew fault runs it under
 libfaketime (``nemesis.skew_env``), which moves the client's wall clock (and so its HLC)
 but not ``CLOCK_MONOTONIC``, the clock of the history.
@@ -10,6 +16,7 @@ but not ``CLOCK_MONOTONIC``, the clock of the history.
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import select
 import sys
@@ -34,6 +41,8 @@ VDEL = {"deleted": 1, "not_found": 0, "value_mismatch": -1}
 
 # The share of SETs with an expiry (PX), unless a run says otherwise.
 PX_SHARE = 0.1
+#: The longest a worker waits to connect before the run, and then for the run to start, s.
+START_LIMIT = 60.0
 
 
 class Workload:
@@ -133,6 +142,20 @@ def connect(url: str, client_id: str, timeout: float, until: float) -> mqstate.C
             pause(0.1)
 
 
+def await_start(gate: str, process: int, limit: float) -> float:
+    """Announces this worker as connected in ``gate`` and waits (up to ``limit`` s) for the
+    runner's ``start`` file: the run's deadline, a ``time.monotonic()`` value."""
+    open(os.path.join(gate, f"ready-{process}"), "w").close()
+    start = os.path.join(gate, "start")
+    waited_until = time.monotonic() + limit
+    while not os.path.exists(start):
+        if time.monotonic() > waited_until:
+            raise TimeoutError(f"the run did not start within {limit} s")
+        pause(0.01)
+    with open(start, encoding="utf-8") as f:
+        return float(f.read())
+
+
 def pause(seconds: float) -> None:
     """``time.sleep``, which fails (EINVAL) under libfaketime with a real monotonic clock:
     its absolute ``clock_nanosleep`` is mistranslated. A select timeout is not."""
@@ -144,7 +167,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--url", required=True)
     p.add_argument("--process", type=int, required=True)
     p.add_argument("--keys", required=True, help="comma-separated")
-    p.add_argument("--until", type=float, required=True, help="time.monotonic() deadline")
+    p.add_argument("--gate", required=True,
+                   help="directory of the start gate (this module's documentation)")
     p.add_argument("--seed", type=int, required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--timeout", type=float, default=2.0, help="request timeout, s")
@@ -156,11 +180,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     a = p.parse_args(argv)
     rng = random.Random(a.seed)
     with open(a.out, "a", encoding="utf-8") as out:
-        client = connect(a.url, f"jepsen-{a.seed}-{a.process}", a.timeout, a.until)
+        client = connect(a.url, f"jepsen-{a.seed}-{a.process}", a.timeout,
+                         time.monotonic() + START_LIMIT)
         try:
+            until = await_start(a.gate, a.process, START_LIMIT)
             w = Workload(client, a.process, a.keys.split(","), rng, out, a.px_share, not a.no_persist,
                          not a.no_deletes)
-            while time.monotonic() < a.until:
+            while time.monotonic() < until:
                 op = w.run_one(w.next_op())
                 if op.status != OK:
                     pause(0.02)  # do not spin while the store is away
