@@ -35,7 +35,7 @@ from . import checker, history
 from .cluster import Cluster
 from .history import FAIL, OK, Op
 from .proxy import FaultProxy
-from .worker import PX_SHARE, classify
+from .worker import PX_SHARE, START_FILE, START_LIMIT, classify, ready_file
 
 MODES = ["none", "kill", "partition", "broker", "skew", "combined"]
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
@@ -179,15 +179,16 @@ def open_gate(gate: Path, procs: List["subprocess.Popen[bytes]"], duration: floa
     """Waits until every worker is connected (or has exited: its exit code is reported
     later), then starts the run: writes its deadline, ``duration`` from now, to the gate's
     ``start`` file, which the workers wait for. Returns the deadline."""
-    deadline = time.monotonic() + 60
-    while any(proc.poll() is None and not (gate / f"ready-{p}").exists() for p, proc in enumerate(procs)):
+    deadline = time.monotonic() + START_LIMIT
+    while any(proc.poll() is None and not os.path.exists(ready_file(str(gate), p))
+              for p, proc in enumerate(procs)):
         if time.monotonic() > deadline:
-            break  # the workers give up on their own (mqjepsen.worker.START_LIMIT)
+            break  # the workers give up on their own, after as long
         time.sleep(0.01)
     until = time.monotonic() + duration
-    partial = gate / "start.partial"
+    partial = gate / f"{START_FILE}.partial"
     partial.write_text(repr(until), encoding="utf-8")
-    partial.rename(gate / "start")  # whole, or not there at all
+    partial.rename(gate / START_FILE)  # whole, or not there at all
     return until
 
 

@@ -43,6 +43,13 @@ VDEL = {"deleted": 1, "not_found": 0, "value_mismatch": -1}
 PX_SHARE = 0.1
 #: The longest a worker waits to connect before the run, and then for the run to start, s.
 START_LIMIT = 60.0
+#: The file in the gate directory that starts the run (it holds the deadline).
+START_FILE = "start"
+
+
+def ready_file(gate: str, process: int) -> str:
+    """The file in ``gate`` by which worker ``process`` says it is connected."""
+    return os.path.join(gate, f"ready-{process}")
 
 
 class Workload:
@@ -145,8 +152,8 @@ def connect(url: str, client_id: str, timeout: float, until: float) -> mqstate.C
 def await_start(gate: str, process: int, limit: float) -> float:
     """Announces this worker as connected in ``gate`` and waits (up to ``limit`` s) for the
     runner's ``start`` file: the run's deadline, a ``time.monotonic()`` value."""
-    open(os.path.join(gate, f"ready-{process}"), "w").close()
-    start = os.path.join(gate, "start")
+    open(ready_file(gate, process), "w").close()
+    start = os.path.join(gate, START_FILE)
     waited_until = time.monotonic() + limit
     while not os.path.exists(start):
         if time.monotonic() > waited_until:
