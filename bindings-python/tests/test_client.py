@@ -9,7 +9,7 @@ import json
 import threading
 import time
 from pathlib import Path
-from typing import List
+from typing import Dict, List
 
 import pytest
 
@@ -224,6 +224,34 @@ def test_eight_threads_share_one_blocking_client(live: LiveStore, ns: str) -> No
         for th in threads:
             th.join()
     assert not failures, failures
+
+
+def test_a_blocking_call_off_the_main_thread_returns_and_raises_the_same(
+    live: LiveStore, ns: str
+) -> None:
+    # Off the main thread, where Python runs no signal handler, a call waits in one go
+    # instead of in slices: its result and its errors must be those of the main thread.
+    seen: Dict[str, object] = {}
+    with mqstate.Client(live.url) as c:
+        c.set(ns + "k", "v")
+
+        def work() -> None:
+            try:
+                got = c.get(ns + "k")
+                seen["get"] = got.text if got else None
+                seen["missing"] = c.get(ns + "nothing")
+                try:
+                    c.set("", "x")
+                except mqstate.InvalidArgumentError as e:
+                    seen["error"] = type(e).__name__
+            except BaseException as e:  # noqa: BLE001 - reported below
+                seen["failure"] = e
+
+        th = threading.Thread(target=work)
+        th.start()
+        th.join(30)
+        assert not th.is_alive()
+    assert seen == {"get": "v", "missing": None, "error": "InvalidArgumentError"}
 
 
 def test_cancelling_an_asyncio_task_cancels_the_core_call(live: LiveStore, ns: str) -> None:

@@ -14,6 +14,7 @@
 //! - connection failures are classified (refused, timed out, unauthorized, TLS) so callers
 //!   can tell "retry" from "fix the settings".
 
+mod beat;
 mod link;
 mod nagle;
 pub(crate) mod options;
@@ -57,6 +58,7 @@ pub(crate) async fn run(shared: Arc<Shared>, mut eventloop: EventLoop) {
     let mut failures: u32 = 0;
     let mut nagle = nagle::NagleWatch::default();
     let mut closing_deadline: Option<tokio::time::Instant> = None;
+    let mut beat = beat::Beat::new(beat::BEAT);
     loop {
         // Events already read (a batch of packets comes out one event at a time) are taken
         // without building the select below and its `poll` future for each.
@@ -75,6 +77,10 @@ pub(crate) async fn run(shared: Arc<Shared>, mut eventloop: EventLoop) {
                 }
                 _ = sleep_until(closing_deadline), if closing_deadline.is_some() => break,
                 polled = eventloop.poll() => polled,
+                () = beat.elapsed(), if beat.armed() => {
+                    beat.on_elapsed();
+                    continue;
+                }
             },
         };
         match polled {
@@ -82,7 +88,10 @@ pub(crate) async fn run(shared: Arc<Shared>, mut eventloop: EventLoop) {
                 on_packet(&shared, &mut eventloop, packet, &mut failures, &mut nagle)
             }
             Ok(Event::Outgoing(Outgoing::Subscribe(pkid))) => shared.subs().written(pkid),
-            Ok(Event::Outgoing(Outgoing::Publish(pkid))) => shared.pending.routes().written(pkid),
+            Ok(Event::Outgoing(Outgoing::Publish(pkid))) => {
+                beat.request_sent();
+                shared.pending.routes().written(pkid)
+            }
             Ok(Event::Outgoing(Outgoing::AwaitAck(pkid))) => {
                 let held = eventloop.state.collision.as_ref().and_then(request_id);
                 shared.pending.routes().collided(pkid, held);

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import os
+import threading
 import weakref
 from typing import Any, Union
 
@@ -26,8 +27,12 @@ _SLICE = 0.05
 
 def wait(pending: _mqstate.PendingCall) -> Any:
     """Blocks until the call completes; returns its result or raises its error. Ctrl-C
-    (any exception a signal handler raises) cancels the call and is raised."""
-    return pending.wait(_SLICE)
+    (any exception a signal handler raises) cancels the call and is raised. Python runs
+    signal handlers on its main thread only: there the wait is sliced to run them; another
+    thread waits in one go."""
+    if threading.get_ident() == threading.main_thread().ident:
+        return pending.wait(_SLICE)
+    return pending.wait(None)
 
 
 class _LoopCompletions:

@@ -66,6 +66,8 @@ fn convert(py: Python<'_>, outcome: Result<Converted, Error>) -> PyResult<Py<PyA
 trait Erased: Send {
     /// Waits up to `slice` (the GIL released); the converted result once there.
     fn wait_slice(&mut self, py: Python<'_>, slice: Duration) -> Option<PyResult<Py<PyAny>>>;
+    /// Waits until the call completes (the GIL released); the converted result.
+    fn wait_done(self: Box<Self>, py: Python<'_>) -> PyResult<Py<PyAny>>;
     /// Hands the outcome, with its conversion, to `shared` as `token` on completion.
     fn watch(self: Box<Self>, shared: Arc<Shared>, token: u64);
 }
@@ -91,6 +93,18 @@ where
             )),
             (Err(e), _) => Err(to_py(e)),
         })
+    }
+
+    fn wait_done(self: Box<Self>, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let Typed { call, convert } = *self;
+        let outcome = py.detach(|| call.wait(None));
+        match (outcome, convert) {
+            (Ok(value), Some(convert)) => convert(py, value),
+            (Ok(_), None) => Err(PyRuntimeError::new_err(
+                "this call's result was already taken",
+            )),
+            (Err(e), _) => Err(to_py(e)),
+        }
     }
 
     fn watch(self: Box<Self>, shared: Arc<Shared>, token: u64) {
@@ -128,11 +142,19 @@ impl PendingCall {
 
 #[pymethods]
 impl PendingCall {
-    /// Blocks until the call completes and returns its result (or raises its error). Waits
-    /// in slices of `slice` seconds with the GIL released; between slices Python's signal
-    /// handlers run, and if one raises (Ctrl-C) the call is cancelled and that is raised.
-    fn wait(&self, py: Python<'_>, slice: f64) -> PyResult<Py<PyAny>> {
-        let mut call = self.take_call()?;
+    /// Blocks until the call completes and returns its result (or raises its error), with
+    /// the GIL released. With a `slice` (seconds) it waits in slices; between slices
+    /// Python's signal handlers run, and if one raises (Ctrl-C) the call is cancelled and
+    /// that is raised. Without one it waits in one go: for threads other than the main
+    /// thread, where Python runs no signal handler (each slice's timer would cost a wake-up
+    /// of the library's runtime per call).
+    #[pyo3(signature = (slice))]
+    fn wait(&self, py: Python<'_>, slice: Option<f64>) -> PyResult<Py<PyAny>> {
+        let call = self.take_call()?;
+        let Some(slice) = slice else {
+            return call.wait_done(py);
+        };
+        let mut call = call;
         let slice = Duration::try_from_secs_f64(slice.max(0.001)).unwrap_or(Duration::ZERO);
         loop {
             if let Some(result) = call.wait_slice(py, slice) {
