@@ -1,9 +1,11 @@
 //! `PendingCall`: one core [`Call`] as Python sees it, and `Completions`, the way asyncio
 //! learns that calls completed.
 //!
-//! - The blocking client calls `PendingCall.wait`: one native call that waits in slices with
-//!   the GIL released and runs Python's signal handlers between slices (so Ctrl-C raises
-//!   `KeyboardInterrupt` promptly and cancels the call), then converts the result.
+//! - The blocking client calls `PendingCall.wait`: one native call that waits with the GIL
+//!   released, then converts the result. On the main thread it waits in slices and runs
+//!   Python's signal handlers between them (so Ctrl-C raises `KeyboardInterrupt` promptly
+//!   and cancels the call); other threads, where Python runs no handler, wait in one go
+//!   (a slice is a timer, and each timer of a request costs the runtime a wake-up).
 //! - The asyncio client hands the call and an `asyncio.Future` to its event loop's
 //!   `Completions` (`PendingCall.watch`). The library thread that completes the call never
 //!   takes the GIL: it queues the outcome and, only when no wake-up is pending already,
