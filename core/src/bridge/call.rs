@@ -31,6 +31,8 @@ use std::time::{Duration, Instant};
 use tokio::runtime::Handle;
 use tokio::sync::Notify;
 
+mod slice;
+
 use super::runtime::{self, InFlight, on_runtime_thread};
 use crate::error::{Error, ErrorKind};
 
@@ -124,13 +126,37 @@ impl<T> Drop for Deferred<T> {
     }
 }
 
+/// In a child after `fork()`: the forking thread's slice timer is the parent runtime's
+/// (see [`slice::forget`]).
+pub(super) fn forget_slice() {
+    slice::forget();
+}
+
+/// How long a blocking wait lasts at most.
+#[derive(Clone, Copy, Debug)]
+enum Limit {
+    /// Exactly this long (a timeout).
+    Exactly(Duration),
+    /// Up to this long (a host's slice): see [`slice`].
+    Slice(Duration),
+}
+
+impl Limit {
+    fn duration(self) -> Duration {
+        match self {
+            Limit::Exactly(d) | Limit::Slice(d) => d,
+        }
+    }
+}
+
 /// Drives the library's runtime on `future` until it completes (`Some`) or `limit` passes
 /// (`None`).
-fn drive_within<F: Future>(limit: Option<Duration>, future: F) -> Option<F::Output> {
+fn drive_within<F: Future>(limit: Option<Limit>, future: F) -> Option<F::Output> {
     runtime::drive(async move {
         match limit {
             None => Some(future.await),
-            Some(limit) => tokio::time::timeout(limit, future).await.ok(),
+            Some(Limit::Exactly(limit)) => tokio::time::timeout(limit, future).await.ok(),
+            Some(Limit::Slice(slice)) => slice::within(slice, future).await,
         }
     })
 }
@@ -265,7 +291,7 @@ impl<T: Send + 'static> Call<T> {
     /// Runs the work on this thread, driving the runtime, if it has not started: until it
     /// completes the call or `limit` passes (then the rest goes on as a task). `false` if
     /// it had started.
-    fn run_here(&self, limit: Option<Duration>) -> bool {
+    fn run_here(&self, limit: Option<Limit>) -> bool {
         let taken = self
             .deferred
             .lock()
@@ -346,7 +372,7 @@ impl<T: Send + 'static> Call<T> {
 
     /// On the library's runtime: blocks, driving the runtime, until the call is no longer
     /// pending or `limit` passes.
-    fn drive_until_done(&self, limit: Option<Duration>) {
+    fn drive_until_done(&self, limit: Option<Limit>) {
         let slot = &self.slot;
         let done = std::future::poll_fn(|cx| match &mut *slot.lock() {
             State::Pending { waker, .. } => {
@@ -359,20 +385,27 @@ impl<T: Send + 'static> Call<T> {
     }
 
     /// Waits up to `slice` for the result; `None` when it is not there yet (the call goes
-    /// on). Lets a host check for its own interrupts (Python's Ctrl-C) between slices.
+    /// on). Lets a host check for its own interrupts (Python's Ctrl-C) between slices. A
+    /// slice may end sooner: the thread driving the runtime keeps one slice timer armed
+    /// from one wait to the next instead of arming one per call ([`slice`]).
     pub fn wait_slice(&self, slice: Duration) -> Option<Result<T, Error>> {
+        self.wait_within(Limit::Slice(slice))
+    }
+
+    /// Waits up to `limit` for the result; `None` when it is not there yet.
+    fn wait_within(&self, limit: Limit) -> Option<Result<T, Error>> {
         if let Err(e) = Self::refuse_on_runtime() {
             return Some(Err(e));
         }
         let waiting = self.shared.then(runtime::Waiting::begin);
         if waiting.as_ref().is_some_and(runtime::Waiting::alone) {
-            if !self.run_here(Some(slice)) {
-                self.drive_until_done(Some(slice));
+            if !self.run_here(Some(limit)) {
+                self.drive_until_done(Some(limit));
             }
             return Self::take(&mut self.slot.lock());
         }
         self.start();
-        let deadline = Instant::now() + slice;
+        let deadline = Instant::now() + limit.duration();
         let mut state = self.slot.lock();
         loop {
             if let Some(result) = Self::take(&mut state) {
@@ -407,7 +440,7 @@ impl<T: Send + 'static> Call<T> {
                 state = self.slot.sleep(state, None);
             }
         };
-        match self.wait_slice(timeout) {
+        match self.wait_within(Limit::Exactly(timeout)) {
             Some(result) => result,
             None => {
                 self.cancel();

@@ -124,6 +124,7 @@ pub fn generation() -> u64 {
 pub fn after_fork_in_child() {
     GENERATION.fetch_add(1, Ordering::SeqCst);
     IN_FLIGHT.store(0, Ordering::SeqCst);
+    super::call::forget_slice();
     driver::forget();
 }
 
