@@ -5,7 +5,7 @@
 //! stable, the message is for humans. Errors sent by the state store service keep their
 //! exact text in the message, so nothing the service said is lost.
 //!
-//! Every kind has one row in [`ERROR_TABLE`] (see [`table`](crate::error_table)): its
+//! Every kind has one row in [`ERROR_TABLE`] (see [`table`]): its
 //! stable string code, its stable number (the C status) and a one-line description, so
 //! that four languages name and number errors identically.
 //!

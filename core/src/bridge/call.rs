@@ -11,7 +11,7 @@
 //! - **waited for** from a plain thread: [`Call::wait`] / [`Call::wait_slice`] (refused
 //!   with [`ErrorKind::Unsupported`] on a runtime thread, where it could deadlock). On the
 //!   library's own runtime the waiting thread drives the runtime while it waits
-//!   ([`runtime`](super::runtime)): its request and response cost no thread hand-off, and
+//!   ([`runtime`]): its request and response cost no thread hand-off, and
 //!   if it is the only one waiting it runs the call's work itself;
 //! - **delivered** to a callback: [`Call::on_complete`] (run on the runtime thread that
 //!   completes the call, or at once on the caller's thread if it is already complete).
@@ -137,7 +137,7 @@ pub(super) fn forget_slice() {
 enum Limit {
     /// Exactly this long (a timeout).
     Exactly(Duration),
-    /// Up to this long (a host's slice): see [`slice`].
+    /// Up to this long (a host's slice): see [`mod@slice`].
     Slice(Duration),
 }
 
@@ -387,7 +387,7 @@ impl<T: Send + 'static> Call<T> {
     /// Waits up to `slice` for the result; `None` when it is not there yet (the call goes
     /// on). Lets a host check for its own interrupts (Python's Ctrl-C) between slices. A
     /// slice may end sooner: the thread driving the runtime keeps one slice timer armed
-    /// from one wait to the next instead of arming one per call ([`slice`]).
+    /// from one wait to the next instead of arming one per call.
     pub fn wait_slice(&self, slice: Duration) -> Option<Result<T, Error>> {
         self.wait_within(Limit::Slice(slice))
     }

@@ -1,5 +1,5 @@
 //! The store errors of spec §4 as a response carries them: a kind
-//! ([`StoreErrorKind`](crate::error::StoreErrorKind), with the twelve exact texts) and the
+//! ([`StoreErrorKind`], with the twelve exact texts) and the
 //! text. Unknown texts are kept verbatim: the service may add new ones.
 
 use std::borrow::Cow;
