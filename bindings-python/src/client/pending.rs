@@ -80,6 +80,21 @@ struct Typed<T, F> {
     convert: Option<F>,
 }
 
+/// A waited call's outcome as Python gets it: converted by `convert`, or raised.
+fn converted<T>(
+    py: Python<'_>,
+    outcome: Result<T, Error>,
+    convert: Option<impl FnOnce(Python<'_>, T) -> PyResult<Py<PyAny>>>,
+) -> PyResult<Py<PyAny>> {
+    match (outcome, convert) {
+        (Ok(value), Some(convert)) => convert(py, value),
+        (Ok(_), None) => Err(PyRuntimeError::new_err(
+            "this call's result was already taken",
+        )),
+        (Err(e), _) => Err(to_py(e)),
+    }
+}
+
 impl<T, F> Erased for Typed<T, F>
 where
     T: Send + 'static,
@@ -88,25 +103,13 @@ where
     fn wait_slice(&mut self, py: Python<'_>, slice: Duration) -> Option<PyResult<Py<PyAny>>> {
         let call = &self.call;
         let outcome = py.detach(|| call.wait_slice(slice))?;
-        Some(match (outcome, self.convert.take()) {
-            (Ok(value), Some(convert)) => convert(py, value),
-            (Ok(_), None) => Err(PyRuntimeError::new_err(
-                "this call's result was already taken",
-            )),
-            (Err(e), _) => Err(to_py(e)),
-        })
+        Some(converted(py, outcome, self.convert.take()))
     }
 
     fn wait_done(self: Box<Self>, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let Typed { call, convert } = *self;
         let outcome = py.detach(|| call.wait(None));
-        match (outcome, convert) {
-            (Ok(value), Some(convert)) => convert(py, value),
-            (Ok(_), None) => Err(PyRuntimeError::new_err(
-                "this call's result was already taken",
-            )),
-            (Err(e), _) => Err(to_py(e)),
-        }
+        converted(py, outcome, convert)
     }
 
     fn watch(self: Box<Self>, shared: Arc<Shared>, token: u64) {
@@ -152,11 +155,10 @@ impl PendingCall {
     /// of the library's runtime per call).
     #[pyo3(signature = (slice))]
     fn wait(&self, py: Python<'_>, slice: Option<f64>) -> PyResult<Py<PyAny>> {
-        let call = self.take_call()?;
+        let mut call = self.take_call()?;
         let Some(slice) = slice else {
             return call.wait_done(py);
         };
-        let mut call = call;
         let slice = Duration::try_from_secs_f64(slice.max(0.001)).unwrap_or(Duration::ZERO);
         loop {
             if let Some(result) = call.wait_slice(py, slice) {

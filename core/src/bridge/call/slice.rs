@@ -35,7 +35,7 @@ pub(super) async fn within<F: Future>(slice: Duration, future: F) -> Option<F::O
         .with(|k| k.borrow_mut().take())
         .filter(|(id, _)| *id == runtime)
         .map(|(_, sleep)| sleep);
-    let sleep = match kept {
+    let mut sleep = match kept {
         Some(mut sleep) => {
             if sleep.deadline() <= now || sleep.deadline() > now + slice {
                 sleep.as_mut().reset(now + slice);
@@ -44,22 +44,14 @@ pub(super) async fn within<F: Future>(slice: Duration, future: F) -> Option<F::O
         }
         None => Box::pin(tokio::time::sleep_until(now + slice)),
     };
-    /// Puts the timer back for the next wait, also when this one is dropped half-way.
-    struct Keep(Id, Option<Pin<Box<Sleep>>>);
-    impl Drop for Keep {
-        fn drop(&mut self) {
-            if let Some(sleep) = self.1.take() {
-                let _ = KEPT.try_with(|k| *k.borrow_mut() = Some((self.0, sleep)));
-            }
-        }
-    }
-    let mut keep = Keep(runtime, Some(sleep));
-    let timer = keep.1.as_mut().expect("the slice timer is there").as_mut();
-    tokio::select! {
+    let out = tokio::select! {
         biased;
         out = future => Some(out),
-        () = timer => None,
-    }
+        () = sleep.as_mut() => None,
+    };
+    // Kept for the next wait. (A wait that unwinds drops its timer: the next one arms anew.)
+    KEPT.with(|k| *k.borrow_mut() = Some((runtime, sleep)));
+    out
 }
 
 /// In a child after `fork()`: this thread's timer belongs to the parent's runtime, whose
