@@ -9,7 +9,8 @@
 //! - the background thread, driving, waits on one signal for both a hand-over request and
 //!   new work (tokio wakes the thread in `block_on` for either);
 //! - lingering is a park **with no timeout**: in the library a lost wake-up costs at most
-//!   `LINGER` (1 ms) before the background thread takes over anyway; here it is a deadlock.
+//!   two lingers (`LINGER_MAX`, 4 ms, each) before the background thread takes over anyway;
+//!   here it is a deadlock.
 //!   Every hand-over must come from a signal.
 //!
 //! Each scenario ends by stopping the background thread, only after every call has
@@ -165,7 +166,7 @@ impl Host for Model {
         }
     }
 
-    fn linger(&self) -> bool {
+    fn linger(&self, _round: u32) -> bool {
         if self.stop.load(SeqCst) {
             return false;
         }

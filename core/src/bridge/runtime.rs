@@ -20,11 +20,13 @@
 //! bindings") has the measurements.
 //!
 //! When no thread waits that way, one background thread (`mqstate-worker`) drives it:
-//! always for asyncio, Node and callers that await or take a callback, and after
-//! [`LINGER`] without any blocking wait — so keep-alives, notifications, lock renewals and
-//! calls nobody waits for progress within that bound even while blocking callers are
-//! between calls. A blocking wait that finds the background thread driving asks it to
-//! hand over.
+//! always for asyncio, Node and callers that await or take a callback, and after a whole
+//! linger without any blocking wait — so keep-alives, notifications, lock renewals and
+//! calls nobody waits for progress within two lingers even while blocking callers are
+//! between calls. A linger is [`LINGER`] (1 ms) at first and doubles, up to [`LINGER_MAX`]
+//! (4 ms), while blocking waiters keep coming: they drive the runtime themselves, and the
+//! end of each linger wakes the background thread. A blocking wait that finds the
+//! background thread driving asks it to hand over.
 //!
 //! The background thread, out of work with no call in flight, waits up to [`SPIN`]
 //! (yielding its core) for the next call before it sleeps: callers making one call after
@@ -45,7 +47,7 @@
 //! | background | `mqstate-worker`, in `block_on` | a blocking waiter that is alone enters `drive`: `drivers` 0 → 1, then `hand_over` is notified if `background` | handing over |
 //! | handing over | the worker until it sees `drivers > 0` (checked before it first waits) and leaves `block_on` (`background` false) | the waiter's `block_on` gets the runtime | waiters |
 //! | waiters | the lone blocking waiter; other waiters sleep on their call's slot and `want_driver` sets `wanted` | the last waiter leaves `drive`: `drivers` 1 → 0, and unparks the worker if `wanted` | lingering |
-//! | lingering | nobody: the worker sleeps in `park_timeout(LINGER)` | a waiter enters (`entries` moved): stays; `wanted` (checked before each sleep), or a whole `LINGER` without a new waiter | background |
+//! | lingering | nobody: the worker sleeps in `park_timeout` for a linger (`LINGER`, doubling up to `LINGER_MAX` after each that saw a waiter) | a waiter enters (`entries` moved): stays; `wanted` (checked before each sleep), or a whole linger without a new waiter | background |
 //!
 //! A call awaited by an executor or given a callback asks for a driver (`want_driver`):
 //! `wanted` is set; in *background* nothing else happens (a worker that is handing over
@@ -55,9 +57,9 @@
 //!
 //! `core/tests/runtime_model.rs` runs `handoff.rs` under loom (every interleaving of a lone
 //! waiter, two waiters, an awaited call beside a waiter) with no timeout on the lingering:
-//! each hand-over must come from a signal, never from `LINGER` running out. It found the
+//! each hand-over must come from a signal, never from a linger running out. It found the
 //! two cases above that the table now spells out (a waiter entering as the worker starts
-//! driving; a call asking while the worker hands over); each cost up to `LINGER`.
+//! driving; a call asking while the worker hands over); each cost up to a linger.
 //!
 //! # A plain runtime, to tell a hang of the hand-offs from one elsewhere
 //!
@@ -92,7 +94,7 @@ use std::time::{Duration, Instant};
 
 use tokio::runtime::{Handle, Runtime};
 
-pub use driver::{LINGER, RUNTIME_VARIABLE, SPIN, is_threaded};
+pub use driver::{LINGER, LINGER_MAX, RUNTIME_VARIABLE, SPIN, is_threaded};
 pub(crate) use driver::{Waiting, drive, is_shared, note_started, want_driver};
 
 static GENERATION: AtomicU64 = AtomicU64::new(0);

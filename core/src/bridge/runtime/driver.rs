@@ -1,6 +1,7 @@
 //! Who drives the library's runtime (see the [parent module](super)): a blocking waiter
 //! that is alone ([`Waiting`], [`drive`]), else the background thread, which hands the
-//! runtime over to such a waiter and takes it back [`LINGER`] after the last one; and the
+//! runtime over to such a waiter and takes it back a linger after the last one
+//! ([`LINGER`], longer while waiters keep coming: [`linger_for`]); and the
 //! short wait for the next call before the driving thread sleeps ([`SPIN`]). With
 //! `MQSTATE_RUNTIME=threaded` ([`RUNTIME_VARIABLE`]) none of this runs: a plain multi-thread
 //! runtime drives itself.
@@ -17,10 +18,25 @@ use tokio::sync::Notify;
 use super::IN_FLIGHT;
 use super::handoff::{Handoff, Host};
 
-/// How long the background thread leaves the runtime to blocking waiters after the last
-/// one: the longest a notification, a keep-alive or a call nobody waits for can wait while
-/// blocking callers are between calls.
+/// How long the background thread first leaves the runtime to blocking waiters after the
+/// last one. It takes the runtime back after a whole linger without a new waiter; while
+/// waiters keep coming, each linger is twice the last, up to [`LINGER_MAX`] ([`linger_for`]).
 pub const LINGER: Duration = Duration::from_millis(1);
+/// The longest linger. Two of them bound how long a notification, a keep-alive or a call
+/// nobody waits for can wait while blocking callers are between calls: the last waiter can
+/// leave just after a linger began, which then ends having seen it.
+pub const LINGER_MAX: Duration = Duration::from_millis(4);
+
+/// The linger of `round`: [`LINGER`] in round 0, twice the last in each round after one
+/// that saw a blocking waiter, up to [`LINGER_MAX`]. Each linger's end wakes the background
+/// thread (measured at ≈ 30 µs of CPU on a virtual core, docs/benchmarks/history.md, "Issue
+/// 34, fourth pass"): blocking callers that keep coming drive the runtime themselves and
+/// need it once per [`LINGER_MAX`], not once per [`LINGER`].
+pub(crate) fn linger_for(round: u32) -> Duration {
+    LINGER
+        .checked_mul(1u32.checked_shl(round).unwrap_or(u32::MAX))
+        .map_or(LINGER_MAX, |linger| linger.min(LINGER_MAX))
+}
 /// How long the thread driving the runtime, out of work with no call in flight, waits for
 /// the next call before it sleeps.
 pub const SPIN: Duration = Duration::from_micros(100);
@@ -129,8 +145,8 @@ impl Host for Library {
         });
     }
 
-    fn linger(&self) -> bool {
-        std::thread::park_timeout(LINGER);
+    fn linger(&self, round: u32) -> bool {
+        std::thread::park_timeout(linger_for(round));
         true
     }
 
@@ -235,7 +251,7 @@ pub(crate) fn drive<F: Future>(future: F) -> F::Output {
 
 /// Makes sure the runtime is driven now even if no blocking waiter comes: for a call
 /// awaited by an executor or delivered to a callback (the background thread otherwise
-/// takes over within [`LINGER`]).
+/// takes over within two lingers, [`LINGER_MAX`] each).
 pub(crate) fn want_driver() {
     let Some(library) = current() else {
         return;

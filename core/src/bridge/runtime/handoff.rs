@@ -25,9 +25,10 @@ pub(crate) trait Host {
     /// it before it first waits, and again after each [`Host::ask_hand_over`].
     fn drive_until(&self, handed_over: impl Fn() -> bool);
     /// On the background thread, not driving: sleeps until [`Host::wake_background`] (a
-    /// wake-up that came first counts) or [`LINGER`](super::LINGER). `false` ends the
-    /// background thread (models only).
-    fn linger(&self) -> bool;
+    /// wake-up that came first counts) or the linger of this `round` runs out
+    /// ([`linger_for`](super::driver::linger_for): the rounds before it each saw a blocking waiter).
+    /// `false` ends the background thread (models only).
+    fn linger(&self, round: u32) -> bool;
     /// Wakes the background thread in [`Host::drive_until`] (kept if it is not waiting yet).
     fn ask_hand_over(&self);
     /// Wakes the background thread from [`Host::linger`].
@@ -74,17 +75,21 @@ impl Handoff {
             ordered();
             // Lingering. A call that asked for a driver while this thread was leaving saw
             // `background` still set and woke nobody: `wanted` is checked before each sleep.
+            // Each round that sees a blocking waiter makes the next one longer: waiters that
+            // keep coming drive the runtime themselves, and each round's end is a wake-up.
+            let mut round = 0u32;
             loop {
                 let seen = self.entries.load(SeqCst);
                 if self.idle() && self.wanted.swap(false, SeqCst) {
                     break;
                 }
-                if !host.linger() {
+                if !host.linger(round) {
                     return;
                 }
                 if self.idle() && self.entries.load(SeqCst) == seen {
                     break;
                 }
+                round = round.saturating_add(1);
             }
         }
     }

@@ -50,6 +50,44 @@ fn a_call_nobody_waits_for_still_runs_after_a_blocking_wait() {
 }
 
 #[test]
+fn a_call_nobody_waits_for_still_runs_after_blocking_waits_kept_coming() {
+    // Blocking waits for longer than several lingers, so that the lingers have grown.
+    let until = Instant::now() + super::LINGER_MAX * 4;
+    let mut i = 0u64;
+    while Instant::now() < until {
+        assert_eq!(call(async move { i }).wait(None).unwrap(), i);
+        i += 1;
+    }
+    let (tx, rx) = mpsc::channel();
+    drop(call(async move {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        tx.send(()).unwrap();
+    }));
+    rx.recv_timeout(EVENTUALLY).expect("the call ran");
+}
+
+#[test]
+fn a_linger_doubles_while_waiters_keep_coming_up_to_its_bound() {
+    use super::driver::linger_for;
+    use super::{LINGER, LINGER_MAX};
+    assert_eq!(linger_for(0), LINGER);
+    assert_eq!(linger_for(1), LINGER * 2);
+    assert_eq!(linger_for(2), LINGER * 4);
+    assert!(LINGER < LINGER_MAX);
+    for round in [3, 10, 31, 32, 33, 1000, u32::MAX] {
+        assert_eq!(linger_for(round), LINGER_MAX, "round {round}");
+    }
+    let mut last = Duration::ZERO;
+    for round in 0..40 {
+        assert!(
+            linger_for(round) >= last,
+            "round {round} is shorter than the one before"
+        );
+        last = linger_for(round);
+    }
+}
+
+#[test]
 fn awaited_and_callback_calls_complete_while_a_thread_drives() {
     let driving = std::thread::spawn(|| {
         for i in 0..300u32 {
