@@ -31,18 +31,12 @@ declare -F build >/dev/null || build() { "$@"; }
 . "$root/scripts/lib/net.sh"
 
 echo "bindings bench: release builds (cli, C library, Python wheel, Node addon)"
-build cargo build -q --release -p mqstate-cli -p mqstate-c
-maturin="${MATURIN:-$root/.venv/bin/maturin}"   # scripts/test's virtualenv, or MATURIN=…
-build "$maturin" build -q --release --manifest-path bindings-python/Cargo.toml \
-    --out "$work/dist" >/dev/null 2>&1
+. "$root/bench/lib/clients.sh"
+build_clients "$work" paho-mqtt==2.2.0
 "$root/scripts/setup-node" >/dev/null
 (cd bindings-node && build ./node_modules/.bin/napi build --platform --release \
     --target-dir "$CARGO_TARGET_DIR" --output-dir "$work/addon" --js false \
     --dts "$work/addon/unused.d.ts" >/dev/null)
-python3 -m venv "$work/venv"
-"$work/venv/bin/pip" install -q --disable-pip-version-check "$work"/dist/*.whl paho-mqtt==2.2.0
-cc -O2 -std=c11 -Ibindings-c/include bindings-c/bench/bench.c "$CARGO_TARGET_DIR/release/libmqstate.a" \
-    -lpthread -ldl -lm -o "$work/cbench"
 cc -O2 -std=c11 bench/floor/pingpong.c -lpthread -o "$work/pingpong"
 
 port="$(free_port)"
