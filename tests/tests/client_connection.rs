@@ -405,3 +405,87 @@ async fn queued_requests_go_out_in_one_write_within_the_in_flight_window() {
     drop(eventloop);
     broker.abort();
 }
+
+/// rumqttc patch 4 (third_party/rumqttc/PATCHES.md): an incoming packet's event is the packet
+/// itself, not a copy made before it was handled. It keeps its place ahead of the
+/// acknowledgement its handling queues, and a PUBLISH sent with only a topic alias comes out
+/// with the topic the alias stands for (the copy had the empty topic).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn incoming_packets_come_out_handled_and_ahead_of_their_acknowledgements() {
+    use bytes::BytesMut;
+    use rumqttc::Outgoing;
+    use rumqttc::v5::mqttbytes::QoS;
+    use rumqttc::v5::mqttbytes::v5::{
+        ConnAck, ConnectReturnCode, Packet, Publish, PublishProperties,
+    };
+    use rumqttc::v5::{AsyncClient, Event, Incoming, MqttOptions};
+    use tokio::io::AsyncWriteExt;
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let aliased = |topic: &str, pkid: u16| {
+        let properties = PublishProperties {
+            topic_alias: Some(7),
+            ..PublishProperties::default()
+        };
+        let mut publish = Publish::new(topic, QoS::AtLeastOnce, vec![1u8], Some(properties));
+        publish.pkid = pkid;
+        publish
+    };
+    let (first, second) = (aliased("a/b", 1), aliased("", 2));
+    let sent = [first.clone(), second.clone()];
+    // A broker that accepts the connection, then sends both in one write.
+    let broker = tokio::spawn(async move {
+        let (mut socket, _) = listener.accept().await.unwrap();
+        let mut read = BytesMut::new();
+        while let Some(packet) = next_packet(&mut socket, &mut read).await {
+            if let Packet::Connect(..) = packet {
+                let mut out = BytesMut::new();
+                Packet::ConnAck(ConnAck {
+                    session_present: false,
+                    code: ConnectReturnCode::Success,
+                    properties: None,
+                })
+                .write(&mut out, None)
+                .unwrap();
+                for publish in &sent {
+                    Packet::Publish(publish.clone())
+                        .write(&mut out, None)
+                        .unwrap();
+                }
+                socket.write_all(&out).await.unwrap();
+            }
+        }
+    });
+
+    let options = MqttOptions::new("events-handled", "127.0.0.1", port);
+    let (client, mut eventloop) = AsyncClient::new(options, 16);
+    let mut events = Vec::new();
+    while events.len() < 5 {
+        let event = tokio::time::timeout(Duration::from_secs(5), eventloop.poll())
+            .await
+            .expect("the broker's packets came in time")
+            .unwrap();
+        events.push(event);
+    }
+    assert!(
+        matches!(events[0], Event::Incoming(Incoming::ConnAck(_))),
+        "{events:?}"
+    );
+    let resolved = Publish {
+        topic: first.topic.clone(),
+        ..second
+    };
+    assert_eq!(
+        events[1..],
+        [
+            Event::Incoming(Incoming::Publish(first)),
+            Event::Outgoing(Outgoing::PubAck(1)),
+            Event::Incoming(Incoming::Publish(resolved)),
+            Event::Outgoing(Outgoing::PubAck(2)),
+        ]
+    );
+    drop(client);
+    drop(eventloop);
+    broker.abort();
+}
