@@ -1,5 +1,6 @@
 use super::framed::Network;
 use super::mqttbytes::v5::*;
+use super::state::Outbound;
 use super::{Incoming, MqttOptions, MqttState, Outgoing, Request, StateError, Transport};
 use crate::eventloop::socket_connect;
 use crate::framed::AsyncReadWrite;
@@ -270,8 +271,14 @@ impl EventLoop {
                     let mut next = Some(request);
                     let mut batched = 0;
                     while let Some(request) = next.take() {
-                        if let Some(outgoing) = self.state.handle_outgoing_packet(request)? {
-                            network.write(outgoing).await?;
+                        // mqstate patch (PATCHES.md, 5): a PUBLISH kept for re-sending is
+                        // written from where it is kept, not copied.
+                        match self.state.handle_outgoing_request(request)? {
+                            Outbound::Nothing => {}
+                            Outbound::Packet(outgoing) => network.write(outgoing).await?,
+                            Outbound::Kept(pkid) => {
+                                network.write_kept(self.state.kept(pkid)).await?
+                            }
                         }
                         batched += 1;
                         if batched < MAX_WRITE_BATCH

@@ -4,7 +4,7 @@ use tokio_util::codec::Framed;
 
 use crate::framed::AsyncReadWrite;
 
-use super::mqttbytes::v5::Packet;
+use super::mqttbytes::v5::{Packet, Publish};
 use super::{mqttbytes, Codec, Incoming, MqttState, StateError};
 
 /// Network transforms packets <-> frames efficiently. It takes
@@ -88,9 +88,18 @@ impl Network {
             .map_err(StateError::Deserialization)
     }
 
-    pub async fn flush(&mut self) -> Result<(), StateError> {
+    /// Serializes a PUBLISH the state keeps for re-sending into the write buffer, without a
+    /// copy of it (mqstate patch, PATCHES.md 5).
+    pub async fn write_kept(&mut self, publish: &Publish) -> Result<(), StateError> {
         self.framed
-            .flush()
+            .feed(publish)
+            .await
+            .map_err(StateError::Deserialization)
+    }
+
+    pub async fn flush(&mut self) -> Result<(), StateError> {
+        // (`Packet`: the codec also encodes a `&Publish`, patch 5; either flushes the same.)
+        SinkExt::<Packet>::flush(&mut self.framed)
             .await
             .map_err(StateError::Deserialization)
     }

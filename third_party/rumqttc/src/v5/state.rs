@@ -112,6 +112,17 @@ pub struct MqttState {
     max_outgoing_inflight_upper_limit: u16,
 }
 
+/// What the event loop writes for an outgoing request (mqstate patch, PATCHES.md 5).
+#[derive(Debug)]
+pub(crate) enum Outbound {
+    /// Nothing to write (a PUBLISH waiting for its packet id to be acknowledged).
+    Nothing,
+    /// This packet.
+    Packet(Packet),
+    /// The PUBLISH kept for re-sending under this packet id ([`MqttState::kept`]).
+    Kept(u16),
+}
+
 impl MqttState {
     /// Creates new mqtt state. Same state should be used during a
     /// connection for persistent sessions while new state should
@@ -177,8 +188,26 @@ impl MqttState {
         &mut self,
         request: Request,
     ) -> Result<Option<Packet>, StateError> {
+        Ok(match self.handle_outgoing_request(request)? {
+            Outbound::Nothing => None,
+            Outbound::Packet(packet) => Some(packet),
+            Outbound::Kept(pkid) => Some(Packet::Publish(self.kept(pkid).clone())),
+        })
+    }
+
+    /// mqstate patch (PATCHES.md, 5): as [`MqttState::handle_outgoing_packet`], but a
+    /// PUBLISH kept for re-sending is not copied: the event loop writes it from where it is
+    /// kept ([`MqttState::kept`]).
+    pub(crate) fn handle_outgoing_request(
+        &mut self,
+        request: Request,
+    ) -> Result<Outbound, StateError> {
         let packet = match request {
-            Request::Publish(publish) => self.outgoing_publish(publish)?,
+            Request::Publish(publish) => {
+                let outbound = self.outgoing_publish_kept(publish)?;
+                self.last_outgoing = Instant::now();
+                return Ok(outbound);
+            }
             Request::PubRel(pubrel) => self.outgoing_pubrel(pubrel)?,
             Request::Subscribe(subscribe) => self.outgoing_subscribe(subscribe)?,
             Request::Unsubscribe(unsubscribe) => self.outgoing_unsubscribe(unsubscribe)?,
@@ -192,7 +221,14 @@ impl MqttState {
         };
 
         self.last_outgoing = Instant::now();
-        Ok(packet)
+        Ok(packet.map_or(Outbound::Nothing, Outbound::Packet))
+    }
+
+    /// The PUBLISH kept for re-sending under `pkid` ([`Outbound::Kept`]).
+    pub(crate) fn kept(&self, pkid: u16) -> &Publish {
+        self.outgoing_pub[pkid as usize]
+            .as_ref()
+            .expect("a PUBLISH kept under the packet id just given")
     }
 
     /// Consolidates handling of all incoming mqtt packets. Returns a `Notification` which for the
@@ -477,7 +513,19 @@ impl MqttState {
 
     /// Adds next packet identifier to QoS 1 and 2 publish packets and returns
     /// it buy wrapping publish in packet
-    fn outgoing_publish(&mut self, mut publish: Publish) -> Result<Option<Packet>, StateError> {
+    #[cfg(test)]
+    fn outgoing_publish(&mut self, publish: Publish) -> Result<Option<Packet>, StateError> {
+        Ok(match self.outgoing_publish_kept(publish)? {
+            Outbound::Nothing => None,
+            Outbound::Packet(packet) => Some(packet),
+            Outbound::Kept(pkid) => Some(Packet::Publish(self.kept(pkid).clone())),
+        })
+    }
+
+    /// Adds the next packet identifier to a QoS 1 or 2 PUBLISH and keeps it for re-sending
+    /// (`Outbound::Kept`: the caller writes it from there, mqstate patch 5); a QoS 0
+    /// PUBLISH comes back to be written.
+    fn outgoing_publish_kept(&mut self, mut publish: Publish) -> Result<Outbound, StateError> {
         if publish.qos != QoS::AtMostOnce {
             if publish.pkid == 0 {
                 publish.pkid = self.next_pkid();
@@ -494,13 +542,9 @@ impl MqttState {
                 self.collision = Some(publish);
                 let event = Event::Outgoing(Outgoing::AwaitAck(pkid));
                 self.events.push_back(event);
-                return Ok(None);
+                return Ok(Outbound::Nothing);
             }
 
-            // if there is an existing publish at this pkid, this implies that broker hasn't acked this
-            // packet yet. This error is possible only when broker isn't acking sequentially
-            self.outgoing_pub[pkid as usize] = Some(publish.clone());
-            self.inflight += 1;
         };
 
         debug!(
@@ -511,13 +555,13 @@ impl MqttState {
         );
 
         let pkid = publish.pkid;
-
+        let mut alias_check = Ok(());
         if let Some(props) = &publish.properties {
             if let Some(alias) = props.topic_alias {
                 if alias > self.broker_topic_alias_max {
                     // We MUST NOT send a Topic Alias that is greater than the
                     // broker's Topic Alias Maximum.
-                    return Err(StateError::InvalidAlias {
+                    alias_check = Err(StateError::InvalidAlias {
                         alias,
                         max: self.broker_topic_alias_max,
                     });
@@ -525,10 +569,22 @@ impl MqttState {
             }
         };
 
+        let outbound = if publish.qos != QoS::AtMostOnce {
+            // if there is an existing publish at this pkid, this implies that broker hasn't acked this
+            // packet yet. This error is possible only when broker isn't acking sequentially
+            // (Kept as before the alias check, which upstream made after keeping it.)
+            self.outgoing_pub[pkid as usize] = Some(publish);
+            self.inflight += 1;
+            Outbound::Kept(pkid)
+        } else {
+            Outbound::Packet(Packet::Publish(publish))
+        };
+        alias_check?;
+
         let event = Event::Outgoing(Outgoing::Publish(pkid));
         self.events.push_back(event);
 
-        Ok(Some(Packet::Publish(publish)))
+        Ok(outbound)
     }
 
     fn outgoing_pubrel(&mut self, pubrel: PubRel) -> Result<Option<Packet>, StateError> {

@@ -1,7 +1,7 @@
 use bytes::BytesMut;
 use tokio_util::codec::{Decoder, Encoder};
 
-use super::{Error, Packet};
+use super::{Error, Packet, Publish};
 
 /// MQTT v4 codec
 #[derive(Debug, Clone)]
@@ -34,6 +34,26 @@ impl Encoder<Packet> for Codec {
 
     fn encode(&mut self, item: Packet, dst: &mut BytesMut) -> Result<(), Self::Error> {
         item.write(dst, self.max_outgoing_size)?;
+
+        Ok(())
+    }
+}
+
+/// mqstate patch (PATCHES.md, 5): a PUBLISH written where the state keeps it for re-sending,
+/// with the same size check as a `Packet`'s.
+impl Encoder<&Publish> for Codec {
+    type Error = Error;
+
+    fn encode(&mut self, item: &Publish, dst: &mut BytesMut) -> Result<(), Self::Error> {
+        if let Some(max) = self.max_outgoing_size {
+            if item.size() > max as usize {
+                return Err(Error::OutgoingPacketTooLarge {
+                    pkt_size: item.size() as u32,
+                    max,
+                });
+            }
+        }
+        item.write(dst)?;
 
         Ok(())
     }
