@@ -23,15 +23,9 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 rounds="${1:-3}" seconds="${2:-5}"
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
-work="$(mktemp -d)"
-pids=()
-trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"' EXIT
-declare -F build >/dev/null || build() { "$@"; }
-. "$root/scripts/lib/net.sh"
+. "$root/bench/lib/clients.sh"
 
 echo "bindings bench: release builds (cli, C library, Python wheel, Node addon)"
-. "$root/bench/lib/clients.sh"
 build_clients "$work" paho-mqtt==2.2.0
 "$root/scripts/setup-node" >/dev/null
 (cd bindings-node && build ./node_modules/.bin/napi build --platform --release \
@@ -39,12 +33,7 @@ build_clients "$work" paho-mqtt==2.2.0
     --dts "$work/addon/unused.d.ts" >/dev/null)
 cc -O2 -std=c11 bench/floor/pingpong.c -lpthread -o "$work/pingpong"
 
-port="$(free_port)"
-"$CARGO_TARGET_DIR/release/mqstate" serve --listen "127.0.0.1:$port" >"$work/serve.log" 2>&1 &
-serve=$!
-pids+=("$serve")
-wait_port "$serve" "$port" || { cat "$work/serve.log" >&2; exit 1; }
-url="mqtt://127.0.0.1:$port"
+start_store
 echo_port="$(free_port)"
 "$work/pingpong" serve "$echo_port" &
 pids+=("$!")

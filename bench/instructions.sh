@@ -27,22 +27,11 @@ if ! command -v valgrind >/dev/null || ! command -v callgrind_control >/dev/null
     echo "instructions: installing valgrind (Debian's package)"
     apt-get update -qq >/dev/null && apt-get install -y -qq valgrind >/dev/null
 fi
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
-work="$(mktemp -d)"
-pids=()
-trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"' EXIT
-declare -F build >/dev/null || build() { "$@"; }
-. "$root/scripts/lib/net.sh"
 . "$root/bench/lib/clients.sh"
 
 echo "instructions: release builds (cli, C library, Python wheel)"
 build_clients "$work"
-port="$(free_port)"
-"$CARGO_TARGET_DIR/release/mqstate" serve --listen "127.0.0.1:$port" >"$work/serve.log" 2>&1 &
-serve=$!
-pids+=("$serve")
-wait_port "$serve" "$port" || { cat "$work/serve.log" >&2; exit 1; }
-url="mqtt://127.0.0.1:$port"
+start_store
 
 # A client started under valgrind runs uninstrumented (a few times slower) until its loop
 # has gone on for `settle` seconds; it is told to run long enough for the window and more.

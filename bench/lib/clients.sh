@@ -1,6 +1,15 @@
-# Release builds of the clients that the benches run (sourced by bench/bindings.sh and
-# bench/instructions.sh, which set `root`, `CARGO_TARGET_DIR` and a `build` wrapper).
-#
+# What the benches that run the clients share (sourced by bench/bindings.sh and
+# bench/instructions.sh, which set `root`). Sourcing it sets `CARGO_TARGET_DIR` (default
+# target/), makes a scratch folder `work`, kills the processes in `pids` and removes `work`
+# on exit, defines a `build` wrapper unless one is exported (e.g. a shared build lock), and
+# brings the loopback helpers (scripts/lib/net.sh).
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
+work="$(mktemp -d)"
+pids=()
+trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"' EXIT
+declare -F build >/dev/null || build() { "$@"; }
+. "$root/scripts/lib/net.sh"
+
 # build_clients WORK [PIP_PACKAGE...]: the CLI (`mqstate serve`, `mqstate bench`) and the C
 # library (cargo, release profile); the Python wheel installed into WORK/venv beside
 # PIP_PACKAGE...; the C bench client, WORK/cbench.
@@ -15,4 +24,16 @@ build_clients() {
     "$work/venv/bin/pip" install -q --disable-pip-version-check "$work"/dist/*.whl "$@"
     cc -O2 -std=c11 -I"$root/bindings-c/include" "$root/bindings-c/bench/bench.c" \
         "$CARGO_TARGET_DIR/release/libmqstate.a" -lpthread -ldl -lm -o "$work/cbench"
+}
+
+# start_store: a release `mqstate serve` (embedded broker, store in process) on a free
+# loopback port; sets `serve` (its pid, in `pids`) and `url`.
+start_store() {
+    local port
+    port="$(free_port)"
+    "$CARGO_TARGET_DIR/release/mqstate" serve --listen "127.0.0.1:$port" >"$work/serve.log" 2>&1 &
+    serve=$!
+    pids+=("$serve")
+    wait_port "$serve" "$port" || { cat "$work/serve.log" >&2; exit 1; }
+    url="mqtt://127.0.0.1:$port"
 }

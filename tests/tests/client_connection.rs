@@ -229,6 +229,16 @@ async fn next_packet(
     }
 }
 
+/// The CONNACK of a scripted broker: the connection accepted, no session kept.
+fn accepted() -> rumqttc::v5::mqttbytes::v5::Packet {
+    use rumqttc::v5::mqttbytes::v5::{ConnAck, ConnectReturnCode, Packet};
+    Packet::ConnAck(ConnAck {
+        session_present: false,
+        code: ConnectReturnCode::Success,
+        properties: None,
+    })
+}
+
 /// A broker that writes a response and its DISCONNECT together (a broker shutting down
 /// right after the store's last answer): the client reads both in one batch, and the
 /// response must still complete its request. rumqttc kept what it read before the
@@ -239,8 +249,8 @@ async fn a_response_read_with_the_brokers_disconnect_completes_its_request() {
     use bytes::BytesMut;
     use rumqttc::v5::mqttbytes::QoS;
     use rumqttc::v5::mqttbytes::v5::{
-        ConnAck, ConnectReturnCode, Disconnect, DisconnectReasonCode, Packet, PubAck, Publish,
-        PublishProperties, SubAck, SubscribeReasonCode,
+        Disconnect, DisconnectReasonCode, Packet, PubAck, Publish, PublishProperties, SubAck,
+        SubscribeReasonCode,
     };
     use tokio::io::AsyncWriteExt;
 
@@ -259,14 +269,7 @@ async fn a_response_read_with_the_brokers_disconnect_completes_its_request() {
                 packet.write(out, None).unwrap();
             };
             match packet {
-                Packet::Connect(..) => reply(
-                    Packet::ConnAck(ConnAck {
-                        session_present: false,
-                        code: ConnectReturnCode::Success,
-                        properties: None,
-                    }),
-                    &mut out,
-                ),
+                Packet::Connect(..) => reply(accepted(), &mut out),
                 Packet::Subscribe(subscribe) => reply(
                     Packet::SubAck(SubAck {
                         pkid: subscribe.pkid,
@@ -327,7 +330,7 @@ async fn queued_requests_go_out_in_one_write_within_the_in_flight_window() {
     use bytes::BytesMut;
     use rumqttc::Outgoing;
     use rumqttc::v5::mqttbytes::QoS;
-    use rumqttc::v5::mqttbytes::v5::{ConnAck, ConnectReturnCode, Packet};
+    use rumqttc::v5::mqttbytes::v5::Packet;
     use rumqttc::v5::{AsyncClient, Event, Incoming, MqttOptions};
     use tokio::io::AsyncWriteExt;
 
@@ -344,13 +347,7 @@ async fn queued_requests_go_out_in_one_write_within_the_in_flight_window() {
             match packet {
                 Packet::Connect(..) => {
                     let mut out = BytesMut::new();
-                    Packet::ConnAck(ConnAck {
-                        session_present: false,
-                        code: ConnectReturnCode::Success,
-                        properties: None,
-                    })
-                    .write(&mut out, None)
-                    .unwrap();
+                    accepted().write(&mut out, None).unwrap();
                     socket.write_all(&out).await.unwrap();
                 }
                 Packet::Publish(publish) => {
@@ -415,9 +412,7 @@ async fn incoming_packets_come_out_handled_and_ahead_of_their_acknowledgements()
     use bytes::BytesMut;
     use rumqttc::Outgoing;
     use rumqttc::v5::mqttbytes::QoS;
-    use rumqttc::v5::mqttbytes::v5::{
-        ConnAck, ConnectReturnCode, Packet, Publish, PublishProperties,
-    };
+    use rumqttc::v5::mqttbytes::v5::{Packet, Publish, PublishProperties};
     use rumqttc::v5::{AsyncClient, Event, Incoming, MqttOptions};
     use tokio::io::AsyncWriteExt;
 
@@ -441,13 +436,7 @@ async fn incoming_packets_come_out_handled_and_ahead_of_their_acknowledgements()
         while let Some(packet) = next_packet(&mut socket, &mut read).await {
             if let Packet::Connect(..) = packet {
                 let mut out = BytesMut::new();
-                Packet::ConnAck(ConnAck {
-                    session_present: false,
-                    code: ConnectReturnCode::Success,
-                    properties: None,
-                })
-                .write(&mut out, None)
-                .unwrap();
+                accepted().write(&mut out, None).unwrap();
                 for publish in &sent {
                     Packet::Publish(publish.clone())
                         .write(&mut out, None)
