@@ -544,7 +544,6 @@ impl MqttState {
                 self.events.push_back(event);
                 return Ok(Outbound::Nothing);
             }
-
         };
 
         debug!(
@@ -572,7 +571,7 @@ impl MqttState {
         let outbound = if publish.qos != QoS::AtMostOnce {
             // if there is an existing publish at this pkid, this implies that broker hasn't acked this
             // packet yet. This error is possible only when broker isn't acking sequentially
-            // (Kept as before the alias check, which upstream made after keeping it.)
+            // (Kept before a failing alias check returns its error, as upstream kept it.)
             self.outgoing_pub[pkid as usize] = Some(publish);
             self.inflight += 1;
             Outbound::Kept(pkid)
