@@ -188,11 +188,8 @@ impl MqttState {
         &mut self,
         request: Request,
     ) -> Result<Option<Packet>, StateError> {
-        Ok(match self.handle_outgoing_request(request)? {
-            Outbound::Nothing => None,
-            Outbound::Packet(packet) => Some(packet),
-            Outbound::Kept(pkid) => Some(Packet::Publish(self.kept(pkid).clone())),
-        })
+        let outbound = self.handle_outgoing_request(request)?;
+        Ok(self.packet_of(outbound))
     }
 
     /// mqstate patch (PATCHES.md, 5): as [`MqttState::handle_outgoing_packet`], but a
@@ -229,6 +226,16 @@ impl MqttState {
         self.outgoing_pub[pkid as usize]
             .as_ref()
             .expect("a PUBLISH kept under the packet id just given")
+    }
+
+    /// The packet to write for `outbound`, a kept PUBLISH copied (for callers that take
+    /// packets by value).
+    fn packet_of(&self, outbound: Outbound) -> Option<Packet> {
+        match outbound {
+            Outbound::Nothing => None,
+            Outbound::Packet(packet) => Some(packet),
+            Outbound::Kept(pkid) => Some(Packet::Publish(self.kept(pkid).clone())),
+        }
     }
 
     /// Consolidates handling of all incoming mqtt packets. Returns a `Notification` which for the
@@ -515,11 +522,8 @@ impl MqttState {
     /// it buy wrapping publish in packet
     #[cfg(test)]
     fn outgoing_publish(&mut self, publish: Publish) -> Result<Option<Packet>, StateError> {
-        Ok(match self.outgoing_publish_kept(publish)? {
-            Outbound::Nothing => None,
-            Outbound::Packet(packet) => Some(packet),
-            Outbound::Kept(pkid) => Some(Packet::Publish(self.kept(pkid).clone())),
-        })
+        let outbound = self.outgoing_publish_kept(publish)?;
+        Ok(self.packet_of(outbound))
     }
 
     /// Adds the next packet identifier to a QoS 1 or 2 PUBLISH and keeps it for re-sending

@@ -1,7 +1,7 @@
 use bytes::BytesMut;
 use tokio_util::codec::{Decoder, Encoder};
 
-use super::{Error, Packet, Publish};
+use super::{check_outgoing_size, Error, Packet, Publish};
 
 /// MQTT v4 codec
 #[derive(Debug, Clone)]
@@ -45,14 +45,7 @@ impl Encoder<&Publish> for Codec {
     type Error = Error;
 
     fn encode(&mut self, item: &Publish, dst: &mut BytesMut) -> Result<(), Self::Error> {
-        if let Some(max) = self.max_outgoing_size {
-            if item.size() > max as usize {
-                return Err(Error::OutgoingPacketTooLarge {
-                    pkt_size: item.size() as u32,
-                    max,
-                });
-            }
-        }
+        check_outgoing_size(item.size(), self.max_outgoing_size)?;
         item.write(dst)?;
 
         Ok(())

@@ -132,14 +132,7 @@ impl Packet {
     }
 
     pub fn write(&self, write: &mut BytesMut, max_size: Option<u32>) -> Result<usize, Error> {
-        if let Some(max_size) = max_size {
-            if self.size() > max_size as usize {
-                return Err(Error::OutgoingPacketTooLarge {
-                    pkt_size: self.size() as u32,
-                    max: max_size,
-                });
-            }
-        }
+        check_outgoing_size(self.size(), max_size)?;
 
         match self {
             Self::Auth(auth) => auth.write(write),
@@ -527,4 +520,16 @@ mod test {
     pub const USER_PROP_KEY: &str = "property";
     #[allow(dead_code)]
     pub const USER_PROP_VAL: &str = "a value thats really long............................................................................................................";
+}
+
+/// Refuses a packet of `size` bytes over the broker's maximum `max_size`, if there is one
+/// (a `Packet`'s write, and a kept `Publish`'s in the codec: mqstate patch 5).
+pub(crate) fn check_outgoing_size(size: usize, max_size: Option<u32>) -> Result<(), Error> {
+    match max_size {
+        Some(max) if size > max as usize => Err(Error::OutgoingPacketTooLarge {
+            pkt_size: size as u32,
+            max,
+        }),
+        _ => Ok(()),
+    }
 }
