@@ -26,7 +26,7 @@ rounds="${1:-3}" seconds="${2:-5}"
 . "$root/bench/lib/clients.sh"
 
 echo "bindings bench: release builds (cli, C library, Python wheel, Node addon)"
-build_clients "$work" paho-mqtt==2.2.0
+build_clients paho-mqtt==2.2.0
 "$root/scripts/setup-node" >/dev/null
 (cd bindings-node && build ./node_modules/.bin/napi build --platform --release \
     --target-dir "$CARGO_TARGET_DIR" --output-dir "$work/addon" --js false \

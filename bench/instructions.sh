@@ -30,7 +30,7 @@ fi
 . "$root/bench/lib/clients.sh"
 
 echo "instructions: release builds (cli, C library, Python wheel)"
-build_clients "$work"
+build_clients
 start_store
 
 # A client started under valgrind runs uninstrumented (a few times slower) until its loop

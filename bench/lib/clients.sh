@@ -10,12 +10,10 @@ trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$wo
 declare -F build >/dev/null || build() { "$@"; }
 . "$root/scripts/lib/net.sh"
 
-# build_clients WORK [PIP_PACKAGE...]: the CLI (`mqstate serve`, `mqstate bench`) and the C
-# library (cargo, release profile); the Python wheel installed into WORK/venv beside
-# PIP_PACKAGE...; the C bench client, WORK/cbench.
+# build_clients [PIP_PACKAGE...]: the CLI (`mqstate serve`, `mqstate bench`) and the C
+# library (cargo, release profile); the Python wheel installed into $work/venv beside
+# PIP_PACKAGE...; the C bench client, $work/cbench.
 build_clients() {
-    local work="$1"
-    shift
     build cargo build -q --release -p mqstate-cli -p mqstate-c
     local maturin="${MATURIN:-$root/.venv/bin/maturin}" # scripts/test's virtualenv, or MATURIN=…
     build "$maturin" build -q --release --manifest-path "$root/bindings-python/Cargo.toml" \

@@ -37,6 +37,7 @@ pub(crate) fn linger_for(round: u32) -> Duration {
         .checked_mul(1u32.checked_shl(round).unwrap_or(u32::MAX))
         .map_or(LINGER_MAX, |linger| linger.min(LINGER_MAX))
 }
+
 /// How long the thread driving the runtime, out of work with no call in flight, waits for
 /// the next call before it sleeps.
 pub const SPIN: Duration = Duration::from_micros(100);
