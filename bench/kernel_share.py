@@ -153,6 +153,7 @@ def main():
             total_sdk = sdk["user"] + sdk["sys"]
             print(f"{op}: mqstate CPU ÷ SDK's {(ours['user'] + ours['sys']) / total_sdk:.2f}×; "
                   f"mqstate's system CPU alone ÷ SDK's total {ours['sys'] / total_sdk:.2f}×; "
+                  f"user space ÷ SDK's {ours['user'] / sdk['user']:.2f}×; "
                   f"rate {ours['ops'] / sdk['ops']:.2f}×")
 
 
