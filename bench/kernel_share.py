@@ -61,8 +61,12 @@ def perf_counts(pid, seconds, out):
     if perf is None:
         time.sleep(seconds)
         return {}
+    start = time.monotonic()
     run = subprocess.run([perf, "stat", "-x,", "-o", out, "-p", str(pid), "-e", ",".join(events),
                           "--", "sleep", str(seconds)], capture_output=True, text=True)
+    # A perf that cannot count (no tracepoints, a kernel without its tools) returns at once:
+    # the CPU figures still get their whole window.
+    time.sleep(max(0.0, seconds - (time.monotonic() - start)))
     counts = {}
     if run.returncode == 0 and os.path.exists(out):
         with open(out) as f:
