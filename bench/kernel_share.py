@@ -27,7 +27,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import modes  # noqa: E402  (free_port, wait_port, build)
+import modes  # noqa: E402  (Mode, load_command, build, LINE)
 
 SYSCALLS = ["writev", "write", "recvfrom", "epoll_wait", "futex", "setsockopt"]
 
@@ -78,19 +78,10 @@ def perf_counts(pid, seconds, out):
 
 
 def one_run(target, binaries, op, depth, seconds, work):
-    mqstate, sdk = binaries
-    port = modes.free_port()
-    store = subprocess.Popen([mqstate, "serve", "--listen", f"127.0.0.1:{port}"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    store = modes.Mode("in-process", binaries[0], work)
     try:
-        modes.wait_port(port)
-        url = f"mqtt://127.0.0.1:{port}"
-        common = ["--url", url, "--depth", str(depth), "--set-percent",
-                  "100" if op == "SET" else "0"]
         total = seconds + 4
-        cmd = ([mqstate, "bench", *common, "--duration", f"{total}s", "--warmup", "1s"]
-               if target == "mqstate" else
-               [sdk, *common, "--duration", str(total), "--warmup", "1"])
+        cmd = modes.load_command(target, binaries, store.url, op, depth, total)
         load = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         time.sleep(3)
         before, t0 = cpu_of(load.pid), time.monotonic()
@@ -98,8 +89,7 @@ def one_run(target, binaries, op, depth, seconds, work):
         after, t1 = cpu_of(load.pid), time.monotonic()
         output, _ = load.communicate(timeout=total + 60)
     finally:
-        store.terminate()
-        store.wait(10)
+        store.stop()
     match = None
     for line in output.splitlines():
         match = modes.LINE.search(line) or match

@@ -121,23 +121,29 @@ class Mode:
 THREADS = re.compile(r"^\s*threads (?P<pid>\d+):(?P<groups>.*)$")
 
 
-def run_target(target, binaries, mode, op, depth, seconds, clients=1):
+def load_command(target, binaries, url, op, depth, seconds, clients=1, watch=()):
+    """The command line of one load run of `target` (1 s of warm-up, then `seconds`)."""
     mqstate, sdk = binaries
-    common = ["--url", mode.url, "--depth", str(depth),
+    common = ["--url", url, "--depth", str(depth),
               "--set-percent", "100" if op == "SET" else "0"]
     # `mqstate bench` takes durations with their unit; sdk-load takes seconds.
     timing = ["--duration", f"{seconds}s", "--warmup", "1s"]
     sdk_timing = ["--duration", str(seconds), "--warmup", "1"]
-    for pid in mode.watch.values():
+    for pid in watch:
         common += ["--watch-pid", str(pid)]
     many = ["--clients", str(clients)]
-    cmd = {
+    return {
         "mqstate": [mqstate, "bench", *many, *common, *timing],
         "raw": [mqstate, "bench", "--target", "raw", *many, *common, *timing],
         "raw+env": [mqstate, "bench", "--target", "raw", "--raw-full-envelope", *many, *common,
                     *timing],
         "sdk": [sdk, *common, *sdk_timing],
     }[target]
+
+
+def run_target(target, binaries, mode, op, depth, seconds, clients=1):
+    cmd = load_command(target, binaries, mode.url, op, depth, seconds, clients,
+                       mode.watch.values())
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=seconds * 4 + 60)
     match, threads = None, {}
     for line in out.stdout.splitlines():
