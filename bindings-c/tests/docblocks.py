@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Compiles and runs every ```c block of every README and docs page against a live store.
 
-The blocks are extracted by `scripts/docblocks extract c DIR` (the one list every suite
+The blocks are extracted by `scripts/lib/docblocks extract c DIR` (the one list every suite
 uses). A block with its own `main` is a whole program: its `mqtt://localhost:1883` is
 pointed at the live store (MQSTATE_URL) and it must exit 0. Any other block is a fragment
 that uses a connected `mqstate_client *client`: it becomes the body of a function that
@@ -67,7 +67,7 @@ def main() -> int:
     for old in extracted.glob("*.c"):
         old.unlink()
     listing = subprocess.run(
-        [sys.executable, str(args.root / "scripts" / "docblocks"), "extract", "c", str(extracted)],
+        [sys.executable, str(args.root / "scripts" / "lib" / "docblocks"), "extract", "c", str(extracted)],
         capture_output=True, text=True, check=True,
     ).stdout.split()
     pages = pages_by_name(args.root)

@@ -7,7 +7,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 pkg="$root/bindings-node"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
-"$root/scripts/setup-node"
+"$root/scripts/lib/setup/node"
 (cd "$root" && cargo build --release --quiet -p mqstate-cli)
 addon="$(mktemp -d)"
 work="$(mktemp -d)"

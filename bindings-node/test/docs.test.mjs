@@ -1,5 +1,5 @@
 // Docs that run: every ```js block of every README and docs page (extracted by
-// scripts/docblocks) runs against a live `mqstate serve`, each in its own Node process, from
+// scripts/lib/docblocks) runs against a live `mqstate serve`, each in its own Node process, from
 // a project made the way a user makes one (`npm init -y`: CommonJS) with `mqstate` (this
 // package) and `mqtt` (for the pure-layer example) in its node_modules.
 //
@@ -23,12 +23,12 @@ const pkg = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const DOC_URL = 'mqtt://localhost:1883'
 
 /**
- * The js blocks of the documentation, as scripts/docblocks extracts them.
+ * The js blocks of the documentation, as scripts/lib/docblocks extracts them.
  * @param {string} dir
  * @returns {{ name: string, code: string }[]}
  */
 function extractBlocks (dir) {
-  const r = spawnSync('python3', [path.join(projectRoot, 'scripts', 'docblocks'), 'extract', 'js', dir], { encoding: 'utf8' })
+  const r = spawnSync('python3', [path.join(projectRoot, 'scripts', 'lib', 'docblocks'), 'extract', 'js', dir], { encoding: 'utf8' })
   assert.equal(r.status, 0, r.stderr)
   return r.stdout.split('\n').filter(Boolean).map((file) => ({
     name: path.basename(file, '.js'),

@@ -1,6 +1,6 @@
 // The README's "Testing your app" examples for Jest and Vitest, run under Jest and Vitest
 // (the node:test one is an ordinary js block: test/docs.test.mjs runs it). Each is taken from
-// the README as written (scripts/docblocks), saved in a project of its own whose
+// the README as written (scripts/lib/docblocks), saved in a project of its own whose
 // node_modules links this package (and vitest), and run by the framework's CLI from this
 // package's devDependencies; the run must pass all four tests of the example.
 import { after, before, describe, test } from 'node:test'
@@ -16,7 +16,7 @@ const pkg = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 
 /** The README's js blocks marked as run under `framework` (in their no-run reason). */
 function blocksFor (/** @type {string} */ framework) {
-  const r = spawnSync('python3', [path.join(projectRoot, 'scripts', 'docblocks'), 'json', 'js'], { encoding: 'utf8' })
+  const r = spawnSync('python3', [path.join(projectRoot, 'scripts', 'lib', 'docblocks'), 'json', 'js'], { encoding: 'utf8' })
   assert.equal(r.status, 0, r.stderr)
   /** @type {{ path: string, flags: string, code: string }[]} */
   const all = JSON.parse(r.stdout)

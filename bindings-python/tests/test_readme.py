@@ -1,5 +1,5 @@
 """Docs that run: every ```python block of every README and docs page (as
-``scripts/docblocks extract python`` finds them) passes ``mypy --strict`` and runs, as
+``scripts/lib/docblocks extract python`` finds them) passes ``mypy --strict`` and runs, as
 written, against a live store (its URL substituted for ``mqtt://localhost:1883``). A block
 that is a pytest file (it defines ``test_…`` functions) runs under pytest, with the
 package's plugin (its fixtures), and every test in it must pass."""
@@ -18,7 +18,7 @@ from live import LiveStore
 from mqstate import _mqstate
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCBLOCKS = ROOT / "scripts" / "docblocks"
+DOCBLOCKS = ROOT / "scripts" / "lib" / "docblocks"
 README_URL = "mqtt://localhost:1883"
 
 

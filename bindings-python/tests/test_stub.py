@@ -1,7 +1,7 @@
 """The committed stub ``_mqstate.pyi`` must describe the built native module exactly.
 
 A function, class, method, property or constant present on one side and not the other
-fails here, as does a parameter list that differs. (scripts/test-python also runs mypy's
+fails here, as does a parameter list that differs. (scripts/lib/suites/python also runs mypy's
 stubtest, which checks types and defaults too; this test needs nothing but the stdlib.)
 """
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes every ```kotlin block of the documentation (scripts/docblocks: every README and
+"""Writes every ```kotlin block of the documentation (scripts/lib/docblocks: every README and
 docs page) as a Kotlin source under OUTDIR, for `mvn test` to compile with the tests (the
 pom runs this in generate-test-sources), and an index the tests read:
 
@@ -45,8 +45,8 @@ TEST = re.compile(r"^\s*@Test\b", re.MULTILINE)
 
 
 def load_docblocks():
-    """scripts/docblocks as a module (its file has no .py suffix)."""
-    path = ROOT / "scripts" / "docblocks"
+    """scripts/lib/docblocks as a module (its file has no .py suffix)."""
+    path = ROOT / "scripts" / "lib" / "docblocks"
     loader = importlib.machinery.SourceFileLoader("docblocks", str(path))
     spec = importlib.util.spec_from_loader("docblocks", loader)
     assert spec is not None

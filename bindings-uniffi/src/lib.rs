@@ -32,7 +32,7 @@
 //! call is wrapped in a guard that cancels it when uniffi drops the future.
 //!
 //! The generated sources are committed under `kotlin/src/main/kotlin` and `swift/`;
-//! `scripts/test-kotlin` regenerates them with the `uniffi-bindgen` binary of this crate
+//! `scripts/lib/suites/kotlin` regenerates them with the `uniffi-bindgen` binary of this crate
 //! (`--features bindgen`) and fails on any difference.
 //!
 //! [uniffi]: https://mozilla.github.io/uniffi-rs/

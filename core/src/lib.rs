@@ -84,7 +84,7 @@ pub use settings::{
 };
 
 /// The Rust blocks of the project's README, compiled as doctests (the other languages'
-/// blocks run in their own suites, the shell blocks in `scripts/test-docs`).
+/// blocks run in their own suites, the shell blocks in `scripts/lib/suites/docs`).
 #[cfg(all(doctest, feature = "client"))]
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;

@@ -1,4 +1,4 @@
-# Where cargo's builds are, for the scripts that use them (sourced by scripts/test-*).
+# Where cargo's builds are, for the scripts that use them (sourced by scripts/lib/suites/*).
 # Needs $root (the repository).
 
 # shared_debug_builds: the settings every debug build of the scripts shares (scripts/test,
@@ -10,7 +10,7 @@
 # - Every debug build names the host triple as its target, as `napi build` and npm's
 #   from-source build always do: then they all share one folder of compiled dependencies
 #   (target/TRIPLE/debug) instead of cargo building them once more for target/debug. With
-#   the one feature set (scripts/check-feature-sets), each binding compiles only its own
+#   the one feature set (scripts/lib/check-feature-sets), each binding compiles only its own
 #   crates.
 shared_debug_builds() {
     export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"

@@ -1,4 +1,4 @@
-# Loopback ports for the scripts that start servers (sourced by scripts/test-* and bench/*).
+# Loopback ports for the scripts that start servers (sourced by scripts/lib/suites/* and bench/*).
 # Uses $PYTHON when set (a script's own interpreter), else python3.
 
 # free_port: prints a loopback TCP port nothing listens on now (the kernel's pick).

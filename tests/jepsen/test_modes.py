@@ -1,7 +1,7 @@
 """Every fault mode and lock scenario, a few seconds each, against a live ``mqstate serve``
 (the bounded run of ``scripts/test``; ``scripts/jepsen`` is the long one).
 
-``MQJEPSEN_SEED`` (printed by scripts/test-jepsen), ``MQJEPSEN_DURATION`` (s per mode),
+``MQJEPSEN_SEED`` (printed by scripts/lib/suites/jepsen), ``MQJEPSEN_DURATION`` (s per mode),
 ``MQJEPSEN_CLIENTS`` and ``MQJEPSEN_WORKDIR`` (where failed runs keep their histories)
 come from the environment."""
 

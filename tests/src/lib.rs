@@ -11,7 +11,7 @@
 //!   tested independently of the mqstate client.
 //!
 //! Tests that need mosquitto fail with a clear error when it is not installed
-//! (`scripts/setup-server` installs it).
+//! (`scripts/lib/setup/server` installs it).
 
 pub mod fixture;
 pub mod listening;

@@ -44,7 +44,7 @@ fn paho(port: u16, client_id: &str, extra: &[&str]) -> Command {
     let python = python();
     assert!(
         python.exists(),
-        "{} is missing: run scripts/setup-python",
+        "{} is missing: run scripts/lib/setup/python",
         python.display()
     );
     let mut command = Command::new(python);
@@ -59,7 +59,7 @@ fn mqttjs(port: u16, client_id: &str, extra: &[&str]) -> Command {
     let dir = root().join("tests/interop");
     assert!(
         dir.join("node_modules/mqtt").exists(),
-        "mqtt.js is missing: run scripts/setup-server (npm ci in tests/interop)"
+        "mqtt.js is missing: run scripts/lib/setup/server (npm ci in tests/interop)"
     );
     let mut command = Command::new("node");
     command

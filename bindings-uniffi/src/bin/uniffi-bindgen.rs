@@ -1,5 +1,5 @@
 //! The uniffi bindings generator, for generating the Kotlin and Swift sources in library
-//! mode (`scripts/test-kotlin` shows the exact command). Built only with
+//! mode (`scripts/lib/suites/kotlin` shows the exact command). Built only with
 //! `--features bindgen`.
 
 fn main() {

@@ -1,6 +1,6 @@
 // Generated from the core's error table (mqstate::ERROR_TABLE, also in core/vocabulary.json) by
 // the Rust test `kotlin_errors::the_committed_classes_are_current` of mqstate-uniffi: do not
-// edit. `MQSTATE_BLESS=1 scripts/test-kotlin` rewrites it.
+// edit. `MQSTATE_BLESS=1 scripts/lib/suites/kotlin` rewrites it.
 
 package mqstate
 

@@ -58,9 +58,9 @@ class QuickstartTest {
 
     @Test
     fun `every kotlin block of the documentation was compiled`() {
-        // What scripts/docblocks lists now (not a stale generation): every kotlin block but
+        // What scripts/lib/docblocks lists now (not a stale generation): every kotlin block but
         // the no-run ones.
-        val listed = ProcessBuilder("python3", File(root, "scripts/docblocks").path, "list")
+        val listed = ProcessBuilder("python3", File(root, "scripts/lib/docblocks").path, "list")
             .redirectErrorStream(true).start().inputStream.bufferedReader().readLines()
             .map { it.split('\t') }
             .filter { it.size >= 2 && it[1] == "kotlin" && !it.getOrElse(2) { "" }.startsWith("no-run") }
