@@ -48,10 +48,8 @@ LINE = re.compile(
 )
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "lib"))
+from listening import free_port  # noqa: E402  (the harnesses' one free_port)
 
 
 def wait_port(port, timeout=10.0):

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -18,7 +17,7 @@ from typing import List, Optional
 ROOT = Path(__file__).resolve().parents[2]
 # The /proc listening check, shared with scripts/lib/net.sh.
 sys.path.insert(0, str(ROOT / "scripts" / "lib"))
-from listening import listens  # noqa: E402
+from listening import free_port, listens  # noqa: E402
 REQUEST_TOPIC = "statestore/v1/FA9AE35F-2F64-47CD-9BFF-08E2B32A0FE8/command/invoke"
 
 
@@ -32,12 +31,6 @@ def mqstate_bin() -> str:
     if not path.exists():
         raise RuntimeError(f"{path} is missing: build it with `cargo build -p mqstate-cli`")
     return str(path)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class PortLost(RuntimeError):

@@ -12,8 +12,20 @@
 #   (target/TRIPLE/debug) instead of cargo building them once more for target/debug. With
 #   the one feature set (scripts/lib/check-feature-sets), each binding compiles only its own
 #   crates.
+# - The workspace's own crates are compiled by clippy-driver (scripts/lib/lint-rustc, as
+#   cargo's RUSTC_WORKSPACE_WRAPPER) with warnings denied: one build compiles and lints them
+#   (the suite's clippy step), and every debug build of the run uses the same compiler, so
+#   none compiles them again for want of it. MQSTATE_LINT=0 builds without it.
 shared_debug_builds() {
     export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
+    if [ "${MQSTATE_LINT:-1}" != 0 ] && [ -z "${RUSTC_WORKSPACE_WRAPPER:-}" ]; then
+        local driver
+        driver="$(rustup which clippy-driver 2>/dev/null || command -v clippy-driver || true)"
+        if [ -n "$driver" ]; then
+            export MQSTATE_CLIPPY_DRIVER="$driver"
+            export RUSTC_WORKSPACE_WRAPPER="$root/scripts/lib/lint-rustc"
+        fi
+    fi
     export CARGO_PROFILE_DEV_DEBUG="${CARGO_PROFILE_DEV_DEBUG:-line-tables-only}"
     export CARGO_BUILD_TARGET="${CARGO_BUILD_TARGET:-$(rustc -vV | sed -n 's/^host: //p')}"
 }
@@ -34,7 +46,7 @@ debug_dir() {
 # …` would resolve other features than the workspace build. Prints nothing for what was not
 # built.
 workspace_tests() {
-    cargo test --workspace --exclude mqstate-c --exclude mqstate-uniffi --features mqstate-server/testing \
+    cargo test --workspace --exclude mqstate-c --exclude mqstate-uniffi --all-targets --features mqstate-server/testing \
         --locked --no-run --message-format=json 2>/dev/null |
         python3 -c '
 import json, sys

@@ -8,15 +8,27 @@ harnesses have the same check in their own language.
 
     scripts/lib/listening.py PID PORT [SECONDS]   exit 0 once PID listens on PORT; 1 when
                                                   PID exits first or SECONDS (10) pass
+    scripts/lib/listening.py --free-port          prints a loopback port free now
+
+It also holds the one ``free_port()`` of the Python and shell harnesses (``tests/live.py``,
+``mqjepsen``, ``bench/modes.py``, ``net.sh``).
 """
 
 from __future__ import annotations
 
 import os
+import socket
 import sys
 import time
 from pathlib import Path
 from typing import Set
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now (the kernel's pick)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def listens(pid: int, port: int) -> bool:
@@ -55,6 +67,9 @@ def exited(pid: int) -> bool:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--free-port"]:
+        print(free_port())
+        return 0
     pid, port = int(argv[0]), int(argv[1])
     deadline = time.monotonic() + float(argv[2] if len(argv) > 2 else 10)
     while not listens(pid, port):

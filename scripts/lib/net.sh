@@ -3,7 +3,7 @@
 
 # free_port: prints a loopback TCP port nothing listens on now (the kernel's pick).
 free_port() {
-    "${PYTHON:-python3}" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+    "${PYTHON:-python3}" "$(dirname "${BASH_SOURCE[0]}")/listening.py" --free-port
 }
 
 # wait_port PID PORT [SECONDS]: returns 0 once process PID itself listens on PORT (its own

@@ -63,6 +63,8 @@ def build(cargo_args: list[str]) -> list[dict]:
             continue
         target = msg["target"]
         kind = target["kind"][0]
+        if kind == "bench":
+            continue  # built (and so linted) with --all-targets, run by `cargo bench` only
         if kind in ("lib", "rlib", "cdylib", "staticlib", "proc-macro"):
             kind = "lib"
         name = f"{kind}:{target['name']}"
@@ -121,7 +123,8 @@ def run_one(job: dict, args: argparse.Namespace, results: Results) -> None:
 
 def run_doc(cargo_args: list[str], args: argparse.Namespace, results: Results) -> None:
     start = time.monotonic()
-    cmd = ["cargo", "test", *cargo_args, "--doc"]
+    # (--doc takes no other target selection.)
+    cmd = ["cargo", "test", *[a for a in cargo_args if a != "--all-targets"], "--doc"]
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     results.report("doc tests (" + " ".join(cmd) + ")", time.monotonic() - start,
                    proc.returncode, 1, proc.stdout)

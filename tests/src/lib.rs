@@ -39,3 +39,20 @@ pub fn init_tracing() {
             .try_init();
     });
 }
+
+/// Runs each named `async fn NAME(kind: BrokerKind)` of the calling test file as two tests,
+/// `on_mosquitto::NAME` and `on_embedded::NAME`: every server suite runs against both
+/// deployments (its functions are looked up in the calling module, `super::NAME`).
+#[macro_export]
+macro_rules! both_brokers {
+    ($($name:ident),* $(,)?) => {
+        mod on_mosquitto {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() { super::$name($crate::BrokerKind::Mosquitto).await; })*
+        }
+        mod on_embedded {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() { super::$name($crate::BrokerKind::Embedded).await; })*
+        }
+    };
+}

@@ -38,20 +38,7 @@ async fn connect(f: &StateStoreFixture, id: &str, clean: bool, expiry: u32) -> (
     (wire, ack.session_present)
 }
 
-macro_rules! both_brokers {
-    ($($name:ident),* $(,)?) => {
-        mod on_mosquitto {
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() { super::$name(mqstate_tests::BrokerKind::Mosquitto).await; })*
-        }
-        mod on_embedded {
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() { super::$name(mqstate_tests::BrokerKind::Embedded).await; })*
-        }
-    };
-}
-
-both_brokers!(
+mqstate_tests::both_brokers!(
     a_session_resumes_with_its_subscription_and_messages,
     clean_start_discards_the_session,
     expiry_ends_the_session,

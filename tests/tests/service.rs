@@ -37,20 +37,7 @@ async fn barrier(c: &mut RawClient) -> Vec<rumqttc::v5::mqttbytes::v5::Publish> 
     c.drain_received()
 }
 
-macro_rules! both_brokers {
-    ($($name:ident),* $(,)?) => {
-        mod on_mosquitto {
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() { super::$name(mqstate_tests::BrokerKind::Mosquitto).await; })*
-        }
-        mod on_embedded {
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() { super::$name(mqstate_tests::BrokerKind::Embedded).await; })*
-        }
-    };
-}
-
-both_brokers!(
+mqstate_tests::both_brokers!(
     answers_with_status_version_and_echoed_correlation,
     qos0_request_gets_a_400,
     request_without_response_topic_is_dropped,

@@ -2,20 +2,15 @@
 //! killed on drop. Each test binary uses a part of it.
 #![allow(dead_code)]
 
-use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 /// The `mqstate` binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_mqstate");
 
-/// A loopback TCP port nothing listens on now.
+/// A loopback TCP port nothing listens on now (the harness's one rule).
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    mqstate_tests::free_port().expect("a free loopback port")
 }
 
 /// Waits (up to 20 s) until `child` itself listens on 127.0.0.1:`port`: a connect alone

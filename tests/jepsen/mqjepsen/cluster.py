@@ -9,6 +9,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import List, Optional
@@ -27,10 +28,11 @@ def mqstate_bin() -> str:
     return str(path)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+# The harnesses' one free_port() (scripts/lib/listening.py).
+sys.path.insert(0, str(ROOT / "scripts" / "lib"))
+from listening import free_port  # noqa: E402
+
+__all__ = ["free_port"]
 
 
 def wait_port(port: int, timeout: float = 10.0) -> None:
