@@ -17,7 +17,7 @@ from typing import List, Optional
 ROOT = Path(__file__).resolve().parents[2]
 # The /proc listening check, shared with scripts/lib/net.sh.
 sys.path.insert(0, str(ROOT / "scripts" / "lib"))
-from listening import free_port, listens  # noqa: E402
+from listening import free_port as free_port, listens  # noqa: E402
 REQUEST_TOPIC = "statestore/v1/FA9AE35F-2F64-47CD-9BFF-08E2B32A0FE8/command/invoke"
 
 

@@ -30,9 +30,7 @@ def mqstate_bin() -> str:
 
 # The harnesses' one free_port() (scripts/lib/listening.py).
 sys.path.insert(0, str(ROOT / "scripts" / "lib"))
-from listening import free_port  # noqa: E402
-
-__all__ = ["free_port"]
+from listening import free_port as free_port  # noqa: E402
 
 
 def wait_port(port: int, timeout: float = 10.0) -> None:
