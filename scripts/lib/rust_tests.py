@@ -15,7 +15,7 @@ included, which scripts/test counts), then one line per executable with its time
 plain closing line `rust-tests: N passed, N failed` (executables, not test functions).
 
     rust_tests.py [--jobs N] [--alone NAME,...] [--only NAME,...] [--repeat N]
-                  [--no-doc] [--env K=V]... CARGO-TEST-ARGS... [-- TEST-ARGS...]
+                  [--no-doc] [--no-record] [--env K=V]... CARGO-TEST-ARGS... [-- TEST-ARGS...]
 
 NAME is `test:FILE` for tests/FILE.rs, `lib:CRATE` for a crate's unit tests, `bin:NAME`,
 or a bare FILE/CRATE. --repeat N runs each chosen executable N times (side by side with
@@ -143,6 +143,8 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--no-doc", action="store_true")
     parser.add_argument("--env", action="append", default=[])
+    parser.add_argument("--no-record", action="store_true",
+                        help="keep no times (a run in another mode, e.g. the adapter's)")
     args, cargo_args = parser.parse_known_args(argv)
     args.test_args = test_args
     if args.repeat < 1 or args.jobs < 1:
@@ -182,7 +184,7 @@ def main() -> int:
     for j in alone:
         run_one(j, args, results)
 
-    if args.repeat == 1 and not test_args:
+    if args.repeat == 1 and not test_args and not args.no_record:
         kept.update({name: secs for name, secs, _, _ in results.rows})
         try:
             times_file.parent.mkdir(parents=True, exist_ok=True)
