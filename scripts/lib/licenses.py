@@ -123,12 +123,20 @@ def texts(pkg: dict) -> list[tuple[str, str]]:
             out.append((name, path.read_text(encoding="utf-8", errors="replace")))
     if out:
         return out
-    ids = [i for i in re.findall(r"[A-Za-z0-9.+-]+", expression(pkg)) if i not in ("OR", "AND", "WITH")]
-    for license_id in ids:
-        text = spdx_text(license_id.rstrip("+"))
-        if text is None:
-            raise SystemExit(f"licenses: {pkg['name']} {pkg['version']} ships no license file and "
-                             f"the SPDX text of {license_id} is unknown: add it to the fallback")
+    # The SPDX text of each license of the expression. Of alternatives (OR), those whose every
+    # license has a known text; none at all is an error.
+    expr = expression(pkg)
+    alternatives = [a for a in re.split(r"\s+OR\s+", expr.replace("(", " ").replace(")", " ")) if a.strip()]
+    chosen: dict[str, str] = {}
+    for alt in alternatives:
+        ids = [i.rstrip("+") for i in re.findall(r"[A-Za-z0-9.+-]+", alt) if i not in ("AND", "WITH")]
+        found = {i: spdx_text(i) for i in ids}
+        if all(found.values()):
+            chosen.update({i: t for i, t in found.items() if t})
+    if not chosen:
+        raise SystemExit(f"licenses: {pkg['name']} {pkg['version']} ships no license file and no "
+                         f"alternative of '{expr}' has known SPDX texts: add them to the fallback")
+    for license_id, text in chosen.items():
         out.append((f"{license_id} (SPDX standard text; the crate ships no license file)", text))
     if not out:
         raise SystemExit(f"licenses: {pkg['name']} {pkg['version']} has neither a license nor a license file")
