@@ -48,10 +48,10 @@ def members(path: Path) -> dict[str, bytes]:
 
 
 def find(files: dict[str, bytes], name: str, where: str | None = None) -> bytes | None:
-    for n, data in files.items():
-        if n.rsplit("/", 1)[-1] == name and (where is None or where in n):
-            return data
-    return None
+    """The file NAME nearest the archive's root (the npm package and the sdist also carry the
+    forks' own LICENSE-MIT deeper down), within a folder holding WHERE when given."""
+    hits = sorted((n.count("/"), n) for n in files if n.rsplit("/", 1)[-1] == name and (where is None or where in n))
+    return files[hits[0][1]] if hits else None
 
 
 def main(argv: list[str]) -> int:
