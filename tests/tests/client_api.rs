@@ -330,7 +330,13 @@ async fn a_client_id_with_a_slash_works_on_the_embedded_broker() {
     mqstate_tests::init_tracing();
     let env = Env::embedded().await;
     let client = env.client("edge/a/b").await;
-    assert!(client.set("slash", "v", SetOptions::default()).await.unwrap().applied);
+    assert!(
+        client
+            .set("slash", "v", SetOptions::default())
+            .await
+            .unwrap()
+            .applied
+    );
     let got = client.get("slash").await.unwrap().expect("present");
     assert_eq!(&got.value[..], b"v");
     assert_eq!(client.del("slash", DelOptions::default()).await.unwrap(), 1);

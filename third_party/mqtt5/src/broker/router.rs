@@ -1182,15 +1182,15 @@ impl MessageRouter {
         if !self.generation_is_current(generation, &client_id).await {
             return Ok(Subscribed::Fenced);
         }
-        let outcome = if !subs_map.upsert(actual_filter, subscription) {
+        let outcome = if subs_map.upsert(actual_filter, subscription) {
+            debug!("Client {} subscribed to {}", client_id, topic_filter);
+            Subscribed::New
+        } else {
             debug!(
                 "Client {} updated subscription to {}",
                 client_id, topic_filter
             );
             Subscribed::Updated
-        } else {
-            debug!("Client {} subscribed to {}", client_id, topic_filter);
-            Subscribed::New
         };
         drop(subs_map);
 
