@@ -322,22 +322,3 @@ async fn observers_share_one_registration_and_stop_after_the_last() {
         client.shutdown().await;
     }
 }
-
-/// A client whose id holds '/' (MQTT 5 allows any UTF-8 client id) connects to the embedded
-/// broker and works: the broker used to refuse it (mqtt5's `is_path_safe_client_id`).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_client_id_with_a_slash_works_on_the_embedded_broker() {
-    mqstate_tests::init_tracing();
-    let env = Env::embedded().await;
-    let client = env.client("edge/a/b").await;
-    assert!(
-        client
-            .set("slash", "v", SetOptions::default())
-            .await
-            .unwrap()
-            .applied
-    );
-    let got = client.get("slash").await.unwrap().expect("present");
-    assert_eq!(&got.value[..], b"v");
-    assert_eq!(client.del("slash", DelOptions::default()).await.unwrap(), 1);
-}
