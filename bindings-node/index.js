@@ -8,7 +8,7 @@
  * that gives JavaScript its option objects, iterators and error classes.
  */
 
-const native = require('./native.js')
+const native = require('./lib/native-addon.js')
 const { Client } = require('./lib/client.js')
 const { Subscription } = require('./lib/subscription.js')
 const { Pager } = require('./lib/scan.js')

@@ -4,7 +4,7 @@
  * which then rejects with a `CallCancelledError`) and error mapping. Settings by name.
  */
 
-const native = require('../native.js')
+const native = require('./native-addon.js')
 const { errorOf, fromNative, invalidArgument } = require('./errors.js')
 
 /**

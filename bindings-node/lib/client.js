@@ -5,7 +5,7 @@
  * converts its options, makes one native call and maps the result or the error.
  */
 
-const native = require('../native.js')
+const native = require('./native-addon.js')
 const { call, settingPairs, sync, signalOf } = require('./calls.js')
 const { invalidArgument, errorOf } = require('./errors.js')
 const { checked } = require('./options.js')

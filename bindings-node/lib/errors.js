@@ -10,7 +10,7 @@
  * already of its class; {@link fromNative} adds what only the JS layer knows.
  */
 
-const native = require('../native.js')
+const native = require('./native-addon.js')
 const { MqstateError } = require('./error-base.js')
 const { CLASSES } = require('./error-classes.js')
 

@@ -12,7 +12,7 @@
  * is garbage-collected or when the process (or the worker thread that started it) ends.
  */
 
-const native = require('../native.js')
+const native = require('./native-addon.js')
 const { call, sync } = require('./calls.js')
 const { invalidArgument } = require('./errors.js')
 const { checked } = require('./options.js')

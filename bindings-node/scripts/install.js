@@ -1,5 +1,7 @@
 'use strict'
-// npm install: nothing to do when the prebuilt addon of this platform was installed (the
+// The from-source build, run by hand (`node node_modules/mqstate/scripts/install.js`: the
+// package has no install lifecycle script, lib/native-addon.js names this command when
+// loading finds no addon). Nothing to do when the prebuilt addon of this platform was installed (the
 // optional dependency mqstate-<platform>, e.g. mqstate-linux-x64-gnu, that native.js loads).
 // Otherwise (another platform, or optional dependencies omitted) it builds the addon from source with cargo (release; debug when
 // MQSTATE_NODE_PROFILE=debug), honouring CARGO_TARGET_DIR, and copies it beside the loader

@@ -13,7 +13,10 @@ const pkg = path.resolve(__dirname, '..')
 const root = path.resolve(pkg, '..')
 const out = path.join(pkg, 'rust')
 
+// The licenses and the third-party notice go in the package's root (package.json "files").
+const licenseFiles = ['LICENSE-MIT', 'LICENSE-APACHE', 'THIRD-PARTY-NOTICES']
 fs.rmSync(out, { recursive: true, force: true })
+for (const f of licenseFiles) fs.rmSync(path.join(pkg, f), { force: true })
 if (process.argv.includes('--clean')) process.exit(0)
 
 /**
@@ -45,10 +48,10 @@ copy(path.join(root, 'server', 'src'), path.join(out, 'server', 'src'))
 const serverManifest = fs.readFileSync(path.join(root, 'server', 'Cargo.toml'), 'utf8')
   .split(/^(?=\[)/m).filter((section) => !/^\[\[(test|example|bench)\]\]/.test(section)).join('')
 fs.writeFileSync(path.join(out, 'server', 'Cargo.toml'), serverManifest)
-// Every patched crate of third_party/ (the root manifest's [patch.crates-io] names them all).
+// Every forked crate of third_party/ (mqstate-rumqttc, mqstate-mqtt5), with upstream's license files.
 for (const crate of fs.readdirSync(path.join(root, 'third_party'))) {
   fs.mkdirSync(path.join(out, 'third_party', crate), { recursive: true })
-  for (const item of ['Cargo.toml', 'README.md', 'PATCHES.md', 'src']) {
+  for (const item of ['Cargo.toml', 'README.md', 'PATCHES.md', 'src', ...fs.readdirSync(path.join(root, 'third_party', crate)).filter((f) => f.startsWith('LICENSE'))]) {
     const from = path.join(root, 'third_party', crate, item)
     if (fs.existsSync(from)) copy(from, path.join(out, 'third_party', crate, item))
   }
@@ -61,3 +64,10 @@ for (const item of ['Cargo.toml', 'build.rs', 'src']) copy(path.join(root, 'work
 fs.mkdirSync(path.join(out, 'bindings-node'))
 for (const item of ['Cargo.toml', 'build.rs', 'src']) copy(path.join(pkg, item), path.join(out, 'bindings-node', item))
 console.log(`vendor: Rust sources copied into ${path.relative(process.cwd(), out) || out}`)
+// Our licenses, and the notice of every crate the addon compiles in (on any platform: the
+// package builds from these sources wherever it is installed), generated from Cargo.lock.
+const python = fs.existsSync(path.join(root, '.venv', 'bin', 'python')) ? path.join(root, '.venv', 'bin', 'python') : 'python3'
+const notice = require('node:child_process').spawnSync(python,
+  [path.join(root, 'scripts', 'lib', 'licenses.py'), 'files', '-p', 'mqstate-node', '--target', 'all', '-d', pkg],
+  { stdio: 'inherit' })
+if (notice.status !== 0) throw new Error('vendor: scripts/lib/licenses.py failed (scripts/lib/setup/licenses installs what it needs)')

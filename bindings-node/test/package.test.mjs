@@ -1,6 +1,7 @@
 // The package as users get it: `npm pack`, then `npm install <tarball>` in an empty folder
-// builds the addon from the packed Rust sources (cargo, sharing CARGO_TARGET_DIR so that
-// dependencies are reused); CommonJS and ES module entry points load there, and the
+// (no install script runs or is warned about), loading names the platform and the command
+// that builds the addon from the packed Rust sources, and that command builds it (cargo,
+// sharing CARGO_TARGET_DIR so that dependencies are reused); CommonJS and ES module entry points load there, and the
 // examples run against a live store. Also: a missing cargo fails with one clear message,
 // and a script that connects, sets, observes and closes exits by itself.
 import { after, before, describe, test } from 'node:test'
@@ -77,7 +78,7 @@ describe('install from an npm pack tarball', () => {
   before(() => { dir = mkdtempSync(path.join(os.tmpdir(), 'mqstate-npm-')) })
   after(() => { rmSync(dir, { recursive: true, force: true }) })
 
-  test('npm pack + npm install in an empty folder builds the addon; examples run there', { timeout: 900000 }, async () => {
+  test('npm pack + npm install (no install script) + the from-source command; examples run there', { timeout: 900000 }, async () => {
     const pack = await run('npm', ['pack', '--pack-destination', dir, '--loglevel=error'], { cwd: pkg, timeoutMs: 120000 })
     assert.equal(pack.code, 0, pack.out)
     const tarball = readdirSync(dir).find((f) => f.endsWith('.tgz'))
@@ -93,9 +94,19 @@ describe('install from an npm pack tarball', () => {
       CARGO_TARGET_DIR: process.env.CARGO_TARGET_DIR || path.join(projectRoot, 'target'),
       MQSTATE_NODE_PROFILE: 'debug'
     }
-    const install = await run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', path.join(dir, tarball)],
-      { cwd: app, env, timeoutMs: 840000 })
+    // No lifecycle script: npm installs without running or warning about one, and (no
+    // platform package here) loading fails with one message naming the platform and the
+    // command that builds the addon from the packed sources.
+    const install = await run('npm', ['install', '--no-audit', '--no-fund', path.join(dir, tarball)],
+      { cwd: app, env, timeoutMs: 120000 })
     assert.equal(install.code, 0, install.out)
+    assert.doesNotMatch(install.out, /install.scripts?/i, 'npm warned about an install script')
+    const missing = await run(process.execPath, ['-e', "require('mqstate')"], { cwd: app })
+    assert.notEqual(missing.code, 0, missing.out)
+    assert.match(missing.out, /mqstate: no native addon for linux-x64-(gnu|musl): .*Build it from source .*: node ".*scripts\/install\.js"/)
+    const script = path.join(app, 'node_modules', 'mqstate', 'scripts', 'install.js')
+    const build = await run(process.execPath, [script], { cwd: app, env, timeoutMs: 840000 })
+    assert.equal(build.code, 0, build.out)
     const cjs = await run(process.execPath, ['-e', "const m = require('mqstate'); console.log(typeof m.Client.connect, typeof m.hlc.Hlc)"], { cwd: app })
     assert.equal(cjs.out.trim(), 'function function', cjs.out)
     for (const example of EXAMPLES) {

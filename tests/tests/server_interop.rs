@@ -109,3 +109,14 @@ async fn paho_mqtt_without_a_notification_subscription_is_notified() {
     .await;
     server.shutdown().await;
 }
+
+/// A client id with '/' (MQTT 5 allows any UTF-8 client id, and mosquitto accepts it): the
+/// embedded broker used to refuse it as unsafe for a file name (mqtt5's
+/// `is_path_safe_client_id`); its fork's patch lets it connect, and a whole round works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_id_with_a_slash_runs_a_round_on_the_embedded_broker() {
+    mqstate_tests::init_tracing();
+    let server = Server::start(mqstate_tests::server_config()).await.unwrap();
+    run(paho(server.addr().port(), "a/b", &[]), "paho-mqtt as a/b").await;
+    server.shutdown().await;
+}

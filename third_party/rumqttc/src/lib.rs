@@ -108,8 +108,8 @@ use std::time::Duration;
 mod client;
 mod eventloop;
 mod framed;
-mod quickack;
 pub mod mqttbytes;
+mod quickack;
 mod state;
 pub mod v5;
 

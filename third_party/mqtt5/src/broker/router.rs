@@ -2,11 +2,11 @@
 use crate::broker::bridge::BridgeManager;
 use crate::broker::events::{BrokerEventHandler, RetainedSetEvent};
 use crate::broker::session_slot::{SessionSlotGuard, SessionSlots};
-use crate::broker::subscription_map::SubscriptionMap;
 use crate::broker::storage::{
     unix_millis_now, ChangeOnlyState, ClientSession, DynamicStorage, QueueHandle, QueueLimits,
     QueueRegistry, QueuedMessage, RetainedMessage, StorageBackend, StoredSubscription,
 };
+use crate::broker::subscription_map::SubscriptionMap;
 use crate::packet::publish::PublishPacket;
 use crate::types::ProtocolVersion;
 use crate::validation::{parse_shared_subscription, topic_matches_filter};
@@ -1110,7 +1110,10 @@ impl MessageRouter {
     }
 
     async fn remove_client_subscriptions(&self, client_id: &str) {
-        self.exact_subscriptions.write().await.strip_client(client_id);
+        self.exact_subscriptions
+            .write()
+            .await
+            .strip_client(client_id);
         self.wildcard_subscriptions
             .write()
             .await
@@ -1179,15 +1182,15 @@ impl MessageRouter {
         if !self.generation_is_current(generation, &client_id).await {
             return Ok(Subscribed::Fenced);
         }
-        let outcome = if !subs_map.upsert(actual_filter, subscription) {
+        let outcome = if subs_map.upsert(actual_filter, subscription) {
+            debug!("Client {} subscribed to {}", client_id, topic_filter);
+            Subscribed::New
+        } else {
             debug!(
                 "Client {} updated subscription to {}",
                 client_id, topic_filter
             );
             Subscribed::Updated
-        } else {
-            debug!("Client {} subscribed to {}", client_id, topic_filter);
-            Subscribed::New
         };
         drop(subs_map);
 

@@ -78,14 +78,13 @@ impl SubscriptionMap {
     /// Adds `subscription` on `filter`, or replaces the one with the same identity (client,
     /// share group, flow); returns true when it was added.
     pub(crate) fn upsert(&mut self, filter: &str, subscription: Subscription) -> bool {
-        let subs = match self.by_filter.get_mut(filter) {
-            Some(subs) => subs,
-            None => {
-                if let Some(trie) = &mut self.trie {
-                    trie.insert(filter);
-                }
-                self.by_filter.entry(filter.to_owned()).or_default()
+        let subs = if let Some(subs) = self.by_filter.get_mut(filter) {
+            subs
+        } else {
+            if let Some(trie) = &mut self.trie {
+                trie.insert(filter);
             }
+            self.by_filter.entry(filter.to_owned()).or_default()
         };
         if let Some(existing) = subs
             .iter_mut()

@@ -247,7 +247,9 @@ impl ClientHandler {
     }
 
     async fn validate_client_id(&mut self, connect: &ConnectPacket) -> Result<()> {
-        if !crate::is_path_safe_client_id(&connect.client_id) {
+        // mqstate patch: any client id MQTT 5 allows (mosquitto accepts '/' too); the file
+        // storage escapes it where it names a folder (storage/file_backend.rs).
+        if !is_acceptable_client_id(&connect.client_id) {
             warn!(
                 client_id = %connect.client_id,
                 addr = %self.client_addr,
@@ -830,4 +832,12 @@ mod tests {
             );
         }
     }
+}
+
+/// A client id the broker accepts: at most `MAX_CLIENT_ID_LENGTH` bytes, with no NUL (MQTT 5
+/// §1.5.4: malformed) and no other control character (which the specification lets a
+/// receiver refuse, as upstream did). '/', '\' and "." are ordinary characters here.
+fn is_acceptable_client_id(client_id: &str) -> bool {
+    client_id.len() <= crate::constants::limits::MAX_CLIENT_ID_LENGTH
+        && !client_id.chars().any(char::is_control)
 }

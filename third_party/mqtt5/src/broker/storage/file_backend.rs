@@ -26,6 +26,43 @@ enum QueueFileName {
     Legacy { ts: u64, seq: u64 },
 }
 
+// mqstate patch: a client id may hold any character MQTT 5 allows ('/' and '\' too), so
+// where it names a folder it is escaped: '%', '/' and '\' become %XX, and the ids "." and
+// ".." are written as %2E and %2E%2E. Every other id keeps its folder name of before.
+fn client_dir_name(client_id: &str) -> String {
+    if client_id == "." || client_id == ".." {
+        return "%2E".repeat(client_id.len());
+    }
+    let mut name = String::with_capacity(client_id.len());
+    for c in client_id.chars() {
+        match c {
+            '%' => name.push_str("%25"),
+            '/' => name.push_str("%2F"),
+            '\\' => name.push_str("%5C"),
+            _ => name.push(c),
+        }
+    }
+    name
+}
+
+/// The client id a folder of `client_dir_name` stands for.
+fn client_id_from_dir_name(name: &str) -> Option<String> {
+    let bytes = name.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = name.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
 fn parse_queue_file_stem(stem: &str) -> Option<QueueFileName> {
     match stem.split_once('_') {
         Some((ts, seq)) => Some(QueueFileName::Legacy {
@@ -168,9 +205,14 @@ impl FileBackend {
             if !fs::metadata(&client_dir).await.is_ok_and(|m| m.is_dir()) {
                 continue;
             }
-            let Some(client_id) = client_dir.file_name().and_then(|name| name.to_str()) else {
+            let Some(client_id) = client_dir
+                .file_name()
+                .and_then(|name| name.to_str())
+                .and_then(client_id_from_dir_name)
+            else {
                 continue;
             };
+            let client_id = client_id.as_str();
             let files = match self.list_files(&client_dir, "json").await {
                 Ok(files) => files,
                 Err(e) => {
@@ -263,14 +305,16 @@ impl FileBackend {
 
     async fn write_out(queues_dir: &Path, inflight_dir: &Path, batch: WriteBatch) {
         for client_id in batch.cleared_inflight {
-            match fs::remove_dir_all(inflight_dir.join(&client_id)).await {
+            match fs::remove_dir_all(inflight_dir.join(client_dir_name(&client_id))).await {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => warn!(client_id, "Failed to remove inflight directory: {e}"),
             }
         }
         for ((client_id, seq), entry) in batch.queue {
-            let path = queues_dir.join(&client_id).join(format!("{seq:020}.json"));
+            let path = queues_dir
+                .join(client_dir_name(&client_id))
+                .join(format!("{seq:020}.json"));
             match entry {
                 Some(body) => {
                     if let Err(e) = Self::write_atomic(path, &*body, false).await {
@@ -326,7 +370,7 @@ impl FileBackend {
             InflightDirection::Outbound => "outbound",
         };
         inflight_dir
-            .join(&key.0)
+            .join(client_dir_name(&key.0))
             .join(format!("{direction_tag}_{}.json", key.1))
     }
 
@@ -895,7 +939,7 @@ impl StorageBackend for FileBackend {
 
     async fn get_inflight_messages(&self, client_id: &str) -> Result<Vec<InflightMessage>> {
         self.flush_queue_writes().await;
-        let client_dir = self.inflight_dir.join(client_id);
+        let client_dir = self.inflight_dir.join(client_dir_name(client_id));
         if !client_dir.exists() {
             return Ok(Vec::new());
         }
