@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The Node client benchmark (docs/benchmarks/history.md, "Earlier runs (before issue 22)"): builds the CLI and the
-# addon in release, starts mosquitto (TCP_NODELAY) and `mqstate serve --broker` (release),
-# and runs compare.mjs (beside this file): Rust client, Node client and an mqtt.js loop,
-# alternating.
+# The Node client benchmark (docs/benchmarks.md, "Language bindings", its last run before
+# issue 22): builds the CLI and the addon in release, starts mosquitto (TCP_NODELAY) and
+# `mqstate serve --broker` (release), and runs compare.mjs (beside this file): Rust client,
+# Node client and an mqtt.js loop, alternating.
 # Usage: bench/run node [rounds] [seconds]   (or bench/bindings/node/run.sh …)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
