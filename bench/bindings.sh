@@ -52,11 +52,11 @@ run() {
                     if (index($i, p "=") == 1) store = substr($i, length(p) + 2)
                 }
                 print "rust", d, $2, self, store }' ;;
-    python) "$work/venv/bin/python" bindings-python/bench/bench.py "$url" mqstate "$depth" "$seconds" "$serve" \
+    python) "$work/venv/bin/python" bench/bindings/python/bench.py "$url" mqstate "$depth" "$seconds" "$serve" \
             | sed 's/^mqstate/python/' ;;
-    blocking | paho) "$work/venv/bin/python" bindings-python/bench/bench.py "$url" "$who" "$depth" "$seconds" "$serve" ;;
+    blocking | paho) "$work/venv/bin/python" bench/bindings/python/bench.py "$url" "$who" "$depth" "$seconds" "$serve" ;;
     node | mqttjs) (cd bindings-node && NAPI_RS_NATIVE_LIBRARY_PATH="$(ls "$work"/addon/mqstate.*.node)" \
-            node bench/compare.mjs "$url" "$who" "$depth" "$seconds" "$serve") ;;
+            node "$root/bench/bindings/node/compare.mjs" "$url" "$who" "$depth" "$seconds" "$serve") ;;
     c) "$work/cbench" "$url" "$depth" "$seconds" "$serve" ;;
     native) "$work/pingpong" client "$echo_port" "$seconds" ;;
     asyncio | pyblocking) "$work/venv/bin/python" bench/floor/pingpong.py "$echo_port" "$seconds" "$who" ;;

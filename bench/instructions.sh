@@ -42,8 +42,8 @@ for who in "${clients[@]}"; do
     rust) cmd=("$CARGO_TARGET_DIR/release/mqstate" bench --url "$url" --depth 1
         --duration "${runs}s" --warmup 1s) ;;
     c) cmd=("$work/cbench" "$url" 1 "$runs") ;;
-    blocking) cmd=("$work/venv/bin/python" bindings-python/bench/bench.py "$url" blocking 1 "$runs") ;;
-    asyncio) cmd=("$work/venv/bin/python" bindings-python/bench/bench.py "$url" mqstate 1 "$runs") ;;
+    blocking) cmd=("$work/venv/bin/python" bench/bindings/python/bench.py "$url" blocking 1 "$runs") ;;
+    asyncio) cmd=("$work/venv/bin/python" bench/bindings/python/bench.py "$url" mqstate 1 "$runs") ;;
     esac
     valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$work/$who.out" \
         "${cmd[@]}" >"$work/$who.log" 2>&1 &

@@ -1,9 +1,10 @@
 //! Codec and clock benchmarks: mqstate's core against `redis-protocol` 6 on byte-identical
 //! RESP3 frames, with a bare memcpy of the same bytes as the floor.
 //!
-//! Run with `cargo bench -p mqstate-bench`; `docs/benchmarks/history.md` explains every row
-//! and records the results (today's figures: `docs/benchmarks.md`). `mqstate_bench`'s unit tests check that the comparator's frames
-//! equal mqstate's byte for byte.
+//! Run with `bench/run codec` (`cargo bench -p mqstate-bench --bench codec`);
+//! `docs/benchmarks.md`, "Codec benchmarks", says what each row times and holds today's
+//! figures. `mqstate_bench`'s unit tests check that the comparator's frames equal mqstate's
+//! byte for byte.
 
 // `criterion_group!` generates a public function it gives no doc comment.
 #![allow(missing_docs)]

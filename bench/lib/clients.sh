@@ -20,7 +20,7 @@ build_clients() {
         --out "$work/dist" >/dev/null 2>&1
     python3 -m venv "$work/venv"
     "$work/venv/bin/pip" install -q --disable-pip-version-check "$work"/dist/*.whl "$@"
-    cc -O2 -std=c11 -I"$root/bindings-c/include" "$root/bindings-c/bench/bench.c" \
+    cc -O2 -std=c11 -I"$root/bindings-c/include" "$root/bench/bindings/c/bench.c" \
         "$CARGO_TARGET_DIR/release/libmqstate.a" -lpthread -ldl -lm -o "$work/cbench"
 }
 

@@ -12,11 +12,10 @@ use mqstate::{Client, ClientOptions, ConnectionSettings, SetOptions};
 use crate::bench_raw::{RawPair, StoreEcho};
 
 mod idle;
-pub mod load;
 mod scan;
 
 use idle::{IdleClients, IdleMode};
-use load::{Op, RunResult, drive};
+use mqstate_cli::load::{Op, RunResult, drive};
 
 /// Arguments of `mqstate bench`.
 #[derive(Debug, clap::Args)]

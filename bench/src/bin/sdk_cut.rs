@@ -12,7 +12,7 @@
 //!
 //! ```text
 //! mqstate serve --listen 127.0.0.1:18830 &
-//! cargo run -p mqstate-bench --features sdk --bin sdk-cut -- --url mqtt://127.0.0.1:18830
+//! bench/run sdk-cut --url mqtt://127.0.0.1:18830
 //! ```
 
 use std::net::SocketAddr;

@@ -1,6 +1,6 @@
 //! `sdk-load`: the official Azure IoT Operations Rust SDK's state store client
 //! (`azure_iot_operations_services`) under the same closed-loop load as `mqstate bench`
-//! (the driver is the CLI's own `bench/load.rs`, included here), so that `bench/modes.py` can
+//! (the driver is the CLI's own, `mqstate_cli::load`), so that `bench/modes.py` can
 //! alternate it with mqstate and the raw pairs in one run.
 //!
 //! A comparator only: built with `--features sdk`, never a dependency of the library or the
@@ -20,19 +20,7 @@ use azure_iot_operations_mqtt::session::{Session, SessionOptionsBuilder};
 use azure_iot_operations_protocol::application::ApplicationContextBuilder;
 use azure_iot_operations_services::state_store;
 
-// The load driver prints its progress with the CLI's own stderr macros.
-macro_rules! errout {
-    ($($arg:tt)*) => { eprint!($($arg)*) };
-}
-macro_rules! errln {
-    () => {
-        eprintln!()
-    };
-}
-
-#[path = "../../../cli/src/bench/load.rs"]
-#[allow(dead_code)]
-mod load;
+use mqstate_cli::load;
 
 /// The request timeout given to every SDK call.
 const TIMEOUT: Duration = Duration::from_secs(10);

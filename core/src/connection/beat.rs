@@ -6,7 +6,8 @@
 //! when it last went to sleep. A request's timeout is such a timer whenever nothing else is
 //! armed: one request at a time on the library's current-thread runtime (C, blocking
 //! Python), each request's timer was gone with its response before the next one came, so
-//! every request paid one `write` and one extra `epoll_wait` (docs/benchmarks/history.md,
+//! every request paid one `write` and one extra `epoll_wait` (docs/benchmarks.md, "What
+//! stands in the way", C; the raw runs: `git show 76f337e:docs/benchmarks/history.md`,
 //! "The blocking path"). The beat is a timer at most [`BEAT`] ahead: with it armed, a
 //! request whose timeout is at least [`BEAT`] is never the earliest, and nothing is written.
 //!

@@ -1,6 +1,6 @@
 """GET/SET load through the Python clients, for docs/benchmarks.md (run by bench/bindings.sh).
 
-    python bench.py URL CLIENT DEPTH SECONDS [WATCH_PID]
+    python bench/bindings/python/bench.py URL CLIENT DEPTH SECONDS [WATCH_PID]
 
 CLIENT is ``mqstate`` (the asyncio client: DEPTH tasks each keeping one request in flight),
 ``blocking`` (the blocking client: DEPTH threads sharing one ``Client``, each with one call

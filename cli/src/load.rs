@@ -1,13 +1,12 @@
-//! The closed-loop load driver shared by `mqstate bench` and the benchmark crate's
-//! comparators (which include this file with `#[path]`, so that every target is driven and
-//! measured by the same code): `workers` loops each keep one request outstanding for a
+//! The closed-loop load driver of `mqstate bench`, also used through this crate's library
+//! by the benchmark crate's comparators (`bench/src/bin/sdk_load.rs`), so that every target
+//! is driven and measured by the same code: `workers` loops each keep one request outstanding for a
 //! warm-up and a measured window; it reports ops/s, latency percentiles and the CPU time
 //! per request of this process and of any watched process (the broker, the store), and of
 //! each watched process's threads by name ([`cpu`]).
 //!
 //! Depends on `std` and `tokio` only.
 
-#[path = "cpu.rs"]
 pub mod cpu;
 
 use std::sync::Arc;
@@ -63,6 +62,18 @@ impl std::fmt::Display for RunResult {
             }
         }
         Ok(())
+    }
+}
+
+/// Writes a progress line to stderr; a closed stderr (`2>&-` or a closed pipe) ends the
+/// process quietly with exit 0, as every output of the command line does.
+fn progress(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut stderr = std::io::stderr();
+    if let Err(e) = stderr.write_fmt(args).and_then(|()| stderr.flush())
+        && e.kind() == std::io::ErrorKind::BrokenPipe
+    {
+        std::process::exit(0);
     }
 }
 
@@ -126,11 +137,11 @@ pub async fn drive(
     while started.elapsed() < duration {
         tokio::time::sleep(Duration::from_secs(1).min(duration)).await;
         let secs = started.elapsed().as_secs_f64();
-        errout!(
+        progress(format_args!(
             "\r  {label:<8} {secs:>5.1} s  {:>9} ops  {:>8.0} ops/s ",
             done.load(Ordering::Relaxed),
             done.load(Ordering::Relaxed) as f64 / secs
-        );
+        ));
     }
     measuring.store(false, Ordering::SeqCst);
     let elapsed = started.elapsed().as_secs_f64();
@@ -138,7 +149,7 @@ pub async fn drive(
     let threads_after: Vec<cpu::Threads> =
         watch.iter().map(|&pid| cpu::threads(Some(pid))).collect();
     stop.store(true, Ordering::SeqCst);
-    errln!();
+    progress(format_args!("\n"));
     let mut all = Vec::new();
     while let Some(joined) = tasks.join_next().await {
         all.extend(joined.unwrap_or_default());

@@ -3,7 +3,7 @@
 //! against the mqstate server and against a trivial raw responder (echo) in the same run.
 //!
 //! ```text
-//! cargo run --release -p mqstate-tests --bin bench_server -- --seconds 3 --rounds 3
+//! bench/run server-load --seconds 3 --rounds 3
 //! ```
 
 use std::collections::HashMap;

@@ -2,15 +2,21 @@
 // `await LocalStore.start()` to a store that serves requests, the resident memory each
 // running store adds, and the time to a client's first answer on a fresh store.
 //
-//   node bench/local-store.mjs [N]        (default 50)
+//   bench/run node-local-store [N]        (default 50; node --expose-gc bench/bindings/node/local-store.mjs)
 //
 // Loads the addon the package finds; to measure another build (e.g. the stripped `dist` one
 // scripts/package ships), copy it to a file named `*.node` and set
 // NAPI_RS_NATIVE_LIBRARY_PATH to that file. Prints the median and the 90th
 // percentile over N stores started one after the other (all kept running), and the growth
 // of the process's RSS divided by N. Figures: docs/benchmarks.md, "LocalStore (Node)".
-import { Client } from 'mqstate'
-import { LocalStore } from 'mqstate/testing'
+import { createRequire } from 'node:module'
+
+// The package resolves from bindings-node/ (this file lives in bench/, outside the package).
+const fromPackage = createRequire(new URL('../../../bindings-node/package.json', import.meta.url))
+/** @type {typeof import('mqstate')} */
+const { Client } = fromPackage('mqstate')
+/** @type {typeof import('mqstate/testing')} */
+const { LocalStore } = fromPackage('mqstate/testing')
 
 const n = Number(process.argv[2] ?? 50)
 

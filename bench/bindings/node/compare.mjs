@@ -1,21 +1,28 @@
 // GET/SET ops/s at 1 and 64 in flight, side by side in one run: the Node client (this
 // package), the Rust client (`mqstate bench`), and a hand-written mqtt.js request/response
 // loop doing the same exchange (the spec §2 envelope, the mqstate codec for payloads).
-// A benchmark, not a test; release builds only: run it with bench/run.sh.
+// A benchmark, not a test; release builds only: run it with `bench/run node` (run.sh here).
 //
 // Env: MQSTATE_BIN (release CLI), BENCH_URL (a broker with mqstate serve behind it),
 // BENCH_SECONDS (measured seconds per run, default 4), BENCH_ROUNDS (alternating rounds, 3).
 //
 // One run instead (what bench/bindings.sh alternates with the other languages):
-//   node bench/compare.mjs node|mqttjs DEPTH SECONDS [WATCH_PID]
+//   node bench/bindings/node/compare.mjs URL node|mqttjs DEPTH SECONDS [WATCH_PID]
 // prints `CLIENT DEPTH OPS_PER_S CPU_US_PER_OP WATCHED_CPU_US_PER_OP`: the CPU time (user +
 // system) of this process, and of process WATCH_PID (the store) if given, per request over
 // the measured window (`-` when not measured).
 import { spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
-import mqtt from 'mqtt'
-import { Client, codec, hlc, topics } from 'mqstate'
+import { createRequire } from 'node:module'
+
+// The package and its dev dependency mqtt.js resolve from bindings-node/ (this file lives in
+// bench/, outside the package; `scripts/setup node` installs bindings-node/node_modules).
+const fromPackage = createRequire(new URL('../../../bindings-node/package.json', import.meta.url))
+/** @type {typeof import('mqtt').default} */
+const mqtt = fromPackage('mqtt')
+/** @type {typeof import('mqstate')} */
+const { Client, codec, hlc, topics } = fromPackage('mqstate')
 
 const single = process.argv.length > 2
 const URL_ = single ? process.argv[2] : process.env.BENCH_URL ?? 'mqtt://127.0.0.1:1883'
@@ -138,7 +145,7 @@ async function mqttJs (depth) {
 /** The Rust client, through `mqstate bench`. @param {number} depth */
 function rust (depth) {
   const bin = process.env.MQSTATE_BIN ?? 'mqstate'
-  const r = spawnSync(bin, ['bench', '--url', URL_, '--depth', String(depth), '--duration', String(SECONDS), '--warmup', '1'], { encoding: 'utf8' })
+  const r = spawnSync(bin, ['bench', '--url', URL_, '--depth', String(depth), '--duration', `${SECONDS}s`, '--warmup', '1s'], { encoding: 'utf8' })
   const text = `${r.stdout}\n${r.stderr}`
   const m = text.match(/(\d+) ops\/s\s+p50/)
   if (!m) throw new Error(`cannot read mqstate bench output:\n${text}`)

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# The Node client benchmark (docs/benchmarks/history.md, "Earlier runs (before issue 22)"): builds the CLI and the
-# addon in release, starts mosquitto (TCP_NODELAY) and `mqstate serve --broker` (release),
-# and runs bench/compare.mjs: Rust client, Node client and an mqtt.js loop, alternating.
-# Usage: bindings-node/bench/run.sh [rounds] [seconds]
+# The Node client benchmark (docs/benchmarks.md, "Language bindings", its last run before
+# issue 22): builds the CLI and the addon in release, starts mosquitto (TCP_NODELAY) and
+# `mqstate serve --broker` (release), and runs compare.mjs (beside this file): Rust client,
+# Node client and an mqtt.js loop, alternating.
+# Usage: bench/run node [rounds] [seconds]   (or bench/bindings/node/run.sh …)
 set -euo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
 pkg="$root/bindings-node"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
 "$root/scripts/lib/setup/node"
@@ -34,4 +35,4 @@ cd "$pkg"
 MQSTATE_BIN="$CARGO_TARGET_DIR/release/mqstate" BENCH_URL="mqtt://127.0.0.1:$port" \
     BENCH_ROUNDS="${1:-3}" BENCH_SECONDS="${2:-4}" \
     NAPI_RS_NATIVE_LIBRARY_PATH="$(ls "$addon"/mqstate.*.node)" \
-    node bench/compare.mjs
+    node "$root/bench/bindings/node/compare.mjs"

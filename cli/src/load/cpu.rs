@@ -6,7 +6,7 @@
 //! Per thread: user + system time (`/proc/<pid>/task/<tid>/stat`, fields 14 and 15) and
 //! voluntary context switches (`…/status`: each one is a thread that parked, to be woken
 //! later), grouped by thread name (`…/comm`). Linux only; elsewhere nothing is reported.
-//! Depends on `std` only (the benchmark crate includes the load driver and this file).
+//! Depends on `std` only.
 
 use std::collections::BTreeMap;
 

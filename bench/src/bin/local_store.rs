@@ -2,7 +2,7 @@
 //! the time to a client's first answer, and the resident memory each running store adds.
 //!
 //! ```sh no-run: a measurement (a few seconds)
-//! cargo run --release -p mqstate-server --features testing --example local_store_startup -- 50
+//! bench/run local-store 50
 //! ```
 //!
 //! Prints the median and the 90th percentile of the start-up times over N stores started one

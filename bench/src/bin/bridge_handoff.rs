@@ -13,7 +13,7 @@
 //!
 //! ```text
 //! mqstate serve --listen 127.0.0.1:1883 &
-//! cargo run --release -p mqstate --example bridge_handoff -- mqtt://127.0.0.1:1883 3 callback
+//! bench/run bridge-handoff mqtt://127.0.0.1:1883 3 callback
 //! ```
 
 use std::sync::mpsc;
@@ -23,12 +23,9 @@ use bytes::Bytes;
 use mqstate::bridge::{ClientHandle, Settings};
 use mqstate::{GetOptions, SetOptions};
 
-/// CPU time of processes and threads from `/proc`: the CLI benchmark's own reader, shared
-/// as a file (std only) as the benchmark crate's comparators share it; this example uses
-/// only the process totals.
-#[path = "../../cli/src/bench/cpu.rs"]
-#[allow(dead_code)]
-mod cpu;
+/// CPU time of processes from `/proc`: the reader of `mqstate bench` (only the process
+/// totals are used here).
+use mqstate_cli::load::cpu;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! mqstate serve &                       # or any broker with a state store behind it
-//! cargo run --release -p mqstate --example idle_rss -- mqtt://127.0.0.1:1883
+//! bench/run idle-rss mqtt://127.0.0.1:1883
 //! ```
 
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! mqstate serve --listen 127.0.0.1:18830 &        # release build
-//! cargo run --release -p mqstate-tests --bin fill_server -- --port 18830 --keys 1000000
+//! bench/run server-fill --port 18830 --keys 1000000
 //! grep VmRSS /proc/$!/status
 //! ```
 //!

@@ -1,7 +1,7 @@
 """mqstate.testing.LocalStore: start-up time and memory per running store (docs/benchmarks.md,
 "LocalStore (Python)").
 
-    python bench/local_store.py [STARTS] [RUNNING]
+    bench/run python-local-store [STARTS] [RUNNING]   (python bench/bindings/python/local_store.py …)
 
 1. One store started and stopped after step 4, timed apart.
 2. STARTS (default 50) times: ``LocalStore.start()`` timed until it returns (the store
