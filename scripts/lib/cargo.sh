@@ -39,6 +39,13 @@ debug_dir() {
     echo "$target${CARGO_BUILD_TARGET:+/$CARGO_BUILD_TARGET}/debug"
 }
 
+# The Rust suite's cargo arguments (scripts/test, the adapter suite, workspace_tests): every
+# target of the workspace but the C and uniffi bindings (their suites build and test them)
+# and the forks (upstream's code: built as dependencies, their own tests are upstream's), with
+# the server's `testing` feature (LocalStore, faults on demand).
+workspace_test_args=(--workspace --exclude mqstate-c --exclude mqstate-uniffi --exclude mqstate-rumqttc
+    --exclude mqstate-mqtt5 --all-targets --features mqstate-server/testing --locked)
+
 # workspace_tests KIND:NAME…: prints "KIND:NAME EXECUTABLE" for each test executable that
 # scripts/test's `cargo test --workspace` build made: KIND `lib` for a crate's unit tests
 # (NAME the library's name), `test` for a tests/NAME.rs file. A later step runs them again
@@ -46,8 +53,7 @@ debug_dir() {
 # …` would resolve other features than the workspace build. Prints nothing for what was not
 # built.
 workspace_tests() {
-    cargo test --workspace --exclude mqstate-c --exclude mqstate-uniffi --all-targets --features mqstate-server/testing \
-        --locked --no-run --message-format=json 2>/dev/null |
+    cargo test "${workspace_test_args[@]}" --no-run --message-format=json 2>/dev/null |
         python3 -c '
 import json, sys
 wanted = set(sys.argv[1:])
