@@ -74,8 +74,9 @@ pub struct BenchArgs {
     /// with the two subscriptions of an mqstate client), and print both with the ratio.
     #[arg(long, value_name = "N")]
     pub idle_clients: Option<usize>,
-    /// How the idle clients stay: `online` (connected) or `abandoned` (disconnected, their
-    /// sessions left in the broker for an hour).
+    /// How the idle clients stay: `online` (connected), `abandoned` (disconnected with
+    /// DISCONNECT, their sessions left in the broker for an hour) or `vanished` (their
+    /// connections closed without DISCONNECT, sessions left for an hour).
     #[arg(long, value_enum, default_value = "online")]
     pub idle_mode: IdleMode,
     /// Also report the CPU time per request of this process (e.g. the broker, the store)
@@ -272,10 +273,7 @@ async fn with_idle_clients(args: &BenchArgs, n: usize) -> anyhow::Result<()> {
     tokio::time::sleep(Duration::from_secs(1)).await;
     let rss_idle = rss();
     let during = run_mqstate(args).await?;
-    let label = match args.idle_mode {
-        IdleMode::Online => "online",
-        IdleMode::Abandoned => "abandoned",
-    };
+    let label = args.idle_mode.label();
     outln!("no idle clients       {before}");
     outln!("{n} {label:<9} idle {during}");
     outln!(

@@ -1,7 +1,9 @@
 //! Idle clients for `mqstate bench --idle-clients N`: clients that do nothing but exist,
 //! each with the two subscriptions every mqstate client makes (its response topic and its
 //! notification filter), either connected (`online`) or gone with their session left in
-//! the broker (`abandoned`: session expiry 1 h, as a client that never closed would leave).
+//! the broker for its expiry of 1 h: `abandoned` (they sent DISCONNECT, as a client closed
+//! without ending its session) or `vanished` (their connection closed without DISCONNECT, as
+//! a process killed, a pod deleted or a device powered off leaves).
 //!
 //! They speak MQTT 5 with hand-made packets on plain sockets (CONNECT, SUBSCRIBE, and for
 //! the abandoned ones DISCONNECT), so that ten thousand of them cost this process a socket
@@ -20,6 +22,19 @@ pub enum IdleMode {
     Online,
     /// Subscribed, then disconnected without ending the session (expiry 3600 s).
     Abandoned,
+    /// Subscribed, then gone without DISCONNECT: the socket closes (expiry 3600 s).
+    Vanished,
+}
+
+impl IdleMode {
+    /// The word for the clients once made.
+    pub fn label(self) -> &'static str {
+        match self {
+            IdleMode::Online => "online",
+            IdleMode::Abandoned => "abandoned",
+            IdleMode::Vanished => "vanished",
+        }
+    }
 }
 
 /// The idle clients; the online ones hold their sockets until dropped.
@@ -34,6 +49,8 @@ pub struct IdleClients {
 const SESSION_EXPIRY_SECS: u32 = 3600;
 /// Clients connecting at once.
 const PARALLEL: usize = 64;
+/// Attempts per idle client: a connection the kernel resets is tried again on a new socket.
+const ATTEMPTS: u32 = 5;
 
 /// Appends an MQTT variable byte integer.
 fn put_varint(out: &mut Vec<u8>, mut n: usize) {
@@ -109,6 +126,44 @@ async fn read_packet(socket: &mut TcpStream) -> anyhow::Result<(u8, Vec<u8>)> {
     Ok((first, body))
 }
 
+/// Whether `e` is a connection the network dropped (worth another attempt on a new socket),
+/// rather than the broker refusing the client.
+fn is_dropped_connection(e: &anyhow::Error) -> bool {
+    use std::io::ErrorKind::{
+        BrokenPipe, ConnectionAborted, ConnectionRefused, ConnectionReset, UnexpectedEof,
+    };
+    e.downcast_ref::<std::io::Error>().is_some_and(|e| {
+        matches!(
+            e.kind(),
+            ConnectionReset | ConnectionRefused | ConnectionAborted | BrokenPipe | UnexpectedEof
+        )
+    })
+}
+
+/// [`one`], tried again (after a short pause) when the connection is dropped: over loopback,
+/// thousands of connections opened and closed within a minute reuse local ports that the
+/// broker's side of an earlier connection still holds in TIME_WAIT (both ends of an
+/// abandoned client close at once), and such a connect is reset. Returns the socket and how
+/// many attempts failed.
+async fn one_with_retries(
+    host: &str,
+    port: u16,
+    client_id: String,
+    mode: IdleMode,
+) -> anyhow::Result<(Option<TcpStream>, u32)> {
+    let mut failed = 0;
+    loop {
+        match one(host, port, client_id.clone(), mode).await {
+            Ok(socket) => return Ok((socket, failed)),
+            Err(e) if failed + 1 < ATTEMPTS && is_dropped_connection(&e) => {
+                failed += 1;
+                tokio::time::sleep(Duration::from_millis(20 << failed)).await;
+            }
+            Err(e) => return Err(e.context(format!("after {} attempt(s)", failed + 1))),
+        }
+    }
+}
+
 /// Connects one idle client and subscribes it; disconnects it when `mode` is abandoned.
 async fn one(
     host: &str,
@@ -149,6 +204,10 @@ async fn one(
             socket.shutdown().await?;
             Ok(None)
         }
+        IdleMode::Vanished => {
+            drop(socket);
+            Ok(None)
+        }
     }
 }
 
@@ -168,21 +227,21 @@ impl IdleClients {
         let mut next = 0;
         let mut done = 0;
         let mut last_progress = Instant::now();
+        let mut retried = 0u64;
         while done < count {
             while next < count && tasks.len() < PARALLEL {
                 let (host, id) = (host.to_owned(), format!("{prefix}-{next}"));
-                tasks.spawn(async move { one(&host, port, id, mode).await });
+                tasks.spawn(async move { one_with_retries(&host, port, id, mode).await });
                 next += 1;
             }
             let Some(joined) = tasks.join_next().await else {
                 break;
             };
-            if let Some(socket) = joined
+            let (socket, failed) = joined
                 .context("an idle client's task")?
-                .context("an idle client")?
-            {
-                sockets.push(socket);
-            }
+                .context("an idle client")?;
+            retried += u64::from(failed);
+            sockets.extend(socket);
             done += 1;
             if last_progress.elapsed() >= Duration::from_secs(1) {
                 last_progress = Instant::now();
@@ -190,10 +249,10 @@ impl IdleClients {
             }
         }
         eprintln!(
-            "\r  idle clients: {count} {} in {:.1?}",
+            "\r  idle clients: {count} {} in {:.1?} ({retried} connection(s) dropped and retried)",
             match mode {
                 IdleMode::Online => "connected",
-                IdleMode::Abandoned => "abandoned",
+                other => other.label(),
             },
             started.elapsed()
         );
