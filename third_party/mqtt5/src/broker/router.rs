@@ -878,6 +878,18 @@ impl MessageRouter {
         }
     }
 
+    /// Sweeps one client id now, as [`Self::sweep_sessions`] does each candidate: when it
+    /// has no connection and its stored session expired or is gone, its subscriptions,
+    /// change-only state and queue are dropped. Returns whether it had subscriptions.
+    ///
+    /// For an owner that learns of each session's expiry on time (a timer per kept session):
+    /// it frees an expired session at once, so that the full sweep, which visits every
+    /// offline session, can run seldom.
+    pub async fn sweep_client(&self, client_id: &str) -> bool {
+        let slot = self.lock_session(client_id).await;
+        self.sweep_session(&slot).await
+    }
+
     async fn sweep_session(&self, slot: &SessionSlotGuard) -> bool {
         let client_id = slot.client_id();
         if self.clients.read().await.contains_key(client_id) {
