@@ -140,11 +140,11 @@ fn is_dropped_connection(e: &anyhow::Error) -> bool {
     })
 }
 
-/// [`one`], tried again (after a short pause) when the connection is dropped: over loopback,
-/// thousands of connections opened and closed within a minute reuse local ports that the
-/// broker's side of an earlier connection still holds in TIME_WAIT (both ends of an
-/// abandoned client close at once), and such a connect is reset. Returns the socket and how
-/// many attempts failed.
+/// [`one`], tried again (after a short pause) when the connection is dropped: `mqstate serve`
+/// accepts at most 10,000 connections in any second (its broker's connection-rate limit) and
+/// closes the others at once, unread, which the client sees as a reset; 10,000 abandoned
+/// clients plus the bench's own connect faster than that. Returns the socket and how many
+/// attempts failed.
 async fn one_with_retries(
     host: &str,
     port: u16,
