@@ -77,8 +77,12 @@ def build(cargo_args: list[str]) -> list[dict]:
 
 
 def matches(name: str, wanted: list[str]) -> bool:
+    """Whether executable NAME (KIND:TARGET[@PACKAGE]) is one of WANTED: by its whole name, or
+    a bare TARGET naming a tests/TARGET.rs or a crate's unit tests (not an example or bin of
+    the same name: `--exe election` once ran examples/election.rs too)."""
     base = name.split("@")[0]
-    return any(w == name or w == base or w == base.split(":", 1)[1] for w in wanted)
+    kind, target = base.split(":", 1)
+    return any(w in (name, base) or (w == target and kind in ("test", "lib")) for w in wanted)
 
 
 class Results:
