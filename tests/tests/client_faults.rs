@@ -12,7 +12,7 @@ use mqstate::{Client, ClientOptions, ErrorKind, SetOptions};
 use mqstate_server::{BrokerTarget, Server, ServerConfig};
 use mqstate_tests::proxy::TcpProxy;
 use mqstate_tests::{BrokerKind, Mosquitto, StateStoreFixture};
-use support::{Env, eventually, next_notification};
+use support::{Env, disconnect_logged, eventually, next_notification, raw_subscriber};
 
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(3);
 
@@ -131,11 +131,14 @@ async fn observation_resumes_with_the_final_state() {
         .await
         .unwrap();
     let mut observer = watcher.observe("watched").await.unwrap();
+    let mut log = raw_subscriber(env.port, "$SYS/broker/log/#").await;
 
-    // Away from the broker while the key changes twice.
+    // Away from the broker while the key changes twice (once the store knows it is away:
+    // else a change is notified to the stored session and arrives live when it resumes).
     proxy.set_accepting(false);
     proxy.cut();
     eventually(Duration::from_secs(5), || async { !watcher.is_connected() }).await;
+    disconnect_logged(&mut log, watcher.client_id()).await;
     writer
         .set("watched", "during-1", SetOptions::default())
         .await
@@ -174,6 +177,7 @@ async fn observation_resumes_with_the_final_state() {
     proxy.set_accepting(false);
     proxy.cut();
     eventually(Duration::from_secs(5), || async { !watcher.is_connected() }).await;
+    disconnect_logged(&mut log, watcher.client_id()).await;
     writer.del("watched", Default::default()).await.unwrap();
     proxy.set_accepting(true);
     let n = next_notification(&mut observer).await;

@@ -126,6 +126,29 @@ impl Drop for RawSubscriber {
     }
 }
 
+/// Waits until mosquitto's log (`$SYS/broker/log/#`, read through `log`, a [`raw_subscriber`]
+/// made before the connection ended) reports that `client_id`'s connection ended; panics after
+/// 10 s. The store reads the same lines to drop a client's KEYNOTIFY registrations, and
+/// mosquitto queues each log line to every subscriber before it reads its next packet: a
+/// request sent after this returns reaches the store after the line did. (Without this wait a
+/// change written while the client is away can still be notified to its stored session and
+/// delivered, live, when it resumes.)
+pub async fn disconnect_logged(log: &mut RawSubscriber, client_id: &str) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let Some(line) = log.next(left).await else {
+            panic!("mosquitto did not log the end of {client_id}'s connection within 10 s");
+        };
+        let text = String::from_utf8_lossy(&line.payload);
+        if let Some((_, rest)) = text.split_once(&format!("Client {client_id} "))
+            && (rest.contains("disconnect") || rest.contains("closed its connection"))
+        {
+            return;
+        }
+    }
+}
+
 /// Subscribes `filter` on the broker at `port` and returns once the SUBACK arrived.
 pub async fn raw_subscriber(port: u16, filter: &str) -> RawSubscriber {
     let id = format!("raw-{}", uuid::Uuid::new_v4().simple());
