@@ -194,8 +194,22 @@ impl StateStoreFixture {
 
     /// Stops the server (the broker keeps running with mosquitto).
     pub async fn stop_server(&mut self) {
-        if let Some(server) = self.server.take() {
-            server.shutdown().await;
+        let Some(server) = self.server.take() else {
+            return;
+        };
+        let id = server.client_id().to_owned();
+        let before = self.mosquitto.as_ref().map(|b| b.disconnects_logged(&id));
+        server.shutdown().await;
+        // Behind mosquitto, until it has logged the end of the server's connection (up to
+        // 5 s): it drops the server's subscriptions in the same turn of its loop, so a request
+        // sent after this finds no state store subscribed. (A GET right after the stop was
+        // once routed to the subscription mosquitto still had, on a loaded machine.)
+        if let (Some(broker), Some(before)) = (&self.mosquitto, before) {
+            let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+            while broker.disconnects_logged(&id) <= before && tokio::time::Instant::now() < deadline
+            {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
         }
     }
 

@@ -199,6 +199,20 @@ impl Mosquitto {
         format!("mqtt://127.0.0.1:{}", self.port)
     }
 
+    /// How many times mosquitto's log says that `client_id`'s connection ended (a
+    /// DISCONNECT, a closed socket, a keep-alive timeout).
+    pub fn disconnects_logged(&self, client_id: &str) -> usize {
+        let log = std::fs::read_to_string(self.log_path()).unwrap_or_default();
+        let needle = format!("Client {client_id} ");
+        log.lines()
+            .filter(|line| {
+                line.split_once(&needle).is_some_and(|(_, rest)| {
+                    rest.contains("disconnect") || rest.starts_with("closed its connection")
+                })
+            })
+            .count()
+    }
+
     /// Whether mosquitto is running.
     pub fn is_running(&mut self) -> bool {
         matches!(self.child.as_mut().map(Child::try_wait), Some(Ok(None)))
