@@ -203,13 +203,8 @@ impl Mosquitto {
     /// DISCONNECT, a closed socket, a keep-alive timeout).
     pub fn disconnects_logged(&self, client_id: &str) -> usize {
         let log = std::fs::read_to_string(self.log_path()).unwrap_or_default();
-        let needle = format!("Client {client_id} ");
         log.lines()
-            .filter(|line| {
-                line.split_once(&needle).is_some_and(|(_, rest)| {
-                    rest.contains("disconnect") || rest.starts_with("closed its connection")
-                })
-            })
+            .filter(|line| logs_disconnect(line, client_id))
             .count()
     }
 
@@ -312,6 +307,15 @@ fn running_as_root() -> bool {
                 .and_then(|l| l.split_whitespace().nth(2).map(|euid| euid == "0"))
         })
         .unwrap_or(false)
+}
+
+/// Whether `line` of mosquitto's log (its file, or a `$SYS/broker/log/#` message) says that
+/// `client_id`'s connection ended: a DISCONNECT, a closed socket, a keep-alive timeout.
+pub fn logs_disconnect(line: &str, client_id: &str) -> bool {
+    line.split_once(&format!("Client {client_id} "))
+        .is_some_and(|(_, rest)| {
+            rest.contains("disconnect") || rest.contains("closed its connection")
+        })
 }
 
 /// A port that was free a moment ago on 127.0.0.1.

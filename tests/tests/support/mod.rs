@@ -140,10 +140,10 @@ pub async fn disconnect_logged(log: &mut RawSubscriber, client_id: &str) {
         let Some(line) = log.next(left).await else {
             panic!("mosquitto did not log the end of {client_id}'s connection within 10 s");
         };
-        let text = String::from_utf8_lossy(&line.payload);
-        if let Some((_, rest)) = text.split_once(&format!("Client {client_id} "))
-            && (rest.contains("disconnect") || rest.contains("closed its connection"))
-        {
+        if mqstate_tests::mosquitto::logs_disconnect(
+            &String::from_utf8_lossy(&line.payload),
+            client_id,
+        ) {
             return;
         }
     }
