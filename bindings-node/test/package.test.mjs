@@ -7,7 +7,7 @@
 import { after, before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawn, spawnSync } from 'node:child_process'
-import { cpSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
+import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -35,6 +35,38 @@ function run (cmd, args, options = {}) {
       resolve({ code: signal === 'SIGKILL' ? null : code, out })
     })
   })
+}
+
+/**
+ * npm gives every file it installs the time of the install as its mtime, so cargo would take
+ * the packed Rust sources for newer than what the repository's builds compiled from the same
+ * bytes, and compile our crates again, in place of the repository's units in the shared
+ * CARGO_TARGET_DIR (which the next repository build compiles back). Each packed file that is
+ * byte-identical to the repository's gets the repository file's mtime: cargo reuses what it
+ * built from those bytes and compiles what differs. Returns the packed files that differ.
+ * @param {string} packed the installed package's rust/ folder
+ * @returns {string[]}
+ */
+function alignMtimes (packed) {
+  /** @type {string[]} */
+  const differ = []
+  /** @param {string} dir */
+  const walk = (dir) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const file = path.join(dir, entry.name)
+      if (entry.isDirectory()) { walk(file); continue }
+      const rel = path.relative(packed, file)
+      const source = path.join(projectRoot, rel)
+      if (existsSync(source) && readFileSync(source).equals(readFileSync(file))) {
+        const { atime, mtime } = statSync(source)
+        utimesSync(file, atime, mtime)
+      } else {
+        differ.push(rel)
+      }
+    }
+  }
+  walk(packed)
+  return differ.sort()
 }
 
 /** @type {LiveStore} */
@@ -104,6 +136,10 @@ describe('install from an npm pack tarball', () => {
     const missing = await run(process.execPath, ['-e', "require('mqstate')"], { cwd: app })
     assert.notEqual(missing.code, 0, missing.out)
     assert.match(missing.out, /mqstate: no native addon for linux-x64-(gnu|musl): .*Build it from source .*: node ".*scripts\/install\.js"/)
+    // Only the manifests are rewritten by the packing (the workspace's members, the server's
+    // test targets); every source file is the repository's.
+    const differ = alignMtimes(path.join(app, 'node_modules', 'mqstate', 'rust'))
+    assert.deepEqual(differ, ['Cargo.toml', 'server/Cargo.toml'], 'packed files that differ from the repository')
     const script = path.join(app, 'node_modules', 'mqstate', 'scripts', 'install.js')
     const build = await run(process.execPath, [script], { cwd: app, env, timeoutMs: 840000 })
     assert.equal(build.code, 0, build.out)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import re
 import subprocess
 import sys
@@ -42,9 +43,25 @@ FORKS = {
 
 
 def cargo(*args: str) -> str:
+    """`cargo ARGS` run in the repository; its output. With MQSTATE_LICENSES_CACHE (a folder,
+    set by scripts/package for one run, in which the manifests and Cargo.lock do not change),
+    each answer is kept there and the same call is answered from it: one packaging run asks
+    for the same metadata and trees for every artifact (a dozen calls, each a resolve)."""
+    cache_dir = os.environ.get("MQSTATE_LICENSES_CACHE")
+    cached = None
+    if cache_dir:
+        key = hashlib.sha256("\0".join(args).encode()).hexdigest()
+        cached = Path(cache_dir) / f"cargo-{key}.out"
+        if cached.is_file():
+            return cached.read_text()
     out = subprocess.run(["cargo", *args], cwd=ROOT, text=True, capture_output=True)
     if out.returncode != 0:
         raise SystemExit(f"licenses: cargo {' '.join(args)} failed:\n{out.stderr}")
+    if cached is not None:
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        partial = cached.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(out.stdout)
+        partial.replace(cached)
     return out.stdout
 
 
