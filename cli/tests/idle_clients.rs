@@ -9,6 +9,13 @@
 //! without it (`vanished`), each session kept for its hour; for those the bar is 0.8x, and
 //! the store, idle with them, must not burn CPU (it swept every offline session every 5 s).
 //!
+//! The bars are on the store's cost per request, not on its ops/s alone: on a shared 2-core
+//! host the machine's speed moved by up to 40 % between two runs seconds apart (0.73x the
+//! ops/s with both processes' CPU per request 1.39x higher). `mqstate bench` prints the
+//! store's CPU per request relative to its own (which only the machine changes); that must
+//! stay within 1/0.8x for offline sessions (2x for online clients), and the ops/s ratio above
+//! 0.5x (a cost that waits instead of computing would show there).
+//!
 //! Its own test binary, so that no other test loads the machine while it measures.
 
 use std::process::{Command, Stdio};
@@ -19,10 +26,13 @@ use support::{BIN, serve};
 
 /// Idle clients held during the second measurement.
 const IDLE: &str = "2000";
-/// The least ratio of throughput with them to throughput without (online ones).
+/// The least ratio of throughput with them to throughput without, in every mode.
 const MIN_RATIO: f64 = 0.5;
-/// The least ratio with the sessions of clients that left.
-const MIN_RATIO_OFFLINE: f64 = 0.8;
+/// The most the store's cost per request may grow with online idle clients (relative to the
+/// bench's own, `relative_cost` in cli/src/bench.rs): 1/0.5.
+const MAX_COST_ONLINE: f64 = 2.0;
+/// The same with the sessions of clients that left: 1/0.8.
+const MAX_COST_OFFLINE: f64 = 1.25;
 /// The most CPU the idle store may use with the offline sessions, in % of a core.
 const MAX_IDLE_CPU_PERCENT: f64 = 2.0;
 
@@ -37,15 +47,38 @@ fn cpu_ticks(pid: u32) -> Option<u64> {
     Some(utime + stime)
 }
 
-/// Runs the bench with `mode` idle clients; returns the throughput ratio it printed, and for
-/// the modes that leave sessions behind, the store's CPU over the 3 s after the bench, in %
-/// of a core (`None` where /proc is not there to tell; a clock tick is 1/3 % over 3 s).
-fn ratio(mode: &str) -> (f64, Option<f64>) {
+/// What one bench run with idle clients printed, and what the store did after it.
+struct Measured {
+    /// Throughput with the idle clients over throughput without.
+    ops: f64,
+    /// The store's CPU per request with them over without, relative to the bench's own.
+    cost: f64,
+    /// For the modes that leave sessions behind, the store's CPU over the 2 s after the
+    /// bench, in % of a core (`None` where /proc is not there to tell; a clock tick is 1/2 %).
+    idle_cpu: Option<f64>,
+}
+
+/// The number before the `x` that follows `after` in the line of `stdout` that starts with
+/// `line`.
+fn factor(stdout: &str, line: &str, after: &str) -> f64 {
+    stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix(line))
+        .find_map(|rest| rest.split_once(after))
+        .and_then(|(_, rest)| rest.trim_start().split('x').next())
+        .and_then(|r| r.parse().ok())
+        .unwrap_or_else(|| panic!("no `{line}…{after} N.NNx` in: {stdout}"))
+}
+
+/// Runs the bench with `mode` idle clients.
+fn measure(mode: &str) -> Measured {
     let store = serve();
     let out = Command::new(BIN)
         .args(["bench", "--url", &store.url])
         .args(["--clients", "2", "--depth", "8", "--keys", "1000"])
-        .args(["--warmup", "500ms", "--duration", "2s"])
+        // Short runs: the bars are on CPU per request (about 5,000 requests a run in a debug
+        // build), which needs no long window to settle.
+        .args(["--warmup", "300ms", "--duration", "1s"])
         .args(["--idle-clients", IDLE, "--idle-mode", mode])
         .args(["--watch-pid", &store.pid().to_string()])
         .env_remove("RUST_LOG")
@@ -60,14 +93,11 @@ fn ratio(mode: &str) -> (f64, Option<f64>) {
     );
     println!("{mode}:\n{stdout}");
     // `ratio                 0.91x the ops/s, 1.11x the p50 with 2000 online idle clients`
-    let r = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("ratio"))
-        .and_then(|rest| rest.trim_start().split('x').next())
-        .and_then(|r| r.parse().ok())
-        .unwrap_or_else(|| panic!("no ratio line in: {stdout}"));
+    let ops = factor(&stdout, "ratio", "");
+    // `per request           the store's CPU 1.39x, the bench's own 1.39x: the store's cost 1.00x of the bench's`
+    let cost = factor(&stdout, "per request", "the store's cost");
     let idle_cpu = (mode != "online").then(|| {
-        let span = std::time::Duration::from_secs(3);
+        let span = std::time::Duration::from_secs(2);
         let before = cpu_ticks(store.pid())?;
         std::thread::sleep(span);
         let after = cpu_ticks(store.pid())?;
@@ -76,22 +106,32 @@ fn ratio(mode: &str) -> (f64, Option<f64>) {
         println!("{mode}: the idle store used {percent:.1}% of a core");
         Some(percent)
     });
-    (r, idle_cpu.flatten())
+    Measured {
+        ops,
+        cost,
+        idle_cpu: idle_cpu.flatten(),
+    }
 }
 
 #[test]
 fn throughput_with_2000_idle_clients_is_at_least_half_of_without() {
-    for (mode, min) in [
-        ("online", MIN_RATIO),
-        ("abandoned", MIN_RATIO_OFFLINE),
-        ("vanished", MIN_RATIO_OFFLINE),
+    for (mode, max_cost) in [
+        ("online", MAX_COST_ONLINE),
+        ("abandoned", MAX_COST_OFFLINE),
+        ("vanished", MAX_COST_OFFLINE),
     ] {
-        let (r, idle_cpu) = ratio(mode);
+        let m = measure(mode);
         assert!(
-            r >= min,
-            "{mode}: with {IDLE} idle clients the store keeps {r:.2}x its throughput (want >= {min})"
+            m.cost <= max_cost,
+            "{mode}: with {IDLE} idle clients the store's CPU per request grew {:.2}x relative to the bench's own (want <= {max_cost})",
+            m.cost
         );
-        if let Some(cpu) = idle_cpu {
+        assert!(
+            m.ops >= MIN_RATIO,
+            "{mode}: with {IDLE} idle clients the store keeps {:.2}x its throughput (want >= {MIN_RATIO})",
+            m.ops
+        );
+        if let Some(cpu) = m.idle_cpu {
             assert!(
                 cpu <= MAX_IDLE_CPU_PERCENT,
                 "{mode}: idle with {IDLE} offline sessions the store used {cpu:.1}% of a core (want <= {MAX_IDLE_CPU_PERCENT})"
