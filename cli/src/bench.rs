@@ -13,6 +13,7 @@ use crate::bench_raw::{RawPair, StoreEcho};
 
 mod idle;
 mod scan;
+mod side_by_side;
 
 use idle::{IdleClients, IdleMode};
 use mqstate_cli::load::{Op, RunResult, drive};
@@ -83,11 +84,25 @@ pub struct BenchArgs {
     /// over each measured window; repeatable.
     #[arg(long = "watch-pid", value_name = "PID")]
     pub watch_pids: Vec<u32>,
+    /// With --idle-clients: a second store, with no idle clients, measured in turns with the
+    /// one at --url (which gets them), `--rounds` times each: the machine's drift between
+    /// runs falls on both alike. Give `--watch-pid` the --url store's pid, then this one's.
+    #[arg(long, value_name = "URL", requires = "idle_clients")]
+    pub baseline_url: Option<String>,
+    /// With --baseline-url: runs on each store, in turns; the ratios are the medians of the
+    /// rounds' ratios.
+    #[arg(long, default_value_t = 5, requires = "baseline_url")]
+    pub rounds: usize,
 }
 
 /// One run against the state store through the mqstate client.
 async fn run_mqstate(args: &BenchArgs) -> anyhow::Result<RunResult> {
-    let settings = ConnectionSettings::from_url(&args.url)?;
+    run_mqstate_at(args, &args.url).await
+}
+
+/// [`run_mqstate`] against the store at `url`.
+async fn run_mqstate_at(args: &BenchArgs, url: &str) -> anyhow::Result<RunResult> {
+    let settings = ConnectionSettings::from_url(url)?;
     let mut clients = Vec::new();
     for _ in 0..args.clients {
         clients.push(
@@ -310,8 +325,19 @@ async fn with_idle_clients(args: &BenchArgs, n: usize) -> anyhow::Result<()> {
 /// idle clients, its sessions) can change. CPU time is the processes' own: a busy machine
 /// that gives them less of its cores changes their ops/s, not this.
 fn relative_cost(before: &RunResult, after: &RunResult) -> Option<String> {
+    let (store, own) = cost_factors(before, 1, after, 1)?;
+    Some(format!(
+        "per request           the store's CPU {store:.2}x, the bench's own {own:.2}x: the store's cost {:.2}x of the bench's",
+        store / own
+    ))
+}
+
+/// The store's CPU per request in `after` over `before` (the watched process at index `a` of
+/// `after`'s list, `b` of `before`'s: 1 for the first watched one, 0 being the bench), and the
+/// bench's own; `None` where either was not measured.
+fn cost_factors(before: &RunResult, b: usize, after: &RunResult, a: usize) -> Option<(f64, f64)> {
     let per_op = |r: &RunResult, i: usize| r.cpu_us_per_op.get(i).map(|(_, us)| *us);
-    let (store_b, store_a) = (per_op(before, 1)?, per_op(after, 1)?);
+    let (store_b, store_a) = (per_op(before, b)?, per_op(after, a)?);
     let (own_b, own_a) = (per_op(before, 0)?, per_op(after, 0)?);
     if [store_b, store_a, own_b, own_a]
         .iter()
@@ -319,11 +345,7 @@ fn relative_cost(before: &RunResult, after: &RunResult) -> Option<String> {
     {
         return None;
     }
-    let (store, own) = (store_a / store_b, own_a / own_b);
-    Some(format!(
-        "per request           the store's CPU {store:.2}x, the bench's own {own:.2}x: the store's cost {:.2}x of the bench's",
-        store / own
-    ))
+    Some((store_a / store_b, own_a / own_b))
 }
 
 /// Runs the benchmark.
@@ -351,6 +373,9 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
             args.compare.is_none() && args.target == "mqstate",
             "--idle-clients measures the mqstate target alone: drop --compare and --target"
         );
+        if let Some(baseline) = &args.baseline_url {
+            return side_by_side::run(&args, n, baseline).await;
+        }
         return with_idle_clients(&args, n).await;
     }
     match args.compare {
