@@ -291,10 +291,9 @@ async fn with_idle_clients(args: &BenchArgs, n: usize) -> anyhow::Result<()> {
     let label = args.idle_mode.label();
     outln!("no idle clients       {before}");
     outln!("{n} {label:<9} idle {during}");
+    let (ops, p50) = speed_ratios(&before, &during);
     outln!(
-        "ratio                 {:.2}x the ops/s, {:.2}x the p50 with {n} {label} idle clients",
-        during.ops_per_sec / before.ops_per_sec.max(f64::MIN_POSITIVE),
-        f64::from(during.p50_us) / f64::from(before.p50_us.max(1)),
+        "ratio                 {ops:.2}x the ops/s, {p50:.2}x the p50 with {n} {label} idle clients"
     );
     if let Some(line) = relative_cost(&before, &during) {
         outln!("{line}");
@@ -312,6 +311,14 @@ async fn with_idle_clients(args: &BenchArgs, n: usize) -> anyhow::Result<()> {
         outln!("after they left       {after}");
     }
     Ok(())
+}
+
+/// The ops/s and the p50 of `after` over those of `before`.
+fn speed_ratios(before: &RunResult, after: &RunResult) -> (f64, f64) {
+    (
+        after.ops_per_sec / before.ops_per_sec.max(f64::MIN_POSITIVE),
+        f64::from(after.p50_us) / f64::from(before.p50_us.max(1)),
+    )
 }
 
 /// The first watched process's CPU per request over the bench's own, in `after` against

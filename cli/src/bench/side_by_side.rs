@@ -10,7 +10,7 @@ use mqstate::ConnectionSettings;
 use mqstate_cli::load::RunResult;
 
 use super::idle::IdleClients;
-use super::{BenchArgs, cost_factors, rss_kib_of, run_mqstate_at};
+use super::{BenchArgs, cost_factors, rss_kib_of, run_mqstate_at, speed_ratios};
 
 /// The median of `values` (the upper one of an even count); `None` when empty.
 fn median(mut values: Vec<f64>) -> Option<f64> {
@@ -23,8 +23,7 @@ fn median(mut values: Vec<f64>) -> Option<f64> {
 /// and (with both stores' pids watched) the store's CPU per request over the baseline's,
 /// each relative to the bench's own in the same run.
 fn round_ratios(with: &RunResult, baseline: &RunResult) -> (f64, f64, Option<f64>) {
-    let ops = with.ops_per_sec / baseline.ops_per_sec.max(f64::MIN_POSITIVE);
-    let p50 = f64::from(with.p50_us) / f64::from(baseline.p50_us.max(1));
+    let (ops, p50) = speed_ratios(baseline, with);
     // `--watch-pid WITH --watch-pid BASELINE`: index 1 is the store at --url, 2 the baseline.
     let cost = cost_factors(baseline, 2, with, 1).map(|(store, own)| store / own);
     (ops, p50, cost)
