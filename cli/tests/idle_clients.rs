@@ -30,8 +30,9 @@ use support::{BIN, serve};
 
 /// Idle clients held during the second measurement.
 const IDLE: &str = "2000";
-/// The most the store's cost per request may grow with online idle clients (relative to the
-/// bench's own, `relative_cost` in cli/src/bench.rs): 1/0.5.
+/// The most the store's cost per request may grow with online idle clients (the median of the
+/// rounds against the baseline store, each relative to the bench's own:
+/// cli/src/bench/side_by_side.rs): 1/0.5.
 const MAX_COST_ONLINE: f64 = 2.0;
 /// The same with the sessions of clients that left: 1/0.8.
 const MAX_COST_OFFLINE: f64 = 1.25;
