@@ -185,6 +185,7 @@ impl Endpoints {
         let client = probe.as_ref().expect("set above");
         let options = GetOptions {
             timeout: Some(READY_TIMEOUT),
+            ..GetOptions::default()
         };
         match client.get_with(PROBE_KEY, options).await {
             Ok(_) => Ok(()),

@@ -17,6 +17,7 @@
 //! # Ok(()) }
 //! ```
 
+mod cached;
 mod observer;
 mod options;
 mod request;
@@ -30,7 +31,6 @@ use std::time::Duration;
 use bytes::Bytes;
 use tokio::runtime::Handle;
 use tokio::task::JoinHandle;
-use tracing::debug;
 
 use crate::codec::{Request, Response};
 use crate::connection::options::{mqtt_options, off_loop};
@@ -148,6 +148,9 @@ impl Client {
             .unwrap_or_else(|| topics::response_topic(&client_id));
         topics::check_response_topic(&response_topic)?;
         crate::rpc::check_timeout(options.request_timeout)?;
+        if let Some(cache) = &options.cache {
+            cache.validate()?;
+        }
         let connect_timeout = settings.connect_timeout;
         let mqtt = {
             let (settings, client_id) = (settings.clone(), client_id.clone());
@@ -159,6 +162,7 @@ impl Client {
             client_id,
             response_topic,
             options.observer_capacity,
+            options.cache.clone().map(crate::cache::Cache::new),
             runtime.clone(),
         );
         let clock = options.clock.unwrap_or_else(process_clock);
@@ -295,10 +299,13 @@ impl Client {
             )
             .await?;
         match reply.response {
-            Response::Ok => Ok(SetOutcome {
-                applied: true,
-                version: reply.version,
-            }),
+            Response::Ok => {
+                self.cache_set(key.as_ref(), value.as_ref(), &reply.version);
+                Ok(SetOutcome {
+                    applied: true,
+                    version: reply.version,
+                })
+            }
             _ => Ok(SetOutcome {
                 applied: false,
                 version: None,
@@ -311,22 +318,18 @@ impl Client {
         self.get_with(key, GetOptions::default()).await
     }
 
-    /// Reads `key` with options (a per-call timeout).
+    /// Reads `key` with options (a per-call timeout; past the cache). With the client's
+    /// cache on ([`ClientOptions::cache`]) a read of a cached key answers from memory when it
+    /// can; [`cache`](crate::cache) says what it may return.
     pub async fn get_with(
         &self,
         key: impl AsRef<[u8]>,
         options: GetOptions,
     ) -> Result<Option<Versioned>, Error> {
-        let timeout = options.timeout.unwrap_or(self.timeout);
-        let reply = self
-            .request(Request::Get { key: key.as_ref() }, None, false, timeout)
-            .await?;
-        match reply.response {
-            Response::Value(value) => Ok(Some(Versioned {
-                value,
-                version: reply.version,
-            })),
-            _ => Ok(None),
+        let key = key.as_ref();
+        match self.get_cached(key, &options) {
+            Some(hit) => Ok(hit),
+            None => self.get_missed(key, options).await,
         }
     }
 
@@ -342,7 +345,10 @@ impl Client {
             )
             .await?;
         match reply.response {
-            Response::Count(n) => Ok(n),
+            Response::Count(n) => {
+                self.cache_deleted(key.as_ref(), &reply.version);
+                Ok(n)
+            }
             _ => Ok(0),
         }
     }
@@ -362,11 +368,15 @@ impl Client {
         let reply = self
             .request(request, options.fencing_token.as_ref(), false, timeout)
             .await?;
-        Ok(match reply.response {
+        let outcome = match reply.response {
             Response::Count(0) => VdelOutcome::NotFound,
             Response::Count(_) => VdelOutcome::Deleted,
             _ => VdelOutcome::ValueMismatch,
-        })
+        };
+        if outcome != VdelOutcome::ValueMismatch {
+            self.cache_deleted(key.as_ref(), &reply.version);
+        }
+        Ok(outcome)
     }
 
     /// Observes `key`: a stream of its changes. The notification subscription is in place
@@ -416,13 +426,8 @@ impl Client {
         };
         self.shared.observers.stop_owed(key);
         self.request(notify, None, false, timeout).await?;
-        let current = self.get_with(
-            key,
-            GetOptions {
-                timeout: Some(timeout),
-            },
-        );
-        Ok(current.await?.map(|v| (v.value, v.version)))
+        let current = self.get_from_store(key, timeout).await?;
+        Ok(current.map(|v| (v.value, v.version)))
     }
 
     /// Sends STOP for `key` in the background (on the client's runtime, whatever thread
@@ -430,18 +435,8 @@ impl Client {
     pub(crate) fn stop_observing_later(&self, key: Bytes) {
         let weak = self.downgrade();
         self.shared.runtime.spawn(async move {
-            let Some(client) = weak.upgrade() else {
-                return;
-            };
-            let _op = client.shared.observers.op_lock(&key).lock().await;
-            if client.shared.observers.forget_if_unobserved(&key) && client.is_connected() {
-                let stop = Request::KeyNotify {
-                    key: &key[..],
-                    stop: true,
-                };
-                if let Err(e) = client.request(stop, None, false, client.timeout).await {
-                    debug!(error = %e, "KEYNOTIFY STOP failed");
-                }
+            if let Some(client) = weak.upgrade() {
+                client.stop_if_unwanted(key, true).await;
             }
         });
     }

@@ -34,7 +34,7 @@ use crate::error::{Error, ErrorKind};
 use crate::settings::{ConnectionSettings, MQTT_MAX_PACKET_SIZE};
 use crate::topics;
 
-pub(crate) use link::Shared;
+pub(crate) use link::{Link, Shared};
 use options::{Credentials, off_loop};
 
 /// Capacity of the channel between callers and the event loop.
@@ -188,6 +188,7 @@ fn on_packet(
                     l.refused.clear();
                 }
                 l.connected = true;
+                l.cut_at = None;
                 l.broker_max_packet = max_packet;
                 l.last_error = None;
                 l.refresh_ready(&shared.response_topic);
@@ -297,7 +298,9 @@ fn dispatch(shared: &Shared, publish: Publish, nagle: &mut nagle::NagleWatch) {
         .topic
         .starts_with(topics::NOTIFICATION_PREFIX.as_bytes())
     {
-        shared.observers.dispatch(&shared.client_id, publish);
+        shared
+            .observers
+            .dispatch(&shared.client_id, shared.cache.as_ref(), publish);
     } else {
         debug!(topic = %String::from_utf8_lossy(&publish.topic), "dropped a message on an unexpected topic");
     }
@@ -377,6 +380,9 @@ fn on_disconnected(shared: &Shared, e: &ConnectionError) {
         classify(e)
     };
     shared.link.send_modify(|l| {
+        if l.connected {
+            l.cut_at = Some(std::time::Instant::now());
+        }
         l.connected = false;
         l.ready = false;
         l.last_error = Some(Error::new(

@@ -39,6 +39,8 @@ pub mod topics;
 #[cfg(feature = "client")]
 pub mod bridge;
 #[cfg(feature = "client")]
+pub mod cache;
+#[cfg(feature = "client")]
 mod client;
 #[cfg(feature = "client")]
 mod connection;
@@ -63,6 +65,8 @@ pub use client::{
     GetOptions, KeyStream, LinkInfo, MIN_EXPIRY, ObserveOptions, ScanOptions, Scanner, SetOptions,
     SetOutcome, VdelOutcome, Versioned,
 };
+#[cfg(feature = "client")]
+pub use cache::{CacheOptions, CacheStats};
 #[cfg(feature = "client")]
 pub use election::{Election, ElectionOptions};
 pub use envelope::MQTT_MAX_PACKET_SIZE;

@@ -207,6 +207,17 @@ pub const NO_STORE_WINDOW: std::time::Duration = std::time::Duration::from_secs(
 /// and Node's strings, and what Kotlin's and Swift's `ChangeKind` print.
 pub const CHANGE_KINDS: [&str; 2] = ["set", "delete"];
 
+/// The counters of the client-side cache ([`CacheStats`](crate::CacheStats)), named so in
+/// every language.
+pub const CACHE_COUNTERS: [&str; 6] = [
+    "hits",
+    "misses",
+    "evictions",
+    "invalidations",
+    "entries",
+    "bytes",
+];
+
 /// The message of any call on a client after it was closed (a `ClosedError`), the same
 /// words in every language.
 pub const CLOSED_MESSAGE: &str = "the client is closed";

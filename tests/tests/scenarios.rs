@@ -392,6 +392,7 @@ impl Run {
                 let key = self.key(step, "key")?;
                 let options = GetOptions {
                     timeout: ms(step, "timeout_ms"),
+                    ..GetOptions::default()
                 };
                 let got = api!(self.client(step)?.get(key, options).await);
                 let missing = step.get("missing").and_then(Value::as_bool) == Some(true);

@@ -102,9 +102,37 @@ impl Settings {
                 crate::topics::check_response_topic(value)?;
                 self.client.response_topic = Some(value.to_owned());
             }
+            "cache" => {
+                let on = crate::settings::parse_bool(name, value)?;
+                self.client.cache = on.then(|| self.client.cache.take().unwrap_or_default());
+            }
+            "cache_keys" => {
+                self.cache().keys = crate::cache::parse_cache_keys(value)?;
+            }
+            "cache_max_entries" | "cache_max_bytes" => {
+                let n: usize = parse_count(name, value)?;
+                if n == 0 {
+                    return Err(Error::invalid_argument(format!("{name} must be positive")));
+                }
+                if name == "cache_max_entries" {
+                    self.cache().max_entries = n;
+                } else {
+                    self.cache().max_bytes = n;
+                }
+            }
+            "cache_max_staleness" => {
+                self.cache().max_staleness = parse_duration(name, value)?;
+            }
             _ => unreachable!("every client row of SETTINGS is handled"),
         }
         Ok(())
+    }
+}
+
+impl Settings {
+    /// The cache's options, turning the cache on: every `cache_…` setting does.
+    fn cache(&mut self) -> &mut crate::CacheOptions {
+        self.client.cache.get_or_insert_default()
     }
 }
 
@@ -178,10 +206,22 @@ impl ClientHandle {
         self.call(async move { client.set(key, value, options).await })
     }
 
-    /// GET: the value and its version, or `None`.
+    /// GET: the value and its version, or `None`. A hit of the client's cache is answered
+    /// at once, with no task.
     pub fn get(&self, key: impl Into<Bytes>, options: GetOptions) -> Call<Option<Versioned>> {
-        let (client, key) = (self.client.clone(), key.into());
-        self.call(async move { client.get_with(key, options).await })
+        let key = key.into();
+        if self.usable().is_ok()
+            && let Some(hit) = self.client.get_cached(&key, &options)
+        {
+            return Call::ready(Ok(hit));
+        }
+        let client = self.client.clone();
+        self.call(async move { client.get_missed(&key, options).await })
+    }
+
+    /// The client's cache's counters, or `None` when it has no cache.
+    pub fn cache_stats(&self) -> Option<crate::CacheStats> {
+        self.client.cache_stats()
     }
 
     /// DEL: the number of keys deleted (0 or 1).

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
+use crate::cache::CacheOptions;
 use crate::codec::SetCondition;
 use crate::hlc::{Clock, Hlc};
 
@@ -41,6 +42,9 @@ pub struct ClientOptions {
     /// The clock for `__ts`; default one clock shared by every client of the process
     /// (spec §5.3).
     pub clock: Option<Clock>,
+    /// A client-side cache of values read, kept fresh by notifications ([`crate::cache`]);
+    /// default none.
+    pub cache: Option<CacheOptions>,
 }
 
 impl Default for ClientOptions {
@@ -50,6 +54,7 @@ impl Default for ClientOptions {
             response_topic: None,
             observer_capacity: DEFAULT_OBSERVER_CAPACITY,
             clock: None,
+            cache: None,
         }
     }
 }
@@ -74,6 +79,9 @@ pub struct SetOptions {
 pub struct GetOptions {
     /// This call's timeout instead of the client's.
     pub timeout: Option<Duration>,
+    /// Read from the store even when the client's cache could answer (what the store
+    /// answers still updates the cache).
+    pub bypass_cache: bool,
 }
 
 /// Options of an observation.

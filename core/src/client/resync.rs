@@ -71,6 +71,7 @@ pub(crate) async fn resync_on_reconnect(weak: WeakClient) {
             Some(Ok((false, connection))) => {
                 seen = connection;
                 retry = None;
+                client.retire_cached(connection).await;
                 if client.shared.observers.is_empty() {
                     continue;
                 }

@@ -24,6 +24,7 @@ use tracing::warn;
 
 use super::REQUEST_CHANNEL_CAPACITY;
 use crate::error::{Error, ErrorKind};
+use crate::cache::Cache;
 use crate::observe::Registry;
 use crate::rpc::PendingMap;
 use crate::settings::{ConnectionSettings, MQTT_MAX_PACKET_SIZE};
@@ -52,6 +53,8 @@ pub(crate) struct Link {
     pub(crate) last_error: Option<Error>,
     /// The client is closing or closed.
     pub(crate) closed: bool,
+    /// When the last connection was lost (`None` while connected, and before the first).
+    pub(crate) cut_at: Option<std::time::Instant>,
 }
 
 impl Link {
@@ -138,6 +141,8 @@ pub(crate) struct Shared {
     pub(crate) pending: PendingMap,
     pub(crate) link: watch::Sender<Link>,
     pub(crate) observers: Registry,
+    /// The client-side cache, when it is on.
+    pub(crate) cache: Option<Cache>,
     /// The runtime every task of this client runs on (captured at connect), so that work
     /// started from a drop on any thread — inside a runtime or not — still runs.
     pub(crate) runtime: Handle,
@@ -259,6 +264,7 @@ impl Shared {
         client_id: String,
         response_topic: String,
         observer_capacity: usize,
+        cache: Option<Cache>,
         runtime: Handle,
     ) -> (Arc<Shared>, EventLoop) {
         let (mqtt, eventloop) = AsyncClient::new(opts, REQUEST_CHANNEL_CAPACITY);
@@ -278,6 +284,7 @@ impl Shared {
             pending: PendingMap::default(),
             link: watch::Sender::new(link),
             observers: Registry::new(observer_capacity),
+            cache,
             runtime,
             mqtt: RwLock::new(mqtt),
             signs: StoreSigns::default(),

@@ -118,6 +118,8 @@ mod flag {
     pub(super) const LAST_SET: u8 = 32;
     /// The first registration completed: its GET gave the baseline.
     pub(super) const SETTLED: u8 = 64;
+    /// The client's cache holds the key: its registration is wanted with no observer too.
+    pub(super) const CACHED: u8 = 128;
 }
 
 /// Whether a change of version `version` comes after `than` (a change without a version
@@ -309,8 +311,20 @@ impl KeyEntry {
     }
 
     /// Whether any observer is left.
+    #[cfg(test)]
     pub(crate) fn observed(&self) -> bool {
         self.lock().observed()
+    }
+
+    /// Whether the registration is wanted: by an observer, or by the cache.
+    pub(crate) fn wanted(&self) -> bool {
+        let inner = self.lock();
+        inner.observed() || inner.has(flag::CACHED)
+    }
+
+    /// Records whether the client's cache holds the key.
+    pub(crate) fn set_cached(&self, cached: bool) {
+        self.lock().put(flag::CACHED, cached);
     }
 
     /// Whether a STOP is owed when the key is forgotten.

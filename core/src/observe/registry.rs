@@ -16,6 +16,7 @@ use tracing::warn;
 
 use super::KeyNotification;
 use super::entry::{KeyEntry, LastState, ObserverId};
+use crate::cache::Cache;
 use crate::codec::{KeyEvent, Notification};
 use crate::hlc::{Clock, Hlc};
 
@@ -125,6 +126,27 @@ impl Registry {
         (entry, id, needs_keynotify)
     }
 
+    /// Records that the client's cache holds `key` (so the registration outlives its
+    /// observers), making its entry if needed.
+    pub(crate) fn add_cached(&self, key: &[u8]) {
+        let mut keys = self.keys();
+        match keys.get(key) {
+            Some(e) => e.0.set_cached(true),
+            None => {
+                let e = Arc::new(KeyEntry::new(key, self.closed.load(Ordering::Acquire)));
+                e.set_cached(true);
+                keys.insert(Indexed(e));
+            }
+        }
+    }
+
+    /// Records that the client's cache no longer holds `key`.
+    pub(crate) fn drop_cached(&self, key: &[u8]) {
+        if let Some(entry) = self.entry(key) {
+            entry.set_cached(false);
+        }
+    }
+
     /// Records that a KEYNOTIFY for `key` is about to be sent: from now on a STOP is owed.
     pub(crate) fn stop_owed(&self, key: &[u8]) {
         if let Some(entry) = self.entry(key) {
@@ -144,12 +166,12 @@ impl Registry {
         }
     }
 
-    /// Forgets a key with no observers left; `true` if it was registered with the service
-    /// (so a STOP is owed).
+    /// Forgets a key with no observers left and not cached; `true` if it was registered
+    /// with the service (so a STOP is owed).
     pub(crate) fn forget_if_unobserved(&self, key: &[u8]) -> bool {
         let mut keys = self.keys();
         match keys.get(key) {
-            Some(e) if !e.0.observed() => keys.take(key).is_some_and(|e| e.0.owes_stop()),
+            Some(e) if !e.0.wanted() => keys.take(key).is_some_and(|e| e.0.owes_stop()),
             _ => false,
         }
     }
@@ -235,8 +257,9 @@ impl Registry {
         }
     }
 
-    /// Routes one received notification (called by the event loop).
-    pub(crate) fn dispatch(&self, client_id: &str, publish: Publish) {
+    /// Routes one received notification (called by the event loop): to the cache first,
+    /// then to the key's observers.
+    pub(crate) fn dispatch(&self, client_id: &str, cache: Option<&Cache>, publish: Publish) {
         let topic = match std::str::from_utf8(&publish.topic) {
             Ok(t) => t,
             Err(_) => return warn!("skipped a notification whose topic is not UTF-8"),
@@ -276,6 +299,9 @@ impl Registry {
             && let Err(e) = clock.receive(v)
         {
             return warn!(%topic, error = %e, "skipped a notification whose __ts the clock refuses");
+        }
+        if let Some(cache) = cache {
+            cache.notified(&n.key, &n.event, version.as_ref());
         }
         self.deliver(n.key, n.event, version, false);
     }
@@ -353,11 +379,11 @@ mod tests {
     fn delivers_in_version_order_and_drops_duplicates_and_late_ones() {
         let (r, key, q) = registry(16);
         let t = now_ms();
-        r.dispatch("me", notification(&key, "a", &hlc(t, 1)));
-        r.dispatch("me", notification(&key, "a", &hlc(t, 1)));
-        r.dispatch("me", notification(&key, "old", &hlc(t - 5, 0)));
-        r.dispatch("me", notification(&key, "b", &hlc(t, 2)));
-        r.dispatch("other", notification(&key, "not mine", &hlc(t, 3)));
+        r.dispatch("me", None, notification(&key, "a", &hlc(t, 1)));
+        r.dispatch("me", None, notification(&key, "a", &hlc(t, 1)));
+        r.dispatch("me", None, notification(&key, "old", &hlc(t - 5, 0)));
+        r.dispatch("me", None, notification(&key, "b", &hlc(t, 2)));
+        r.dispatch("other", None, notification(&key, "not mine", &hlc(t, 3)));
         assert_eq!(changes(&q), [("a".into(), 0), ("b".into(), 0)]);
         let (_, again) = observe(&r, &key);
         assert!(!again, "a second observer does not register again");
@@ -368,9 +394,10 @@ mod tests {
         let (r, key, q) = registry(16);
         r.dispatch(
             "me",
+            None,
             notification(&key, "forged", &hlc(now_ms() + 86_400_000, 0)),
         );
-        r.dispatch("me", notification(&key, "genuine", &hlc(now_ms(), 0)));
+        r.dispatch("me", None, notification(&key, "genuine", &hlc(now_ms(), 0)));
         assert_eq!(changes(&q), [("genuine".into(), 0)]);
     }
 
@@ -379,7 +406,7 @@ mod tests {
         let (r, key, q) = registry(2);
         let t = now_ms();
         for i in 1..=5 {
-            r.dispatch("me", notification(&key, &format!("v{i}"), &hlc(t, i)));
+            r.dispatch("me", None, notification(&key, &format!("v{i}"), &hlc(t, i)));
         }
         assert_eq!(changes(&q), [("v4".into(), 3), ("v5".into(), 0)]);
     }
@@ -388,7 +415,7 @@ mod tests {
     fn resync_delivers_only_a_changed_state() {
         let (r, key, q) = registry(16);
         let t = now_ms();
-        r.dispatch("me", notification(&key, "a", &hlc(t, 1)));
+        r.dispatch("me", None, notification(&key, "a", &hlc(t, 1)));
         let _ = changes(&q);
         // Unchanged: nothing.
         r.resync(&key, Some((Bytes::from_static(b"a"), Some(hlc(t, 1)))));

@@ -1,0 +1,418 @@
+//! The cache's state machine, pure: entries by key, their order of use, the byte and entry
+//! bounds, and the rules that decide what a read may answer. No clock is read and nothing is
+//! sent here; [`Cache`](super::Cache) passes in the link's state and does the wire work.
+//!
+//! An entry belongs to one connection (its `epoch`, the link's CONNACK count when its
+//! registration began): the store drops a client's KEYNOTIFY registrations when its
+//! connection ends, so what an entry says is kept fresh only while that connection lasts.
+//!
+//! A read that misses makes a [`Slot::Filling`] entry *before* its KEYNOTIFY is sent, so
+//! every change that arrives between the registration and the GET's answer is seen; the fill
+//! then keeps the newer of the two by version ([`settle`]). Changes are ordered by version
+//! (`__ts`): an older or equal version never replaces a newer one, and a change that cannot
+//! be ordered (no version where one is needed) removes the entry instead of guessing.
+
+use std::collections::{BTreeMap, HashMap};
+
+use bytes::Bytes;
+
+use crate::hlc::Hlc;
+
+/// What a change, a read or an entry says of a key: its value (`None`: absent) and version.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Change {
+    /// The value, or `None` when the key is absent.
+    pub(crate) value: Option<Bytes>,
+    /// Its version (`None`: a GET of a missing key carries none).
+    pub(crate) version: Option<Hlc>,
+}
+
+impl Change {
+    /// Bytes an entry holding this counts beside its key.
+    fn size(&self) -> usize {
+        self.value.as_ref().map_or(0, Bytes::len)
+    }
+}
+
+/// What arrived for a key while its fill was in flight.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Seen {
+    Nothing,
+    /// The newest change by version.
+    Newest(Change),
+    /// A change without a version arrived: nothing can be ordered against it.
+    Unordered,
+}
+
+impl Seen {
+    fn merge(self, change: Change) -> Seen {
+        match (self, change.version.is_some()) {
+            (Seen::Unordered, _) | (_, false) => Seen::Unordered,
+            (Seen::Nothing, true) => Seen::Newest(change),
+            (Seen::Newest(seen), true) => {
+                if newer(&change, &seen) {
+                    Seen::Newest(change)
+                } else {
+                    Seen::Newest(seen)
+                }
+            }
+        }
+    }
+}
+
+/// Whether `change` comes after `than`; both carry versions (else `false`).
+fn newer(change: &Change, than: &Change) -> bool {
+    match (&change.version, &than.version) {
+        (Some(v), Some(t)) => v.cmp_time(t).is_gt(),
+        _ => false,
+    }
+}
+
+/// What the fill's GET answered, against what arrived meanwhile: the state to keep, or
+/// `None` when the two cannot be ordered (the key then stays out of the cache).
+fn settle(read: Change, seen: Seen) -> Option<Change> {
+    match seen {
+        Seen::Nothing => Some(read),
+        Seen::Unordered => None,
+        Seen::Newest(change) => match &read.version {
+            Some(_) if newer(&change, &read) => Some(change),
+            Some(_) => Some(read),
+            // A GET of a missing key carries no version: a deletion that arrived meanwhile
+            // agrees with it (and gives it a version); a value does not, and which came
+            // last is not known.
+            None if change.value.is_none() => Some(change),
+            None => None,
+        },
+    }
+}
+
+enum Slot {
+    /// A read registered the key and waits for its GET (`ticket` names that read).
+    Filling { ticket: u64, seen: Seen },
+    /// The key's state, kept fresh by notifications while the entry's connection lasts.
+    Known(Change),
+}
+
+struct Entry {
+    /// The connection this entry's registration belongs to.
+    epoch: u64,
+    /// When it was last used (a counter).
+    used: u64,
+    /// The tick it is filed under in [`State::order`] (at most `used`).
+    filed: u64,
+    slot: Slot,
+    /// Key and value bytes.
+    size: usize,
+}
+
+/// Where the link is, as a read sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct At {
+    /// The link's CONNACK count now.
+    pub(crate) epoch: u64,
+    /// Connected now.
+    pub(crate) connected: bool,
+    /// Disconnected for no longer than `max_staleness`: entries of this epoch may answer.
+    pub(crate) stale_ok: bool,
+}
+
+/// The cache's counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Counters {
+    pub(crate) hits: u64,
+    pub(crate) misses: u64,
+    pub(crate) evictions: u64,
+    pub(crate) invalidations: u64,
+}
+
+/// Every entry, their order of use and the counters (see the module documentation).
+pub(crate) struct State {
+    entries: HashMap<Bytes, Entry>,
+    /// Entries by the tick they are filed under: the least recently used first, once the
+    /// entries used since they were filed are filed again (done lazily, when evicting).
+    order: BTreeMap<u64, Bytes>,
+    tick: u64,
+    ticket: u64,
+    bytes: usize,
+    max_entries: usize,
+    max_bytes: usize,
+    pub(crate) counters: Counters,
+}
+
+impl State {
+    /// An empty cache of at most `max_entries` entries and `max_bytes` key and value bytes.
+    pub(crate) fn new(max_entries: usize, max_bytes: usize) -> State {
+        State {
+            entries: HashMap::new(),
+            order: BTreeMap::new(),
+            tick: 0,
+            ticket: 0,
+            bytes: 0,
+            max_entries: max_entries.max(1),
+            max_bytes,
+            counters: Counters::default(),
+        }
+    }
+
+    /// Entries held now (those being filled included).
+    pub(crate) fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Key and value bytes held now.
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    fn next_tick(&mut self) -> u64 {
+        self.tick += 1;
+        self.tick
+    }
+
+    /// A read of `key`: the state to answer with (a hit), or `None` (a miss: go to the store).
+    pub(crate) fn lookup(&mut self, key: &[u8], at: At) -> Option<Change> {
+        let tick = self.tick + 1;
+        let hit = match self.entries.get_mut(key) {
+            Some(e) if e.epoch == at.epoch && (at.connected || at.stale_ok) => match &e.slot {
+                Slot::Known(change) => {
+                    e.used = tick;
+                    Some(change.clone())
+                }
+                Slot::Filling { .. } => None,
+            },
+            _ => None,
+        };
+        match hit {
+            Some(_) => {
+                self.tick = tick;
+                self.counters.hits += 1;
+            }
+            None => self.counters.misses += 1,
+        }
+        hit
+    }
+
+    /// A read of `key` missed and registers it on connection `epoch`: the entry that will
+    /// collect the changes arriving until the read's GET answers. Returns the read's ticket
+    /// for [`State::fill`], and the keys evicted to make room.
+    pub(crate) fn begin(&mut self, key: &Bytes, epoch: u64) -> (u64, Vec<Bytes>) {
+        self.ticket += 1;
+        let ticket = self.ticket;
+        let tick = self.next_tick();
+        match self.entries.get_mut(&key[..]) {
+            // Another read of this connection fills it, or filled it: this one takes over the
+            // fill and keeps what arrived meanwhile.
+            Some(e) if e.epoch == epoch => {
+                e.used = tick;
+                let seen = match std::mem::replace(
+                    &mut e.slot,
+                    Slot::Filling {
+                        ticket,
+                        seen: Seen::Nothing,
+                    },
+                ) {
+                    Slot::Filling { seen, .. } => seen,
+                    Slot::Known(change) => Seen::Nothing.merge(change),
+                };
+                e.slot = Slot::Filling { ticket, seen };
+                let size = key.len();
+                self.bytes = self.bytes - e.size + size;
+                e.size = size;
+                return (ticket, Vec::new());
+            }
+            Some(_) => {
+                // Of an older connection: nothing it says holds any more.
+                self.remove(key);
+                self.counters.invalidations += 1;
+            }
+            None => {}
+        }
+        self.insert(
+            key.clone(),
+            Entry {
+                epoch,
+                used: tick,
+                filed: tick,
+                slot: Slot::Filling {
+                    ticket,
+                    seen: Seen::Nothing,
+                },
+                size: key.len(),
+            },
+        );
+        (ticket, self.evict(Some(key)))
+    }
+
+    fn insert(&mut self, key: Bytes, entry: Entry) {
+        self.bytes += entry.size;
+        self.order.insert(entry.filed, key.clone());
+        self.entries.insert(key, entry);
+    }
+
+    /// Removes `key`'s entry; whether there was one.
+    pub(crate) fn remove(&mut self, key: &[u8]) -> bool {
+        match self.entries.remove(key) {
+            Some(e) => {
+                self.order.remove(&e.filed);
+                self.bytes -= e.size;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether `key` has an entry (fresh or being filled).
+    pub(crate) fn holds(&self, key: &[u8]) -> bool {
+        self.entries.contains_key(key)
+    }
+
+    /// The read with `ticket` failed: its entry goes, unless another read took the fill over
+    /// or it was filled meanwhile.
+    pub(crate) fn abandon(&mut self, key: &[u8], ticket: u64) {
+        if matches!(self.entries.get(key), Some(e) if matches!(e.slot, Slot::Filling { ticket: t, .. } if t == ticket))
+        {
+            self.remove(key);
+        }
+    }
+
+    /// The read with `ticket` got `read` from the store on connection `epoch`, and the link
+    /// is at `at` now. Keeps the newer of it and what arrived meanwhile, if the registration
+    /// still holds; returns the keys evicted to make room.
+    pub(crate) fn fill(&mut self, key: &[u8], ticket: u64, epoch: u64, read: Change, at: At) -> Vec<Bytes> {
+        let Some(e) = self.entries.get_mut(key) else {
+            return Vec::new();
+        };
+        if e.epoch != epoch {
+            return Vec::new();
+        }
+        if at.epoch != epoch || !at.connected {
+            // The connection the registration belongs to ended: what arrived may be partial.
+            if matches!(e.slot, Slot::Filling { ticket: t, .. } if t == ticket) {
+                self.remove(key);
+            }
+            return Vec::new();
+        }
+        match std::mem::replace(&mut e.slot, Slot::Filling { ticket: 0, seen: Seen::Nothing }) {
+            Slot::Filling { ticket: t, seen } if t == ticket => match settle(read, seen) {
+                Some(change) => self.keep(key, change),
+                None => {
+                    self.remove(key);
+                    Vec::new()
+                }
+            },
+            // Another read took the fill over: this answer is one more change for it.
+            Slot::Filling { ticket: t, seen } => {
+                let seen = if read.version.is_some() { seen.merge(read) } else { seen };
+                e.slot = Slot::Filling { ticket: t, seen };
+                Vec::new()
+            }
+            Slot::Known(change) => {
+                e.slot = Slot::Known(change);
+                self.apply(key, read, false)
+            }
+        }
+    }
+
+    /// Makes `key`'s entry hold `change` (its entry exists); returns the keys evicted.
+    fn keep(&mut self, key: &[u8], change: Change) -> Vec<Bytes> {
+        let size = key.len() + change.size();
+        if size > self.max_bytes {
+            // Larger than the whole cache: read it from the store each time.
+            self.remove(key);
+            self.counters.evictions += 1;
+            return vec![Bytes::copy_from_slice(key)];
+        }
+        let Some(e) = self.entries.get_mut(key) else {
+            return Vec::new();
+        };
+        self.bytes = self.bytes - e.size + size;
+        e.size = size;
+        e.slot = Slot::Known(change);
+        self.evict(Some(key))
+    }
+
+    /// A change of `key`: a notification (`notified`), or the store's answer to one of this
+    /// client's own writes or reads. Applied when newer than the entry's state; returns the
+    /// keys evicted to make room.
+    pub(crate) fn apply(&mut self, key: &[u8], change: Change, notified: bool) -> Vec<Bytes> {
+        let Some(e) = self.entries.get_mut(key) else {
+            return Vec::new();
+        };
+        let current = match &mut e.slot {
+            Slot::Filling { seen, .. } => {
+                *seen = std::mem::replace(seen, Seen::Nothing).merge(change);
+                return Vec::new();
+            }
+            Slot::Known(current) => current,
+        };
+        if change.version.is_none() {
+            // Nothing orders it against what the entry holds: forget the entry.
+            if *current != change {
+                self.remove(key);
+                self.counters.invalidations += 1;
+            }
+            return Vec::new();
+        }
+        // An entry without a version (a key found missing) yields to any versioned change.
+        if current.version.is_some() && !newer(&change, current) {
+            return Vec::new();
+        }
+        if notified {
+            self.counters.invalidations += 1;
+        }
+        self.keep(key, change)
+    }
+
+    /// Removes every entry of a connection before `epoch` (a new connection began: their
+    /// registrations are gone); returns their keys.
+    pub(crate) fn retire(&mut self, epoch: u64) -> Vec<Bytes> {
+        let old: Vec<Bytes> = self
+            .entries
+            .iter()
+            .filter(|(_, e)| e.epoch < epoch)
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in &old {
+            self.remove(key);
+        }
+        self.counters.invalidations += old.len() as u64;
+        old
+    }
+
+    /// Evicts the least recently used entries (never `keep`, the entry being made) until
+    /// within both bounds.
+    fn evict(&mut self, keep: Option<&[u8]>) -> Vec<Bytes> {
+        let mut evicted = Vec::new();
+        let mut kept = None;
+        while self.entries.len() > self.max_entries || self.bytes > self.max_bytes {
+            let Some((filed, key)) = self.order.pop_first() else {
+                break;
+            };
+            let Some(e) = self.entries.get_mut(&key) else {
+                continue;
+            };
+            if keep == Some(&key[..]) {
+                kept = Some((filed, key));
+                continue;
+            }
+            if e.used > filed {
+                // Used since it was filed: file it again, under its last use.
+                e.filed = e.used;
+                self.order.insert(e.used, key);
+                continue;
+            }
+            let size = e.size;
+            self.entries.remove(&key);
+            self.bytes -= size;
+            self.counters.evictions += 1;
+            evicted.push(key);
+        }
+        if let Some((filed, key)) = kept {
+            self.order.insert(filed, key);
+        }
+        evicted
+    }
+}
+
+#[cfg(test)]
+mod tests;
