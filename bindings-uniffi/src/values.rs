@@ -226,6 +226,7 @@ impl GetOptions {
     pub(crate) fn to_core(&self) -> Result<CoreGet, MqstateError> {
         Ok(CoreGet {
             timeout: duration("timeout", self.timeout)?,
+            ..CoreGet::default()
         })
     }
 }

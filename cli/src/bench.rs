@@ -7,10 +7,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use mqstate::{Client, ClientOptions, ConnectionSettings, SetOptions};
+use mqstate::cache::DEFAULT_CACHE_MAX_ENTRIES;
+use mqstate::{CacheOptions, CacheStats, Client, ClientOptions, ConnectionSettings, SetOptions};
 
 use crate::bench_raw::{RawPair, StoreEcho};
 
+mod cached;
 mod idle;
 mod scan;
 mod side_by_side;
@@ -93,6 +95,15 @@ pub struct BenchArgs {
     /// rounds' ratios.
     #[arg(long, default_value_t = 5, requires = "baseline_url")]
     pub rounds: usize,
+    /// The clients read through their cache (`cache=true`, room for every key): repeated
+    /// GETs answer from memory, kept fresh by notifications. Prints how many reads reached
+    /// the store.
+    #[arg(long)]
+    pub cache: bool,
+    /// Alternate runs without and with the cache this many times each and print both with
+    /// the ratio (medians).
+    #[arg(long, value_name = "ROUNDS")]
+    pub cache_compare: Option<usize>,
 }
 
 /// One run against the state store through the mqstate client.
@@ -102,11 +113,28 @@ async fn run_mqstate(args: &BenchArgs) -> anyhow::Result<RunResult> {
 
 /// [`run_mqstate`] against the store at `url`.
 async fn run_mqstate_at(args: &BenchArgs, url: &str) -> anyhow::Result<RunResult> {
+    Ok(run_clients(args, url, args.cache).await?.0)
+}
+
+/// One run against the store at `url`, the clients with their cache on when `cache`; with
+/// it, the clients' summed cache counters over the run (its warm-up included).
+async fn run_clients(
+    args: &BenchArgs,
+    url: &str,
+    cache: bool,
+) -> anyhow::Result<(RunResult, Option<CacheStats>)> {
     let settings = ConnectionSettings::from_url(url)?;
+    let options = ClientOptions {
+        cache: cache.then(|| CacheOptions {
+            max_entries: args.keys.max(DEFAULT_CACHE_MAX_ENTRIES),
+            ..CacheOptions::default()
+        }),
+        ..ClientOptions::default()
+    };
     let mut clients = Vec::new();
     for _ in 0..args.clients {
         clients.push(
-            Client::connect_with(settings.clone(), ClientOptions::default())
+            Client::connect_with(settings.clone(), options.clone())
                 .await
                 .context("connecting")?,
         );
@@ -139,6 +167,7 @@ async fn run_mqstate_at(args: &BenchArgs, url: &str) -> anyhow::Result<RunResult
     }
     let set_percent = u64::from(args.set_percent.min(100));
     let clients = Arc::new(clients);
+    let counted = clients.clone();
     let op: Op = Arc::new(move |i| {
         let (clients, keys, value) = (clients.clone(), keys.clone(), value.clone());
         Box::pin(async move {
@@ -155,7 +184,7 @@ async fn run_mqstate_at(args: &BenchArgs, url: &str) -> anyhow::Result<RunResult
             }
         })
     });
-    Ok(drive(
+    let result = drive(
         "mqstate",
         args.clients * args.depth,
         args.warmup,
@@ -163,7 +192,21 @@ async fn run_mqstate_at(args: &BenchArgs, url: &str) -> anyhow::Result<RunResult
         op,
         &args.watch_pids,
     )
-    .await)
+    .await;
+    let stats = cache.then(|| {
+        counted
+            .iter()
+            .filter_map(Client::cache_stats)
+            .fold(CacheStats::default(), |a, s| CacheStats {
+                hits: a.hits + s.hits,
+                misses: a.misses + s.misses,
+                evictions: a.evictions + s.evictions,
+                invalidations: a.invalidations + s.invalidations,
+                entries: a.entries + s.entries,
+                bytes: a.bytes + s.bytes,
+            })
+    });
+    Ok((result, stats))
 }
 
 /// One run of the mqstate client against an instant in-process responder.
@@ -375,6 +418,21 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         args.value_size,
         args.duration
     );
+    if let Some(rounds) = args.cache_compare {
+        return cached::compare(&args, rounds).await;
+    }
+    if args.cache && args.compare.is_none() && args.idle_clients.is_none() {
+        anyhow::ensure!(
+            args.target == "mqstate",
+            "--cache measures the mqstate target"
+        );
+        let (result, stats) = run_clients(&args, &args.url, true).await?;
+        outln!("cached   {result}");
+        if let Some(s) = stats {
+            outln!("{}", cached::store_reads(&s));
+        }
+        return Ok(());
+    }
     if let Some(n) = args.idle_clients {
         anyhow::ensure!(
             args.compare.is_none() && args.target == "mqstate",

@@ -46,8 +46,7 @@ use std::time::Instant;
 use bytes::Bytes;
 
 pub use options::{
-    CacheOptions, CacheStats, DEFAULT_CACHE_MAX_BYTES, DEFAULT_CACHE_MAX_ENTRIES,
-    parse_cache_keys,
+    CacheOptions, CacheStats, DEFAULT_CACHE_MAX_BYTES, DEFAULT_CACHE_MAX_ENTRIES, parse_cache_keys,
 };
 pub(crate) use state::Change;
 use state::{At, State};
@@ -107,9 +106,9 @@ impl Cache {
         let stale_ok = !connected
             && !link.closed
             && !self.options.max_staleness.is_zero()
-            && link
-                .cut_at
-                .is_some_and(|cut| Instant::now().saturating_duration_since(cut) <= self.options.max_staleness);
+            && link.cut_at.is_some_and(|cut| {
+                Instant::now().saturating_duration_since(cut) <= self.options.max_staleness
+            });
         At {
             epoch: link.connection,
             connected,

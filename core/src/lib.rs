@@ -60,13 +60,13 @@ pub mod tls;
 pub mod vocabulary;
 
 #[cfg(feature = "client")]
+pub use cache::{CacheOptions, CacheStats};
+#[cfg(feature = "client")]
 pub use client::{
     Client, ClientOptions, DEFAULT_OBSERVER_CAPACITY, DEFAULT_REQUEST_TIMEOUT, DelOptions,
     GetOptions, KeyStream, LinkInfo, MIN_EXPIRY, ObserveOptions, ScanOptions, Scanner, SetOptions,
     SetOutcome, VdelOutcome, Versioned,
 };
-#[cfg(feature = "client")]
-pub use cache::{CacheOptions, CacheStats};
 #[cfg(feature = "client")]
 pub use election::{Election, ElectionOptions};
 pub use envelope::MQTT_MAX_PACKET_SIZE;

@@ -53,7 +53,10 @@ async fn until_value(client: &Client, key: &str, want: Option<&str>) {
         if got.as_deref() == want {
             return;
         }
-        assert!(Instant::now() < deadline, "{key} still reads {got:?}, not {want:?}");
+        assert!(
+            Instant::now() < deadline,
+            "{key} still reads {got:?}, not {want:?}"
+        );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
 }
@@ -82,13 +85,20 @@ async fn reads_hit_and_others_writes_arrive_by_notification() {
         assert_eq!(value(&reader, "asset:1").await.as_deref(), Some("pump"));
     }
     assert_eq!(value(&reader, "missing").await, None);
-    assert_eq!(value(&reader, "missing").await, None, "a missing key is cached too");
+    assert_eq!(
+        value(&reader, "missing").await,
+        None,
+        "a missing key is cached too"
+    );
     let s = stats(&reader);
     assert_eq!((s.hits, s.misses, s.entries), (101, 2, 2), "{s:?}");
     assert_eq!(s.bytes, ("asset:1pump".len() + "missing".len()) as u64);
 
     set(&writer, "asset:1", "valve").await;
-    writer.set("missing", "now", SetOptions::default()).await.unwrap();
+    writer
+        .set("missing", "now", SetOptions::default())
+        .await
+        .unwrap();
     until_value(&reader, "asset:1", Some("valve")).await;
     until_value(&reader, "missing", Some("now")).await;
     writer.del("asset:1", DelOptions::default()).await.unwrap();
@@ -109,7 +119,10 @@ async fn reads_hit_and_others_writes_arrive_by_notification() {
         .await
         .unwrap();
     assert_eq!(past, None);
-    assert_eq!((stats(&reader).hits, stats(&reader).misses), (s.hits, s.misses));
+    assert_eq!(
+        (stats(&reader).hits, stats(&reader).misses),
+        (s.hits, s.misses)
+    );
     store.stop().await;
 }
 
@@ -125,13 +138,20 @@ async fn own_acknowledged_writes_are_read_at_once() {
             .await
             .unwrap();
         let read = client.get("k").await.unwrap().unwrap();
-        assert_eq!(read.value, i.to_string().as_bytes(), "write {i} read back at once");
+        assert_eq!(
+            read.value,
+            i.to_string().as_bytes(),
+            "write {i} read back at once"
+        );
         assert_eq!(read.version, written.version);
     }
     client.del("k", DelOptions::default()).await.unwrap();
     assert_eq!(value(&client, "k").await, None);
     set(&client, "k", "again").await;
-    client.vdel("k", "again", DelOptions::default()).await.unwrap();
+    client
+        .vdel("k", "again", DelOptions::default())
+        .await
+        .unwrap();
     assert_eq!(value(&client, "k").await, None);
     let s = stats(&client);
     assert_eq!(s.misses, 1, "{s:?}");
@@ -144,7 +164,14 @@ async fn a_fault_invalidates(store: &mut LocalStore, reader: &Client, fault: &st
     let writer = plain(store).await;
     let key = format!("{fault}-key");
     writer
-        .set(&key, "old", SetOptions { persist: true, ..SetOptions::default() })
+        .set(
+            &key,
+            "old",
+            SetOptions {
+                persist: true,
+                ..SetOptions::default()
+            },
+        )
         .await
         .unwrap();
     assert_eq!(value(reader, &key).await.as_deref(), Some("old"));
@@ -162,7 +189,14 @@ async fn a_fault_invalidates(store: &mut LocalStore, reader: &Client, fault: &st
     tokio::time::timeout(BOUND, async {
         loop {
             let written = writer
-                .set(&key, "new", SetOptions { persist: true, ..SetOptions::default() })
+                .set(
+                    &key,
+                    "new",
+                    SetOptions {
+                        persist: true,
+                        ..SetOptions::default()
+                    },
+                )
                 .await;
             if written.is_ok() {
                 break;
@@ -180,7 +214,10 @@ async fn a_fault_invalidates(store: &mut LocalStore, reader: &Client, fault: &st
         "{fault}: the entry was invalidated: {:?} → {after:?}",
         before.1
     );
-    assert!(after.misses > before.1.misses, "{fault}: read from the store again");
+    assert!(
+        after.misses > before.1.misses,
+        "{fault}: read from the store again"
+    );
     writer.shutdown().await;
 }
 
@@ -226,7 +263,10 @@ async fn while_disconnected_entries_answer_only_within_max_staleness() {
     let cut = Instant::now();
     let deadline = cut + BOUND;
     while tolerant.is_connected() || strict.is_connected() {
-        assert!(Instant::now() < deadline, "the clients did not see the store go");
+        assert!(
+            Instant::now() < deadline,
+            "the clients did not see the store go"
+        );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let short = GetOptions {
@@ -235,7 +275,11 @@ async fn while_disconnected_entries_answer_only_within_max_staleness() {
     };
     let read = tolerant.get_with("k", short.clone()).await;
     if cut.elapsed() < staleness {
-        assert_eq!(read.unwrap().unwrap().value, "v", "fresh at the cut, within the bound");
+        assert_eq!(
+            read.unwrap().unwrap().value,
+            "v",
+            "fresh at the cut, within the bound"
+        );
     }
     assert!(
         strict.get_with("k", short.clone()).await.is_err(),
@@ -289,7 +333,11 @@ async fn bounds_evict_the_least_recently_read_and_observers_keep_their_registrat
     value(&reader, "c1").await; // not covered
     value(&reader, "c1").await;
     let s = stats(&reader);
-    assert_eq!((s.entries, s.evictions, s.misses, s.hits), (2, 1, 3, 1), "{s:?}");
+    assert_eq!(
+        (s.entries, s.evictions, s.misses, s.hits),
+        (2, 1, 3, 1),
+        "{s:?}"
+    );
     // a1 is now the least recently read: the next miss evicts it. Its observer shares the
     // registration, which the eviction leaves in place (no STOP).
     value(&reader, "b1").await;

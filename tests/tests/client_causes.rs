@@ -24,10 +24,13 @@ async fn a_broker_without_a_state_store_is_named_as_such() {
     // Shorter than the no-store window: the timeout comes first, and names the cause.
     let short = Some(Duration::from_millis(500));
     let err = client
-        .get_with("k", GetOptions {
-            timeout: short,
-            ..GetOptions::default()
-        })
+        .get_with(
+            "k",
+            GetOptions {
+                timeout: short,
+                ..GetOptions::default()
+            },
+        )
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Timeout);
@@ -69,10 +72,13 @@ async fn a_broker_without_a_state_store_fails_fast_with_no_store() {
     let client = Client::connect(settings(broker.port())).await.unwrap();
     let long = Some(Duration::from_secs(30));
     let err = client
-        .get_with("k", GetOptions {
-            timeout: long,
-            ..GetOptions::default()
-        })
+        .get_with(
+            "k",
+            GetOptions {
+                timeout: long,
+                ..GetOptions::default()
+            },
+        )
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::NoStore, "{err}");
@@ -180,10 +186,13 @@ async fn a_tiny_timeout_is_named_as_such_and_a_zero_one_is_refused() {
     let client = Client::connect(s).await.unwrap();
     let tiny = Some(Duration::from_micros(1));
     let err = client
-        .get_with("k", GetOptions {
-            timeout: tiny,
-            ..GetOptions::default()
-        })
+        .get_with(
+            "k",
+            GetOptions {
+                timeout: tiny,
+                ..GetOptions::default()
+            },
+        )
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Timeout, "{err}");
@@ -192,10 +201,13 @@ async fn a_tiny_timeout_is_named_as_such_and_a_zero_one_is_refused() {
     let zero = Some(Duration::ZERO);
     for _ in 0..5 {
         let err = client
-            .get_with("k", GetOptions {
-            timeout: zero,
-            ..GetOptions::default()
-        })
+            .get_with(
+                "k",
+                GetOptions {
+                    timeout: zero,
+                    ..GetOptions::default()
+                },
+            )
             .await
             .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidArgument, "never racy: {err}");

@@ -294,7 +294,10 @@ pub extern "C" fn mqstate_client_get(
         let store = guard::enter(client, "client")?;
         let key = bytes_arg(key, key_len, "key")?;
         let o = CallOptions::read(options, Some("GET"))?;
-        let get = GetOptions { timeout: o.timeout };
+        let get = GetOptions {
+            timeout: o.timeout,
+            ..GetOptions::default()
+        };
         if let Some(v) = run(o.cancel, || store.get(Bytes::copy_from_slice(key), get))? {
             *out = new_value(v);
         }

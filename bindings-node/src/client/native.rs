@@ -107,6 +107,7 @@ impl NativeClient {
     ) -> napi::Result<Object<'env>> {
         let options = GetOptions {
             timeout: millis(env, timeout, "timeoutMs")?,
+            ..GetOptions::default()
         };
         let call = self.store.get(bytes(env, key, "key")?, options);
         promise(env, call, cancel, |v| v.map(RawValue::from))

@@ -122,6 +122,7 @@ impl NativeClient {
     fn get(&self, key: ByteArg, timeout: Option<Seconds>) -> PyResult<PendingCall> {
         let options = GetOptions {
             timeout: duration("timeout", timeout)?,
+            ..GetOptions::default()
         };
         Ok(pending(
             self.store.get(bytes(&key), options),

@@ -50,7 +50,9 @@ impl CacheOptions {
             ));
         }
         if self.max_entries == 0 {
-            return Err(Error::invalid_argument("cache_max_entries must be positive"));
+            return Err(Error::invalid_argument(
+                "cache_max_entries must be positive",
+            ));
         }
         if self.max_bytes == 0 {
             return Err(Error::invalid_argument("cache_max_bytes must be positive"));

@@ -278,7 +278,14 @@ impl State {
     /// The read with `ticket` got `read` from the store on connection `epoch`, and the link
     /// is at `at` now. Keeps the newer of it and what arrived meanwhile, if the registration
     /// still holds; returns the keys evicted to make room.
-    pub(crate) fn fill(&mut self, key: &[u8], ticket: u64, epoch: u64, read: Change, at: At) -> Vec<Bytes> {
+    pub(crate) fn fill(
+        &mut self,
+        key: &[u8],
+        ticket: u64,
+        epoch: u64,
+        read: Change,
+        at: At,
+    ) -> Vec<Bytes> {
         let Some(e) = self.entries.get_mut(key) else {
             return Vec::new();
         };
@@ -292,7 +299,13 @@ impl State {
             }
             return Vec::new();
         }
-        match std::mem::replace(&mut e.slot, Slot::Filling { ticket: 0, seen: Seen::Nothing }) {
+        match std::mem::replace(
+            &mut e.slot,
+            Slot::Filling {
+                ticket: 0,
+                seen: Seen::Nothing,
+            },
+        ) {
             Slot::Filling { ticket: t, seen } if t == ticket => match settle(read, seen) {
                 Some(change) => self.keep(key, change),
                 None => {
@@ -302,7 +315,11 @@ impl State {
             },
             // Another read took the fill over: this answer is one more change for it.
             Slot::Filling { ticket: t, seen } => {
-                let seen = if read.version.is_some() { seen.merge(read) } else { seen };
+                let seen = if read.version.is_some() {
+                    seen.merge(read)
+                } else {
+                    seen
+                };
                 e.slot = Slot::Filling { ticket: t, seen };
                 Vec::new()
             }

@@ -107,7 +107,13 @@ impl Client {
         self.release_evicted();
         match self.register_cached(&key, timeout).await {
             Ok(Some(read)) => {
-                cache.fill(&key, ticket, epoch, change_of(&read), &self.shared.link.borrow());
+                cache.fill(
+                    &key,
+                    ticket,
+                    epoch,
+                    change_of(&read),
+                    &self.shared.link.borrow(),
+                );
                 self.release_evicted();
                 Ok(read)
             }
@@ -140,7 +146,9 @@ impl Client {
         match self.register(key, timeout).await {
             Ok(current) => {
                 self.shared.observers.registered(key, current.clone());
-                Ok(Some(current.map(|(value, version)| Versioned { value, version })))
+                Ok(Some(
+                    current.map(|(value, version)| Versioned { value, version }),
+                ))
             }
             Err(e) if refused(&e) => {
                 debug!(error = %e, key = %key.escape_ascii(), "the store refused a KEYNOTIFY: the key is not cached");

@@ -23,8 +23,8 @@ use tokio::sync::watch;
 use tracing::warn;
 
 use super::REQUEST_CHANNEL_CAPACITY;
-use crate::error::{Error, ErrorKind};
 use crate::cache::Cache;
+use crate::error::{Error, ErrorKind};
 use crate::observe::Registry;
 use crate::rpc::PendingMap;
 use crate::settings::{ConnectionSettings, MQTT_MAX_PACKET_SIZE};

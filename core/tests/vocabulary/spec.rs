@@ -169,8 +169,16 @@ pub const OPERATIONS: &[Operation] = &[
     Operation {
         owner: Owner::Client,
         name: "get",
-        options: &[TIMEOUT],
-        description: "a key's value and version, or nothing",
+        options: &[
+            TIMEOUT,
+            opt(
+                "bypass_cache",
+                Unit::Bool,
+                "false",
+                "read from the store even when the client's cache could answer",
+            ),
+        ],
+        description: "a key's value and version, or nothing (from the client's cache when it is on and holds the key fresh)",
     },
     Operation {
         owner: Owner::Client,
@@ -241,6 +249,12 @@ pub const OPERATIONS: &[Operation] = &[
             ),
         ],
         description: "a candidate in a leader election",
+    },
+    Operation {
+        owner: Owner::Client,
+        name: "cache_stats",
+        options: &[],
+        description: "the client-side cache's counters (cache_counters), or nothing when the cache is off",
     },
     Operation {
         owner: Owner::Client,

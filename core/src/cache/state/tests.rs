@@ -52,7 +52,11 @@ fn a_filled_key_hits_until_a_newer_change_replaces_it() {
     assert_eq!(s.lookup(b"k", UP), Some(set("a", 10)));
     s.apply(b"k", set("old", 9), true);
     s.apply(b"k", set("same", 10), true);
-    assert_eq!(s.lookup(b"k", UP), Some(set("a", 10)), "older and equal versions lose");
+    assert_eq!(
+        s.lookup(b"k", UP),
+        Some(set("a", 10)),
+        "older and equal versions lose"
+    );
     s.apply(b"k", deleted(11), true);
     assert_eq!(s.lookup(b"k", UP), Some(deleted(11)));
     s.apply(b"k", set("b", 12), false);
@@ -157,10 +161,7 @@ fn least_recently_used_out_first_within_entries_and_bytes() {
     assert!(s.lookup(b"a", UP).is_some());
     assert!(s.lookup(b"b", UP).is_none());
     // A value that grows past the byte bound pushes the others out.
-    assert_eq!(
-        s.apply(b"c", set(&"x".repeat(98), 2), true),
-        vec![key("a")]
-    );
+    assert_eq!(s.apply(b"c", set(&"x".repeat(98), 2), true), vec![key("a")]);
     // One larger than the whole cache is not kept.
     assert_eq!(
         s.apply(b"c", set(&"x".repeat(100), 3), true),
@@ -179,7 +180,11 @@ enum Step {
     Answer,
     /// The store changes key `k` (a SET, or a DEL when `delete`) and notifies; the
     /// notification is delivered after `delay` further steps (out of order when they cross).
-    Write { k: usize, delete: bool, delay: usize },
+    Write {
+        k: usize,
+        delete: bool,
+        delay: usize,
+    },
     /// The connection is cut and comes back (a new epoch).
     Reconnect,
 }
