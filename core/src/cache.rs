@@ -55,6 +55,33 @@ use crate::codec::KeyEvent;
 use crate::connection::Link;
 use crate::hlc::Hlc;
 
+/// The environment variable that plants a bug in every cache of the process, for the
+/// history checker (`tests/jepsen`) to prove it catches one: `ignore_notifications` (entries
+/// are never updated by others' writes) or `keep_across_connections` (entries outlive the
+/// connection their registration was made on). Never set it outside such a test.
+pub const PLANTED_BUG_ENV: &str = "MQSTATE_CACHE_PLANTED_BUG";
+
+/// A bug planted on purpose ([`PLANTED_BUG_ENV`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PlantedBug {
+    IgnoreNotifications,
+    KeepAcrossConnections,
+}
+
+fn planted_bug() -> Option<PlantedBug> {
+    match std::env::var(PLANTED_BUG_ENV).ok()?.as_str() {
+        "ignore_notifications" => Some(PlantedBug::IgnoreNotifications),
+        "keep_across_connections" => Some(PlantedBug::KeepAcrossConnections),
+        other => {
+            tracing::warn!(
+                value = other,
+                "{PLANTED_BUG_ENV} names no planted bug: ignored"
+            );
+            None
+        }
+    }
+}
+
 /// One client's cache: the options and the state machine under one lock, and the keys
 /// evicted whose registrations still have to be released.
 pub(crate) struct Cache {
@@ -62,15 +89,24 @@ pub(crate) struct Cache {
     state: Mutex<State>,
     /// Evicted keys not yet handed to [`Cache::take_evicted`].
     evicted: Mutex<Vec<Bytes>>,
+    bug: Option<PlantedBug>,
 }
 
 impl Cache {
     pub(crate) fn new(options: CacheOptions) -> Cache {
         let state = State::new(options.max_entries, options.max_bytes);
+        let bug = planted_bug();
+        if let Some(bug) = bug {
+            tracing::warn!(
+                ?bug,
+                "this client's cache has a bug planted on purpose ({PLANTED_BUG_ENV})"
+            );
+        }
         Cache {
             options,
             state: Mutex::new(state),
             evicted: Mutex::new(Vec::new()),
+            bug,
         }
     }
 
@@ -102,6 +138,13 @@ impl Cache {
 
     /// Where `link` is, as a read sees it.
     fn at(&self, link: &Link) -> At {
+        if self.bug == Some(PlantedBug::KeepAcrossConnections) {
+            return At {
+                epoch: 0,
+                connected: true,
+                stale_ok: false,
+            };
+        }
         let connected = link.connected && !link.closed;
         let stale_ok = !connected
             && !link.closed
@@ -124,6 +167,11 @@ impl Cache {
 
     /// A read missed and registers `key` on connection `epoch`: its ticket.
     pub(crate) fn begin(&self, key: &Bytes, epoch: u64) -> u64 {
+        let epoch = if self.bug == Some(PlantedBug::KeepAcrossConnections) {
+            0
+        } else {
+            epoch
+        };
         let (ticket, evicted) = self.state().begin(key, epoch);
         self.evicted(evicted);
         ticket
@@ -132,6 +180,11 @@ impl Cache {
     /// The read with `ticket` got `read` on connection `epoch`; the link is `link` now.
     pub(crate) fn fill(&self, key: &[u8], ticket: u64, epoch: u64, read: Change, link: &Link) {
         let at = self.at(link);
+        let epoch = if self.bug == Some(PlantedBug::KeepAcrossConnections) {
+            0
+        } else {
+            epoch
+        };
         let evicted = self.state().fill(key, ticket, epoch, read, at);
         self.evicted(evicted);
     }
@@ -143,6 +196,9 @@ impl Cache {
 
     /// A notification of `key`.
     pub(crate) fn notified(&self, key: &[u8], event: &KeyEvent, version: Option<&Hlc>) {
+        if self.bug == Some(PlantedBug::IgnoreNotifications) {
+            return;
+        }
         let change = Change {
             value: match event {
                 KeyEvent::Set(value) => Some(value.clone()),
@@ -172,6 +228,9 @@ impl Cache {
 
     /// A new connection, `epoch`, began: entries of earlier ones go; their keys.
     pub(crate) fn retire(&self, epoch: u64) -> Vec<Bytes> {
+        if self.bug == Some(PlantedBug::KeepAcrossConnections) {
+            return Vec::new();
+        }
         self.state().retire(epoch)
     }
 

@@ -31,6 +31,7 @@ from . import codec, errors, hlc, locks, topics
 from ._events import (
     DELETE,
     KEEP,
+    CacheStats,
     Change,
     ConnectionEvent,
     EditResult,
@@ -126,6 +127,7 @@ __all__ = [
     "Pager",
     "Value",
     "SetResult",
+    "CacheStats",
     "Change",
     "ConnectionEvent",
     "HolderChange",

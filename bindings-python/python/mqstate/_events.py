@@ -51,6 +51,21 @@ class SetResult:
 
 
 @dataclass(frozen=True)
+class CacheStats:
+    """The client-side cache's counters (:meth:`Client.cache_stats`), named as in every
+    language: reads answered from memory (``hits``) and from the store (``misses``),
+    entries removed to stay within the bounds (``evictions``) and by notifications, cuts or
+    lost sessions (``invalidations``), and what it holds now (``entries``, ``bytes``)."""
+
+    hits: int
+    misses: int
+    evictions: int
+    invalidations: int
+    entries: int
+    bytes: int
+
+
+@dataclass(frozen=True)
 class Change:
     """One change of an observed key: ``kind`` is ``"set"`` (``value`` holds the new
     value) or ``"delete"``. ``resync`` marks a change found after a reconnection (the

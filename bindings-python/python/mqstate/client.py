@@ -27,7 +27,7 @@ from typing import Any, Optional, Type, Union
 
 from . import _mqstate
 from ._calls import BytesLike, Seconds, wait, wait_async
-from ._events import Change, ConnectionEvent, SetResult, Value, _value
+from ._events import CacheStats, Change, ConnectionEvent, SetResult, Value, _value
 from ._scan import AsyncPager, Pager
 from ._settings import pairs
 from ._subscriptions import AsyncSubscription, Subscription
@@ -86,6 +86,13 @@ class _ClientBase:
     def connected(self) -> bool:
         """Whether the client is connected to the broker now."""
         return self._store is not None and self._store.link_info()[0]
+
+    def cache_stats(self) -> Optional[CacheStats]:
+        """The client-side cache's counters, or None when the cache is off (settings
+        ``cache``, ``cache_keys``, ``cache_max_entries``, ``cache_max_bytes``,
+        ``cache_max_staleness``)."""
+        pairs = self._native().cache_stats()
+        return None if pairs is None else CacheStats(**dict(pairs))
 
     def _set(
         self,
@@ -194,9 +201,18 @@ class AsyncClient(_ClientBase):
         applied, version = await wait_async(pending)
         return SetResult(applied, version)
 
-    async def get(self, key: BytesLike, *, timeout: Optional[Seconds] = None) -> Optional[Value]:
-        """The key's value and version, or None when it does not exist."""
-        return _value(await wait_async(self._native().get(key, timeout)))
+    async def get(
+        self, key: BytesLike, *, timeout: Optional[Seconds] = None, bypass_cache: bool = False
+    ) -> Optional[Value]:
+        """The key's value and version, or None when it does not exist. With the client's
+        cache on (``cache=True``), a key it holds fresh is answered from memory, without
+        awaiting anything; ``bypass_cache`` reads from the store."""
+        native = self._native()
+        if not bypass_cache:
+            hit = native.get_cached(key)
+            if hit is not None:
+                return _value(hit[0])
+        return _value(await wait_async(native.get(key, timeout, bypass_cache)))
 
     async def delete(
         self,
@@ -334,9 +350,17 @@ class Client(_ClientBase):
         )
         return SetResult(applied, version)
 
-    def get(self, key: BytesLike, *, timeout: Optional[Seconds] = None) -> Optional[Value]:
-        """The key's value and version, or None when it does not exist."""
-        return _value(wait(self._native().get(key, timeout)))
+    def get(
+        self, key: BytesLike, *, timeout: Optional[Seconds] = None, bypass_cache: bool = False
+    ) -> Optional[Value]:
+        """The key's value and version, or None when it does not exist (see
+        :meth:`AsyncClient.get` for the cache)."""
+        native = self._native()
+        if not bypass_cache:
+            hit = native.get_cached(key)
+            if hit is not None:
+                return _value(hit[0])
+        return _value(wait(native.get(key, timeout, bypass_cache)))
 
     def delete(
         self,

@@ -83,6 +83,21 @@ impl NativeClient {
     }
 
     /// `(connected, connections, sessions, broker_max_packet_size)`.
+    /// A hit of the client's cache, as a 1-tuple holding what `get` would answer; `None`
+    /// when the read must go to `get` (a miss, or no cache).
+    fn get_cached(&self, py: Python<'_>, key: ByteArg) -> PyResult<Option<Py<PyAny>>> {
+        match self.store.get_cached(key.as_ref(), &GetOptions::default()) {
+            Some(hit) => Ok(Some((convert::versioned(py, hit)?,).into_py_any(py)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// The cache's counters as `(name, value)` pairs in the vocabulary's order, or `None`
+    /// when the cache is off.
+    fn cache_stats(&self) -> Option<Vec<(&'static str, u64)>> {
+        self.store.cache_stats().map(|s| s.pairs().to_vec())
+    }
+
     fn link_info(&self) -> (bool, u64, u64, u32) {
         let l = self.store.link_info();
         (
@@ -118,11 +133,16 @@ impl NativeClient {
         ))
     }
 
-    #[pyo3(signature = (key, timeout))]
-    fn get(&self, key: ByteArg, timeout: Option<Seconds>) -> PyResult<PendingCall> {
+    #[pyo3(signature = (key, timeout, bypass_cache))]
+    fn get(
+        &self,
+        key: ByteArg,
+        timeout: Option<Seconds>,
+        bypass_cache: bool,
+    ) -> PyResult<PendingCall> {
         let options = GetOptions {
             timeout: duration("timeout", timeout)?,
-            ..GetOptions::default()
+            bypass_cache,
         };
         Ok(pending(
             self.store.get(bytes(&key), options),

@@ -210,13 +210,20 @@ impl ClientHandle {
     /// at once, with no task.
     pub fn get(&self, key: impl Into<Bytes>, options: GetOptions) -> Call<Option<Versioned>> {
         let key = key.into();
-        if self.usable().is_ok()
-            && let Some(hit) = self.client.get_cached(&key, &options)
-        {
+        if let Some(hit) = self.get_cached(&key, &options) {
             return Call::ready(Ok(hit));
         }
         let client = self.client.clone();
         self.call(async move { client.get_missed(&key, options).await })
+    }
+
+    /// The client's cache's answer to a GET of `key` now, with no call at all: `Some` on a
+    /// hit (the value, or `None` for a key cached as missing), `None` when the read must go
+    /// on with [`ClientHandle::get`] (a miss, no cache, `bypass_cache`). A binding whose
+    /// calls cost a future or an event-loop turn answers hits with this first.
+    pub fn get_cached(&self, key: &[u8], options: &GetOptions) -> Option<Option<Versioned>> {
+        self.usable().ok()?;
+        self.client.get_cached(key, options)
     }
 
     /// The client's cache's counters, or `None` when it has no cache.
