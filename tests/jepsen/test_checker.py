@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import List, Optional
 
-from mqjepsen.checker import check, check_key, check_versions
+from mqjepsen.checker import check, check_cached, check_key, check_versions, first_problems, notified_by
 from mqjepsen.history import FAIL, INFO, OK, Op, Result
 
 
@@ -271,3 +271,117 @@ def test_version_regression_across_a_restart_is_the_known_bug() -> None:
     assert "known bug" in tolerated.summary()
     # No restart in between: never tolerated.
     assert not check(history, restarts=[5.0], tolerate_restart_regressions=True).ok
+
+
+# ---- cached reads (check_cached) --------------------------------------------------------
+
+def cread(p: int, inv: float, result: Optional[str], version: Optional[str] = None, *, hit: bool = True,
+          key: str = "k") -> Op:
+    """A cached reader's read, returned 1 ms after its call."""
+    return Op(process=p, key=key, f="get", invoke=inv, complete=inv + 0.001, status=OK, result=result,
+              version=version, cached_reader=True, hit=hit)
+
+
+# The writers' history of the cache tests: a written at 0..0.1, b at 2..2.1, c at 5..5.1.
+WRITES = [
+    op(0, "set", 0, 0.1, True, value="a", version="1000:0:S"),
+    op(0, "set", 2, 2.1, True, value="b", version="3000:0:S"),
+    op(1, "get", 2.5, 2.6, "b", version="3000:0:S"),
+    op(0, "set", 5, 5.1, True, value="c", version="6000:0:S"),
+]
+
+
+def cache_problems(reads: List[Op], history: Optional[List[Op]] = None, **kw: object) -> List[str]:
+    return check_cached(WRITES if history is None else history, reads, delta=1.0, **kw)  # type: ignore[arg-type]
+
+
+def test_cached_reads_within_the_bound_pass() -> None:
+    assert cache_problems([
+        cread(100, -1, None, hit=False),  # before any write
+        cread(100, 0.5, "a", "1000:0:S", hit=False),
+        cread(100, 2.5, "a", "1000:0:S"),  # b acknowledged 0.4 s ago: within Δ
+        cread(100, 3.0, "b", "3000:0:S"),
+        cread(100, 5.9, "b", "3000:0:S"),  # c due at 6.1
+        cread(100, 6.2, "c", "6000:0:S"),
+        cread(101, 0.05, "a", "1000:0:S", hit=False),  # another process, its own order
+        cread(101, 6.5, "c", "6000:0:S"),
+    ]) == []
+
+
+def test_cached_read_stale_beyond_the_bound() -> None:
+    problems = cache_problems([cread(100, 1.0, "a", "1000:0:S"), cread(100, 3.2, "a", "1000:0:S")])
+    assert len(problems) == 1 and problems[0].startswith("cache: stale read: key k:"), problems
+    assert "older than p0 k set('b')" in problems[0]
+    # A larger Δ allows it.
+    assert check_cached(WRITES, [cread(100, 3.2, "a", "1000:0:S")], delta=1.5) == []
+    # An uncached GET's version forces freshness too: b as read at 2.6 (were its SET
+    # indeterminate), and a read at 3.7 of a.
+    writes = [WRITES[0], op(0, "set", 2, None, None, value="b", status=INFO), WRITES[2]]
+    assert check_cached(writes, [cread(100, 3.5, "a", "1000:0:S")], delta=1.0) == []
+    assert len(check_cached(writes, [cread(100, 3.7, "a", "1000:0:S")], delta=1.0)) == 1
+
+
+def test_cached_read_stale_after_a_pause_is_allowed_until_it_ends() -> None:
+    # The proxy paused every connection from 2.05 to 4.0: b's notification waits for it.
+    read = [cread(100, 4.5, "a", "1000:0:S")]
+    assert check_cached(WRITES, read, delta=1.0, pauses=[(2.05, 4.0)]) == []
+    assert len(check_cached(WRITES, [cread(100, 5.05, "a", "1000:0:S")], delta=1.0, pauses=[(2.05, 4.0)])) == 1
+    assert notified_by(2.1, 1.0, [(2.05, 4.0), (4.5, 4.8), (7.0, 8.0)]) == 5.8  # two pauses chained
+    assert notified_by(2.1, 1.0, [(0.0, 1.0)]) == 3.1  # over before
+
+
+def test_cached_read_of_a_deleted_or_expired_value() -> None:
+    deleted = [op(0, "set", 0, 0.1, True, value="a", version="1000:0:S"), op(1, "del", 1, 1.1, 1)]
+    assert check_cached(deleted, [cread(100, 1.5, "a", "1000:0:S")], delta=1.0) == []
+    problems = check_cached(deleted, [cread(100, 2.5, "a", "1000:0:S")], delta=1.0)
+    assert len(problems) == 1 and "was removed by p1 k del()" in problems[0]
+    # A DEL that may have come before the SET removes nothing of it.
+    early = [op(0, "set", 0, 0.1, True, value="a", version="1000:0:S"), op(1, "del", -1, 0.05, 1)]
+    assert check_cached(early, [cread(100, 2.5, "a", "1000:0:S")], delta=1.0) == []
+    expiring = [op(0, "set", 0, 0.1, True, value="a", px=500, version="1000:0:S")]
+    assert check_cached(expiring, [cread(100, 1.5, "a", "1000:0:S")], delta=1.0) == []  # due at 1.85
+    problems = check_cached(expiring, [cread(100, 2.0, "a", "1000:0:S")], delta=1.0)
+    assert len(problems) == 1 and "had expired" in problems[0]
+    # Nothing, long after a lasting SET that nothing could remove: stale; with a DEL that
+    # may follow it (indeterminate), or a PX write, not.
+    assert len(check_cached(WRITES[:1], [cread(100, 2.0, None)], delta=1.0)) == 1
+    assert check_cached(WRITES[:1], [cread(100, 1.0, None)], delta=1.0) == []
+    maybe = [op(1, "del", -1, None, None, status=INFO)] + WRITES[:1]
+    assert check_cached(maybe, [cread(100, 2.0, None)], delta=1.0) == []  # may apply after the SET
+    assert len(check_cached(maybe, [cread(100, 2.0, None)], delta=1.0, horizon=0.5)) == 1  # not
+    px = WRITES[:1] + [op(1, "set", 0.5, 0.6, True, value="e", px=200, version="1500:0:S")]
+    assert check_cached(px, [cread(100, 2.0, None)], delta=1.0) == []
+
+
+def test_cached_reads_going_backwards() -> None:
+    problems = cache_problems([cread(100, 3.0, "b", "3000:0:S", hit=False), cread(100, 3.1, "a", "1000:0:S")])
+    assert len(problems) == 1 and problems[0].startswith("cache: non-monotonic read: key k:"), problems
+    assert "came after p100 k get() " in problems[0]
+    # Two processes may each see either, and one key's versions say nothing of another's.
+    assert cache_problems([cread(100, 3.0, "b", "3000:0:S"), cread(101, 3.1, "a", "1000:0:S"),
+                           cread(100, 3.2, "x", "9000:0:S", key="k2"),
+                           cread(100, 3.3, "a", "1000:0:S", key="k3")],
+                          history=WRITES + [op(0, "set", 3, 3.05, True, value="x", key="k2", version="9000:0:S"),
+                                            op(0, "set", 3, 3.05, True, value="a", key="k3",
+                                               version="1000:0:S")]) == []
+
+
+def test_cached_read_of_a_value_never_written() -> None:
+    problems = cache_problems([cread(100, 3.0, "zz", "3500:0:S")])
+    assert len(problems) == 1 and problems[0].startswith("cache: invalid read: key k:"), problems
+    assert "no SET wrote" in problems[0]
+    # Written only after the read returned: invalid as well.
+    assert len(cache_problems([cread(100, 1.0, "c", "6000:0:S")])) >= 1
+    # An indeterminate SET's value may be read; a value under another write's version may not.
+    maybe = WRITES + [op(1, "set", 5.5, None, None, value="m", status=INFO)]
+    assert cache_problems([cread(100, 6.0, "m", "6500:0:S")], history=maybe) == []
+    problems = cache_problems([cread(100, 3.0, "a", "3000:0:S")])
+    assert any("another value with the version of p0 k set('b')" in p for p in problems), problems
+
+
+def test_cached_problems_are_capped_per_kind() -> None:
+    reads = [cread(100, 3.2 + i / 100, "a", "1000:0:S") for i in range(15)] + [cread(100, 9, "zz", "9999:0:S")]
+    problems = cache_problems(reads)
+    assert len(problems) == 16
+    first = first_problems(problems, limit=10)
+    assert len(first) == 12 and first[-1] == "cache: stale read: ... and 5 more"

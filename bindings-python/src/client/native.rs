@@ -144,8 +144,9 @@ impl NativeClient {
             timeout: duration("timeout", timeout)?,
             bypass_cache,
         };
+        // The Python layer asked `get_cached` first (or bypasses the cache).
         Ok(pending(
-            self.store.get(bytes(&key), options),
+            self.store.get_after_miss(bytes(&key), options),
             convert::versioned,
         ))
     }

@@ -213,7 +213,18 @@ impl ClientHandle {
         if let Some(hit) = self.get_cached(&key, &options) {
             return Call::ready(Ok(hit));
         }
-        let client = self.client.clone();
+        self.get_after_miss(key, options)
+    }
+
+    /// GET, for a binding that asked [`ClientHandle::get_cached`] first and missed (or
+    /// bypasses the cache): the read goes on without a second look (which would count a
+    /// second miss).
+    pub fn get_after_miss(
+        &self,
+        key: impl Into<Bytes>,
+        options: GetOptions,
+    ) -> Call<Option<Versioned>> {
+        let (client, key) = (self.client.clone(), key.into());
         self.call(async move { client.get_missed(&key, options).await })
     }
 

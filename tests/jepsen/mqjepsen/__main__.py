@@ -1,6 +1,8 @@
 """``python -m mqjepsen``: runs modes, prints one line per mode and a closing count.
 
-Example: ``python -m mqjepsen --modes kill,partition --duration 60 --clients 8 --seed 7``.
+Example: ``python -m mqjepsen --modes kill,partition --duration 60 --clients 8 --seed 7``;
+with ``--cached-readers 2`` two more processes read the same keys through the client-side
+cache, checked against its contract (``--staleness``, ``--planted-bug`` to see it caught).
 Histories of a failed mode are kept (the path is printed); ``--keep`` keeps them all.
 """
 
@@ -16,7 +18,8 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from .lockcheck import LOCK_MODES, run_lock_mode
-from .runner import MODES, RunConfig, RunResult, run
+from .checker import CACHE_STALENESS
+from .runner import MODES, PLANTED_BUGS, RunConfig, RunResult, run
 
 ALL = MODES + LOCK_MODES
 
@@ -34,6 +37,12 @@ def main(argv: Optional[List[str]] = None) -> int:
                    help="an indeterminate operation takes effect within this many seconds or never; 0: no bound")
     p.add_argument("--tolerate-known", action="store_true",
                    help="list versions that went backwards across a store restart (a known bug) without failing")
+    p.add_argument("--cached-readers", type=int, default=0,
+                   help="read-only processes reading the keys through the client-side cache (workload modes)")
+    p.add_argument("--staleness", type=float, default=CACHE_STALENESS,
+                   help="Δ: how stale a cached read may be after a change is acknowledged, s")
+    p.add_argument("--planted-bug", choices=PLANTED_BUGS, default=None,
+                   help="plant this bug in the cached readers' cache (MQSTATE_CACHE_PLANTED_BUG): the run must fail")
     p.add_argument("--keep", action="store_true", help="keep every run's directory")
     p.add_argument("--workdir", type=Path, default=None, help="parent of the run directories")
     p.add_argument("--json", type=Path, default=None, help="write every result here")
@@ -59,7 +68,9 @@ def main(argv: Optional[List[str]] = None) -> int:
             else:
                 result = run(RunConfig(mode=mode, duration=a.duration, clients=a.clients, keys=a.keys,
                                        seed=mode_seed, timeout=a.timeout, workdir=workdir, keep=a.keep,
-                                       horizon=a.horizon or None, tolerate_known=a.tolerate_known))
+                                       horizon=a.horizon or None, tolerate_known=a.tolerate_known,
+                                       cached_readers=a.cached_readers, cache_staleness=a.staleness,
+                                       planted_bug=a.planted_bug))
                 line = result.line()
         except Exception as e:  # noqa: BLE001 - a broken harness fails the mode, not the run
             result = RunResult(mode, mode_seed, a.duration, a.clients, problems=[f"harness error: {e!r}"])

@@ -35,6 +35,7 @@ as are indeterminate GETs.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
@@ -358,3 +359,195 @@ def check(history: Sequence[Op], horizon: Optional[float] = 15.0, tol: float = 0
         failed_ops=sum(1 for o in history if o.status == FAIL),
         indeterminate_ops=sum(1 for o in history if o.status == INFO),
     )
+
+
+# ---- cached reads -----------------------------------------------------------------------
+
+#: Δ, the staleness a cached read is allowed by default, s: how long after a change is
+#: acknowledged its notification may take to reach a connected cached reader. On loopback
+#: it takes milliseconds; a cut, a store restart or a lost session empties the cache (the
+#: reads go to the store), so only delay on a live connection counts: scheduling on a busy
+#: machine, a reconnection's first reads. A proxy pause (a connection that is dead but not
+#: known to be) is not in Δ: ``pauses`` extends each deadline past it (``notified_by``).
+CACHE_STALENESS = 1.0
+
+
+def _order(version: str) -> Tuple[int, int]:
+    """A version's place in a key's order: (wall clock, counter) of its HLC."""
+    return parse_hlc(version)[:2]
+
+
+def notified_by(t: float, delta: float, pauses: Sequence[Tuple[float, float]] = ()) -> float:
+    """The latest time a change acknowledged at ``t`` may reach a connected cached reader:
+    ``t + delta``, pushed to ``delta`` after the end of every proxy pause that begins before
+    that (a paused connection delivers nothing and its client does not know it is cut)."""
+    due = t + delta
+    for start, end in sorted(pauses):
+        if start > due:
+            break
+        if end >= t:
+            due = max(due, end + delta)
+    return due
+
+
+class _Latest:
+    """Items (due, rank, op) sorted by ``due``: the highest rank among those due before a
+    time (a prefix maximum, found by bisection)."""
+
+    def __init__(self, items: List[Tuple[float, Tuple[float, ...], Op]]) -> None:
+        items.sort(key=lambda x: x[0])
+        self.due = [d for d, _, _ in items]
+        self.best: List[Tuple[Tuple[float, ...], Op]] = []
+        for _, rank, o in items:
+            if not self.best or rank > self.best[-1][0]:
+                self.best.append((rank, o))
+            else:
+                self.best.append(self.best[-1])
+
+    def before(self, t: float) -> Optional[Tuple[Tuple[float, ...], Op]]:
+        i = bisect_left(self.due, t)
+        return self.best[i - 1] if i else None
+
+
+def check_cached(history: Sequence[Op], reads: Sequence[Op], delta: float = CACHE_STALENESS,
+                 horizon: Optional[float] = 15.0, pauses: Sequence[Tuple[float, float]] = (),
+                 tol: float = 0.25) -> List[str]:
+    """Cached reads (``reads``, each a GET of one cached-reader process, through its cache)
+    against the cache's contract (docs/api.md, "The client-side cache"), given the writers'
+    history (``history``: uncached, checked for linearizability on its own). Per key:
+
+    - **valid**: a value read was written by a SET (acknowledged as applied, or
+      indeterminate) invoked before the read returned; a version read that an acknowledged
+      SET or an uncached GET returned comes with that operation's value;
+    - **monotonic**: in one process, a version read is never older than one read before
+      (over the whole process: writes are persistent, so a reconnection to the store, which
+      empties the cache, cannot go back either);
+    - **stale by at most ``delta``**: a read invoked at ``t`` returns nothing older than a
+      change acknowledged (``ok``) by ``notified_by(complete)`` before ``t``: not a version
+      older than an acknowledged SET's or an uncached GET's; not a version that an
+      acknowledged DEL / VDEL invoked after it was known removed, nor a PX write past its
+      expiry (``tol`` as in the linearizability model); not nothing when an acknowledged
+      SET without PX leaves no removal possible (no DEL, VDEL or PX write, acknowledged or
+      indeterminate within ``horizon``, may come between it and the read). Indeterminate
+      writes never force freshness: a read may return their values, or not.
+
+    Versions order a key's states: the writers' check proves they follow real time. Returns
+    every violation found, one line each, starting ``cache: <kind>:`` (``stale read``,
+    ``non-monotonic read``, ``invalid read``)."""
+    inf_h = INF if horizon is None else horizon
+    by_key: Dict[str, List[Op]] = defaultdict(list)
+    for o in history:
+        if not o.cached_reader:
+            by_key[o.key].append(o)
+    reads_by_key: Dict[str, List[Op]] = defaultdict(list)
+    for o in reads:
+        if o.status == OK and o.f == "get":
+            reads_by_key[o.key].append(o)
+
+    def due(o: Op) -> float:
+        assert o.complete is not None
+        return notified_by(o.complete, delta, pauses)
+
+    invalid: List[str] = []
+    backwards: List[str] = []
+    stale: List[str] = []
+    for key, key_reads in sorted(reads_by_key.items()):
+        ops = by_key.get(key, [])
+        applied = [o for o in ops if o.f == "set" and o.status == OK and o.result is True]
+        # Values written (by SETs that applied or may have), with when first invoked.
+        written: Dict[str, float] = {}
+        for o in ops:
+            if o.f == "set" and o.value is not None and (o.status == INFO or (o.status == OK and o.result is True)):
+                written[o.value] = min(written.get(o.value, INF), o.invoke)
+        # Versions returned by acknowledged operations: their value, when first known applied.
+        versions: Dict[str, Tuple[Optional[str], float, Op]] = {}
+        seen = [o for o in applied if o.version] + [o for o in ops if o.f == "get" and o.status == OK and o.version]
+        for o in seen:
+            assert o.version is not None and o.complete is not None
+            value = o.value if o.f == "set" else (o.result if isinstance(o.result, str) else None)
+            if o.version not in versions or o.complete < versions[o.version][1]:
+                versions[o.version] = (value, o.complete, o)
+        # Rule: no version older than one acknowledged (a SET's, an uncached GET's) in time.
+        newest = _Latest([(due(o), _order(o.version or ""), o) for o in seen])
+        # Rule: no version removed by an acknowledged DEL / VDEL invoked after it was known.
+        removals = _Latest([(due(o), (o.invoke,), o) for o in ops
+                            if o.f in ("del", "vdel") and o.status == OK and o.result == 1])
+        expiry: Dict[str, Tuple[float, Op]] = {}
+        for o in applied:
+            if o.px and o.version:
+                assert o.complete is not None
+                expiry[o.version] = (notified_by(o.complete + o.px / 1000.0 + tol, delta, pauses), o)
+        # Rule: not nothing after an acknowledged SET without PX, unless a removal may follow.
+        lasting = _Latest([(due(o), (o.invoke,), o) for o in applied if not o.px])
+        removers = sorted(
+            ((o.invoke, (o.complete if o.status == OK and o.complete is not None else o.invoke + inf_h), o)
+             for o in ops
+             if (o.f in ("del", "vdel") and (o.status == INFO or (o.status == OK and o.result == 1)))
+             or (o.f == "set" and o.px and (o.status == INFO or (o.status == OK and o.result is True)))),
+            key=lambda x: x[0])
+        remover_invokes = [i for i, _, _ in removers]
+        remover_ends: List[float] = []
+        for _, end, _ in removers:
+            remover_ends.append(max(end, remover_ends[-1]) if remover_ends else end)
+
+        last: Dict[int, Op] = {}  # per process, the read of the newest version so far
+        for r in sorted(key_reads, key=lambda o: o.invoke):
+            assert r.complete is not None
+            value = r.result if isinstance(r.result, str) else None
+            if value is not None:
+                if written.get(value, INF) >= r.complete:
+                    invalid.append(f"key {key}: {r.describe()} read a value no SET wrote")
+                elif r.version is not None and r.version in versions and versions[r.version][0] != value:
+                    invalid.append(f"key {key}: {r.describe()} read another value with the version of "
+                                   f"{versions[r.version][2].describe()}")
+            if r.version is not None:
+                prev = last.get(r.process)
+                if prev is not None and prev.version is not None and _order(r.version) < _order(prev.version):
+                    backwards.append(f"key {key}: {r.describe()} came after {prev.describe()} in the same process")
+                if prev is None or prev.version is None or _order(r.version) > _order(prev.version):
+                    last[r.process] = r
+                best = newest.before(r.invoke)
+                if best is not None and _order(r.version) < best[0]:
+                    w = best[1]
+                    stale.append(f"key {key}: {r.describe()} is older than {w.describe()}, due "
+                                 f"{r.invoke - due(w):.3f} s before the read (Δ {delta:g} s)")
+                    continue
+                if r.version in versions:
+                    gone = removals.before(r.invoke)
+                    if gone is not None and gone[0][0] > versions[r.version][1]:
+                        d = gone[1]
+                        stale.append(f"key {key}: {r.describe()} was removed by {d.describe()}, due "
+                                     f"{r.invoke - due(d):.3f} s before the read (Δ {delta:g} s)")
+                        continue
+                if r.version in expiry and expiry[r.version][0] < r.invoke:
+                    t, s = expiry[r.version]
+                    stale.append(f"key {key}: {r.describe()} had expired: {s.describe()}, due "
+                                 f"{r.invoke - t:.3f} s before the read (Δ {delta:g} s)")
+            elif value is None:
+                best = lasting.before(r.invoke)
+                if best is not None:
+                    j = bisect_left(remover_invokes, r.complete)
+                    latest_end = remover_ends[j - 1] if j else -INF
+                    if best[0][0] >= latest_end:
+                        w = best[1]
+                        stale.append(f"key {key}: {r.describe()} found nothing after {w.describe()}, due "
+                                     f"{r.invoke - due(w):.3f} s before the read, which nothing could "
+                                     f"remove (Δ {delta:g} s)")
+
+    problems: List[str] = []
+    for kind, found in (("stale read", stale), ("non-monotonic read", backwards), ("invalid read", invalid)):
+        problems.extend(f"cache: {kind}: {p}" for p in found)
+    return problems
+
+
+def first_problems(problems: Sequence[str], limit: int = 10) -> List[str]:
+    """At most ``limit`` of each kind of ``check_cached``'s problems, then how many more."""
+    out: List[str] = []
+    count: Dict[str, int] = defaultdict(int)
+    for p in problems:
+        kind = p.split(":", 2)[1]
+        count[kind] += 1
+        if count[kind] <= limit:
+            out.append(p)
+    out.extend(f"cache:{kind}: ... and {n - limit} more" for kind, n in count.items() if n > limit)
+    return out

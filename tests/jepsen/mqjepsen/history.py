@@ -13,6 +13,9 @@ merged into one history (and libfaketime is told not to fake it, see ``nemesis.p
   ``may_have_applied`` is true. It may have taken effect, once, at any point after its
   invocation (within the checker's horizon), or not at all.
 
+A cached reader's reads (``cached_reader`` true) are GETs through the client-side cache;
+``hit`` says whether the cache answered one (its ``hits`` counter went up) or the store did.
+
 ``result`` by operation: ``set``: ``true`` applied / ``false`` condition failed; ``get``: the
 value (text) or ``null``; ``del``: 1 or 0; ``vdel``: 1 deleted, 0 no such key, -1 the value
 differs.
@@ -48,6 +51,10 @@ class Op:
     result: Result = None
     version: Optional[str] = None  # the HLC the response carried, as text
     error: Optional[str] = None  # the error's code, for fail and info
+    # A read of a cached reader (``worker --cached-reader``): through the client-side cache,
+    # checked against its contract (``checker.check_cached``), not for linearizability.
+    cached_reader: bool = False
+    hit: Optional[bool] = None  # a cached reader's read: answered from memory (True) or the store
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"))
@@ -68,7 +75,8 @@ class Op:
         done = f"{self.complete:.6f}" if self.complete is not None else "-"
         return (f"p{self.process} {self.key} {args} [{self.invoke:.6f} .. {done}] "
                 f"{self.status} {self.result!r}" + (f" v={self.version}" if self.version else "")
-                + (f" err={self.error}" if self.error else ""))
+                + (f" err={self.error}" if self.error else "")
+                + ((" cache " + {True: "hit", False: "miss", None: "?"}[self.hit]) if self.cached_reader else ""))
 
 
 def write(path: Path, ops: Iterable[Op]) -> None:

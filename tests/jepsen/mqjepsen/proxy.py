@@ -7,7 +7,8 @@ from __future__ import annotations
 import selectors
 import socket
 import threading
-from typing import Dict, Optional
+import time
+from typing import Dict, List, Optional, Tuple
 
 
 class FaultProxy:
@@ -26,6 +27,8 @@ class FaultProxy:
         self._stop = False
         self.cuts = 0
         self.pauses = 0
+        # (start, end) of every pause, time.monotonic(); end None while it lasts.
+        self._pause_times: List[Tuple[float, Optional[float]]] = []
         self._sel = selectors.DefaultSelector()
         self._registered: Dict[socket.socket, bool] = {}
         self._thread = threading.Thread(target=self._loop, name="fault-proxy", daemon=True)
@@ -44,10 +47,19 @@ class FaultProxy:
         with self._lock:
             self._paused = True
             self.pauses += 1
+            self._pause_times.append((time.monotonic(), None))
 
     def resume(self) -> None:
         with self._lock:
             self._paused = False
+            if self._pause_times and self._pause_times[-1][1] is None:
+                self._pause_times[-1] = (self._pause_times[-1][0], time.monotonic())
+
+    def pause_intervals(self) -> List[Tuple[float, float]]:
+        """(start, end) of every pause so far (``time.monotonic()``); one still on ends now."""
+        with self._lock:
+            now = time.monotonic()
+            return [(start, now if end is None else end) for start, end in self._pause_times]
 
     def close(self) -> None:
         self._stop = True

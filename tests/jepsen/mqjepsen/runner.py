@@ -14,6 +14,12 @@ Modes (each its own fault, and ``combined``):
 - ``skew``: client 0's wall clock runs 30 s ahead (inside the 60 s window: its calls must
   work), client 1's 90 s ahead (outside: the store must refuse its writes), by libfaketime.
 - ``combined``: kill, cut, pause and both skewed clients at once.
+
+Cached readers (``RunConfig.cached_readers``): read-only processes beside the workers, each
+reading the same keys through the client-side cache (``worker --cached-reader``), with
+``MQSTATE_CACHE_PLANTED_BUG`` set to ``RunConfig.planted_bug`` in their environment only.
+Their reads are not linearizable by contract and stay out of the linearizability check;
+``checker.check_cached`` checks them against the writers' history (Δ ``cache_staleness``).
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ from . import checker, history
 from .cluster import Cluster
 from .history import FAIL, OK, Op
 from .proxy import FaultProxy
-from .worker import PX_SHARE, START_FILE, START_LIMIT, classify, ready_file
+from .worker import PX_SHARE, READ_PAUSE, START_FILE, START_LIMIT, classify, ready_file
 
 MODES = ["none", "kill", "partition", "broker", "skew", "combined"]
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
@@ -46,6 +52,10 @@ FAKETIME_LIBS = [
 ]
 SKEW_INSIDE_S = 30
 SKEW_OUTSIDE_S = 90
+#: Process numbers of cached readers start here (workers are 0..clients-1, the final reads clients).
+READER_BASE = 100
+#: The planted bugs of the cache (core/src/cache.rs, ``MQSTATE_CACHE_PLANTED_BUG``).
+PLANTED_BUGS = ["ignore_notifications", "keep_across_connections"]
 
 
 def faketime_lib() -> Optional[str]:
@@ -82,6 +92,10 @@ class RunConfig:
     # Versions that go backwards across a store restart are a known bug (docs/reliability.md,
     # "Findings"); True lists them without failing the run (the bounded run of scripts/test).
     tolerate_known: bool = False
+    cached_readers: int = 0  # read-only processes through the client-side cache (check_cached)
+    cache_staleness: float = checker.CACHE_STALENESS  # Δ of the cache check, s
+    read_pause: float = READ_PAUSE  # a cached reader's pause between reads, s
+    planted_bug: Optional[str] = None  # MQSTATE_CACHE_PLANTED_BUG of the cached readers (PLANTED_BUGS)
 
 
 @dataclass
@@ -102,6 +116,10 @@ class RunResult:
     check_seconds: float = 0.0
     known_problems: int = 0  # tolerated known-bug findings (see RunConfig.tolerate_known)
     linearizable: bool = False
+    cached_readers: int = 0
+    cached_reads: int = 0  # the cached readers' reads that returned
+    cache_hits: int = 0  # of those, answered by the cache
+    cache_problems: int = 0  # violations of the cache's contract (their lines are in problems)
     passed: bool = False
     problems: List[str] = field(default_factory=list)
     workdir: str = ""
@@ -119,6 +137,8 @@ class RunResult:
                 f"{self.ops} ops ({self.ok} ok, {self.failed} failed, {self.indeterminate} "
                 f"indeterminate = {share:.1f}%), {', '.join(faults) or 'no faults'}; "
                 f"checked in {self.check_seconds:.1f}s"
+                + (f"; {self.cached_readers} cached readers: {self.cached_reads} reads ({self.cache_hits} hits), "
+                   f"{self.cache_problems or 'no'} cache problem(s)" if self.cached_readers else "")
                 + (f"; KNOWN BUG seen {self.known_problems} time(s): versions went backwards across a restart"
                    if self.known_problems else ""))
 
@@ -175,13 +195,13 @@ def sleep_until(t: float) -> None:
         time.sleep(min(left, 0.1))
 
 
-def open_gate(gate: Path, procs: List["subprocess.Popen[bytes]"], duration: float) -> float:
+def open_gate(gate: Path, procs: Dict[int, "subprocess.Popen[bytes]"], duration: float) -> float:
     """Waits until every worker is connected (or has exited: its exit code is reported
     later), then starts the run: writes its deadline, ``duration`` from now, to the gate's
     ``start`` file, which the workers wait for. Returns the deadline."""
     deadline = time.monotonic() + START_LIMIT
     while any(proc.poll() is None and not os.path.exists(ready_file(str(gate), p))
-              for p, proc in enumerate(procs)):
+              for p, proc in procs.items()):
         if time.monotonic() > deadline:
             break  # the workers give up on their own, after as long
         time.sleep(0.01)
@@ -241,6 +261,10 @@ def skew_problems(ops: List[Op], process: int) -> List[str]:
 def run(cfg: RunConfig) -> RunResult:
     if cfg.mode not in MODES:
         raise ValueError(f"unknown mode {cfg.mode!r} (one of {', '.join(MODES)})")
+    if cfg.planted_bug is not None and cfg.planted_bug not in PLANTED_BUGS:
+        raise ValueError(f"unknown planted bug {cfg.planted_bug!r} (one of {', '.join(PLANTED_BUGS)})")
+    if cfg.clients >= READER_BASE:
+        raise ValueError(f"at most {READER_BASE - 1} clients")
     rng = random.Random(cfg.seed)
     workdir = cfg.workdir or Path(os.environ.get("TMPDIR", "/tmp")) / f"mqjepsen-{cfg.mode}-{cfg.seed}-{os.getpid()}"
     if workdir.exists():
@@ -252,51 +276,68 @@ def run(cfg: RunConfig) -> RunResult:
     url = f"mqtt://127.0.0.1:{proxy.port}" if proxy else cluster.url
     keys = [f"jepsen/{cfg.seed}/k{i}" for i in range(cfg.keys)]
     skewed = cfg.mode in ("skew", "combined")
-    procs: List[subprocess.Popen[bytes]] = []
+    procs: Dict[int, subprocess.Popen[bytes]] = {}  # by process number
     nemesis = Nemesis(cfg.mode, cluster, proxy, rng, scale=min(1.0, max(0.2, cfg.duration / 30)))
     gate = workdir / "gate"  # the workers' start gate (mqjepsen.worker)
     gate.mkdir()
+    base_env = dict(os.environ)
+    base_env["PYTHONPATH"] = str(PACKAGE_DIR) + os.pathsep + base_env.get("PYTHONPATH", "")
+    base_env.pop("MQSTATE_CACHE_PLANTED_BUG", None)  # only where a run plants it
     try:
         for p in range(cfg.clients):
-            env = dict(os.environ)
-            env["PYTHONPATH"] = str(PACKAGE_DIR) + os.pathsep + env.get("PYTHONPATH", "")
+            env = dict(base_env)
             if skewed and p == 0:
                 env.update(skew_env(SKEW_INSIDE_S))
             if skewed and p == 1:
                 env.update(skew_env(SKEW_OUTSIDE_S))
             with open(workdir / f"worker-{p}.log", "wb") as log:
-                procs.append(subprocess.Popen(
+                procs[p] = subprocess.Popen(
                     [sys.executable, "-m", "mqjepsen.worker", "--url", url, "--process", str(p),
                      "--keys", ",".join(keys), "--gate", str(gate), "--seed", str(rng.randrange(2**31)),
                      "--out", str(workdir / f"history-{p}.jsonl"), "--timeout", str(cfg.timeout),
                      "--px-share", str(cfg.px_share)]
                     + ([] if cfg.persist else ["--no-persist"])
                     + ([] if cfg.deletes else ["--no-deletes"]),
-                    env=env, stdout=log, stderr=log))
+                    env=env, stdout=log, stderr=log)
+        for i in range(cfg.cached_readers):
+            p = READER_BASE + i
+            env = dict(base_env)
+            if cfg.planted_bug:
+                env["MQSTATE_CACHE_PLANTED_BUG"] = cfg.planted_bug
+            with open(workdir / f"cached-reader-{p}.log", "wb") as log:
+                procs[p] = subprocess.Popen(
+                    [sys.executable, "-m", "mqjepsen.worker", "--cached-reader", "--url", url,
+                     "--process", str(p), "--keys", ",".join(keys), "--gate", str(gate),
+                     "--seed", str(rng.randrange(2**31)), "--out", str(workdir / f"cached-{p}.jsonl"),
+                     "--timeout", str(cfg.timeout), "--read-pause", str(cfg.read_pause)],
+                    env=env, stdout=log, stderr=log)
         until = open_gate(gate, procs, cfg.duration)
         if cfg.mode not in ("none", "skew"):
             while time.monotonic() < until:
                 nemesis.step(until)
         sleep_until(until)
         nemesis.heal()
-        for proc in procs:
+        for proc in procs.values():
             try:
                 proc.wait(max(1.0, until + cfg.timeout * 4 + 20 - time.monotonic()))
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
                 result.problems.append(f"a worker hung past the end of the run (pid {proc.pid})")
-        for p, proc in enumerate(procs):
+        for p, proc in procs.items():
             if proc.returncode != 0:
-                result.problems.append(f"worker {p} exited with {proc.returncode}: see {workdir}/worker-{p}.log")
+                log_name = f"worker-{p}.log" if p < READER_BASE else f"cached-reader-{p}.log"
+                result.problems.append(f"worker {p} exited with {proc.returncode}: see {workdir}/{log_name}")
         ops = history.read_all(workdir.glob("history-*.jsonl"))
         ops += final_reads(cluster.url, keys, cfg.clients, cfg.timeout)
         history.write(workdir / "history.jsonl", ops)
+        cached = history.read_all(workdir.glob("cached-*.jsonl"))
     finally:
-        for proc in procs:
+        for proc in procs.values():
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+        pauses = proxy.pause_intervals() if proxy is not None else []
         if proxy is not None:
             result.cuts, result.pauses = proxy.cuts, proxy.pauses
             proxy.close()
@@ -305,6 +346,7 @@ def run(cfg: RunConfig) -> RunResult:
         result.broker_restarts = cluster.broker_restarts
         cluster.close()
         (workdir / "restarts.json").write_text(json.dumps(cluster.restart_times))
+        (workdir / "pauses.json").write_text(json.dumps(pauses))
 
     t = time.monotonic()
     report = checker.check(ops, horizon=cfg.horizon, restarts=cluster.restart_times,
@@ -316,6 +358,20 @@ def run(cfg: RunConfig) -> RunResult:
     if not report.ok:
         result.problems.append(report.summary())
     result.known_problems = len(report.known_problems)
+    cache_problems: List[str] = []
+    if cfg.cached_readers:
+        result.cached_readers = cfg.cached_readers
+        done = [o for o in cached if o.status == OK]
+        result.cached_reads = len(done)
+        result.cache_hits = sum(1 for o in done if o.hit)
+        t = time.monotonic()
+        cache_problems = checker.check_cached(ops, cached, delta=cfg.cache_staleness, horizon=cfg.horizon,
+                                              pauses=pauses)
+        result.check_seconds += time.monotonic() - t
+        result.cache_problems = len(cache_problems)
+        result.problems.extend(checker.first_problems(cache_problems))
+        if result.cache_hits == 0:
+            result.problems.append("cache: no cached read was answered by the cache (nothing checked)")
     if skewed:
         result.problems.extend(skew_problems(ops, 1))
         inside_ok = sum(1 for o in ops if o.process == 0 and o.status == OK)
@@ -325,7 +381,7 @@ def run(cfg: RunConfig) -> RunResult:
         result.problems.append("no operation succeeded")
     result.passed = not result.problems
     (workdir / "result.json").write_text(json.dumps(asdict(result), indent=2))
-    (workdir / "check.txt").write_text(report.summary() + "\n")
+    (workdir / "check.txt").write_text(report.summary() + "\n" + "".join(p + "\n" for p in cache_problems))
     if result.passed and not cfg.keep:
         shutil.rmtree(workdir, ignore_errors=True)
         result.workdir = ""

@@ -8,6 +8,11 @@ file there, which holds the run's deadline. A worker's start-up (an interpreter,
 library, a connection: up to seconds on a busy machine) then takes nothing from its window,
 and no fault comes before it runs.
 
+With ``--cached-reader`` the process only reads, through the client-side cache
+(``cache=True``): GETs of the run's keys in turn, a short pause between them, each recorded
+with ``cached_reader`` set and whether the cache answered it (``hit``). Those histories are
+checked against the cache's contract (``checker.check_cached``), not for linearizability.
+
 Run by the runner as ``python -m mqjepsen.worker``; a clock-skew fault runs it under
 libfaketime (``nemesis.skew_env``), which moves the client's wall clock (and so its HLC)
 but not ``CLOCK_MONOTONIC``, the clock of the history.
@@ -41,6 +46,8 @@ VDEL = {"deleted": 1, "not_found": 0, "value_mismatch": -1}
 
 # The share of SETs with an expiry (PX), unless a run says otherwise.
 PX_SHARE = 0.1
+#: A cached reader's pause between reads, s (histories stay small; hits take microseconds).
+READ_PAUSE = 0.01
 #: The longest a worker waits to connect before the run, and then for the run to start, s.
 START_LIMIT = 60.0
 #: The file in the gate directory that starts the run (it holds the deadline).
@@ -136,13 +143,54 @@ class Workload:
         return op
 
 
-def connect(url: str, client_id: str, timeout: float, until: float) -> mqstate.Client:
-    """A connected client; retried while a fault keeps the store away."""
+class CachedReader:
+    """A read-only process through the client-side cache: GETs of the keys in turn."""
+
+    def __init__(self, client: mqstate.Client, process: int, keys: List[str], out: TextIO) -> None:
+        self.client = client
+        self.process = process
+        self.keys = keys
+        self.out = out
+        self.next = 0
+        self.counts = {OK: 0, FAIL: 0, INFO: 0}
+
+    def _hits(self) -> int:
+        stats = self.client.cache_stats()
+        if stats is None:
+            raise RuntimeError("a cached reader's client has no cache")
+        return stats.hits
+
+    def read_one(self) -> Op:
+        key = self.keys[self.next % len(self.keys)]
+        self.next += 1
+        op = Op(process=self.process, key=key, f="get", invoke=0.0, cached_reader=True)
+        hits = self._hits()
+        op.invoke = time.monotonic()
+        try:
+            v = self.client.get(key)
+            op.complete = time.monotonic()
+            op.status = OK
+            op.result = None if v is None else v.value.decode()
+            op.version = None if v is None or v.version is None else str(v.version)
+        except Exception as e:  # noqa: BLE001 - every failure is recorded, none is fatal
+            op.status, op.error = classify(e)
+            op.complete = time.monotonic() if op.status == FAIL else None
+        op.hit = self._hits() > hits  # only this thread reads through this client
+        self.counts[op.status] += 1
+        self.out.write(op.to_json() + "\n")
+        self.out.flush()
+        return op
+
+
+def connect(url: str, client_id: str, timeout: float, until: float, cache: bool = False) -> mqstate.Client:
+    """A connected client (with the client-side cache when ``cache``); retried while a
+    fault keeps the store away."""
+    extra = {"cache": True} if cache else {}  # writers' clients as before: no cache setting
     while True:
         try:
             return mqstate.Client(url, client_id=client_id, request_timeout=timeout,
                                   connect_timeout=timeout, reconnect_min_delay=0.05,
-                                  reconnect_max_delay=0.5, keep_alive=5)
+                                  reconnect_max_delay=0.5, keep_alive=5, **extra)
         except mqstate.MqstateError:
             if time.monotonic() > until:
                 raise
@@ -184,7 +232,13 @@ def main(argv: Optional[List[str]] = None) -> int:
                    help="writes without persistence (a kill then loses them: a negative control)")
     p.add_argument("--no-deletes", action="store_true",
                    help="no DEL or VDEL: with --px-share 0, a missing value can only be a lost write")
+    p.add_argument("--cached-reader", action="store_true",
+                   help="only read, through the client-side cache (cache=True); ops marked cached_reader")
+    p.add_argument("--read-pause", type=float, default=READ_PAUSE,
+                   help="a cached reader's pause between reads, s")
     a = p.parse_args(argv)
+    if a.cached_reader:
+        return cached_reader_main(a)
     rng = random.Random(a.seed)
     with open(a.out, "a", encoding="utf-8") as out:
         client = connect(a.url, f"jepsen-{a.seed}-{a.process}", a.timeout,
@@ -200,6 +254,25 @@ def main(argv: Optional[List[str]] = None) -> int:
         finally:
             client.close()
     print(f"worker {a.process}: {w.counts}", file=sys.stderr)
+    return 0
+
+
+def cached_reader_main(a: argparse.Namespace) -> int:
+    with open(a.out, "a", encoding="utf-8") as out:
+        client = connect(a.url, f"jepsen-{a.seed}-{a.process}", a.timeout,
+                         time.monotonic() + START_LIMIT, cache=True)
+        try:
+            until = await_start(a.gate, a.process, START_LIMIT)
+            r = CachedReader(client, a.process, a.keys.split(","), out)
+            while time.monotonic() < until:
+                op = r.read_one()
+                pause(a.read_pause if op.status == OK else max(a.read_pause, 0.02))
+            stats = client.cache_stats()
+        finally:
+            client.close()
+    bug = os.environ.get("MQSTATE_CACHE_PLANTED_BUG")
+    print(f"cached reader {a.process}: {r.counts}, {stats}" + (f", planted bug {bug}" if bug else ""),
+          file=sys.stderr)
     return 0
 
 
