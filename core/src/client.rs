@@ -328,7 +328,13 @@ impl Client {
     ) -> Result<Option<Versioned>, Error> {
         let key = key.as_ref();
         match self.get_cached(key, &options) {
-            Some(hit) => Ok(hit),
+            Some(hit) => {
+                // A hit is ready at once: take a unit of tokio's cooperative budget, so that a
+                // loop of hits yields now and then instead of starving the tasks beside it
+                // (the client's own connection among them).
+                tokio::task::consume_budget().await;
+                Ok(hit)
+            }
             None => self.get_missed(key, options).await,
         }
     }

@@ -351,3 +351,26 @@ async fn bounds_evict_the_least_recently_read_and_observers_keep_their_registrat
     assert_eq!(change.event, mqstate::codec::KeyEvent::Set("1".into()));
     store.stop().await;
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_loop_of_hits_yields_to_the_tasks_beside_it() {
+    let mut store = LocalStore::start().await.unwrap();
+    let client = cached(&store).await;
+    set(&client, "k", "v").await;
+    assert_eq!(value(&client, "k").await.as_deref(), Some("v"));
+    let ran = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let beside = {
+        let ran = ran.clone();
+        tokio::spawn(async move { ran.store(true, std::sync::atomic::Ordering::SeqCst) })
+    };
+    // Every read is a hit, ready at once: without a yield now and then, the task beside
+    // would never run on this one-thread runtime (nor would the client's connection).
+    let mut reads = 0u64;
+    while !ran.load(std::sync::atomic::Ordering::SeqCst) {
+        client.get("k").await.unwrap();
+        reads += 1;
+        assert!(reads < 1_000_000, "a million hits and the task beside never ran");
+    }
+    beside.await.unwrap();
+    store.stop().await;
+}

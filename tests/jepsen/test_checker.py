@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import List, Optional
 
-from mqjepsen.checker import check, check_cached, check_key, check_versions, first_problems, notified_by
+from mqjepsen.checker import (cache_lags, check, check_cached, check_key, check_versions, first_problems,
+                              notified_by)
 from mqjepsen.history import FAIL, INFO, OK, Op, Result
 
 
@@ -385,3 +386,9 @@ def test_cached_problems_are_capped_per_kind() -> None:
     assert len(problems) == 16
     first = first_problems(problems, limit=10)
     assert len(first) == 12 and first[-1] == "cache: stale read: ... and 5 more"
+
+
+def test_cache_lags() -> None:
+    lags = cache_lags(WRITES, [cread(100, 2.5, "a", "1000:0:S"), cread(100, 3.0, "b", "3000:0:S"),
+                               cread(100, 5.5, "b", "3000:0:S"), cread(100, 0.05, "a", "1000:0:S")])
+    assert [round(x, 6) for x in lags] == [0.4, 0.4]  # behind b (done at 2.1), behind c (5.1)

@@ -35,7 +35,7 @@ as are indeterminate GETs.
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
@@ -551,3 +551,32 @@ def first_problems(problems: Sequence[str], limit: int = 10) -> List[str]:
             out.append(p)
     out.extend(f"cache:{kind}: ... and {n - limit} more" for kind, n in count.items() if n > limit)
     return out
+
+
+def cache_lags(history: Sequence[Op], reads: Sequence[Op]) -> List[float]:
+    """How far behind each cached read that returned an older version than one already
+    acknowledged was (what Δ has to cover, measured): the read's invocation minus the
+    earliest completion of an acknowledged SET or uncached GET with a newer version of the
+    key. Reads that were not behind are left out."""
+    newer: Dict[str, Tuple[List[Tuple[int, int]], List[float]]] = {}
+    by_key: Dict[str, List[Op]] = defaultdict(list)
+    for o in history:
+        if (not o.cached_reader and o.status == OK and o.version and o.complete is not None
+                and (o.f == "get" or (o.f == "set" and o.result is True))):
+            by_key[o.key].append(o)
+    for key, ops in by_key.items():
+        ops.sort(key=lambda o: _order(o.version or ""))
+        orders = [_order(o.version or "") for o in ops]
+        first: List[float] = [INF] * (len(ops) + 1)  # the earliest completion from i on
+        for i in range(len(ops) - 1, -1, -1):
+            first[i] = min(first[i + 1], ops[i].complete or INF)
+        newer[key] = (orders, first)
+    lags: List[float] = []
+    for r in reads:
+        if r.status != OK or r.version is None or r.key not in newer:
+            continue
+        orders, first = newer[r.key]
+        i = bisect_right(orders, _order(r.version))
+        if first[i] < r.invoke:
+            lags.append(r.invoke - first[i])
+    return lags

@@ -120,6 +120,8 @@ class RunResult:
     cached_reads: int = 0  # the cached readers' reads that returned
     cache_hits: int = 0  # of those, answered by the cache
     cache_problems: int = 0  # violations of the cache's contract (their lines are in problems)
+    cache_behind: int = 0  # cached reads older than an acknowledged change (allowed within Δ)
+    cache_max_lag: float = 0.0  # the most any was behind, s (checker.cache_lags)
     passed: bool = False
     problems: List[str] = field(default_factory=list)
     workdir: str = ""
@@ -138,6 +140,7 @@ class RunResult:
                 f"indeterminate = {share:.1f}%), {', '.join(faults) or 'no faults'}; "
                 f"checked in {self.check_seconds:.1f}s"
                 + (f"; {self.cached_readers} cached readers: {self.cached_reads} reads ({self.cache_hits} hits), "
+                   f"{self.cache_behind} behind (at most {1000 * self.cache_max_lag:.0f} ms), "
                    f"{self.cache_problems or 'no'} cache problem(s)" if self.cached_readers else "")
                 + (f"; KNOWN BUG seen {self.known_problems} time(s): versions went backwards across a restart"
                    if self.known_problems else ""))
@@ -367,7 +370,9 @@ def run(cfg: RunConfig) -> RunResult:
         t = time.monotonic()
         cache_problems = checker.check_cached(ops, cached, delta=cfg.cache_staleness, horizon=cfg.horizon,
                                               pauses=pauses)
+        lags = checker.cache_lags(ops, cached)
         result.check_seconds += time.monotonic() - t
+        result.cache_behind, result.cache_max_lag = len(lags), max(lags, default=0.0)
         result.cache_problems = len(cache_problems)
         result.problems.extend(checker.first_problems(cache_problems))
         if result.cache_hits == 0:
