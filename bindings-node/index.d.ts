@@ -43,6 +43,12 @@ export interface SetOptions extends RequestOptions {
   persist?: boolean
 }
 
+/** Options of `get`. */
+export interface GetOptions extends RequestOptions {
+  /** Read from the store even when the client-side cache could answer (its answer still updates the cache); default `false`. */
+  bypassCache?: boolean
+}
+
 /** Options of `delete` and `vdel`. */
 export interface DeleteOptions extends RequestOptions {
   /** Delete fenced by a lock's token. */
@@ -81,6 +87,16 @@ export interface ConnectOptions extends CallOptions {
   /** Notifications buffered per subscription before the oldest are dropped. */
   observerCapacity?: number | string
   responseTopic?: string
+  /** Keep what `get` reads in memory, kept fresh by the store's notifications (default `false`; every `cache…` setting turns it on). */
+  cache?: boolean | string
+  /** The keys cached: glob patterns separated by commas, a comma inside one written `\,` (default `'*'`). */
+  cacheKeys?: string
+  /** The most entries cached; the least recently read goes first (default 10000). */
+  cacheMaxEntries?: number | string
+  /** The most key and value bytes cached; a larger value is never cached (default 64 MiB). */
+  cacheMaxBytes?: number | string
+  /** While disconnected, how long after the cut cached entries may still answer, as text (`'2s'`; default `'0'`: never). */
+  cacheMaxStaleness?: string
   /** Any other setting of the core's table (an unknown name is refused with `invalid_argument`). */
   [setting: string]: string | number | boolean | AbortSignal | undefined
 }
@@ -354,6 +370,25 @@ export interface LinkInfo {
   brokerMaxPacketSize: number
 }
 
+/**
+ * The client-side cache's counters (`client.cacheStats()`), named as in every mqstate
+ * language (`cache_counters` of the vocabulary).
+ */
+export interface CacheStats {
+  /** Reads answered from the cache. */
+  hits: number
+  /** Reads of cached keys that went to the store. */
+  misses: number
+  /** Entries removed to stay within `cacheMaxEntries` and `cacheMaxBytes`. */
+  evictions: number
+  /** Entries changed or removed by something other than this client's own reads and writes: a notification, a cut, a lost session. */
+  invalidations: number
+  /** Entries held now. */
+  entries: number
+  /** Key and value bytes held now. */
+  bytes: number
+}
+
 /** A connection to the state store. */
 export declare class Client {
   private constructor ()
@@ -370,8 +405,8 @@ export declare class Client {
   linkInfo (): LinkInfo
   /** Sets `key` to `value`. */
   set (key: Bytes, value: Bytes, options?: SetOptions): Promise<SetResult>
-  /** The key's value and version, or `null`. */
-  get (key: Bytes, options?: RequestOptions): Promise<Value | null>
+  /** The key's value and version, or `null` (from the client-side cache when it is on and holds the key fresh). */
+  get (key: Bytes, options?: GetOptions): Promise<Value | null>
   /** Deletes the key: the number of keys deleted (0 or 1). */
   delete (key: Bytes, options?: DeleteOptions): Promise<number>
   /** Deletes the key only if it holds `value`. */
@@ -388,6 +423,8 @@ export declare class Client {
   lock (key: Bytes, options?: LockOptions): Lock
   /** Candidate `candidate` in the election `name`. */
   election (name: Bytes, candidate: string, options?: ElectionOptions): Election
+  /** The client-side cache's counters now, or `null` when the cache is off. */
+  cacheStats (): CacheStats | null
   /** Closes the connection and its subscriptions (idempotent); later calls reject with `closed`. */
   close (): Promise<void>
   [Symbol.asyncDispose] (): Promise<void>

@@ -26,10 +26,18 @@ export declare class NativeClient {
   get clientId(): string
   /** A snapshot of the connection's history. */
   linkInfo(): RawLinkInfo
+  /**
+   * The client-side cache's counters as a plain object, each under its name in the core's
+   * `CACHE_COUNTERS` (in that order), or `null` when the client has no cache.
+   */
+  cacheStats(): Record<string, number> | null
   /** SET. */
   set(key: unknown, value: unknown, condition?: unknown | undefined | null, expiry?: unknown | undefined | null, fencingToken?: unknown | undefined | null, persist?: unknown | undefined | null, timeout?: unknown | undefined | null, cancel?: CancelHandle | undefined | null): Promise<RawSetResult>
-  /** GET: `{ value, version }` or `null`. */
-  get(key: unknown, timeout?: unknown | undefined | null, cancel?: CancelHandle | undefined | null): Promise<RawValue | null>
+  /**
+   * GET: `{ value, version }` or `null`; `bypassCache` reads from the store even when
+   * the client's cache could answer.
+   */
+  get(key: unknown, timeout?: unknown | undefined | null, bypassCache?: unknown | undefined | null, cancel?: CancelHandle | undefined | null): Promise<RawValue | null>
   /** DEL: the number of keys deleted. */
   del(key: unknown, fencingToken?: unknown | undefined | null, timeout?: unknown | undefined | null, cancel?: CancelHandle | undefined | null): Promise<number>
   /** VDEL: `'deleted' | 'not_found' | 'value_mismatch'`. */

@@ -718,7 +718,47 @@ typedef struct mqstate_call_options {
    * Cancels the call when triggered from another thread, or NULL.
    */
   const struct mqstate_cancel *cancel;
+  /**
+   * GET only: read from the store even when the client-side cache could answer (what the
+   * store answers still updates the cache); false, the default, reads through the cache
+   * when it is on. DELETE, VDEL and observe refuse it (`MQSTATE_STATUS_INVALID_ARGUMENT`)
+   * rather than ignore it.
+   */
+  bool bypass_cache;
 } mqstate_call_options;
+
+/**
+ * The counters of a client's client-side cache (`mqstate_client_cache_stats`), named as in
+ * every mqstate language (`cache_counters` in core/vocabulary.json). A snapshot: ask again
+ * for newer counts.
+ */
+typedef struct mqstate_cache_stats {
+  /**
+   * Reads answered from the cache.
+   */
+  uint64_t hits;
+  /**
+   * Reads of cached keys that went to the store.
+   */
+  uint64_t misses;
+  /**
+   * Entries removed to stay within `cache_max_entries` and `cache_max_bytes`.
+   */
+  uint64_t evictions;
+  /**
+   * Entries changed or removed by something other than this client's own reads and
+   * writes: a notification, a cut, a lost session.
+   */
+  uint64_t invalidations;
+  /**
+   * Entries held now.
+   */
+  uint64_t entries;
+  /**
+   * Key and value bytes held now.
+   */
+  uint64_t bytes;
+} mqstate_cache_stats;
 
 /**
  * Options of `mqstate_lock_new` (zero-initialise; NULL and 0 mean the defaults).
@@ -1176,7 +1216,9 @@ mqstate_status mqstate_client_set(const struct mqstate_client *client,
 
 /**
  * GET `key`: `*out` is the value (free with `mqstate_value_free`), or NULL when the key
- * does not exist (that is `MQSTATE_STATUS_OK`). `options` may be NULL.
+ * does not exist (that is `MQSTATE_STATUS_OK`). `options` may be NULL. With the client-side
+ * cache on (the `cache` setting), a key it holds fresh is answered from memory, without a
+ * request; `options->bypass_cache` reads from the store anyway.
  *
  * # Safety
  * Pointers must be NULL or valid; `client` a live client; `out` writable.
@@ -1186,6 +1228,20 @@ mqstate_status mqstate_client_get(const struct mqstate_client *client,
                                   size_t key_len,
                                   const struct mqstate_call_options *options,
                                   struct mqstate_value **out);
+
+/**
+ * The client-side cache's counters now. `*enabled` says whether the client has a cache (the
+ * `cache` setting turns it on, and so does any other `cache_…` setting): when it is false,
+ * the cache is off and `*stats` is all zeros — not a failure, `MQSTATE_STATUS_OK`. Both
+ * out-parameters are required (NULL is `MQSTATE_STATUS_INVALID_ARGUMENT`). Never blocks:
+ * nothing is sent.
+ *
+ * # Safety
+ * `client` must be NULL or a live client; `enabled` and `stats` writable.
+ */
+mqstate_status mqstate_client_cache_stats(const struct mqstate_client *client,
+                                          bool *enabled,
+                                          struct mqstate_cache_stats *stats);
 
 /**
  * DELETE `key`: `*deleted` (may be NULL) is the number of keys deleted (0 or 1).

@@ -4,6 +4,7 @@
 
 #[macro_use]
 pub mod guard;
+pub mod cache;
 mod call;
 pub mod cancel;
 pub mod election;

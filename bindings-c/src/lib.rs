@@ -62,6 +62,7 @@ pub mod topics;
 
 use std::ffi::c_char;
 
+pub use client::cache::mqstate_cache_stats;
 pub use client::cancel::mqstate_cancel;
 pub use client::election::{mqstate_election, mqstate_election_options};
 pub use client::error::mqstate_error;

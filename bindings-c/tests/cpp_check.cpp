@@ -12,8 +12,10 @@ int main() {
     mqstate_set_options options;
     std::memset(&options, 0, sizeof options);
     options.condition = MQSTATE_SET_CONDITION_NX;
-    mqstate_call_options call = {nullptr, 1000, nullptr};
+    mqstate_call_options call = {nullptr, 1000, nullptr, true};
     (void)call;
+    mqstate_cache_stats stats = {};
+    (void)stats;
     mqstate_settings_free(settings);
     std::printf("%s %s\n", mqstate_version(), mqstate_status_name(MQSTATE_STATUS_NOT_HELD));
     return 0;

@@ -28,7 +28,9 @@ void test_locks(void);
 void test_threads(void);
 void test_scans(void);
 
-/* The group that starts stores of its own (mqstate_local_store), needing no MQSTATE_URL. */
+/* The groups that start stores of their own (mqstate_local_store), needing no MQSTATE_URL:
+   the store's faults, and the client-side cache under them. */
 void test_local_store(void);
+void test_cache(void);
 
 #endif

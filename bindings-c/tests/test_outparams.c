@@ -206,6 +206,15 @@ static void client_layer(void) {
     CHECK_STATUS(mqstate_client_get(NULL, K, 1, NULL, &value), MQSTATE_STATUS_INVALID_ARGUMENT,
                  "client_get");
     CHECK(value == NULL, "client_get: reset");
+    mqstate_cache_stats cache_stats;
+    memset(&cache_stats, 0xff, sizeof cache_stats);
+    flag = true;
+    CHECK_STATUS(mqstate_client_cache_stats(NULL, &flag, &cache_stats),
+                 MQSTATE_STATUS_INVALID_ARGUMENT, "client_cache_stats");
+    CHECK(!flag && cache_stats.hits == 0 && cache_stats.misses == 0 &&
+              cache_stats.evictions == 0 && cache_stats.invalidations == 0 &&
+              cache_stats.entries == 0 && cache_stats.bytes == 0,
+          "client_cache_stats: enabled and counters reset");
     CHECK_STATUS(mqstate_client_delete(NULL, K, 1, NULL, &count), MQSTATE_STATUS_INVALID_ARGUMENT,
                  "client_delete");
     CHECK(count == 0, "client_delete: reset");

@@ -2,7 +2,8 @@
 //! every operation of every owner (client, lock, election, subscription, pager) is the
 //! function of the header the vocabulary names, every option a parameter of it or a field
 //! of its options struct under its C name (durations `_ms`), and no duration parameter or
-//! option field is there that the vocabulary does not know; every property is an accessor
+//! option field is there that the vocabulary does not know; the cache counters are the
+//! fields of `mqstate_cache_stats`, in order; every property is an accessor
 //! of its owner's handle, every event field a `mqstate_sub_event_<field>` accessor; the
 //! outcome, condition, event, lock-state and error names are the header's constants. The
 //! local store's operations and properties (`testing_operations`, `testing_properties`) are
@@ -32,6 +33,21 @@ const REFUSED: &[(&str, &str, &str)] = &[
         "mqstate_client_observe",
         "fencing_token",
         "observe only reads: a token is refused",
+    ),
+    (
+        "mqstate_client_observe",
+        "bypass_cache",
+        "only GET reads through the client-side cache",
+    ),
+    (
+        "mqstate_client_delete",
+        "bypass_cache",
+        "only GET reads through the client-side cache",
+    ),
+    (
+        "mqstate_client_vdel",
+        "bypass_cache",
+        "only GET reads through the client-side cache",
     ),
 ];
 
@@ -327,6 +343,48 @@ fn every_event_field_is_an_accessor_of_the_event() {
         }
     }
     assert!(fields >= 10, "the vocabulary was read");
+}
+
+#[test]
+fn the_cache_counters_are_the_fields_of_mqstate_cache_stats_in_order() {
+    let vocabulary = vocabulary();
+    let code = header_code();
+    let counters: Vec<&str> = vocabulary["cache_counters"]
+        .as_array()
+        .expect("cache_counters")
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert!(counters.len() >= 6, "the vocabulary was read");
+    assert_eq!(
+        structs(&code)["mqstate_cache_stats"],
+        counters,
+        "mqstate_cache_stats's fields are cache_counters, in order (the binding fills them by \
+         position from CacheStats::pairs())"
+    );
+    // Each a uint64_t.
+    let start = code
+        .find("typedef struct mqstate_cache_stats {")
+        .expect("the header declares mqstate_cache_stats");
+    let body = &code[start..start + code[start..].find('}').expect("a closed struct")];
+    for counter in counters {
+        assert!(
+            body.contains(&format!("uint64_t {counter};")),
+            "mqstate_cache_stats.{counter} is a uint64_t"
+        );
+    }
+    // The operation's out-parameters: whether the cache is on, and the counters.
+    let params = &functions(&code)["mqstate_client_cache_stats"];
+    let types: Vec<&str> = params.iter().map(|(ty, _)| ty.as_str()).collect();
+    assert_eq!(
+        types,
+        [
+            "const struct mqstate_client *",
+            "bool *",
+            "struct mqstate_cache_stats *"
+        ],
+        "{params:?}"
+    );
 }
 
 /// The header's enum constants.

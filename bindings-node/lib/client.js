@@ -17,7 +17,7 @@ const { Lock, Election } = require('./locks.js')
 /** The options each call takes (every duration in milliseconds, named `…Ms`). */
 const OPTIONS = {
   set: ['condition', 'expiryMs', 'fencingToken', 'persist', 'timeoutMs', 'signal'],
-  get: ['timeoutMs', 'signal'],
+  get: ['timeoutMs', 'bypassCache', 'signal'],
   delete: ['fencingToken', 'timeoutMs', 'signal'],
   vdel: ['fencingToken', 'timeoutMs', 'signal'],
   observe: ['timeoutMs', 'signal'],
@@ -116,6 +116,16 @@ class Client {
   }
 
   /**
+   * The client-side cache's counters — `{ hits, misses, evictions, invalidations, entries,
+   * bytes }`, numbers — or `null` when the client has no cache (the `cache` setting and the
+   * other `cache…` settings turn it on). A snapshot: read it again for newer counts.
+   * @returns {import('../index.js').CacheStats | null}
+   */
+  cacheStats () {
+    return /** @type {import('../index.js').CacheStats | null} */ (this.#store().cacheStats())
+  }
+
+  /**
    * Sets `key` to `value`. Options: `condition` (`'nx'`: only if missing; `'nex'`: only if
    * missing or equal; any case), `expiryMs`, `fencingToken` (an `Hlc` or its text),
    * `persist`, `timeoutMs`, `signal`. Resolves to `{ applied, version }`.
@@ -130,13 +140,15 @@ class Client {
   }
 
   /**
-   * The key's value and version, or `null` when it does not exist.
+   * The key's value and version, or `null` when it does not exist. With the client-side
+   * cache on, a key it holds fresh is answered from memory; `bypassCache: true` reads from
+   * the store anyway (its answer still updates the cache).
    * @param {string | Uint8Array} key
-   * @param {Record<string, any>} [options] `timeoutMs`, `signal`
+   * @param {Record<string, any>} [options] `timeoutMs`, `bypassCache`, `signal`
    */
   async get (key, options) {
     const o = checked(options, OPTIONS.get, 'get()')
-    const r = await call(o.signal, (c) => this.#store().get(key, o.timeoutMs, c))
+    const r = await call(o.signal, (c) => this.#store().get(key, o.timeoutMs, o.bypassCache, c))
     return r === null ? null : new Value(r.value, r.version ?? null)
   }
 

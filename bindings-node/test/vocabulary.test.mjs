@@ -4,9 +4,9 @@
 // declarations (index.d.ts, read with the TypeScript compiler) and at run time against a
 // live store (each option is taken, its unit-less name is refused naming the `…Ms` one) —
 // the read-only properties, the events' fields under their Node names, SET conditions,
-// VDEL outcomes, lock states and the defaults. Every name comes from the vocabulary's
-// `names.node`; the only list kept here is what Node adds that the vocabulary does not
-// describe (NODE_ONLY_MEMBERS, NODE_ONLY_OPTIONS).
+// VDEL outcomes, lock states, the cache counters and the defaults. Every name comes from the
+// vocabulary's `names.node`; the only list kept here is what Node adds that the vocabulary
+// does not describe (NODE_ONLY_MEMBERS, NODE_ONLY_OPTIONS).
 import { after, before, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
@@ -358,6 +358,17 @@ describe('words', () => {
     assert.deepEqual([...literals(resolved)].sort(), [...vocabulary.vdel_outcomes].sort())
     assert.deepEqual([...literals(propertyType('LockStatus', 'state'))].sort(), [...vocabulary.lock_states].sort())
     assert.deepEqual([...literals(propertyType('LockStatus', 'reason'))].sort(), [...vocabulary.loss_reasons].sort())
+  })
+
+  test('the cache counters: CacheStats in index.d.ts, in the vocabulary\'s order', () => {
+    const declared = classType('CacheStats').getProperties().map((p) => p.name)
+    assert.deepEqual(declared, vocabulary.cache_counters)
+    for (const name of declared) {
+      assert.equal(checker.typeToString(propertyType('CacheStats', name)), 'number', `CacheStats.${name}`)
+    }
+    const cacheStats = classType('Client').getProperty('cacheStats')
+    const signature = checker.getTypeOfSymbolAtLocation(/** @type {ts.Symbol} */ (cacheStats), entry).getCallSignatures()[0]
+    assert.equal(checker.typeToString(signature.getReturnType()), 'CacheStats | null')
   })
 
   test('index.d.ts: each event\'s type and its fields under the Node names', () => {

@@ -103,7 +103,7 @@ def test_bad_cache_settings_are_refused_naming_them() -> None:
 
 @pytest.mark.parametrize("fault", ["cut", "restart", "lost session"])
 def test_a_cut_a_restart_and_a_lost_session_each_invalidate(fault: str) -> None:
-    settings = {"cache": True}
+    settings: dict[str, object] = {"cache": True}
     if fault == "lost session":
         settings["session_expiry"] = 0  # the session ends with each connection
     with LocalStore() as store, mqstate.Client(store.url, **settings) as reader, mqstate.Client(

@@ -13,7 +13,8 @@ use crate::locks::{Election, ElectionOptions, Lock, LockOptions};
 use crate::scan::{Pager, ScanOptions};
 use crate::subscription::Subscription;
 use crate::values::{
-    DelOptions, GetOptions, LinkInfo, ObserveOptions, SetOptions, SetResult, Value, value, version,
+    CacheStats, DelOptions, GetOptions, LinkInfo, ObserveOptions, SetOptions, SetResult, Value,
+    value, version,
 };
 
 /// One setting by name (`clientId` or `client_id`, as in [`settings_table`]) with its text
@@ -127,6 +128,12 @@ impl Client {
         self.store.link_info().into()
     }
 
+    /// The client-side cache's counters now, or none when the client has no cache (the
+    /// `cache` setting, or any other `cache_…` setting, turns it on).
+    pub fn cache_stats(&self) -> Option<CacheStats> {
+        self.store.cache_stats().map(CacheStats::from)
+    }
+
     /// Sets `key` to `value`.
     #[uniffi::method(default(options))]
     pub async fn set(
@@ -142,7 +149,8 @@ impl Client {
         })
     }
 
-    /// The key's value and version, or none when it does not exist.
+    /// The key's value and version, or none when it does not exist (from the client-side
+    /// cache when it is on and holds the key fresh; `bypass_cache` reads the store).
     #[uniffi::method(default(options))]
     pub async fn get(
         &self,

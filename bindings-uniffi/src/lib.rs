@@ -8,7 +8,7 @@
 //! the core owns and is awaited as a plain future by uniffi's own executor.
 //!
 //! - [`connect`] (URL, settings by name) / [`connect_from_env`]: a [`Client`]: `set`, `get`,
-//!   `delete`, `vdel`, `observe`, `scan`, `lock`, `election`, `close`;
+//!   `delete`, `vdel`, `observe`, `scan`, `lock`, `election`, `cacheStats`, `close`;
 //! - [`Subscription`]: a suspending `next()`, or an [`EventListener`] callback;
 //! - [`Pager`]: a SCAN, one suspending `nextPage()` per page, the token kept inside;
 //! - [`Lock`] / [`Election`]: `tryAcquire`, `acquire`, `renew`, `release`, `holder`,
@@ -57,8 +57,8 @@ pub use locks::{DecideError, EditFunction, Election, ElectionOptions, Lock, Lock
 pub use scan::{Pager, ScanOptions};
 pub use subscription::{EventListener, Subscription};
 pub use values::{
-    ChangeKind, DelOptions, Edit, EditResult, Event, GetOptions, Hlc, LinkInfo, LockStatus,
-    ObserveOptions, Seconds, SetCondition, SetOptions, SetResult, Value, parse_hlc,
+    CacheStats, ChangeKind, DelOptions, Edit, EditResult, Event, GetOptions, Hlc, LinkInfo,
+    LockStatus, ObserveOptions, Seconds, SetCondition, SetOptions, SetResult, Value, parse_hlc,
 };
 
 uniffi::setup_scaffolding!("mqstate");

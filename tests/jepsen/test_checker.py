@@ -292,8 +292,8 @@ WRITES = [
 ]
 
 
-def cache_problems(reads: List[Op], history: Optional[List[Op]] = None, **kw: object) -> List[str]:
-    return check_cached(WRITES if history is None else history, reads, delta=1.0, **kw)  # type: ignore[arg-type]
+def cache_problems(reads: List[Op], history: Optional[List[Op]] = None) -> List[str]:
+    return check_cached(WRITES if history is None else history, reads, delta=1.0)
 
 
 def test_cached_reads_within_the_bound_pass() -> None:

@@ -10,6 +10,7 @@ use bytes::Bytes;
 use mqstate::bridge::ClientHandle;
 use mqstate::{DelOptions, GetOptions, Hlc, ObserveOptions, SetOptions, VdelOutcome};
 
+use super::cache::mqstate_cache_stats;
 use super::cancel::{mqstate_cancel, run};
 use super::guard;
 use super::settings::mqstate_settings;
@@ -57,6 +58,11 @@ pub struct mqstate_call_options {
     pub timeout_ms: u32,
     /// Cancels the call when triggered from another thread, or NULL.
     pub cancel: *const mqstate_cancel,
+    /// GET only: read from the store even when the client-side cache could answer (what the
+    /// store answers still updates the cache); false, the default, reads through the cache
+    /// when it is on. DELETE, VDEL and observe refuse it (`MQSTATE_STATUS_INVALID_ARGUMENT`)
+    /// rather than ignore it.
+    pub bypass_cache: bool,
 }
 
 /// The outcome of `mqstate_client_vdel`; `MQSTATE_VDEL_OUTCOME_NONE` (0) is what a failed
@@ -128,28 +134,50 @@ struct CallOptions {
     fencing_token: Option<Hlc>,
     timeout: Option<std::time::Duration>,
     cancel: *const mqstate_cancel,
+    bypass_cache: bool,
+}
+
+/// Which call reads a `mqstate_call_options`: what it refuses follows.
+#[derive(Clone, Copy)]
+enum CallKind {
+    /// GET: a read through the cache (refuses a token).
+    Get,
+    /// observe: a read, not through the cache (refuses a token and `bypass_cache`).
+    Observe,
+    /// DELETE, VDEL: writes (refuse `bypass_cache`).
+    Write(&'static str),
 }
 
 impl CallOptions {
-    /// Reads `options` (NULL: the defaults); a read (`verb` GET, observe) refuses a token.
+    /// Reads `options` (NULL: the defaults), refusing what `call` does not take: a token
+    /// for a read, `bypass_cache` for anything but GET.
     ///
     /// # Safety
     /// `options` must be NULL or valid, its strings NULL or NUL-terminated.
-    fn read(
-        options: *const mqstate_call_options,
-        verb: Option<&str>,
-    ) -> Result<CallOptions, Failure> {
+    fn read(options: *const mqstate_call_options, call: CallKind) -> Result<CallOptions, Failure> {
         let o = maybe(options);
         let token = o.map_or(std::ptr::null(), |o| o.fencing_token);
-        if let (Some(verb), false) = (verb, token.is_null()) {
+        let bypass_cache = o.is_some_and(|o| o.bypass_cache);
+        let (verb, reads, cached) = match call {
+            CallKind::Get => ("GET", true, true),
+            CallKind::Observe => ("observe", true, false),
+            CallKind::Write(verb) => (verb, false, false),
+        };
+        if reads && !token.is_null() {
             return Err(Failure::invalid(format!(
                 "{verb} only reads: it takes no fencing_token"
+            )));
+        }
+        if bypass_cache && !cached {
+            return Err(Failure::invalid(format!(
+                "{verb} takes no bypass_cache: only GET reads through the client-side cache"
             )));
         }
         Ok(CallOptions {
             fencing_token: token_arg(token)?,
             timeout: timeout::request(o.map_or(0, |o| o.timeout_ms))?,
             cancel: o.map_or(std::ptr::null(), |o| o.cancel),
+            bypass_cache,
         })
     }
 
@@ -277,7 +305,9 @@ pub extern "C" fn mqstate_client_set(
 }
 
 /// GET `key`: `*out` is the value (free with `mqstate_value_free`), or NULL when the key
-/// does not exist (that is `MQSTATE_STATUS_OK`). `options` may be NULL.
+/// does not exist (that is `MQSTATE_STATUS_OK`). `options` may be NULL. With the client-side
+/// cache on (the `cache` setting), a key it holds fresh is answered from memory, without a
+/// request; `options->bypass_cache` reads from the store anyway.
 ///
 /// # Safety
 /// Pointers must be NULL or valid; `client` a live client; `out` writable.
@@ -293,13 +323,42 @@ pub extern "C" fn mqstate_client_get(
         let out = out_arg(out, std::ptr::null_mut(), "out")?;
         let store = guard::enter(client, "client")?;
         let key = bytes_arg(key, key_len, "key")?;
-        let o = CallOptions::read(options, Some("GET"))?;
+        let o = CallOptions::read(options, CallKind::Get)?;
         let get = GetOptions {
             timeout: o.timeout,
-            ..GetOptions::default()
+            bypass_cache: o.bypass_cache,
         };
         if let Some(v) = run(o.cancel, || store.get(Bytes::copy_from_slice(key), get))? {
             *out = new_value(v);
+        }
+        Ok(())
+    })
+}
+
+/// The client-side cache's counters now. `*enabled` says whether the client has a cache (the
+/// `cache` setting turns it on, and so does any other `cache_…` setting): when it is false,
+/// the cache is off and `*stats` is all zeros — not a failure, `MQSTATE_STATUS_OK`. Both
+/// out-parameters are required (NULL is `MQSTATE_STATUS_INVALID_ARGUMENT`). Never blocks:
+/// nothing is sent.
+///
+/// # Safety
+/// `client` must be NULL or a live client; `enabled` and `stats` writable.
+#[unsafe(no_mangle)]
+pub extern "C" fn mqstate_client_cache_stats(
+    client: *const mqstate_client,
+    enabled: *mut bool,
+    stats: *mut mqstate_cache_stats,
+) -> mqstate_status {
+    boundary(|| {
+        // Both reset before either can fail.
+        put(enabled, false);
+        put(stats, mqstate_cache_stats::default());
+        let enabled = out_arg(enabled, false, "enabled")?;
+        let stats = out_arg(stats, mqstate_cache_stats::default(), "stats")?;
+        let store = guard::enter(client, "client")?;
+        if let Some(now) = store.cache_stats() {
+            *stats = mqstate_cache_stats::from(now);
+            *enabled = true;
         }
         Ok(())
     })
@@ -321,7 +380,7 @@ pub extern "C" fn mqstate_client_delete(
         put(deleted, 0);
         let store = guard::enter(client, "client")?;
         let key = bytes_arg(key, key_len, "key")?;
-        let o = CallOptions::read(options, None)?;
+        let o = CallOptions::read(options, CallKind::Write("DELETE"))?;
         let n = run(o.cancel, || store.del(Bytes::copy_from_slice(key), o.del()))?;
         put(deleted, n);
         Ok(())
@@ -350,7 +409,7 @@ pub extern "C" fn mqstate_client_vdel(
             bytes_arg(key, key_len, "key")?,
             bytes_arg(value, value_len, "value")?,
         );
-        let o = CallOptions::read(options, None)?;
+        let o = CallOptions::read(options, CallKind::Write("VDEL"))?;
         let (key, value) = (Bytes::copy_from_slice(key), Bytes::copy_from_slice(value));
         let got = run(o.cancel, || store.vdel(key, value, o.del()))?;
         put(outcome, mqstate_vdel_outcome::of(got));
@@ -375,7 +434,7 @@ pub extern "C" fn mqstate_client_observe(
         let out = out_arg(out, std::ptr::null_mut(), "out")?;
         let store = guard::enter(client, "client")?;
         let key = bytes_arg(key, key_len, "key")?;
-        let o = CallOptions::read(options, Some("observe"))?;
+        let o = CallOptions::read(options, CallKind::Observe)?;
         let observe = ObserveOptions { timeout: o.timeout };
         let sub = run(o.cancel, || {
             store.observe(Bytes::copy_from_slice(key), observe)

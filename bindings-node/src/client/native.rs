@@ -7,7 +7,7 @@ use mqstate::{
     DelOptions, ElectionOptions, GetOptions, LockOptions, ObserveOptions, ScanOptions, SetOptions,
     VdelOutcome,
 };
-use napi::bindgen_prelude::{Env, Object, Unknown};
+use napi::bindgen_prelude::{Env, JsObjectValue, Object, Unknown};
 use napi_derive::napi;
 
 use super::convert::{self, RawSetResult, RawValue, bytes, millis, token};
@@ -69,6 +69,20 @@ impl NativeClient {
         }
     }
 
+    /// The client-side cache's counters as a plain object, each under its name in the core's
+    /// `CACHE_COUNTERS` (in that order), or `null` when the client has no cache.
+    #[napi(ts_return_type = "Record<string, number> | null")]
+    pub fn cache_stats<'env>(&self, env: &'env Env) -> napi::Result<Option<Object<'env>>> {
+        let Some(stats) = self.store.cache_stats() else {
+            return Ok(None);
+        };
+        let mut object = Object::new(env)?;
+        for (name, value) in stats.pairs() {
+            object.set_named_property(name, value as f64)?;
+        }
+        Ok(Some(object))
+    }
+
     /// SET.
     #[napi(ts_return_type = "Promise<RawSetResult>")]
     #[allow(clippy::too_many_arguments)]
@@ -96,18 +110,20 @@ impl NativeClient {
         promise(env, call, cancel, RawSetResult::from)
     }
 
-    /// GET: `{ value, version }` or `null`.
+    /// GET: `{ value, version }` or `null`; `bypassCache` reads from the store even when
+    /// the client's cache could answer.
     #[napi(ts_return_type = "Promise<RawValue | null>")]
     pub fn get<'env>(
         &self,
         env: &'env Env,
         key: Unknown,
         timeout: Option<Unknown>,
+        bypass_cache: Option<Unknown>,
         cancel: Option<ClassInstance<CancelHandle>>,
     ) -> napi::Result<Object<'env>> {
         let options = GetOptions {
             timeout: millis(env, timeout, "timeoutMs")?,
-            ..GetOptions::default()
+            bypass_cache: convert::flag(env, bypass_cache, "bypassCache")?,
         };
         let call = self.store.get(bytes(env, key, "key")?, options);
         promise(env, call, cancel, |v| v.map(RawValue::from))

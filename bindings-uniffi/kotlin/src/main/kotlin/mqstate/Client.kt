@@ -61,6 +61,14 @@ class Client private constructor(private val native: NativeClient) : AutoCloseab
     /** The connection's history. */
     fun linkInfo(): LinkInfo = native.linkInfo()
 
+    /**
+     * The client-side cache's counters now — [CacheStats]: `hits`, `misses`, `evictions`,
+     * `invalidations`, `entries`, `bytes` — or null when the client has no cache (the
+     * `cache` setting turns it on, and so does any other `cache…` setting:
+     * `Client.connect(url, "cache" to true)`).
+     */
+    fun cacheStats(): CacheStats? = native.cacheStats()
+
     /** Sets [key] to [value]: whether it was applied (a condition may refuse it) and the new version. */
     suspend fun set(key: ByteArray, value: ByteArray, options: SetOptions = SetOptions()): SetResult =
         mapped { native.set(key, value, options) }
@@ -73,7 +81,11 @@ class Client private constructor(private val native: NativeClient) : AutoCloseab
     suspend fun set(key: String, value: ByteArray, options: SetOptions = SetOptions()): SetResult =
         set(key.bytes(), value, options)
 
-    /** The value of [key] and its version, or null when it does not exist. */
+    /**
+     * The value of [key] and its version, or null when it does not exist. With the
+     * client-side cache on, a key it holds fresh is answered from memory;
+     * `GetOptions(bypassCache = true)` reads from the store anyway.
+     */
     suspend fun get(key: ByteArray, options: GetOptions = GetOptions()): Value? = mapped { native.get(key, options) }
 
     /** The value of [key] (UTF-8) and its version, or null. */

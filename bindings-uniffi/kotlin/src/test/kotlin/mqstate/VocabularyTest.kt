@@ -1,10 +1,10 @@
 // The public Kotlin API against core/vocabulary.json, the description of mqstate's surface
 // every language checks itself against: operations and their options (names in Kotlin's
 // casing, durations as kotlin.time.Duration) of every owner, the read-only properties, the
-// events and their field names, SET conditions, VDEL outcomes, lock states, and one error
-// class per code under the base and family classes. Every name is the vocabulary's Kotlin
-// name (`names.kotlin`). Read by reflection, so a renamed parameter or a missing class fails
-// here.
+// events and their field names, SET conditions, VDEL outcomes, lock states, the cache
+// counters, and one error class per code under the base and family classes. Every name is
+// the vocabulary's Kotlin name (`names.kotlin`). Read by reflection, so a renamed parameter
+// or a missing class fails here.
 package mqstate
 
 import java.io.File
@@ -213,6 +213,16 @@ class VocabularyTest {
             vocabulary.getJSONArray("lock_states").strings().toSet(),
             LockStatus::class.sealedSubclasses.map { snake(it.simpleName!!) }.toSet(),
         )
+    }
+
+    @Test
+    fun `the cache counters are CacheStats's properties, in the vocabulary's order`() {
+        val params = CacheStats::class.primaryConstructor!!.parameters
+        assertEquals(vocabulary.getJSONArray("cache_counters").strings(), params.map { it.name })
+        params.forEach { assertEquals(ULong::class, it.type.cls, "CacheStats.${it.name}") }
+        val cacheStats = Client::class.memberFunctions.single { it.name == "cacheStats" }
+        assertEquals(CacheStats::class, cacheStats.returnType.cls)
+        assertTrue(cacheStats.returnType.isMarkedNullable, "null when the cache is off")
     }
 
     @Test
