@@ -3,7 +3,7 @@ it must report."""
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from mqjepsen.checker import (cache_lags, check, check_cached, check_key, check_versions, first_problems,
                               notified_by)
@@ -392,3 +392,25 @@ def test_cache_lags() -> None:
     lags = cache_lags(WRITES, [cread(100, 2.5, "a", "1000:0:S"), cread(100, 3.0, "b", "3000:0:S"),
                                cread(100, 5.5, "b", "3000:0:S"), cread(100, 0.05, "a", "1000:0:S")])
     assert [round(x, 6) for x in lags] == [0.4, 0.4]  # behind b (done at 2.1), behind c (5.1)
+
+
+def test_cached_hit_after_a_cut() -> None:
+    def reads(*at: Tuple[float, bool]) -> List[Op]:
+        return [cread(100, t, "b", "3000:0:S", hit=hit) for t, hit in at]
+
+    # Cut at 3.0: a hit before it's noticed, then a miss that fills the cache again.
+    assert cache_problems(reads((2.9, True), (3.1, True), (3.2, False), (3.6, True))) == []
+    assert check_cached(WRITES, reads((2.9, True), (3.1, True), (3.2, False), (3.6, True)), delta=1.0,
+                        cuts=[3.0]) == []
+    problems = check_cached(WRITES, reads((2.9, True), (3.1, True), (3.6, True), (3.7, False)), delta=1.0,
+                            cuts=[3.0])
+    assert len(problems) == 1 and problems[0].startswith("cache: hit after a cut: key k:"), problems
+    assert "0.600 s after every connection was closed" in problems[0]
+    # A later cut starts over; a read of another process or key is its own.
+    assert check_cached(WRITES, reads((3.1, True), (3.3, True), (3.9, False)), delta=1.0, cuts=[3.0, 3.2]) == []
+    assert len(check_cached(WRITES, reads((3.2, False), (3.6, True)) + [cread(101, 3.6, "b", "3000:0:S")],
+                            delta=1.0, cuts=[3.0])) == 1
+    # A cut during a proxy pause reaches the client when the pause ends (4.0).
+    assert check_cached(WRITES, reads((3.6, True), (4.3, True)), delta=1.0, cuts=[3.0], pauses=[(2.5, 4.0)]) == []
+    assert len(check_cached(WRITES, reads((3.6, True), (4.6, True)), delta=1.0, cuts=[3.0],
+                            pauses=[(2.5, 4.0)])) == 1

@@ -370,6 +370,10 @@ def check(history: Sequence[Op], horizon: Optional[float] = 15.0, tol: float = 0
 #: machine, a reconnection's first reads. A proxy pause (a connection that is dead but not
 #: known to be) is not in Δ: ``pauses`` extends each deadline past it (``notified_by``).
 CACHE_STALENESS = 1.0
+#: How soon after a connection is closed under it (a proxy cut, a kill) a cached reader's
+#: client must have noticed (and emptied its cache), s: an EOF on loopback takes
+#: milliseconds to be read; the rest is room for a busy machine.
+CUT_NOTICE = 0.5
 
 
 def _order(version: str) -> Tuple[int, int]:
@@ -411,7 +415,7 @@ class _Latest:
 
 def check_cached(history: Sequence[Op], reads: Sequence[Op], delta: float = CACHE_STALENESS,
                  horizon: Optional[float] = 15.0, pauses: Sequence[Tuple[float, float]] = (),
-                 tol: float = 0.25) -> List[str]:
+                 cuts: Sequence[float] = (), notice: float = CUT_NOTICE, tol: float = 0.25) -> List[str]:
     """Cached reads (``reads``, each a GET of one cached-reader process, through its cache)
     against the cache's contract (docs/api.md, "The client-side cache"), given the writers'
     history (``history``: uncached, checked for linearizability on its own). Per key:
@@ -429,11 +433,17 @@ def check_cached(history: Sequence[Op], reads: Sequence[Op], delta: float = CACH
       expiry (``tol`` as in the linearizability model); not nothing when an acknowledged
       SET without PX leaves no removal possible (no DEL, VDEL or PX write, acknowledged or
       indeterminate within ``horizon``, may come between it and the read). Indeterminate
-      writes never force freshness: a read may return their values, or not.
+      writes never force freshness: a read may return their values, or not;
+    - **emptied by a cut**: ``cuts`` are when every connection was closed under the clients
+      (a proxy cut, a kill of the store or broker). A cut empties the cache, so after one a
+      process's reads of a key are not answered by the cache before one of them has gone to
+      the store (``hit`` false) to fill it again; a read invoked more than ``notice`` after
+      the cut (its client has seen the connection end by then; a proxy pause delays that as
+      for notifications) that hits with no miss of the key since the cut is a violation.
 
     Versions order a key's states: the writers' check proves they follow real time. Returns
     every violation found, one line each, starting ``cache: <kind>:`` (``stale read``,
-    ``non-monotonic read``, ``invalid read``)."""
+    ``non-monotonic read``, ``invalid read``, ``hit after a cut``)."""
     inf_h = INF if horizon is None else horizon
     by_key: Dict[str, List[Op]] = defaultdict(list)
     for o in history:
@@ -451,6 +461,26 @@ def check_cached(history: Sequence[Op], reads: Sequence[Op], delta: float = CACH
     invalid: List[str] = []
     backwards: List[str] = []
     stale: List[str] = []
+    kept: List[str] = []
+    breaks = sorted(cuts)
+    by_process_key: Dict[Tuple[int, str], List[Op]] = defaultdict(list)
+    for o in reads:
+        if o.f == "get" and o.hit is not None:
+            by_process_key[(o.process, o.key)].append(o)
+    for (_, key), mine in sorted(by_process_key.items()):
+        mine.sort(key=lambda o: o.invoke)
+        starts = [o.invoke for o in mine]
+        for n, tc in enumerate(breaks):
+            until = breaks[n + 1] if n + 1 < len(breaks) else INF
+            noticed = notified_by(tc, notice, pauses)  # a paused proxy passes no EOF on
+            for o in mine[bisect_right(starts, tc):]:
+                if o.invoke >= until or o.hit is False:
+                    break  # the next cut's turn, or the cache was filled again
+                if o.status == OK and o.invoke > noticed:
+                    kept.append(f"key {key}: {o.describe()} was answered by the cache {o.invoke - tc:.3f} s "
+                                f"after every connection was closed, with no read of the key from the store "
+                                f"since (notice {notice:g} s)")
+                    break
     for key, key_reads in sorted(reads_by_key.items()):
         ops = by_key.get(key, [])
         applied = [o for o in ops if o.f == "set" and o.status == OK and o.result is True]
@@ -535,7 +565,8 @@ def check_cached(history: Sequence[Op], reads: Sequence[Op], delta: float = CACH
                                      f"remove (Δ {delta:g} s)")
 
     problems: List[str] = []
-    for kind, found in (("stale read", stale), ("non-monotonic read", backwards), ("invalid read", invalid)):
+    for kind, found in (("stale read", stale), ("non-monotonic read", backwards), ("invalid read", invalid),
+                        ("hit after a cut", kept)):
         problems.extend(f"cache: {kind}: {p}" for p in found)
     return problems
 

@@ -57,6 +57,8 @@ class Cluster:
         self.store_kills = 0
         self.broker_restarts = 0
         self.restart_times: List[float] = []  # time.monotonic() of each restart of the store
+        # time.monotonic() once each kill (of the store, or of mosquitto) had closed its connections
+        self.kill_times: List[float] = []
         self._store: Optional[subprocess.Popen[bytes]] = None
         self._broker: Optional[subprocess.Popen[bytes]] = None
         if broker:
@@ -96,6 +98,7 @@ class Cluster:
         assert self._broker is not None
         self._broker.send_signal(signal.SIGKILL)
         self._broker.wait()
+        self.kill_times.append(time.monotonic())
         self._start_broker()
         self.broker_restarts += 1
 
@@ -123,6 +126,7 @@ class Cluster:
         assert self._store is not None
         self._store.send_signal(signal.SIGKILL)
         self._store.wait()
+        self.kill_times.append(time.monotonic())
         self.store_kills += 1
 
     def start_store(self) -> None:

@@ -29,6 +29,7 @@ class FaultProxy:
         self.pauses = 0
         # (start, end) of every pause, time.monotonic(); end None while it lasts.
         self._pause_times: List[Tuple[float, Optional[float]]] = []
+        self._cut_times: List[float] = []  # when each cut had closed every connection
         self._sel = selectors.DefaultSelector()
         self._registered: Dict[socket.socket, bool] = {}
         self._thread = threading.Thread(target=self._loop, name="fault-proxy", daemon=True)
@@ -60,6 +61,11 @@ class FaultProxy:
         with self._lock:
             now = time.monotonic()
             return [(start, now if end is None else end) for start, end in self._pause_times]
+
+    def cut_times(self) -> List[float]:
+        """When each cut so far had closed every connection (``time.monotonic()``)."""
+        with self._lock:
+            return list(self._cut_times)
 
     def close(self) -> None:
         self._stop = True
@@ -111,6 +117,8 @@ class FaultProxy:
             if cut:
                 for s in list(self._peers):
                     self._close_pair(s)
+                with self._lock:
+                    self._cut_times.append(time.monotonic())
             wanted: Dict[socket.socket, bool] = {}
             if not paused:
                 wanted[self._listener] = True

@@ -341,6 +341,7 @@ def run(cfg: RunConfig) -> RunResult:
                 proc.kill()
                 proc.wait()
         pauses = proxy.pause_intervals() if proxy is not None else []
+        cuts = sorted((proxy.cut_times() if proxy is not None else []) + cluster.kill_times)
         if proxy is not None:
             result.cuts, result.pauses = proxy.cuts, proxy.pauses
             proxy.close()
@@ -350,6 +351,7 @@ def run(cfg: RunConfig) -> RunResult:
         cluster.close()
         (workdir / "restarts.json").write_text(json.dumps(cluster.restart_times))
         (workdir / "pauses.json").write_text(json.dumps(pauses))
+        (workdir / "cuts.json").write_text(json.dumps(cuts))
 
     t = time.monotonic()
     report = checker.check(ops, horizon=cfg.horizon, restarts=cluster.restart_times,
@@ -369,7 +371,7 @@ def run(cfg: RunConfig) -> RunResult:
         result.cache_hits = sum(1 for o in done if o.hit)
         t = time.monotonic()
         cache_problems = checker.check_cached(ops, cached, delta=cfg.cache_staleness, horizon=cfg.horizon,
-                                              pauses=pauses)
+                                              pauses=pauses, cuts=cuts)
         lags = checker.cache_lags(ops, cached)
         result.check_seconds += time.monotonic() - t
         result.cache_behind, result.cache_max_lag = len(lags), max(lags, default=0.0)
