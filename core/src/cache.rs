@@ -52,7 +52,6 @@ pub(crate) use state::Change;
 use state::{At, State};
 
 use crate::codec::KeyEvent;
-use crate::connection::Link;
 use crate::hlc::Hlc;
 
 /// The environment variable that plants a bug in every cache of the process, for the
@@ -80,6 +79,19 @@ fn planted_bug() -> Option<PlantedBug> {
             None
         }
     }
+}
+
+/// The link's state as the cache needs it (made from the connection's link state).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LinkView {
+    /// CONNACKs received so far: the current connection's number.
+    pub(crate) connection: u64,
+    /// Connected now.
+    pub(crate) connected: bool,
+    /// The client closed.
+    pub(crate) closed: bool,
+    /// When the last connection was lost (`None` while connected).
+    pub(crate) cut_at: Option<Instant>,
 }
 
 /// One client's cache: the options and the state machine under one lock, and the keys
@@ -137,7 +149,7 @@ impl Cache {
     }
 
     /// Where `link` is, as a read sees it.
-    fn at(&self, link: &Link) -> At {
+    fn at(&self, link: LinkView) -> At {
         if self.bug == Some(PlantedBug::KeepAcrossConnections) {
             return At {
                 epoch: 0,
@@ -160,7 +172,7 @@ impl Cache {
     }
 
     /// A read of `key`: the cached state, or `None` (go to the store).
-    pub(crate) fn lookup(&self, key: &[u8], link: &Link) -> Option<Change> {
+    pub(crate) fn lookup(&self, key: &[u8], link: LinkView) -> Option<Change> {
         let at = self.at(link);
         self.state().lookup(key, at)
     }
@@ -178,7 +190,7 @@ impl Cache {
     }
 
     /// The read with `ticket` got `read` on connection `epoch`; the link is `link` now.
-    pub(crate) fn fill(&self, key: &[u8], ticket: u64, epoch: u64, read: Change, link: &Link) {
+    pub(crate) fn fill(&self, key: &[u8], ticket: u64, epoch: u64, read: Change, link: LinkView) {
         let at = self.at(link);
         let epoch = if self.bug == Some(PlantedBug::KeepAcrossConnections) {
             0

@@ -34,7 +34,7 @@ use crate::error::{Error, ErrorKind};
 use crate::settings::{ConnectionSettings, MQTT_MAX_PACKET_SIZE};
 use crate::topics;
 
-pub(crate) use link::{Link, Shared};
+pub(crate) use link::Shared;
 use options::{Credentials, off_loop};
 
 /// Capacity of the channel between callers and the event loop.
@@ -300,7 +300,11 @@ fn dispatch(shared: &Shared, publish: Publish, nagle: &mut nagle::NagleWatch) {
     {
         shared
             .observers
-            .dispatch(&shared.client_id, shared.cache.as_ref(), publish);
+            .dispatch(&shared.client_id, publish, |key, event, version| {
+                if let Some(cache) = &shared.cache {
+                    cache.notified(key, event, version);
+                }
+            });
     } else {
         debug!(topic = %String::from_utf8_lossy(&publish.topic), "dropped a message on an unexpected topic");
     }

@@ -369,7 +369,10 @@ async fn a_loop_of_hits_yields_to_the_tasks_beside_it() {
     while !ran.load(std::sync::atomic::Ordering::SeqCst) {
         client.get("k").await.unwrap();
         reads += 1;
-        assert!(reads < 1_000_000, "a million hits and the task beside never ran");
+        assert!(
+            reads < 1_000_000,
+            "a million hits and the task beside never ran"
+        );
     }
     beside.await.unwrap();
     store.stop().await;

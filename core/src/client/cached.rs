@@ -64,7 +64,7 @@ impl Client {
             return None;
         }
         let cache = self.cache_for(key)?;
-        let hit = cache.lookup(key, &self.shared.link.borrow())?;
+        let hit = cache.lookup(key, self.shared.link.borrow().view())?;
         Some(hit.value.map(|value| Versioned {
             value,
             version: hit.version,
@@ -112,7 +112,7 @@ impl Client {
                     ticket,
                     epoch,
                     change_of(&read),
-                    &self.shared.link.borrow(),
+                    self.shared.link.borrow().view(),
                 );
                 self.release_evicted();
                 Ok(read)

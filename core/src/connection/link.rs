@@ -23,7 +23,7 @@ use tokio::sync::watch;
 use tracing::warn;
 
 use super::REQUEST_CHANNEL_CAPACITY;
-use crate::cache::Cache;
+use crate::cache::{Cache, LinkView};
 use crate::error::{Error, ErrorKind};
 use crate::observe::Registry;
 use crate::rpc::PendingMap;
@@ -58,6 +58,16 @@ pub(crate) struct Link {
 }
 
 impl Link {
+    /// What the client's cache needs of it.
+    pub(crate) fn view(&self) -> LinkView {
+        LinkView {
+            connection: self.connection,
+            connected: self.connected,
+            closed: self.closed,
+            cut_at: self.cut_at,
+        }
+    }
+
     /// Recomputes `ready` after `connected` or `acked` changed.
     pub(crate) fn refresh_ready(&mut self, response_topic: &str) {
         self.ready = self.connected && !self.closed && self.acked.contains(response_topic);

@@ -16,7 +16,6 @@ use tracing::warn;
 
 use super::KeyNotification;
 use super::entry::{KeyEntry, LastState, ObserverId};
-use crate::cache::Cache;
 use crate::codec::{KeyEvent, Notification};
 use crate::hlc::{Clock, Hlc};
 
@@ -257,9 +256,14 @@ impl Registry {
         }
     }
 
-    /// Routes one received notification (called by the event loop): to the cache first,
-    /// then to the key's observers.
-    pub(crate) fn dispatch(&self, client_id: &str, cache: Option<&Cache>, publish: Publish) {
+    /// Routes one received notification (called by the event loop): to `first` (the
+    /// client's cache), then to the key's observers.
+    pub(crate) fn dispatch(
+        &self,
+        client_id: &str,
+        publish: Publish,
+        first: impl FnOnce(&[u8], &KeyEvent, Option<&Hlc>),
+    ) {
         let topic = match std::str::from_utf8(&publish.topic) {
             Ok(t) => t,
             Err(_) => return warn!("skipped a notification whose topic is not UTF-8"),
@@ -300,9 +304,7 @@ impl Registry {
         {
             return warn!(%topic, error = %e, "skipped a notification whose __ts the clock refuses");
         }
-        if let Some(cache) = cache {
-            cache.notified(&n.key, &n.event, version.as_ref());
-        }
+        first(&n.key, &n.event, version.as_ref());
         self.deliver(n.key, n.event, version, false);
     }
 }
@@ -379,11 +381,19 @@ mod tests {
     fn delivers_in_version_order_and_drops_duplicates_and_late_ones() {
         let (r, key, q) = registry(16);
         let t = now_ms();
-        r.dispatch("me", None, notification(&key, "a", &hlc(t, 1)));
-        r.dispatch("me", None, notification(&key, "a", &hlc(t, 1)));
-        r.dispatch("me", None, notification(&key, "old", &hlc(t - 5, 0)));
-        r.dispatch("me", None, notification(&key, "b", &hlc(t, 2)));
-        r.dispatch("other", None, notification(&key, "not mine", &hlc(t, 3)));
+        r.dispatch("me", notification(&key, "a", &hlc(t, 1)), |_, _, _| {});
+        r.dispatch("me", notification(&key, "a", &hlc(t, 1)), |_, _, _| {});
+        r.dispatch(
+            "me",
+            notification(&key, "old", &hlc(t - 5, 0)),
+            |_, _, _| {},
+        );
+        r.dispatch("me", notification(&key, "b", &hlc(t, 2)), |_, _, _| {});
+        r.dispatch(
+            "other",
+            notification(&key, "not mine", &hlc(t, 3)),
+            |_, _, _| {},
+        );
         assert_eq!(changes(&q), [("a".into(), 0), ("b".into(), 0)]);
         let (_, again) = observe(&r, &key);
         assert!(!again, "a second observer does not register again");
@@ -394,10 +404,14 @@ mod tests {
         let (r, key, q) = registry(16);
         r.dispatch(
             "me",
-            None,
             notification(&key, "forged", &hlc(now_ms() + 86_400_000, 0)),
+            |_, _, _| {},
         );
-        r.dispatch("me", None, notification(&key, "genuine", &hlc(now_ms(), 0)));
+        r.dispatch(
+            "me",
+            notification(&key, "genuine", &hlc(now_ms(), 0)),
+            |_, _, _| {},
+        );
         assert_eq!(changes(&q), [("genuine".into(), 0)]);
     }
 
@@ -406,7 +420,11 @@ mod tests {
         let (r, key, q) = registry(2);
         let t = now_ms();
         for i in 1..=5 {
-            r.dispatch("me", None, notification(&key, &format!("v{i}"), &hlc(t, i)));
+            r.dispatch(
+                "me",
+                notification(&key, &format!("v{i}"), &hlc(t, i)),
+                |_, _, _| {},
+            );
         }
         assert_eq!(changes(&q), [("v4".into(), 3), ("v5".into(), 0)]);
     }
@@ -415,7 +433,7 @@ mod tests {
     fn resync_delivers_only_a_changed_state() {
         let (r, key, q) = registry(16);
         let t = now_ms();
-        r.dispatch("me", None, notification(&key, "a", &hlc(t, 1)));
+        r.dispatch("me", notification(&key, "a", &hlc(t, 1)), |_, _, _| {});
         let _ = changes(&q);
         // Unchanged: nothing.
         r.resync(&key, Some((Bytes::from_static(b"a"), Some(hlc(t, 1)))));
