@@ -13,8 +13,8 @@ use crate::locks::{Election, ElectionOptions, Lock, LockOptions};
 use crate::scan::{Pager, ScanOptions};
 use crate::subscription::Subscription;
 use crate::values::{
-    CacheStats, DelOptions, GetOptions, LinkInfo, ObserveOptions, SetOptions, SetResult, Value,
-    value, version,
+    CacheHit, CacheStats, DelOptions, GetOptions, LinkInfo, ObserveOptions, SetOptions, SetResult,
+    Value, value, version,
 };
 
 /// One setting by name (`clientId` or `client_id`, as in [`settings_table`]) with its text
@@ -83,7 +83,10 @@ pub async fn connect(
 ) -> Result<Arc<Client>, MqstateError> {
     let s = self::settings(url, false, settings)?;
     let store = settle(ClientHandle::connect(s)).await?;
-    Ok(Arc::new(Client { store }))
+    Ok(Arc::new(Client {
+        store,
+        reader: Default::default(),
+    }))
 }
 
 /// Connects with the Azure IoT Operations environment variables (`AIO_BROKER_HOSTNAME` …),
@@ -92,7 +95,10 @@ pub async fn connect(
 pub async fn connect_from_env(settings: Vec<Setting>) -> Result<Arc<Client>, MqstateError> {
     let s = self::settings(None, true, settings)?;
     let store = settle(ClientHandle::connect(s)).await?;
-    Ok(Arc::new(Client { store }))
+    Ok(Arc::new(Client {
+        store,
+        reader: Default::default(),
+    }))
 }
 
 /// A connection to the state store. Closing it (`closeAndWait()` in Kotlin, `close()` in
@@ -101,10 +107,15 @@ pub async fn connect_from_env(settings: Vec<Setting>) -> Result<Arc<Client>, Mqs
 #[derive(uniffi::Object)]
 pub struct Client {
     store: ClientHandle,
+    /// Its id for [`crate::fast_get`] once asked for ([`Client::cache_reader`]); 0: none.
+    reader: std::sync::OnceLock<u64>,
 }
 
 impl Drop for Client {
     fn drop(&mut self) {
+        if let Some(&id) = self.reader.get() {
+            crate::fast_get::forget(id);
+        }
         // Starts the close on the store's runtime (dropping the call does not cancel it);
         // nobody waits for it.
         drop(self.store.close());
@@ -159,6 +170,42 @@ impl Client {
     ) -> Result<Option<Value>, MqstateError> {
         Ok(value(
             settle(self.store.get(key, options.to_core()?)).await?,
+        ))
+    }
+
+    /// The client-side cache's answer to a GET of `key` now, with no call at all: a hit, or
+    /// none when the read must go to the store (a miss, no cache, a closed client). The
+    /// Kotlin layer asks this first and then [`Self::get_after_miss`]: a hit costs no
+    /// coroutine suspension.
+    pub fn get_cached(&self, key: Vec<u8>) -> Option<CacheHit> {
+        self.store
+            .get_cached(&key, &mqstate::GetOptions::default())
+            .map(|hit| CacheHit { value: value(hit) })
+    }
+
+    /// The id under which `mqstate_uniffi_cache_get` (a plain C function: a hit with no
+    /// uniffi call, see the crate's `fast_get` module) reads this client's cache; 0 when the
+    /// client has no cache. The same id for every call; forgotten when the client is dropped.
+    pub fn cache_reader(&self) -> u64 {
+        if self.store.cache_stats().is_none() {
+            return 0;
+        }
+        *self
+            .reader
+            .get_or_init(|| crate::fast_get::reader_of(&self.store))
+    }
+
+    /// GET for a caller that asked [`Self::get_cached`] first and missed, or that bypasses
+    /// the cache: the read goes to the store without a second look at the cache (which
+    /// would count a second miss).
+    #[uniffi::method(default(options))]
+    pub async fn get_after_miss(
+        &self,
+        key: Vec<u8>,
+        options: GetOptions,
+    ) -> Result<Option<Value>, MqstateError> {
+        Ok(value(
+            settle(self.store.get_after_miss(key, options.to_core()?)).await?,
         ))
     }
 

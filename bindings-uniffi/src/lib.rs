@@ -40,6 +40,7 @@
 mod call;
 mod client;
 mod error;
+mod fast_get;
 #[cfg(test)]
 mod kotlin_errors;
 mod local_store;

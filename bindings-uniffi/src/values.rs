@@ -154,6 +154,14 @@ pub(crate) fn value(v: Option<Versioned>) -> Option<Value> {
     })
 }
 
+/// A hit of the client-side cache ([`crate::client::Client::get_cached`]): what a GET
+/// answers, a value or none for a key cached as missing.
+#[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
+pub struct CacheHit {
+    /// The value and its version; none: the key does not exist.
+    pub value: Option<Value>,
+}
+
 /// The outcome of a `set`.
 #[derive(Clone, Debug, PartialEq, Eq, uniffi::Record)]
 pub struct SetResult {

@@ -28,6 +28,9 @@ suspend fun connect(url: String?, vararg settings: Pair<String, Any>): Client =
  * subscriptions made from a client end when it closes.
  */
 class Client private constructor(private val native: NativeClient) : AutoCloseable {
+    /** This client's id for [FastGet] (its cache's hits without a uniffi call); 0: no cache. */
+    private val reader: Long = native.cacheReader().toLong()
+
     companion object {
         /**
          * Connects to [url] (`mqtt://host:port`, `mqtts://…`; default `localhost:1883`) with
@@ -84,9 +87,16 @@ class Client private constructor(private val native: NativeClient) : AutoCloseab
     /**
      * The value of [key] and its version, or null when it does not exist. With the
      * client-side cache on, a key it holds fresh is answered from memory;
-     * `GetOptions(bypassCache = true)` reads from the store anyway.
+     * `GetOptions(bypassCache = true)` reads from the store anyway. A hit returns at once,
+     * without suspending.
      */
-    suspend fun get(key: ByteArray, options: GetOptions = GetOptions()): Value? = mapped { native.get(key, options) }
+    suspend fun get(key: ByteArray, options: GetOptions = GetOptions()): Value? {
+        if (!options.bypassCache && reader != 0L && FastGet.available) {
+            FastGet.get(reader, key)?.let { return it.value }
+            return mapped { native.getAfterMiss(key, options) }
+        }
+        return mapped { native.get(key, options) }
+    }
 
     /** The value of [key] (UTF-8) and its version, or null. */
     suspend fun get(key: String, options: GetOptions = GetOptions()): Value? = get(key.bytes(), options)

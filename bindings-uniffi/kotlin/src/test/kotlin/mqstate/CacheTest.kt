@@ -96,6 +96,36 @@ class CacheTest {
         }
     }
 
+    @Test
+    fun `a hit answers the store's bytes and version, small and past the reused buffer`(store: LocalStore): Unit = runBlocking {
+        withTimeout(TEST) {
+            Client.connect(store.url, "cache" to true).use { reader ->
+                Client.connect(store.url).use { writer ->
+                    // A hit crosses from the native library in a buffer of 256 bytes kept per
+                    // thread, or a larger one made for it (FastGet): sizes on both sides.
+                    for (size in listOf(0, 1, 200, 256, 300, 70_000)) {
+                        val key = "size:$size"
+                        val bytes = ByteArray(size) { (it % 251).toByte() }
+                        val version = writer.set(key, bytes).version
+                        val fromStore = checkNotNull(writer.get(key))
+                        val before = reader.stats()
+                        val miss = checkNotNull(reader.get(key))
+                        val hit = checkNotNull(reader.get(key))
+                        val after = reader.stats()
+                        assertEquals(before.misses + 1uL to before.hits + 1uL, after.misses to after.hits, "size $size: $after")
+                        for ((what, v) in listOf("miss" to miss, "hit" to hit)) {
+                            assertTrue(bytes.contentEquals(v.value), "size $size: the $what's bytes")
+                            assertEquals(version, v.version, "size $size: the $what's version")
+                            assertEquals(fromStore.version, v.version)
+                        }
+                    }
+                    assertNull(reader.get("never-set"))
+                    assertNull(reader.get("never-set"), "a key cached as missing is a hit of null")
+                }
+            }
+        }
+    }
+
     /**
      * Caches `key` = "old" in [reader], applies [fault], writes "new" from [writer] as soon as
      * it can, and checks that [reader] reads "new", that `invalidations` rose (the entry went)
