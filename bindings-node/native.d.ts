@@ -31,11 +31,20 @@ export declare class NativeClient {
    * `CACHE_COUNTERS` (in that order), or `null` when the client has no cache.
    */
   cacheStats(): Record<string, number> | null
+  /**
+   * A hit of the client's cache, answered with no Promise: `[]` for a key cached as
+   * missing, `[{ value, version }]` for a value, `null` when the read must go to `get` (a
+   * miss, no cache, `bypassCache`). The JS layer asks this first, then `get` (which then
+   * reads the store without a second look: a second look would count a second miss). The
+   * options are `get`'s, checked the same way, so a hit refuses what a miss would.
+   */
+  getCached(key: unknown, timeout?: unknown | undefined | null, bypassCache?: unknown | undefined | null): RawValue[] | null
   /** SET. */
   set(key: unknown, value: unknown, condition?: unknown | undefined | null, expiry?: unknown | undefined | null, fencingToken?: unknown | undefined | null, persist?: unknown | undefined | null, timeout?: unknown | undefined | null, cancel?: CancelHandle | undefined | null): Promise<RawSetResult>
   /**
-   * GET: `{ value, version }` or `null`; `bypassCache` reads from the store even when
-   * the client's cache could answer.
+   * GET from the store: `{ value, version }` or `null`, for a caller that asked
+   * `getCached` first and missed, or that bypasses the cache (`bypassCache`); what the
+   * store answers still updates the cache.
    */
   get(key: unknown, timeout?: unknown | undefined | null, bypassCache?: unknown | undefined | null, cancel?: CancelHandle | undefined | null): Promise<RawValue | null>
   /** DEL: the number of keys deleted. */

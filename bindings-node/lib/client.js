@@ -148,6 +148,11 @@ class Client {
    */
   async get (key, options) {
     const o = checked(options, OPTIONS.get, 'get()')
+    if (o.signal?.aborted !== true) {
+      // A hit settles no native Promise: the cache answers here, at once.
+      const hit = this.#store().getCached(key, o.timeoutMs, o.bypassCache)
+      if (hit !== null) return hit.length === 0 ? null : new Value(hit[0].value, hit[0].version ?? null)
+    }
     const r = await call(o.signal, (c) => this.#store().get(key, o.timeoutMs, o.bypassCache, c))
     return r === null ? null : new Value(r.value, r.version ?? null)
   }

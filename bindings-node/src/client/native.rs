@@ -83,6 +83,30 @@ impl NativeClient {
         Ok(Some(object))
     }
 
+    /// A hit of the client's cache, answered with no Promise: `[]` for a key cached as
+    /// missing, `[{ value, version }]` for a value, `null` when the read must go to `get` (a
+    /// miss, no cache, `bypassCache`). The JS layer asks this first, then `get` (which then
+    /// reads the store without a second look: a second look would count a second miss). The
+    /// options are `get`'s, checked the same way, so a hit refuses what a miss would.
+    #[napi(ts_return_type = "RawValue[] | null")]
+    pub fn get_cached(
+        &self,
+        env: &Env,
+        key: Unknown,
+        timeout: Option<Unknown>,
+        bypass_cache: Option<Unknown>,
+    ) -> napi::Result<Option<Vec<RawValue>>> {
+        let options = GetOptions {
+            timeout: millis(env, timeout, "timeoutMs")?,
+            bypass_cache: convert::flag(env, bypass_cache, "bypassCache")?,
+        };
+        let key = bytes(env, key, "key")?;
+        Ok(self
+            .store
+            .get_cached(&key, &options)
+            .map(|hit| hit.map(RawValue::from).into_iter().collect()))
+    }
+
     /// SET.
     #[napi(ts_return_type = "Promise<RawSetResult>")]
     #[allow(clippy::too_many_arguments)]
@@ -110,8 +134,9 @@ impl NativeClient {
         promise(env, call, cancel, RawSetResult::from)
     }
 
-    /// GET: `{ value, version }` or `null`; `bypassCache` reads from the store even when
-    /// the client's cache could answer.
+    /// GET from the store: `{ value, version }` or `null`, for a caller that asked
+    /// `getCached` first and missed, or that bypasses the cache (`bypassCache`); what the
+    /// store answers still updates the cache.
     #[napi(ts_return_type = "Promise<RawValue | null>")]
     pub fn get<'env>(
         &self,
@@ -125,7 +150,8 @@ impl NativeClient {
             timeout: millis(env, timeout, "timeoutMs")?,
             bypass_cache: convert::flag(env, bypass_cache, "bypassCache")?,
         };
-        let call = self.store.get(bytes(env, key, "key")?, options);
+        // The JS layer asked `get_cached` first (or bypasses the cache).
+        let call = self.store.get_after_miss(bytes(env, key, "key")?, options);
         promise(env, call, cancel, |v| v.map(RawValue::from))
     }
 
