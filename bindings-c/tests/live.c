@@ -14,19 +14,24 @@ const char *live_url(void) {
     return url;
 }
 
-mqstate_client *live_client(void) {
-    const char *url = live_url();
+mqstate_client *client_at(const char *url, const char *const *pairs) {
     mqstate_settings *settings = NULL;
     mqstate_client *client = NULL;
-    if (url == NULL) {
-        return NULL;
-    }
     CHECK_STATUS(mqstate_settings_from_url(url, &settings), MQSTATE_STATUS_OK, "settings");
     CHECK_STATUS(mqstate_settings_set(settings, "request_timeout", "5"), MQSTATE_STATUS_OK,
                  "request_timeout");
+    for (size_t i = 0; pairs != NULL && pairs[i] != NULL; i += 2) {
+        CHECK_STATUS(mqstate_settings_set(settings, pairs[i], pairs[i + 1]), MQSTATE_STATUS_OK,
+                     pairs[i]);
+    }
     CHECK_STATUS(mqstate_client_connect(settings, 10000, &client), MQSTATE_STATUS_OK, "connect");
     mqstate_settings_free(settings);
     return client;
+}
+
+mqstate_client *live_client(void) {
+    const char *url = live_url();
+    return url == NULL ? NULL : client_at(url, NULL);
 }
 
 const char *live_key(char *buf, size_t len, const char *name) {

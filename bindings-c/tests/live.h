@@ -12,6 +12,10 @@
 /* The store URL from MQSTATE_URL; NULL (and a failed check) when unset. */
 const char *live_url(void);
 
+/* A client of the store at `url` with a 5 s request timeout and the settings `pairs` (name,
+   value, …, NULL; or NULL) on top: NULL and a failed check on error. */
+mqstate_client *client_at(const char *url, const char *const *pairs);
+
 /* A client connected to the live store (NULL and a failed check on error). */
 mqstate_client *live_client(void);
 

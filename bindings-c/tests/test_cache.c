@@ -24,22 +24,9 @@ static void sleep_ms(unsigned ms) {
     nanosleep(&ts, NULL);
 }
 
-/* A client of `store` with a 5 s request timeout and the settings `pairs` (name, value, …,
-   NULL) on top; NULL and a failed check on error. */
+/* A client of `store` with the settings `pairs` (name, value, …, NULL) on top. */
 static mqstate_client *connect_with(const mqstate_local_store *store, const char *const *pairs) {
-    mqstate_settings *settings = NULL;
-    mqstate_client *client = NULL;
-    CHECK_STATUS(mqstate_settings_from_url(mqstate_local_store_url(store), &settings),
-                 MQSTATE_STATUS_OK, "settings from the store's URL");
-    CHECK_STATUS(mqstate_settings_set(settings, "request_timeout", "5"), MQSTATE_STATUS_OK,
-                 "request_timeout");
-    for (size_t i = 0; pairs != NULL && pairs[i] != NULL; i += 2) {
-        CHECK_STATUS(mqstate_settings_set(settings, pairs[i], pairs[i + 1]), MQSTATE_STATUS_OK,
-                     pairs[i]);
-    }
-    CHECK_STATUS(mqstate_client_connect(settings, 0, &client), MQSTATE_STATUS_OK, "connect");
-    mqstate_settings_free(settings);
-    return client;
+    return client_at(mqstate_local_store_url(store), pairs);
 }
 
 static const char *const CACHED[] = {"cache", "true", NULL};

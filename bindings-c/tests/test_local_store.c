@@ -14,17 +14,9 @@
 #include "check.h"
 #include "live.h"
 
-/* A client of `store`, with a 5 s request timeout (NULL and a failed check on error). */
+/* A client of `store` (NULL and a failed check on error). */
 static mqstate_client *client_of(const mqstate_local_store *store) {
-    mqstate_settings *settings = NULL;
-    mqstate_client *client = NULL;
-    CHECK_STATUS(mqstate_settings_from_url(mqstate_local_store_url(store), &settings),
-                 MQSTATE_STATUS_OK, "settings from the store's URL");
-    CHECK_STATUS(mqstate_settings_set(settings, "request_timeout", "5"), MQSTATE_STATUS_OK,
-                 "request_timeout");
-    CHECK_STATUS(mqstate_client_connect(settings, 0, &client), MQSTATE_STATUS_OK, "connect");
-    mqstate_settings_free(settings);
-    return client;
+    return client_at(mqstate_local_store_url(store), NULL);
 }
 
 static mqstate_status set(mqstate_client *c, const char *key, const char *value, bool persist,
