@@ -4,7 +4,7 @@
 //! client against a raw rumqttc request/response pair (the physical limit of the broker).
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
 use mqstate::cache::DEFAULT_CACHE_MAX_ENTRIES;
@@ -14,6 +14,7 @@ use crate::bench_raw::{RawPair, StoreEcho};
 
 mod cached;
 mod idle;
+mod memory;
 mod scan;
 mod side_by_side;
 
@@ -65,7 +66,9 @@ pub struct BenchArgs {
     /// content type, expiry), to separate the protocol's cost from the client's.
     #[arg(long)]
     pub raw_full_envelope: bool,
-    /// Instead of load: measure the client's resident memory idle and observing this many keys.
+    /// Instead of load: measure the client's resident memory idle and observing this many keys
+    /// (with --cache: with this many keys of --value-size bytes in its cache; the keys stay in
+    /// the store: use a fresh one).
     #[arg(long)]
     pub observe_keys: Option<usize>,
     /// Instead of load: fill the store with this many keys and time one full SCAN of them
@@ -104,6 +107,11 @@ pub struct BenchArgs {
     /// the ratio (medians).
     #[arg(long, value_name = "ROUNDS")]
     pub cache_compare: Option<usize>,
+    /// Instead of load: time how long another client's acknowledged SET takes to reach a
+    /// cached reader (from the writer's acknowledgement to the first read of the new value
+    /// from the reader's cache), this many SETs, one at a time; prints the percentiles.
+    #[arg(long, value_name = "WRITES")]
+    pub cache_visibility: Option<usize>,
 }
 
 /// One run against the state store through the mqstate client.
@@ -245,60 +253,6 @@ fn rss_kib() -> u64 {
     rss_kib_of("self")
 }
 
-/// Client memory idle and with `n` observed keys.
-async fn observe_memory(args: &BenchArgs, n: usize) -> anyhow::Result<()> {
-    let before = rss_kib();
-    let client = Client::connect(ConnectionSettings::from_url(&args.url)?).await?;
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let idle = rss_kib();
-    let started = Instant::now();
-    // Every observer goes straight into one vector sized up front: per-task vectors, grown
-    // and then freed, would leave ~150 B per key of freed heap in the RSS being measured.
-    let observers = Arc::new(std::sync::Mutex::new(Vec::with_capacity(n)));
-    let mut tasks = tokio::task::JoinSet::new();
-    let chunk = n.div_ceil(256).max(1);
-    for start in (0..n).step_by(chunk) {
-        let (client, observers) = (client.clone(), Arc::clone(&observers));
-        tasks.spawn(async move {
-            for k in start..(start + chunk).min(n) {
-                let observer = client.observe(format!("observed/{k}")).await?;
-                observers
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push(observer);
-            }
-            Ok::<_, mqstate::Error>(())
-        });
-    }
-    let mut last_progress = Instant::now();
-    while let Some(joined) = tasks.join_next().await {
-        joined??;
-        if last_progress.elapsed() >= Duration::from_secs(1) {
-            last_progress = Instant::now();
-            let count = observers.lock().unwrap_or_else(|e| e.into_inner()).len();
-            errout!("\r  observing {count:>7} of {n} keys");
-        }
-    }
-    errln!();
-    let observing = rss_kib();
-    outln!("process RSS before connecting      {:>8} KiB", before);
-    outln!(
-        "client connected, idle             {:>8} KiB (+{} KiB)",
-        idle,
-        idle.saturating_sub(before)
-    );
-    outln!(
-        "observing {n} keys                {:>8} KiB (+{} KiB, {:.0} bytes/key; registered in {:.1?})",
-        observing,
-        observing.saturating_sub(idle),
-        observing.saturating_sub(idle) as f64 * 1024.0 / n as f64,
-        started.elapsed()
-    );
-    drop(observers);
-    client.shutdown().await;
-    Ok(())
-}
-
 /// Resident set size of a process, in KiB (0 when it cannot be read).
 fn rss_kib_of(pid: &str) -> u64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
@@ -405,7 +359,13 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
         "--clients and --depth must be at least 1"
     );
     if let Some(n) = args.observe_keys {
-        return observe_memory(&args, n).await;
+        if args.cache {
+            return memory::cached(&args, n).await;
+        }
+        return memory::observed(&args, n).await;
+    }
+    if let Some(n) = args.cache_visibility {
+        return cached::visibility(&args, n).await;
     }
     if let Some(n) = args.scan_keys {
         return scan::run(&args, n).await;

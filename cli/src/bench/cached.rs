@@ -1,7 +1,12 @@
 //! `mqstate bench --cache-compare N`: the same mix without and with the clients' cache, in
 //! turns, and the ratio of the medians; with the cache, how many reads reached the store.
+//! `--cache-visibility N`: how soon another client's write reaches a cached reader.
 
-use mqstate::CacheStats;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use bytes::Bytes;
+use mqstate::{CacheOptions, CacheStats, Client, ClientOptions, ConnectionSettings, SetOptions};
 use mqstate_cli::load::RunResult;
 
 use super::{BenchArgs, run_clients};
@@ -49,5 +54,68 @@ pub(super) async fn compare(args: &BenchArgs, rounds: usize) -> anyhow::Result<(
     if let Some(s) = last {
         outln!("{}", store_reads(&s));
     }
+    Ok(())
+}
+
+/// `mqstate bench --cache-visibility N`: N SETs of one key, one at a time, by a writer; a
+/// second client (cache on) reads the key from its cache in a loop until it sees each new
+/// value. Prints the percentiles of the time from the writer's acknowledgement to that first
+/// read (the notification's way through the store and the broker, and the reader's update),
+/// and how many reads reached the store (1: the first, which cached the key).
+pub(super) async fn visibility(args: &BenchArgs, n: usize) -> anyhow::Result<()> {
+    anyhow::ensure!(n >= 1, "--cache-visibility must be at least 1");
+    let settings = ConnectionSettings::from_url(&args.url)?;
+    let key = format!("cache-visibility/{}", std::process::id());
+    let writer = Client::connect(settings.clone()).await?;
+    let options = ClientOptions {
+        cache: Some(CacheOptions::default()),
+        ..ClientOptions::default()
+    };
+    let reader = Client::connect_with(settings, options).await?;
+    writer.set(&key, b"0", SetOptions::default()).await?;
+    let read = |want: Bytes| {
+        let (reader, key) = (reader.clone(), key.clone());
+        async move {
+            loop {
+                match reader.get(&key).await? {
+                    Some(v) if v.value == want => return Ok::<_, mqstate::Error>(()),
+                    _ => tokio::task::yield_now().await,
+                }
+            }
+        }
+    };
+    read(Bytes::from_static(b"0")).await?;
+    let bound = Duration::from_secs(10);
+    let mut delays = Vec::with_capacity(n);
+    for i in 1..=n {
+        let value = Bytes::from(i.to_string());
+        writer.set(&key, &value, SetOptions::default()).await?;
+        let acked = Instant::now();
+        tokio::time::timeout(bound, read(value))
+            .await
+            .with_context(|| {
+                format!("SET {i} did not reach the reader's cache within {bound:?}")
+            })??;
+        delays.push(acked.elapsed());
+        if i % 100 == 0 {
+            errout!("\r  {i:>6} of {n} SETs");
+        }
+    }
+    errln!();
+    delays.sort();
+    let at = |q: f64| delays[((delays.len() - 1) as f64 * q).round() as usize];
+    outln!(
+        "visible after   p50 {:?}   p90 {:?}   p99 {:?}   max {:?}   ({n} SETs, from the writer's acknowledgement to the reader's first cached read of the value)",
+        at(0.5),
+        at(0.9),
+        at(0.99),
+        at(1.0)
+    );
+    if let Some(s) = reader.cache_stats() {
+        outln!("{}", store_reads(&s));
+    }
+    writer.del(&key, Default::default()).await?;
+    writer.shutdown().await;
+    reader.shutdown().await;
     Ok(())
 }

@@ -32,6 +32,17 @@ impl Change {
     fn size(&self) -> usize {
         self.value.as_ref().map_or(0, Bytes::len)
     }
+
+    /// The same change with its value in an allocation of its own. A value read off the
+    /// connection is a slice of the buffer its packet arrived in, which it would keep alive
+    /// for as long as the entry lives: 1 KiB per entry beyond key and value, measured with
+    /// `mqstate bench --cache --observe-keys 100000`, before this copy.
+    fn compact(self) -> Change {
+        Change {
+            value: self.value.map(|v| Bytes::copy_from_slice(&v)),
+            version: self.version,
+        }
+    }
 }
 
 /// What arrived for a key while its fill was in flight.
@@ -344,7 +355,7 @@ impl State {
         };
         self.bytes = self.bytes - e.size + size;
         e.size = size;
-        e.slot = Slot::Known(change);
+        e.slot = Slot::Known(change.compact());
         self.evict(Some(key))
     }
 
