@@ -87,6 +87,26 @@ def test_asyncio_hits_need_no_await_of_the_store() -> None:
     asyncio.run(main())
 
 
+def test_a_hit_refuses_a_bad_timeout_as_a_miss_does() -> None:
+    async def main() -> None:
+        with LocalStore() as store:
+            async with mqstate.AsyncClient(store.url, cache=True) as client:
+                await client.set("k", "v")
+                assert await client.get("k") is not None
+                with pytest.raises(mqstate.InvalidArgumentError, match="timeout"):
+                    await client.get("k", timeout=-1)
+                assert await client.get("k", timeout=2) is not None
+
+    asyncio.run(main())
+    with LocalStore() as store, mqstate.Client(store.url, cache=True) as client:
+        client.set("k", "v")
+        assert text(client, "k") == "v"
+        with pytest.raises(mqstate.InvalidArgumentError, match="timeout"):
+            client.get("k", timeout=-1)
+        stats = client.cache_stats()
+        assert stats is not None and (stats.hits, stats.misses) == (0, 1), stats
+
+
 def test_stats_are_none_without_a_cache() -> None:
     with LocalStore() as store, mqstate.Client(store.url) as client:
         client.set("k", "v")

@@ -16,7 +16,6 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{LazyLock, RwLock};
 
-use mqstate::GetOptions;
 use mqstate::bridge::ClientHandle;
 
 /// The clients with a cache that a JVM reads from, by reader id.
@@ -45,6 +44,9 @@ pub(crate) fn forget(id: u64) {
 pub const GO_TO_STORE: i64 = -1;
 /// [`mqstate_uniffi_cache_get`]: a hit of a key cached as missing.
 pub const HIT_MISSING: i64 = -2;
+/// [`mqstate_uniffi_cache_get`]: the options are refused; the caller makes the read through
+/// uniffi, which throws the error a miss would.
+pub const BAD_OPTIONS: i64 = -3;
 
 /// Writes a hit into `out` as `value length (u32 LE) | value | 0, or 1 | wall_ms (u64 LE) |
 /// counter (u64 LE) | node id (the rest)`; returns its length, also when longer than `out`
@@ -80,8 +82,9 @@ fn encode(value: &[u8], version: Option<&mqstate::Hlc>, out: &mut [u8]) -> i64 {
     len as i64
 }
 
-/// The cache's answer to a GET of `key` for reader `reader`, with no call into the store:
-/// [`GO_TO_STORE`] (-1), [`HIT_MISSING`] (-2), or the length of the hit encoded into `out`
+/// The cache's answer to a GET of `key` for reader `reader` with the call's timeout
+/// `timeout_seconds` (NaN: the client's), with no call into the store: [`GO_TO_STORE`] (-1),
+/// [`HIT_MISSING`] (-2), [`BAD_OPTIONS`] (-3), or the length of the hit encoded into `out`
 /// (see `encode`; when it exceeds `out_cap` nothing is written and the caller asks again with
 /// room for it: that next call on the same thread answers the same hit, counted once). Never
 /// unwinds: bad pointers or lengths answer [`GO_TO_STORE`].
@@ -94,9 +97,19 @@ pub unsafe extern "C" fn mqstate_uniffi_cache_get(
     reader: u64,
     key: *const u8,
     key_len: i32,
+    timeout_seconds: f64,
     out: *mut u8,
     out_cap: i32,
 ) -> i64 {
+    // The call's timeout (NaN: none), checked as a GET checks it: a hit refuses what a miss
+    // would.
+    let options = crate::values::GetOptions {
+        timeout: (!timeout_seconds.is_nan()).then_some(crate::values::Seconds(timeout_seconds)),
+        bypass_cache: false,
+    };
+    let Ok(options) = options.to_core() else {
+        return BAD_OPTIONS;
+    };
     let (Ok(key_len), Ok(out_cap)) = (usize::try_from(key_len), usize::try_from(out_cap)) else {
         return GO_TO_STORE;
     };
@@ -132,7 +145,7 @@ pub unsafe extern "C" fn mqstate_uniffi_cache_get(
         None => {
             let readers = READERS.read().unwrap_or_else(|e| e.into_inner());
             match readers.get(&reader) {
-                Some(store) => store.get_cached(key, &GetOptions::default()),
+                Some(store) => store.get_cached(key, &options),
                 None => None,
             }
         }
@@ -184,19 +197,26 @@ mod tests {
         // SAFETY: valid pointers and lengths, or null with length 0 / a negative length.
         unsafe {
             assert_eq!(
-                mqstate_uniffi_cache_get(0, b"k".as_ptr(), 1, out.as_mut_ptr(), 16),
+                mqstate_uniffi_cache_get(0, b"k".as_ptr(), 1, f64::NAN, out.as_mut_ptr(), 16),
                 GO_TO_STORE
             );
             assert_eq!(
-                mqstate_uniffi_cache_get(u64::MAX, std::ptr::null(), 0, out.as_mut_ptr(), 16),
+                mqstate_uniffi_cache_get(
+                    u64::MAX,
+                    std::ptr::null(),
+                    0,
+                    f64::NAN,
+                    out.as_mut_ptr(),
+                    16
+                ),
                 GO_TO_STORE
             );
             assert_eq!(
-                mqstate_uniffi_cache_get(1, b"k".as_ptr(), -1, out.as_mut_ptr(), 16),
+                mqstate_uniffi_cache_get(1, b"k".as_ptr(), -1, f64::NAN, out.as_mut_ptr(), 16),
                 GO_TO_STORE
             );
             assert_eq!(
-                mqstate_uniffi_cache_get(1, std::ptr::null(), 3, out.as_mut_ptr(), 16),
+                mqstate_uniffi_cache_get(1, std::ptr::null(), 3, f64::NAN, out.as_mut_ptr(), 16),
                 GO_TO_STORE
             );
         }

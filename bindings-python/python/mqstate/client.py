@@ -209,7 +209,7 @@ class AsyncClient(_ClientBase):
         awaiting anything; ``bypass_cache`` reads from the store."""
         native = self._native()
         if not bypass_cache:
-            hit = native.get_cached(key)
+            hit = native.get_cached(key, timeout)
             if hit is not None:
                 return _value(hit[0])
         return _value(await wait_async(native.get(key, timeout, bypass_cache)))
@@ -357,7 +357,7 @@ class Client(_ClientBase):
         :meth:`AsyncClient.get` for the cache)."""
         native = self._native()
         if not bypass_cache:
-            hit = native.get_cached(key)
+            hit = native.get_cached(key, timeout)
             if hit is not None:
                 return _value(hit[0])
         return _value(wait(native.get(key, timeout, bypass_cache)))

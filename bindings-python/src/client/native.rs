@@ -84,9 +84,20 @@ impl NativeClient {
 
     /// `(connected, connections, sessions, broker_max_packet_size)`.
     /// A hit of the client's cache, as a 1-tuple holding what `get` would answer; `None`
-    /// when the read must go to `get` (a miss, or no cache).
-    fn get_cached(&self, py: Python<'_>, key: ByteArg) -> PyResult<Option<Py<PyAny>>> {
-        match self.store.get_cached(key.as_ref(), &GetOptions::default()) {
+    /// when the read must go to `get` (a miss, or no cache). The timeout is `get`'s, checked
+    /// the same way, so a hit refuses what a miss would.
+    #[pyo3(signature = (key, timeout))]
+    fn get_cached(
+        &self,
+        py: Python<'_>,
+        key: ByteArg,
+        timeout: Option<Seconds>,
+    ) -> PyResult<Option<Py<PyAny>>> {
+        let options = GetOptions {
+            timeout: duration("timeout", timeout)?,
+            bypass_cache: false,
+        };
+        match self.store.get_cached(key.as_ref(), &options) {
             Some(hit) => Ok(Some((convert::versioned(py, hit)?,).into_py_any(py)?)),
             None => Ok(None),
         }

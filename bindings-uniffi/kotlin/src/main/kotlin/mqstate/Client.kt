@@ -92,8 +92,11 @@ class Client private constructor(private val native: NativeClient) : AutoCloseab
      */
     suspend fun get(key: ByteArray, options: GetOptions = GetOptions()): Value? {
         if (!options.bypassCache && reader != 0L && FastGet.available) {
-            FastGet.get(reader, key)?.let { return it.value }
-            return mapped { native.getAfterMiss(key, options) }
+            when (val answer = FastGet.get(reader, key, options.timeout)) {
+                is FastGet.Answer.Hit -> return answer.value
+                FastGet.Answer.Store -> return mapped { native.getAfterMiss(key, options) }
+                FastGet.Answer.Refused -> {} // the read below throws the error
+            }
         }
         return mapped { native.get(key, options) }
     }

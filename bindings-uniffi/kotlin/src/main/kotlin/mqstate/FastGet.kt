@@ -10,11 +10,26 @@ package mqstate
 import com.sun.jna.Native
 import java.nio.ByteBuffer
 import java.nio.ByteOrder
+import kotlin.time.Duration
+import kotlin.time.DurationUnit
 
 internal object FastGet {
     /** The function's answers besides a length (fast_get.rs, GO_TO_STORE and HIT_MISSING). */
     private const val GO_TO_STORE = -1L
     private const val HIT_MISSING = -2L
+    private const val BAD_OPTIONS = -3L
+
+    /** What [get] found. */
+    sealed interface Answer {
+        /** A hit: the value, or null for a key cached as missing. */
+        class Hit(val value: Value?) : Answer
+
+        /** The read must go to the store. */
+        object Store : Answer
+
+        /** The options are refused: the read through uniffi throws what a miss would. */
+        object Refused : Answer
+    }
 
     /** The largest buffer kept per thread; a larger value gets one of its own, once. */
     private const val KEPT_BYTES = 64 * 1024
@@ -35,27 +50,36 @@ internal object FastGet {
     }
 
     @JvmStatic
-    private external fun mqstate_uniffi_cache_get(reader: Long, key: ByteArray, keyLen: Int, out: ByteArray, outCap: Int): Long
+    private external fun mqstate_uniffi_cache_get(
+        reader: Long,
+        key: ByteArray,
+        keyLen: Int,
+        timeoutSeconds: Double,
+        out: ByteArray,
+        outCap: Int,
+    ): Long
 
     private val buffers = ThreadLocal.withInitial { ByteArray(256) }
 
     /**
      * The cache's answer for [key] in the client of [reader] (`NativeClient.cacheReader()`,
-     * not 0): a [CacheHit], or null when the read must go to the store.
+     * not 0), the call's [timeout] checked as a GET checks it.
      */
-    fun get(reader: Long, key: ByteArray): CacheHit? {
+    fun get(reader: Long, key: ByteArray, timeout: Duration?): Answer {
+        val seconds = timeout?.toDouble(DurationUnit.SECONDS) ?: Double.NaN
         var out = buffers.get()
         while (true) {
-            val n = mqstate_uniffi_cache_get(reader, key, key.size, out, out.size)
+            val n = mqstate_uniffi_cache_get(reader, key, key.size, seconds, out, out.size)
             when {
-                n == GO_TO_STORE -> return null
-                n == HIT_MISSING -> return CacheHit(null)
-                n < 0 || n > Int.MAX_VALUE -> return null
+                n == GO_TO_STORE -> return Answer.Store
+                n == HIT_MISSING -> return Answer.Hit(null)
+                n == BAD_OPTIONS -> return Answer.Refused
+                n < 0 || n > Int.MAX_VALUE -> return Answer.Store
                 n > out.size -> {
                     out = ByteArray(n.toInt())
                     if (n <= KEPT_BYTES) buffers.set(out)
                 }
-                else -> return CacheHit(decode(out, n.toInt()))
+                else -> return Answer.Hit(decode(out, n.toInt()))
             }
         }
     }

@@ -121,6 +121,11 @@ class CacheTest {
                     }
                     assertNull(reader.get("never-set"))
                     assertNull(reader.get("never-set"), "a key cached as missing is a hit of null")
+                    // A hit refuses the timeout a miss refuses, and counts nothing.
+                    val before = reader.stats()
+                    assertThrows<InvalidArgumentError> { reader.get("size:1", GetOptions(timeout = (-1).seconds)) }
+                    assertEquals(before, reader.stats())
+                    assertEquals(1, reader.get("size:1", GetOptions(timeout = 2.seconds))?.value?.size)
                 }
             }
         }
