@@ -57,6 +57,8 @@ class Client {
   #native
   /** @type {Set<Subscription>} */
   #subscriptions = new Set()
+  /** Whether the client has a cache (fixed at connect): a `get` without one never asks it. */
+  #cached = false
 
   /**
    * Use `Client.connect()`.
@@ -67,6 +69,7 @@ class Client {
       throw invalidArgument('use Client.connect() or Client.fromEnv() to make a client')
     }
     this.#native = store
+    this.#cached = store.cacheStats() !== null
   }
 
   /**
@@ -148,7 +151,7 @@ class Client {
    */
   async get (key, options) {
     const o = checked(options, OPTIONS.get, 'get()')
-    if (o.signal?.aborted !== true) {
+    if (this.#cached && o.signal?.aborted !== true) {
       // A hit settles no native Promise: the cache answers here, at once.
       const hit = this.#store().getCached(key, o.timeoutMs, o.bypassCache)
       if (hit !== null) return hit.length === 0 ? null : new Value(hit[0].value, hit[0].version ?? null)

@@ -82,7 +82,6 @@ impl NativeClient {
         self.store.client_id()
     }
 
-    /// `(connected, connections, sessions, broker_max_packet_size)`.
     /// A hit of the client's cache, as a 1-tuple holding what `get` would answer; `None`
     /// when the read must go to `get` (a miss, or no cache). The timeout is `get`'s, checked
     /// the same way, so a hit refuses what a miss would.
@@ -109,6 +108,7 @@ impl NativeClient {
         self.store.cache_stats().map(|s| s.pairs().to_vec())
     }
 
+    /// `(connected, connections, sessions, broker_max_packet_size)`.
     fn link_info(&self) -> (bool, u64, u64, u32) {
         let l = self.store.link_info();
         (

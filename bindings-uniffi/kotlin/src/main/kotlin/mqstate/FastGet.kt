@@ -14,7 +14,7 @@ import kotlin.time.Duration
 import kotlin.time.DurationUnit
 
 internal object FastGet {
-    /** The function's answers besides a length (fast_get.rs, GO_TO_STORE and HIT_MISSING). */
+    /** The function's answers besides a length (fast_get.rs: GO_TO_STORE, HIT_MISSING, BAD_OPTIONS). */
     private const val GO_TO_STORE = -1L
     private const val HIT_MISSING = -2L
     private const val BAD_OPTIONS = -3L
