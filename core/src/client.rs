@@ -156,13 +156,17 @@ impl Client {
             let (settings, client_id) = (settings.clone(), client_id.clone());
             off_loop(move || mqtt_options(&settings, &client_id)).await?
         };
+        let cache = options
+            .cache
+            .clone()
+            .map(|cache| crate::cache::Cache::new(cache, &client_id));
         let (shared, eventloop) = Shared::new(
             settings,
             mqtt,
             client_id,
             response_topic,
             options.observer_capacity,
-            options.cache.clone().map(crate::cache::Cache::new),
+            cache,
             runtime.clone(),
         );
         let clock = options.clock.unwrap_or_else(process_clock);

@@ -300,9 +300,9 @@ fn dispatch(shared: &Shared, publish: Publish, nagle: &mut nagle::NagleWatch) {
     {
         shared
             .observers
-            .dispatch(&shared.client_id, publish, |key, event, version| {
+            .dispatch(&shared.client_id, publish, |key, event, version, trusted| {
                 if let Some(cache) = &shared.cache {
-                    cache.notified(key, event, version);
+                    cache.notified(key, event, version, trusted);
                 }
             });
     } else {

@@ -419,7 +419,12 @@ impl Lock {
 
     /// The current holder id of the lock key (whoever holds it), or `None` when free.
     pub async fn holder(&self) -> Result<Option<String>, Error> {
-        let got = self.inner.client.get(&self.inner.key).await?;
+        // Past the cache: who holds a lock is the store's answer, never a cached one.
+        let got = self
+            .inner
+            .client
+            .get_with(&self.inner.key, crate::GetOptions::past_cache())
+            .await?;
         Ok(got.map(|v| String::from_utf8_lossy(&v.value).into_owned()))
     }
 

@@ -209,13 +209,18 @@ pub const CHANGE_KINDS: [&str; 2] = ["set", "delete"];
 
 /// The counters of the client-side cache ([`CacheStats`](crate::CacheStats)), named so in
 /// every language.
-pub const CACHE_COUNTERS: [&str; 6] = [
+pub const CACHE_COUNTERS: [&str; 11] = [
     "hits",
     "misses",
     "evictions",
     "invalidations",
     "entries",
     "bytes",
+    "lease_renewals",
+    "lease_expiries",
+    "lease_failures",
+    "lease_misses",
+    "refused",
 ];
 
 /// The message of any call on a client after it was closed (a `ClosedError`), the same

@@ -123,6 +123,9 @@ impl Settings {
             "cache_max_staleness" => {
                 self.cache().max_staleness = parse_duration(name, value)?;
             }
+            "cache_freshness" => {
+                self.cache().freshness = parse_duration(name, value)?;
+            }
             _ => unreachable!("every client row of SETTINGS is handled"),
         }
         Ok(())

@@ -10,9 +10,14 @@ use crate::error::Error;
 pub const DEFAULT_CACHE_MAX_ENTRIES: usize = 10_000;
 /// The default bound on cached key and value bytes: 64 MiB.
 pub const DEFAULT_CACHE_MAX_BYTES: usize = 64 << 20;
+/// The default bound on a cached read's lag behind the store: 1 s.
+pub const DEFAULT_CACHE_FRESHNESS: Duration = Duration::from_secs(1);
+/// The shortest `freshness` accepted: a renewal must travel to the store and back within it.
+const MIN_FRESHNESS: Duration = Duration::from_millis(10);
 
 /// The client-side cache ([`ClientOptions::cache`](crate::ClientOptions::cache)): which keys,
-/// how many, and how stale a read may be while disconnected. See [`cache`](crate::cache) for
+/// how many, how far a cached read may lag the store, and how stale a read may be while
+/// disconnected. See [`cache`](crate::cache) for
 /// what a cached read may return.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CacheOptions {
@@ -28,6 +33,11 @@ pub struct CacheOptions {
     /// answer. Default zero: a read while disconnected goes to the store (and fails, or waits
     /// for the connection, as an uncached read does).
     pub max_staleness: Duration,
+    /// The most a cached read may lag the store while connected, in any failure: an entry
+    /// answers only within this long of the last proof that the store's notifications reach
+    /// the client (the freshness lease, [`cache`](crate::cache)). Default 1 s; at least
+    /// 10 ms, and best several round trips to the store (a renewal must arrive within it).
+    pub freshness: Duration,
 }
 
 impl Default for CacheOptions {
@@ -37,6 +47,7 @@ impl Default for CacheOptions {
             max_entries: DEFAULT_CACHE_MAX_ENTRIES,
             max_bytes: DEFAULT_CACHE_MAX_BYTES,
             max_staleness: Duration::ZERO,
+            freshness: DEFAULT_CACHE_FRESHNESS,
         }
     }
 }
@@ -57,13 +68,20 @@ impl CacheOptions {
         if self.max_bytes == 0 {
             return Err(Error::invalid_argument("cache_max_bytes must be positive"));
         }
+        if self.freshness < MIN_FRESHNESS {
+            return Err(Error::invalid_argument(format!(
+                "cache_freshness must be at least {MIN_FRESHNESS:?} (got {:?})",
+                self.freshness
+            )));
+        }
         Ok(())
     }
 }
 
 /// Glob patterns from the text of the `cache_keys` setting: separated by commas; a comma
 /// inside a pattern is written `\,` (the glob's own escape, so the pattern then matches a
-/// literal comma). Blanks around each pattern are kept: keys may hold them.
+/// literal comma). Blanks around each pattern are trimmed (`"a*, b*"` is `a*` and `b*`); a
+/// blank a pattern must keep at either end is escaped (`\ `).
 pub fn parse_cache_keys(text: &str) -> Result<Vec<Bytes>, Error> {
     let bytes = text.as_bytes();
     let mut patterns = Vec::new();
@@ -73,20 +91,42 @@ pub fn parse_cache_keys(text: &str) -> Result<Vec<Bytes>, Error> {
         match bytes[i] {
             b'\\' => i += 2,
             b',' => {
-                patterns.push(Bytes::copy_from_slice(&bytes[start..i]));
+                patterns.push(trimmed(&bytes[start..i]));
                 i += 1;
                 start = i;
             }
             _ => i += 1,
         }
     }
-    patterns.push(Bytes::copy_from_slice(&bytes[start.min(bytes.len())..]));
+    patterns.push(trimmed(&bytes[start.min(bytes.len())..]));
     if patterns.iter().any(|p| p.is_empty()) {
         return Err(Error::invalid_argument(format!(
             "setting cache_keys={text:?} has an empty pattern (separate glob patterns with single commas; write a comma inside one as \\,)"
         )));
     }
     Ok(patterns)
+}
+
+/// `pattern` without the blanks around it, except one escaped at its end (`a\ `).
+fn trimmed(pattern: &[u8]) -> Bytes {
+    let mut start = 0;
+    let mut end = pattern.len();
+    while start < end && pattern[start].is_ascii_whitespace() {
+        start += 1;
+    }
+    while end > start && pattern[end - 1].is_ascii_whitespace() {
+        // An escaped blank is the pattern's (an odd run of backslashes before it escapes it).
+        let slashes = pattern[start..end - 1]
+            .iter()
+            .rev()
+            .take_while(|&&b| b == b'\\')
+            .count();
+        if slashes % 2 == 1 {
+            break;
+        }
+        end -= 1;
+    }
+    Bytes::copy_from_slice(&pattern[start..end])
 }
 
 /// The cache's counters ([`Client::cache_stats`](crate::Client::cache_stats)), named so in
@@ -106,21 +146,41 @@ pub struct CacheStats {
     pub entries: u64,
     /// Key and value bytes held now.
     pub bytes: u64,
+    /// Renewals of the freshness lease sent (a SET of the client's canary key).
+    pub lease_renewals: u64,
+    /// Times the lease ran out with no renewal on its way (nothing read for a while).
+    pub lease_expiries: u64,
+    /// Times the lease failed (a renewal refused, lost or late; a backlog where the broker
+    /// may have dropped a notification): every entry made before is read from the store
+    /// again before it answers.
+    pub lease_failures: u64,
+    /// Reads of cached keys sent to the store because the lease did not hold (counted in
+    /// `misses` too).
+    pub lease_misses: u64,
+    /// KEYNOTIFYs the store refused: those keys are read from the store, uncached, until the
+    /// next connection.
+    pub refused: u64,
 }
 
 impl CacheStats {
     /// The counters as `(name, value)`, in the order of
     /// [`CACHE_COUNTERS`](crate::vocabulary::CACHE_COUNTERS): what bindings convert.
-    pub fn pairs(&self) -> [(&'static str, u64); 6] {
+    pub fn pairs(&self) -> [(&'static str, u64); 11] {
         let names = crate::vocabulary::CACHE_COUNTERS;
-        [
-            (names[0], self.hits),
-            (names[1], self.misses),
-            (names[2], self.evictions),
-            (names[3], self.invalidations),
-            (names[4], self.entries),
-            (names[5], self.bytes),
-        ]
+        let values = [
+            self.hits,
+            self.misses,
+            self.evictions,
+            self.invalidations,
+            self.entries,
+            self.bytes,
+            self.lease_renewals,
+            self.lease_expiries,
+            self.lease_failures,
+            self.lease_misses,
+            self.refused,
+        ];
+        std::array::from_fn(|i| (names[i], values[i]))
     }
 }
 
@@ -130,11 +190,12 @@ mod tests {
 
     #[test]
     fn cache_keys_split_on_unescaped_commas() {
-        let p = parse_cache_keys(r"asset:*,thr\,esh*, spaced").unwrap();
-        assert_eq!(p, [&b"asset:*"[..], br"thr\,esh*", b" spaced"]);
+        let p = parse_cache_keys(r"asset:*,thr\,esh*, spaced ,kept\ ").unwrap();
+        assert_eq!(p, [&b"asset:*"[..], br"thr\,esh*", b"spaced", br"kept\ "]);
+        assert_eq!(parse_cache_keys("a*, b*").unwrap(), [&b"a*"[..], b"b*"]);
         assert!(crate::glob::matches(&p[1], b"thr,eshold"));
         assert_eq!(parse_cache_keys("*").unwrap(), [&b"*"[..]]);
-        for bad in ["", "a,,b", "a,", ",a"] {
+        for bad in ["", "a,,b", "a,", ",a", "a, ,b", " "] {
             let e = parse_cache_keys(bad).unwrap_err();
             assert!(e.message().contains("empty pattern"), "{bad:?}: {e}");
         }

@@ -2,9 +2,15 @@
 //! bounds, and the rules that decide what a read may answer. No clock is read and nothing is
 //! sent here; [`Cache`](super::Cache) passes in the link's state and does the wire work.
 //!
-//! An entry belongs to one connection (its `epoch`, the link's CONNACK count when its
-//! registration began): the store drops a client's KEYNOTIFY registrations when its
-//! connection ends, so what an entry says is kept fresh only while that connection lasts.
+//! An entry belongs to one connection and one generation of the freshness lease (its
+//! [`Epoch`]): the store drops a client's KEYNOTIFY registrations when its connection ends,
+//! so what an entry says is kept fresh only while that connection lasts; and when the lease
+//! fails ([`super::lease`]) notifications may have been lost, so entries of an earlier
+//! generation never answer again (they are read from the store anew).
+//!
+//! Every entry removed is also listed in [`State::take_released`] (except when a read makes
+//! it anew at once): its registration is then given back by the one path that does so, so
+//! the client's registry holds a key for the cache exactly while the cache holds it.
 //!
 //! A read that misses makes a [`Slot::Filling`] entry *before* its KEYNOTIFY is sent, so
 //! every change that arrives between the registration and the GET's answer is seen; the fill
@@ -104,9 +110,30 @@ enum Slot {
     Known(Change),
 }
 
+/// The connection (its CONNACK count) and the lease's generation an entry belongs to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct Epoch {
+    /// The link's CONNACK count when the entry's registration began.
+    pub(crate) connection: u64,
+    /// The lease's generation then.
+    pub(crate) generation: u64,
+}
+
+/// What a read of the cache found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Lookup {
+    /// The state to answer with.
+    Hit(Change),
+    /// The key's entry is current, but the lease does not let it answer now: read the store
+    /// (the registration holds; no new one is needed).
+    Lapsed,
+    /// No current entry: register the key and read it (or wait for the read that does).
+    Miss,
+}
+
 struct Entry {
-    /// The connection this entry's registration belongs to.
-    epoch: u64,
+    /// The connection and lease generation this entry's registration belongs to.
+    epoch: Epoch,
     /// When it was last used (a counter).
     used: u64,
     /// The tick it is filed under in [`State::order`] (at most `used`).
@@ -119,10 +146,12 @@ struct Entry {
 /// Where the link is, as a read sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct At {
-    /// The link's CONNACK count now.
-    pub(crate) epoch: u64,
+    /// The link's CONNACK count and the lease's generation now.
+    pub(crate) epoch: Epoch,
     /// Connected now.
     pub(crate) connected: bool,
+    /// The lease holds: entries may answer while connected.
+    pub(crate) fresh: bool,
     /// Disconnected for no longer than `max_staleness`: entries of this epoch may answer.
     pub(crate) stale_ok: bool,
 }
@@ -134,6 +163,8 @@ pub(crate) struct Counters {
     pub(crate) misses: u64,
     pub(crate) evictions: u64,
     pub(crate) invalidations: u64,
+    /// Reads of a current entry sent to the store because the lease did not hold.
+    pub(crate) lapsed: u64,
 }
 
 /// Every entry, their order of use and the counters (see the module documentation).
@@ -147,6 +178,8 @@ pub(crate) struct State {
     bytes: usize,
     max_entries: usize,
     max_bytes: usize,
+    /// Keys removed since [`State::take_released`] was last called.
+    released: Vec<Bytes>,
     pub(crate) counters: Counters,
 }
 
@@ -161,6 +194,7 @@ impl State {
             bytes: 0,
             max_entries: max_entries.max(1),
             max_bytes,
+            released: Vec::new(),
             counters: Counters::default(),
         }
     }
@@ -180,38 +214,69 @@ impl State {
         self.tick
     }
 
-    /// A read of `key`: the state to answer with (a hit), or `None` (a miss: go to the store).
-    pub(crate) fn lookup(&mut self, key: &[u8], at: At) -> Option<Change> {
+    /// The keys removed since the last call (evicted, invalidated, given up): their
+    /// registrations are to be given back.
+    pub(crate) fn take_released(&mut self) -> Vec<Bytes> {
+        std::mem::take(&mut self.released)
+    }
+
+    /// A read of `key` (see [`Lookup`]).
+    pub(crate) fn lookup(&mut self, key: &[u8], at: At) -> Lookup {
         let tick = self.tick + 1;
-        let hit = match self.entries.get_mut(key) {
-            Some(e) if e.epoch == at.epoch && (at.connected || at.stale_ok) => match &e.slot {
-                Slot::Known(change) => {
+        let found = match self.entries.get_mut(key) {
+            Some(e) if e.epoch == at.epoch => match &e.slot {
+                Slot::Known(change) if (at.connected && at.fresh) || at.stale_ok => {
                     e.used = tick;
-                    Some(change.clone())
+                    Lookup::Hit(change.clone())
                 }
-                Slot::Filling { .. } => None,
+                Slot::Known(_) => Lookup::Lapsed,
+                Slot::Filling { .. } => Lookup::Miss,
             },
-            _ => None,
+            _ => Lookup::Miss,
         };
-        match hit {
-            Some(_) => {
+        match found {
+            Lookup::Hit(_) => {
                 self.tick = tick;
                 self.counters.hits += 1;
             }
-            None => self.counters.misses += 1,
+            Lookup::Lapsed => {
+                self.counters.misses += 1;
+                if at.connected {
+                    self.counters.lapsed += 1;
+                }
+            }
+            Lookup::Miss => self.counters.misses += 1,
         }
-        hit
+        found
     }
 
-    /// A read of `key` missed and registers it on connection `epoch`: the entry that will
-    /// collect the changes arriving until the read's GET answers. Returns the read's ticket
-    /// for [`State::fill`], and the keys evicted to make room.
-    pub(crate) fn begin(&mut self, key: &Bytes, epoch: u64) -> (u64, Vec<Bytes>) {
+    /// Whether `key` has an entry of `epoch` that holds a state.
+    pub(crate) fn current(&self, key: &[u8], epoch: Epoch) -> bool {
+        matches!(self.entries.get(key), Some(e) if e.epoch == epoch && matches!(e.slot, Slot::Known(_)))
+    }
+
+    /// What [`State::lookup`] would answer with, without counting or marking a use.
+    pub(crate) fn peek(&self, key: &[u8], at: At) -> Option<Change> {
+        match self.entries.get(key) {
+            Some(e) if e.epoch == at.epoch && ((at.connected && at.fresh) || at.stale_ok) => {
+                match &e.slot {
+                    Slot::Known(change) => Some(change.clone()),
+                    Slot::Filling { .. } => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// A read of `key` missed and registers it in `epoch`: the entry that will collect the
+    /// changes arriving until the read's GET answers. Returns the read's ticket for
+    /// [`State::fill`]; keys evicted to make room are released.
+    pub(crate) fn begin(&mut self, key: &Bytes, epoch: Epoch) -> u64 {
         self.ticket += 1;
         let ticket = self.ticket;
         let tick = self.next_tick();
         match self.entries.get_mut(&key[..]) {
-            // Another read of this connection fills it, or filled it: this one takes over the
+            // Another read of this epoch fills it, or filled it: this one takes over the
             // fill and keeps what arrived meanwhile.
             Some(e) if e.epoch == epoch => {
                 e.used = tick;
@@ -229,11 +294,12 @@ impl State {
                 let size = key.len();
                 self.bytes = self.bytes - e.size + size;
                 e.size = size;
-                return (ticket, Vec::new());
+                return ticket;
             }
             Some(_) => {
-                // Of an older connection: nothing it says holds any more.
-                self.remove(key);
+                // Of an older connection or lease generation: nothing it says holds any more.
+                // Made anew at once (the registration is the new read's): not released.
+                self.unlink(key);
                 self.counters.invalidations += 1;
             }
             None => {}
@@ -251,7 +317,8 @@ impl State {
                 size: key.len(),
             },
         );
-        (ticket, self.evict(Some(key)))
+        self.evict(Some(key));
+        ticket
     }
 
     fn insert(&mut self, key: Bytes, entry: Entry) {
@@ -260,8 +327,8 @@ impl State {
         self.entries.insert(key, entry);
     }
 
-    /// Removes `key`'s entry; whether there was one.
-    pub(crate) fn remove(&mut self, key: &[u8]) -> bool {
+    /// Removes `key`'s entry without releasing it; whether there was one.
+    fn unlink(&mut self, key: &[u8]) -> bool {
         match self.entries.remove(key) {
             Some(e) => {
                 self.order.remove(&e.filed);
@@ -270,6 +337,15 @@ impl State {
             }
             None => false,
         }
+    }
+
+    /// Removes `key`'s entry and releases it; whether there was one.
+    fn remove(&mut self, key: &[u8]) -> bool {
+        let removed = self.unlink(key);
+        if removed {
+            self.released.push(Bytes::copy_from_slice(key));
+        }
+        removed
     }
 
     /// Whether `key` has an entry (fresh or being filled).
@@ -286,29 +362,31 @@ impl State {
         }
     }
 
-    /// The read with `ticket` got `read` from the store on connection `epoch`, and the link
-    /// is at `at` now. Keeps the newer of it and what arrived meanwhile, if the registration
-    /// still holds; returns the keys evicted to make room.
-    pub(crate) fn fill(
-        &mut self,
-        key: &[u8],
-        ticket: u64,
-        epoch: u64,
-        read: Change,
-        at: At,
-    ) -> Vec<Bytes> {
+    /// Something arrived for `key` that cannot be applied (a notification whose version the
+    /// client's clock refuses, an answer that cannot be trusted): its entry goes.
+    pub(crate) fn forget(&mut self, key: &[u8]) {
+        if self.remove(key) {
+            self.counters.invalidations += 1;
+        }
+    }
+
+    /// The read with `ticket` got `read` from the store in `epoch`, and the link is at `at`
+    /// now. Keeps the newer of it and what arrived meanwhile, if the registration still
+    /// holds.
+    pub(crate) fn fill(&mut self, key: &[u8], ticket: u64, epoch: Epoch, read: Change, at: At) {
         let Some(e) = self.entries.get_mut(key) else {
-            return Vec::new();
+            return;
         };
         if e.epoch != epoch {
-            return Vec::new();
+            return;
         }
         if at.epoch != epoch || !at.connected {
-            // The connection the registration belongs to ended: what arrived may be partial.
+            // The connection the registration belongs to ended, or the lease failed: what
+            // arrived may be partial.
             if matches!(e.slot, Slot::Filling { ticket: t, .. } if t == ticket) {
                 self.remove(key);
             }
-            return Vec::new();
+            return;
         }
         match std::mem::replace(
             &mut e.slot,
@@ -321,7 +399,6 @@ impl State {
                 Some(change) => self.keep(key, change),
                 None => {
                     self.remove(key);
-                    Vec::new()
                 }
             },
             // Another read took the fill over: this answer is one more change for it.
@@ -332,85 +409,82 @@ impl State {
                     seen
                 };
                 e.slot = Slot::Filling { ticket: t, seen };
-                Vec::new()
             }
             Slot::Known(change) => {
                 e.slot = Slot::Known(change);
-                self.apply(key, read, false)
+                self.apply(key, read, false);
             }
         }
     }
 
-    /// Makes `key`'s entry hold `change` (its entry exists); returns the keys evicted.
-    fn keep(&mut self, key: &[u8], change: Change) -> Vec<Bytes> {
+    /// Makes `key`'s entry hold `change` (its entry exists).
+    fn keep(&mut self, key: &[u8], change: Change) {
         let size = key.len() + change.size();
         if size > self.max_bytes {
             // Larger than the whole cache: read it from the store each time.
             self.remove(key);
             self.counters.evictions += 1;
-            return vec![Bytes::copy_from_slice(key)];
+            return;
         }
         let Some(e) = self.entries.get_mut(key) else {
-            return Vec::new();
+            return;
         };
         self.bytes = self.bytes - e.size + size;
         e.size = size;
         e.slot = Slot::Known(change.compact());
-        self.evict(Some(key))
+        self.evict(Some(key));
     }
 
     /// A change of `key`: a notification (`notified`), or the store's answer to one of this
-    /// client's own writes or reads. Applied when newer than the entry's state; returns the
-    /// keys evicted to make room.
-    pub(crate) fn apply(&mut self, key: &[u8], change: Change, notified: bool) -> Vec<Bytes> {
+    /// client's own writes or reads. Applied when newer than the entry's state.
+    pub(crate) fn apply(&mut self, key: &[u8], change: Change, notified: bool) {
         let Some(e) = self.entries.get_mut(key) else {
-            return Vec::new();
+            return;
         };
         let current = match &mut e.slot {
             Slot::Filling { seen, .. } => {
                 *seen = std::mem::replace(seen, Seen::Nothing).merge(change);
-                return Vec::new();
+                return;
             }
             Slot::Known(current) => current,
         };
         if change.version.is_none() {
             // Nothing orders it against what the entry holds: forget the entry.
             if *current != change {
-                self.remove(key);
-                self.counters.invalidations += 1;
+                self.forget(key);
             }
-            return Vec::new();
+            return;
         }
         // An entry without a version (a key found missing) yields to any versioned change.
         if current.version.is_some() && !newer(&change, current) {
-            return Vec::new();
+            return;
         }
         if notified {
             self.counters.invalidations += 1;
         }
-        self.keep(key, change)
+        self.keep(key, change);
     }
 
-    /// Removes every entry of a connection before `epoch` (a new connection began: their
-    /// registrations are gone); returns their keys.
-    pub(crate) fn retire(&mut self, epoch: u64) -> Vec<Bytes> {
+    /// Removes every entry of a connection before `connection` (a new connection began:
+    /// their registrations are gone, or are to be given back); returns their keys, which are
+    /// not in [`State::take_released`] (whether a STOP is owed depends on the MQTT session).
+    pub(crate) fn retire(&mut self, connection: u64) -> Vec<Bytes> {
         let old: Vec<Bytes> = self
             .entries
             .iter()
-            .filter(|(_, e)| e.epoch < epoch)
+            .filter(|(_, e)| e.epoch.connection < connection)
             .map(|(k, _)| k.clone())
             .collect();
         for key in &old {
-            self.remove(key);
+            self.unlink(key);
         }
         self.counters.invalidations += old.len() as u64;
         old
     }
 
     /// Evicts the least recently used entries (never `keep`, the entry being made) until
-    /// within both bounds.
-    fn evict(&mut self, keep: Option<&[u8]>) -> Vec<Bytes> {
-        let mut evicted = Vec::new();
+    /// within both bounds; they are released.
+    fn evict(&mut self, keep: Option<&[u8]>) {
         let mut kept = None;
         while self.entries.len() > self.max_entries || self.bytes > self.max_bytes {
             let Some((filed, key)) = self.order.pop_first() else {
@@ -433,12 +507,11 @@ impl State {
             self.entries.remove(&key);
             self.bytes -= size;
             self.counters.evictions += 1;
-            evicted.push(key);
+            self.released.push(key);
         }
         if let Some((filed, key)) = kept {
             self.order.insert(filed, key);
         }
-        evicted
     }
 }
 

@@ -1,7 +1,9 @@
 //! The client's side of the cache ([`crate::cache`]): a read that hits answers at once; one
-//! that misses registers the key (KEYNOTIFY, then GET) and fills its entry; the client's own
-//! acknowledged writes update entries; evicted and retired keys give their registrations
-//! back.
+//! that misses registers the key (KEYNOTIFY, then GET) and fills its entry, and concurrent
+//! misses of one key wait for that one fetch; a read while the lease does not hold goes to
+//! the store; the lease is renewed in the background (KEYNOTIFY of the canary once per
+//! connection, then a SET of it); the client's own acknowledged writes update entries; every
+//! key the cache lets go gives its registration back through [`Client::release_later`].
 
 use std::time::Duration;
 
@@ -9,8 +11,8 @@ use bytes::Bytes;
 use tracing::debug;
 
 use super::Client;
-use crate::cache::{Cache, CacheStats, Change};
-use crate::codec::{Request, Response};
+use crate::cache::{CANARY_EXPIRY, Cache, CacheStats, Change, Flight, Lookup, Renewal};
+use crate::codec::{Request, Response, SetCondition};
 use crate::error::{Error, ErrorKind};
 use crate::hlc::Hlc;
 use crate::{GetOptions, Versioned};
@@ -37,6 +39,13 @@ fn deleted(version: Option<Hlc>) -> Change {
     }
 }
 
+fn answer(change: Change) -> Option<Versioned> {
+    change.value.map(|value| Versioned {
+        value,
+        version: change.version,
+    })
+}
+
 /// Whether a failed KEYNOTIFY was the store's refusal (the read can still be answered by a
 /// GET), not a failure of the link.
 fn refused(e: &Error) -> bool {
@@ -44,6 +53,16 @@ fn refused(e: &Error) -> bool {
         e.kind(),
         ErrorKind::Store(_) | ErrorKind::Rpc(_) | ErrorKind::Malformed
     )
+}
+
+/// What registering a key for the cache came to.
+enum Registered {
+    /// KEYNOTIFY accepted; the GET right after it read this.
+    Read(Option<Versioned>),
+    /// The store refused the KEYNOTIFY.
+    Refused,
+    /// The cache let the key go before its registration began: nothing was sent.
+    Gone,
 }
 
 impl Client {
@@ -64,11 +83,14 @@ impl Client {
             return None;
         }
         let cache = self.cache_for(key)?;
-        let hit = cache.lookup(key, self.shared.link.borrow().view())?;
-        Some(hit.value.map(|value| Versioned {
-            value,
-            version: hit.version,
-        }))
+        let (found, renewal) = cache.lookup(key, self.shared.link.borrow().view());
+        if let Some(renewal) = renewal {
+            self.renew_later(renewal);
+        }
+        match found {
+            Lookup::Hit(hit) => Some(answer(hit)),
+            Lookup::Lapsed | Lookup::Miss => None,
+        }
     }
 
     /// A read that [`Client::get_cached`] did not answer: through the cache (register, GET,
@@ -79,21 +101,49 @@ impl Client {
         options: GetOptions,
     ) -> Result<Option<Versioned>, Error> {
         let timeout = options.timeout.unwrap_or(self.timeout);
-        match self.cache_for(key) {
-            Some(cache) if !options.bypass_cache => self.read_through(cache, key, timeout).await,
-            Some(cache) => {
-                // A read past the cache still tells it the store's state.
-                let read = self.get_from_store(key, timeout).await?;
-                cache.answered(key, || change_of(&read));
-                self.release_evicted();
-                Ok(read)
-            }
-            None => self.get_from_store(key, timeout).await,
+        let Some(cache) = self.cache_for(key) else {
+            return self.get_from_store(key, timeout).await;
+        };
+        let link = self.shared.link.borrow().view();
+        if options.bypass_cache
+            || cache.current(key, link)
+            || cache.is_refused(key, link.connection)
+        {
+            // Past the cache (asked to; the lease does not hold now; or the store refused the
+            // key's registration): what the store answers still tells the cache.
+            return self.get_past(cache, key, timeout).await;
         }
+        self.read_through(cache, key, timeout).await
     }
 
-    /// A miss: make the entry that collects changes, register the key, GET it, and keep the
-    /// newer of the two if the connection lasted.
+    /// GET from the store; the answer updates the key's entry, if it has one.
+    async fn get_past(
+        &self,
+        cache: &Cache,
+        key: &[u8],
+        timeout: Duration,
+    ) -> Result<Option<Versioned>, Error> {
+        let read = self.get_from_store(key, timeout).await?;
+        if self.untrusted(&read) {
+            cache.distrust(key);
+        } else {
+            cache.answered(key, || change_of(&read));
+        }
+        self.release_removed();
+        Ok(read)
+    }
+
+    /// Whether `read` carries a version the client's clock refuses (far in the future): the
+    /// cache keeps nothing of it.
+    fn untrusted(&self, read: &Option<Versioned>) -> bool {
+        read.as_ref()
+            .and_then(|v| v.version.as_ref())
+            .is_some_and(|v| self.clock().receive(v).is_err())
+    }
+
+    /// A miss: the first read of the key fetches it (make the entry that collects changes,
+    /// register the key, GET it, keep the newer of the two if the connection and the lease
+    /// lasted); concurrent reads of it wait for that fetch.
     async fn read_through(
         &self,
         cache: &Cache,
@@ -101,58 +151,94 @@ impl Client {
         timeout: Duration,
     ) -> Result<Option<Versioned>, Error> {
         crate::rpc::check_timeout(timeout)?;
+        let started = tokio::time::Instant::now();
         let key = Bytes::copy_from_slice(key);
-        let epoch = self.shared.link.borrow().connection;
-        let ticket = cache.begin(&key, epoch);
-        self.release_evicted();
-        match self.register_cached(&key, timeout).await {
-            Ok(Some(read)) => {
+        let _lead = match cache.flight(&key) {
+            Flight::Lead(guard) => guard,
+            Flight::Follow(mut done) => {
+                // Ends when the fetch is over (its guard dropped), whatever its outcome.
+                let _ = tokio::time::timeout(timeout, done.changed()).await;
+                if let Some(hit) = cache.peek(&key, self.shared.link.borrow().view()) {
+                    return Ok(answer(hit));
+                }
+                let left = timeout.saturating_sub(started.elapsed());
+                if left < Duration::from_millis(1) {
+                    return Err(Error::new(
+                        ErrorKind::Timeout,
+                        format!("no response to GET within {timeout:?}: another read of the key was still fetching it"),
+                    ));
+                }
+                return self.get_past(cache, &key, left).await;
+            }
+        };
+        let ticket = cache.begin(&key, self.shared.link.borrow().view());
+        self.release_removed();
+        let outcome = self.register_cached(cache, &key, timeout).await;
+        let read = match outcome {
+            Ok(Registered::Read(read)) if self.untrusted(&read) => {
+                cache.abandon(&key, ticket);
+                Ok(read)
+            }
+            Ok(Registered::Read(read)) => {
                 cache.fill(
                     &key,
                     ticket,
-                    epoch,
                     change_of(&read),
                     self.shared.link.borrow().view(),
                 );
-                self.release_evicted();
                 Ok(read)
             }
-            Ok(None) => {
-                // The store refused the registration: answer from a GET, keep nothing.
+            Ok(Registered::Refused) => {
+                // Answer from a GET, keep nothing, and do not ask again on this connection.
                 cache.abandon(&key, ticket);
-                self.release_later(vec![key.clone()]);
-                self.get_from_store(&key, timeout).await
+                cache.refused(&key, self.shared.link.borrow().connection);
+                self.release_removed();
+                let left = timeout.saturating_sub(started.elapsed()).max(Duration::from_millis(1));
+                return self.get_from_store(&key, left).await;
+            }
+            Ok(Registered::Gone) => {
+                cache.abandon(&key, ticket);
+                self.release_removed();
+                let left = timeout.saturating_sub(started.elapsed()).max(Duration::from_millis(1));
+                return self.get_from_store(&key, left).await;
             }
             Err(e) => {
                 cache.abandon(&key, ticket);
-                self.release_later(vec![key]);
                 Err(e)
             }
-        }
+        };
+        self.release_removed();
+        read
     }
 
-    /// KEYNOTIFY then GET under the key's operation lock, so that an observer's STOP cannot
-    /// fall between them: the key's state, or `None` when the store refused the KEYNOTIFY.
+    /// KEYNOTIFY then GET under the key's operation lock, so that an observer's STOP (or the
+    /// release of an entry evicted meanwhile) cannot fall between them.
     async fn register_cached(
         &self,
+        cache: &Cache,
         key: &Bytes,
         timeout: Duration,
-    ) -> Result<Option<Option<Versioned>>, Error> {
+    ) -> Result<Registered, Error> {
         self.shared
             .subscribe(&self.shared.notification_filter, timeout)
             .await?;
         let _op = self.shared.observers.op_lock(key).lock().await;
+        if !cache.holds(key) {
+            // Evicted before its registration began: the registry must not record it (its
+            // release already ran, or runs after this lock with nothing to give back).
+            return Ok(Registered::Gone);
+        }
         self.shared.observers.add_cached(key);
         match self.register(key, timeout).await {
             Ok(current) => {
                 self.shared.observers.registered(key, current.clone());
-                Ok(Some(
+                Ok(Registered::Read(
                     current.map(|(value, version)| Versioned { value, version }),
                 ))
             }
             Err(e) if refused(&e) => {
                 debug!(error = %e, key = %key.escape_ascii(), "the store refused a KEYNOTIFY: the key is not cached");
-                Ok(None)
+                Ok(Registered::Refused)
             }
             Err(e) => Err(e),
         }
@@ -183,7 +269,7 @@ impl Client {
                 value: Some(Bytes::copy_from_slice(value)),
                 version: version.clone(),
             });
-            self.release_evicted();
+            self.release_removed();
         }
     }
 
@@ -191,42 +277,91 @@ impl Client {
     pub(crate) fn cache_deleted(&self, key: &[u8], version: &Option<Hlc>) {
         if let Some(cache) = self.cache_for(key) {
             cache.answered(key, || deleted(version.clone()));
+            self.release_removed();
         }
     }
 
-    /// Gives back the registrations of the keys the cache evicted.
-    fn release_evicted(&self) {
+    /// Sends the lease's renewal in the background: KEYNOTIFY of the canary when it is not
+    /// registered on this connection, then a SET of it to the renewal's number (its
+    /// notification is the proof). A failure fails the lease at once.
+    fn renew_later(&self, renewal: Renewal) {
+        let weak = self.downgrade();
+        self.shared.runtime.spawn(async move {
+            let Some(client) = weak.upgrade() else {
+                return;
+            };
+            let Some(cache) = client.shared.cache.as_ref() else {
+                return;
+            };
+            if let Err(e) = client.renew(cache, renewal).await {
+                debug!(error = %e, seq = renewal.seq, "the cache's lease renewal failed");
+                cache.renewal_failed(renewal.seq);
+            }
+        });
+    }
+
+    async fn renew(&self, cache: &Cache, renewal: Renewal) -> Result<(), Error> {
+        // Past the bound the renewal has failed anyway; a request needs at least 1 ms.
+        let timeout = cache.freshness().max(Duration::from_millis(1));
+        let canary = cache.canary().clone();
+        if renewal.register {
+            self.shared
+                .subscribe(&self.shared.notification_filter, timeout)
+                .await?;
+            let notify = Request::KeyNotify {
+                key: &canary[..],
+                stop: false,
+            };
+            self.request(notify, None, false, timeout).await?;
+            cache.canary_registered(renewal.connection);
+        }
+        let value = renewal.seq.to_string();
+        let set = Request::Set {
+            key: &canary[..],
+            value: value.as_bytes(),
+            condition: SetCondition::Always,
+            expiry_ms: std::num::NonZeroU64::new(CANARY_EXPIRY.as_millis() as u64),
+        };
+        self.request(set, None, false, timeout).await?;
+        Ok(())
+    }
+
+    /// Gives back the registrations of the keys the cache let go.
+    fn release_removed(&self) {
         if let Some(cache) = &self.shared.cache {
-            let keys = cache.take_evicted();
+            let keys = cache.take_released();
             if !keys.is_empty() {
-                self.release_later(keys);
+                self.release_later(keys, true);
             }
         }
     }
 
     /// For each of `keys` the cache no longer holds: the registration is no longer the
-    /// cache's, and a STOP goes once no observer needs it either (in the background).
-    fn release_later(&self, keys: Vec<Bytes>) {
+    /// cache's, and (with `stop`) a STOP goes once no observer needs it either, in the
+    /// background. The one path by which the cache gives a registration back.
+    fn release_later(&self, keys: Vec<Bytes>, stop: bool) {
         let weak = self.downgrade();
         self.shared.runtime.spawn(async move {
             let Some(client) = weak.upgrade() else {
                 return;
             };
             for key in keys {
-                client.stop_if_unwanted(key, true).await;
+                client.stop_if_unwanted(key, stop).await;
             }
         });
     }
 
-    /// A new connection (`epoch`) began: the cache's entries of earlier ones go, and so does
-    /// the registry's record of their registrations (the store dropped them with the
-    /// connection: no STOP).
-    pub(crate) async fn retire_cached(&self, epoch: u64) {
+    /// A new connection (`connection`) began: the cache's entries of earlier ones go, and
+    /// so does the registry's record of their registrations. When the MQTT session was kept
+    /// (`session_kept`) the store may have kept them too, so a STOP is sent for each key no
+    /// observer needs; otherwise the store dropped them with the session.
+    pub(crate) async fn retire_cached(&self, connection: u64, session_kept: bool) {
         let Some(cache) = &self.shared.cache else {
             return;
         };
-        for key in cache.retire(epoch) {
-            self.stop_if_unwanted(key, false).await;
+        let keys = cache.retire(connection);
+        if !keys.is_empty() {
+            self.release_later(keys, session_kept);
         }
     }
 

@@ -84,6 +84,17 @@ pub struct GetOptions {
     pub bypass_cache: bool,
 }
 
+impl GetOptions {
+    /// A read that goes to the store whatever the cache holds (what the lock and election
+    /// helpers read with: a fenced decision is never made on a cached value).
+    pub(crate) fn past_cache() -> GetOptions {
+        GetOptions {
+            bypass_cache: true,
+            ..GetOptions::default()
+        }
+    }
+}
+
 /// Options of an observation.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ObserveOptions {

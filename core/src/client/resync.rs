@@ -51,13 +51,16 @@ pub(crate) async fn resync_on_reconnect(weak: WeakClient) {
     };
     let mut link = shared.link.subscribe();
     drop(shared);
-    let mut seen = link.borrow().connection;
+    let (mut seen, mut seen_session) = {
+        let l = link.borrow();
+        (l.connection, l.session)
+    };
     let mut retry: Option<u32> = None;
     loop {
         let wait = async {
             link.wait_for(|l| l.closed || l.connection > seen)
                 .await
-                .map(|state| (state.closed, state.connection))
+                .map(|state| (state.closed, state.connection, state.session))
         };
         let woke = match retry {
             None => Some(wait.await),
@@ -67,11 +70,13 @@ pub(crate) async fn resync_on_reconnect(weak: WeakClient) {
             return;
         };
         let keys = match woke {
-            Some(Err(_)) | Some(Ok((true, _))) => return,
-            Some(Ok((false, connection))) => {
+            Some(Err(_)) | Some(Ok((true, _, _))) => return,
+            Some(Ok((false, connection, session))) => {
+                let session_kept = session == seen_session;
                 seen = connection;
+                seen_session = session;
                 retry = None;
-                client.retire_cached(connection).await;
+                client.retire_cached(connection, session_kept).await;
                 if client.shared.observers.is_empty() {
                     continue;
                 }

@@ -47,7 +47,8 @@ impl HolderWatch {
     /// Observes `key`, then reads its current holder.
     pub(crate) async fn start(client: &Client, key: &Bytes) -> Result<HolderWatch, Error> {
         let observer = client.observe(key).await?;
-        let current = client.get(key).await?;
+        // Past the cache: the first item is the store's holder (observation orders the rest).
+        let current = client.get_with(key, crate::GetOptions::past_cache()).await?;
         let (holder, version) = match current {
             Some(v) => (Some(holder_of(&v.value)), v.version),
             None => (None, None),

@@ -257,12 +257,14 @@ impl Registry {
     }
 
     /// Routes one received notification (called by the event loop): to `first` (the
-    /// client's cache), then to the key's observers.
+    /// client's cache), then to the key's observers. `first` is told too of a notification
+    /// whose version the clock refuses (its last argument `false`: the cache must forget
+    /// the key, since a change it cannot order was missed); observers are not.
     pub(crate) fn dispatch(
         &self,
         client_id: &str,
         publish: Publish,
-        first: impl FnOnce(&[u8], &KeyEvent, Option<&Hlc>),
+        first: impl FnOnce(&[u8], &KeyEvent, Option<&Hlc>, bool),
     ) {
         let topic = match std::str::from_utf8(&publish.topic) {
             Ok(t) => t,
@@ -302,9 +304,10 @@ impl Registry {
                 .as_ref()
             && let Err(e) = clock.receive(v)
         {
+            first(&n.key, &n.event, version.as_ref(), false);
             return warn!(%topic, error = %e, "skipped a notification whose __ts the clock refuses");
         }
-        first(&n.key, &n.event, version.as_ref());
+        first(&n.key, &n.event, version.as_ref(), true);
         self.deliver(n.key, n.event, version, false);
     }
 }
@@ -381,18 +384,18 @@ mod tests {
     fn delivers_in_version_order_and_drops_duplicates_and_late_ones() {
         let (r, key, q) = registry(16);
         let t = now_ms();
-        r.dispatch("me", notification(&key, "a", &hlc(t, 1)), |_, _, _| {});
-        r.dispatch("me", notification(&key, "a", &hlc(t, 1)), |_, _, _| {});
+        r.dispatch("me", notification(&key, "a", &hlc(t, 1)), |_, _, _, _| {});
+        r.dispatch("me", notification(&key, "a", &hlc(t, 1)), |_, _, _, _| {});
         r.dispatch(
             "me",
             notification(&key, "old", &hlc(t - 5, 0)),
-            |_, _, _| {},
+            |_, _, _, _| {},
         );
-        r.dispatch("me", notification(&key, "b", &hlc(t, 2)), |_, _, _| {});
+        r.dispatch("me", notification(&key, "b", &hlc(t, 2)), |_, _, _, _| {});
         r.dispatch(
             "other",
             notification(&key, "not mine", &hlc(t, 3)),
-            |_, _, _| {},
+            |_, _, _, _| {},
         );
         assert_eq!(changes(&q), [("a".into(), 0), ("b".into(), 0)]);
         let (_, again) = observe(&r, &key);
@@ -405,12 +408,12 @@ mod tests {
         r.dispatch(
             "me",
             notification(&key, "forged", &hlc(now_ms() + 86_400_000, 0)),
-            |_, _, _| {},
+            |_, _, _, _| {},
         );
         r.dispatch(
             "me",
             notification(&key, "genuine", &hlc(now_ms(), 0)),
-            |_, _, _| {},
+            |_, _, _, _| {},
         );
         assert_eq!(changes(&q), [("genuine".into(), 0)]);
     }
@@ -423,7 +426,7 @@ mod tests {
             r.dispatch(
                 "me",
                 notification(&key, &format!("v{i}"), &hlc(t, i)),
-                |_, _, _| {},
+                |_, _, _, _| {},
             );
         }
         assert_eq!(changes(&q), [("v4".into(), 3), ("v5".into(), 0)]);
@@ -433,7 +436,7 @@ mod tests {
     fn resync_delivers_only_a_changed_state() {
         let (r, key, q) = registry(16);
         let t = now_ms();
-        r.dispatch("me", notification(&key, "a", &hlc(t, 1)), |_, _, _| {});
+        r.dispatch("me", notification(&key, "a", &hlc(t, 1)), |_, _, _, _| {});
         let _ = changes(&q);
         // Unchanged: nothing.
         r.resync(&key, Some((Bytes::from_static(b"a"), Some(hlc(t, 1)))));

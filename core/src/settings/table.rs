@@ -87,7 +87,7 @@ const fn client(name: &'static str, value: SettingType, description: &'static st
 
 /// Every setting, connection settings first.
 #[rustfmt::skip]
-pub const SETTINGS: [SettingInfo; 27] = {
+pub const SETTINGS: [SettingInfo; 28] = {
     use SettingType as T;
     [
         conn("host", Some("AIO_BROKER_HOSTNAME"), T::Text, "broker host name or address"),
@@ -113,10 +113,11 @@ pub const SETTINGS: [SettingInfo; 27] = {
         client("observer_capacity", T::Count, "notifications buffered per observer before the oldest are dropped"),
         client("response_topic", T::Text, "the response topic (default clients/<id>/services/statestore/_any_/command/invoke/response)"),
         client("cache", T::Bool, "a client-side cache of values read, kept fresh by notifications (default false; every cache_ setting turns it on)"),
-        client("cache_keys", T::Text, "the keys cached: glob patterns separated by commas, a comma inside one written \\, (default *: every key read)"),
+        client("cache_keys", T::Text, "the keys cached: glob patterns separated by commas (blanks around each trimmed), a comma inside one written \\, (default *: every key read)"),
         client("cache_max_entries", T::Count, "the most entries cached, least recently read out first (default 10000)"),
         client("cache_max_bytes", T::Count, "the most key and value bytes cached (default 67108864: 64 MiB)"),
         client("cache_max_staleness", T::Duration, "while disconnected, how long after the cut cached entries may still answer (default 0: go to the store)"),
+        client("cache_freshness", T::Duration, "the most a cached read may lag the store, in any failure: the freshness lease's bound (default 1 s, at least 10 ms)"),
     ]
 };
 

@@ -27,11 +27,25 @@ fn missing() -> Change {
     }
 }
 
+const E1: Epoch = Epoch {
+    connection: 1,
+    generation: 0,
+};
+
 const UP: At = At {
-    epoch: 1,
+    epoch: E1,
     connected: true,
+    fresh: true,
     stale_ok: false,
 };
+
+/// What a read answers from the cache (`None`: a miss or a lapsed entry).
+fn hit(s: &mut State, k: &[u8], at: At) -> Option<Change> {
+    match s.lookup(k, at) {
+        Lookup::Hit(change) => Some(change),
+        Lookup::Lapsed | Lookup::Miss => None,
+    }
+}
 
 fn key(k: &str) -> Bytes {
     Bytes::copy_from_slice(k.as_bytes())
@@ -39,35 +53,36 @@ fn key(k: &str) -> Bytes {
 
 /// A read that misses, registers, and gets `read` with nothing arriving meanwhile.
 fn read_through(s: &mut State, k: &str, read: Change) -> Vec<Bytes> {
-    assert_eq!(s.lookup(k.as_bytes(), UP), None);
-    let (ticket, mut evicted) = s.begin(&key(k), 1);
-    evicted.extend(s.fill(k.as_bytes(), ticket, 1, read, UP));
-    evicted
+    assert_eq!(hit(s, k.as_bytes(), UP), None);
+    let ticket = s.begin(&key(k), E1);
+    s.fill(k.as_bytes(), ticket, E1, read, UP);
+    s.take_released()
 }
 
 #[test]
 fn a_filled_key_hits_until_a_newer_change_replaces_it() {
     let mut s = State::new(10, 1 << 20);
     read_through(&mut s, "k", set("a", 10));
-    assert_eq!(s.lookup(b"k", UP), Some(set("a", 10)));
+    assert_eq!(hit(&mut s, b"k", UP), Some(set("a", 10)));
     s.apply(b"k", set("old", 9), true);
     s.apply(b"k", set("same", 10), true);
     assert_eq!(
-        s.lookup(b"k", UP),
+        hit(&mut s, b"k", UP),
         Some(set("a", 10)),
         "older and equal versions lose"
     );
     s.apply(b"k", deleted(11), true);
-    assert_eq!(s.lookup(b"k", UP), Some(deleted(11)));
+    assert_eq!(hit(&mut s, b"k", UP), Some(deleted(11)));
     s.apply(b"k", set("b", 12), false);
-    assert_eq!(s.lookup(b"k", UP), Some(set("b", 12)));
+    assert_eq!(hit(&mut s, b"k", UP), Some(set("b", 12)));
     assert_eq!(
         s.counters,
         Counters {
             hits: 4,
             misses: 1,
             evictions: 0,
-            invalidations: 1
+            invalidations: 1,
+            lapsed: 0,
         }
     );
 }
@@ -75,45 +90,92 @@ fn a_filled_key_hits_until_a_newer_change_replaces_it() {
 #[test]
 fn changes_that_arrive_during_the_fill_win_when_newer() {
     let mut s = State::new(10, 1 << 20);
-    let (t, _) = s.begin(&key("k"), 1);
+    let t = s.begin(&key("k"), E1);
     s.apply(b"k", set("notified", 20), true);
-    s.fill(b"k", t, 1, set("read", 19), UP);
-    assert_eq!(s.lookup(b"k", UP), Some(set("notified", 20)));
+    s.fill(b"k", t, E1, set("read", 19), UP);
+    assert_eq!(hit(&mut s, b"k", UP), Some(set("notified", 20)));
 
-    let (t, _) = s.begin(&key("j"), 1);
+    let t = s.begin(&key("j"), E1);
     s.apply(b"j", set("notified", 20), true);
-    s.fill(b"j", t, 1, set("read", 21), UP);
-    assert_eq!(s.lookup(b"j", UP), Some(set("read", 21)));
+    s.fill(b"j", t, E1, set("read", 21), UP);
+    assert_eq!(hit(&mut s, b"j", UP), Some(set("read", 21)));
 }
 
 #[test]
 fn a_missing_key_agrees_with_a_deletion_but_not_with_a_value() {
     let mut s = State::new(10, 1 << 20);
-    let (t, _) = s.begin(&key("k"), 1);
+    let t = s.begin(&key("k"), E1);
     s.apply(b"k", deleted(5), true);
-    s.fill(b"k", t, 1, missing(), UP);
-    assert_eq!(s.lookup(b"k", UP), Some(deleted(5)));
+    s.fill(b"k", t, E1, missing(), UP);
+    assert_eq!(hit(&mut s, b"k", UP), Some(deleted(5)));
 
-    let (t, _) = s.begin(&key("j"), 1);
+    let t = s.begin(&key("j"), E1);
     s.apply(b"j", set("x", 5), true);
-    s.fill(b"j", t, 1, missing(), UP);
-    assert_eq!(s.lookup(b"j", UP), None, "which came last is not known");
+    s.fill(b"j", t, E1, missing(), UP);
+    assert_eq!(hit(&mut s, b"j", UP), None, "which came last is not known");
     assert_eq!(s.len(), 1);
 
     // Found missing: any versioned change replaces it.
     read_through(&mut s, "m", missing());
-    assert_eq!(s.lookup(b"m", UP), Some(missing()));
+    assert_eq!(hit(&mut s, b"m", UP), Some(missing()));
     s.apply(b"m", set("now", 1), true);
-    assert_eq!(s.lookup(b"m", UP), Some(set("now", 1)));
+    assert_eq!(hit(&mut s, b"m", UP), Some(set("now", 1)));
 }
 
 #[test]
-fn an_unversioned_change_removes_the_entry() {
+fn an_unversioned_change_removes_the_entry_and_releases_it() {
     let mut s = State::new(10, 1 << 20);
     read_through(&mut s, "k", set("a", 10));
     s.apply(b"k", missing(), false);
-    assert_eq!(s.lookup(b"k", UP), None);
+    assert_eq!(hit(&mut s, b"k", UP), None);
     assert_eq!(s.len(), 0);
+    assert_eq!(s.take_released(), vec![key("k")]);
+}
+
+#[test]
+fn a_refused_notification_forgets_the_entry() {
+    let mut s = State::new(10, 1 << 20);
+    read_through(&mut s, "k", set("a", 10));
+    s.forget(b"k");
+    assert_eq!(hit(&mut s, b"k", UP), None);
+    assert_eq!(s.take_released(), vec![key("k")]);
+    assert_eq!(s.counters.invalidations, 1);
+}
+
+#[test]
+fn entries_answer_only_while_the_lease_holds_and_in_their_generation() {
+    let mut s = State::new(10, 1 << 20);
+    read_through(&mut s, "k", set("a", 10));
+    let lapsed = At { fresh: false, ..UP };
+    assert_eq!(s.lookup(b"k", lapsed), Lookup::Lapsed);
+    assert!(s.current(b"k", E1));
+    assert_eq!(s.counters.lapsed, 1);
+    let failed = At {
+        epoch: Epoch {
+            generation: 1,
+            ..E1
+        },
+        ..UP
+    };
+    assert_eq!(s.lookup(b"k", failed), Lookup::Miss, "a failed lease: read anew");
+    assert!(!s.current(b"k", failed.epoch));
+    // Read anew: made again in the new generation, with no release in between.
+    let t = s.begin(&key("k"), failed.epoch);
+    s.fill(b"k", t, failed.epoch, set("b", 11), failed);
+    assert_eq!(hit(&mut s, b"k", failed), Some(set("b", 11)));
+    assert!(s.take_released().is_empty());
+    // A fill begun before a failure keeps nothing.
+    let t = s.begin(&key("j"), failed.epoch);
+    let later = At {
+        epoch: Epoch {
+            generation: 2,
+            ..E1
+        },
+        ..UP
+    };
+    s.fill(b"j", t, failed.epoch, set("x", 1), later);
+    assert!(!s.holds(b"j"));
+    assert_eq!(s.take_released(), vec![key("j")]);
 }
 
 #[test]
@@ -124,14 +186,18 @@ fn entries_serve_only_their_connection_and_a_cut_within_the_staleness_bound() {
         connected: false,
         ..UP
     };
-    assert_eq!(s.lookup(b"k", cut), None);
+    assert_eq!(hit(&mut s, b"k", cut), None);
     let stale_ok = At {
         stale_ok: true,
         ..cut
     };
-    assert_eq!(s.lookup(b"k", stale_ok), Some(set("a", 10)));
-    let next = At { epoch: 2, ..UP };
-    assert_eq!(s.lookup(b"k", next), None);
+    assert_eq!(hit(&mut s, b"k", stale_ok), Some(set("a", 10)));
+    let e2 = Epoch {
+        connection: 2,
+        generation: 0,
+    };
+    let next = At { epoch: e2, ..UP };
+    assert_eq!(hit(&mut s, b"k", next), None);
     assert_eq!(s.retire(2), vec![key("k")]);
     assert_eq!((s.len(), s.bytes()), (0, 0));
 }
@@ -139,16 +205,21 @@ fn entries_serve_only_their_connection_and_a_cut_within_the_staleness_bound() {
 #[test]
 fn a_fill_across_a_cut_keeps_nothing() {
     let mut s = State::new(10, 1 << 20);
-    let (t, _) = s.begin(&key("k"), 1);
+    let t = s.begin(&key("k"), E1);
     let cut = At {
         connected: false,
         ..UP
     };
-    s.fill(b"k", t, 1, set("a", 1), cut);
+    s.fill(b"k", t, E1, set("a", 1), cut);
     assert_eq!(s.len(), 0);
-    let (t, _) = s.begin(&key("k"), 1);
-    s.fill(b"k", t, 1, set("a", 1), At { epoch: 2, ..UP });
+    let t = s.begin(&key("k"), E1);
+    let e2 = Epoch {
+        connection: 2,
+        generation: 0,
+    };
+    s.fill(b"k", t, E1, set("a", 1), At { epoch: e2, ..UP });
     assert_eq!(s.len(), 0);
+    assert_eq!(s.take_released(), vec![key("k"), key("k")]);
 }
 
 #[test]
@@ -156,17 +227,16 @@ fn least_recently_used_out_first_within_entries_and_bytes() {
     let mut s = State::new(2, 100);
     read_through(&mut s, "a", set("1", 1));
     read_through(&mut s, "b", set("2", 1));
-    assert!(s.lookup(b"a", UP).is_some());
+    assert!(hit(&mut s, b"a", UP).is_some());
     assert_eq!(read_through(&mut s, "c", set("3", 1)), vec![key("b")]);
-    assert!(s.lookup(b"a", UP).is_some());
-    assert!(s.lookup(b"b", UP).is_none());
+    assert!(hit(&mut s, b"a", UP).is_some());
+    assert!(hit(&mut s, b"b", UP).is_none());
     // A value that grows past the byte bound pushes the others out.
-    assert_eq!(s.apply(b"c", set(&"x".repeat(98), 2), true), vec![key("a")]);
+    s.apply(b"c", set(&"x".repeat(98), 2), true);
+    assert_eq!(s.take_released(), vec![key("a")]);
     // One larger than the whole cache is not kept.
-    assert_eq!(
-        s.apply(b"c", set(&"x".repeat(100), 3), true),
-        vec![key("c")]
-    );
+    s.apply(b"c", set(&"x".repeat(100), 3), true);
+    assert_eq!(s.take_released(), vec![key("c")]);
     assert_eq!((s.len(), s.bytes()), (0, 0));
     assert_eq!(s.counters.evictions, 3);
 }
@@ -178,6 +248,8 @@ enum Step {
     Read(usize),
     /// The GET of the oldest fill in flight answers, with the store's state then.
     Answer,
+    /// The GET of the oldest fill in flight fails.
+    Fail,
     /// The store changes key `k` (a SET, or a DEL when `delete`) and notifies; the
     /// notification is delivered after `delay` further steps (out of order when they cross).
     Write {
@@ -185,6 +257,10 @@ enum Step {
         delete: bool,
         delay: usize,
     },
+    /// The next notification due of key `k` carries a version the clock refuses.
+    Refuse(usize),
+    /// The lease fails: a new generation.
+    LeaseFails,
     /// The connection is cut and comes back (a new epoch).
     Reconnect,
 }
@@ -193,7 +269,10 @@ fn step() -> impl Strategy<Value = Step> {
     prop_oneof![
         4 => (0..4usize).prop_map(Step::Read),
         3 => Just(Step::Answer),
+        1 => Just(Step::Fail),
         4 => (0..4usize, any::<bool>(), 0..4usize).prop_map(|(k, delete, delay)| Step::Write { k, delete, delay }),
+        1 => (0..4usize).prop_map(Step::Refuse),
+        1 => Just(Step::LeaseFails),
         1 => Just(Step::Reconnect),
     ]
 }
@@ -202,7 +281,9 @@ proptest! {
     /// Against a model store: whatever the order changes arrive in, a hit never answers a
     /// version older than one answered before for its key in the same connection (monotonic
     /// reads), never one older than the entry's registration could have missed, and the
-    /// entry and byte counts stay within bounds and match what is held.
+    /// entry and byte counts stay within bounds and match what is held. And the client's
+    /// registry (keys registered by a read's `begin`, given back when released or retired)
+    /// holds a key exactly while the cache does.
     #[test]
     fn hits_are_monotonic_and_never_older_than_the_store_at_registration(
         steps in proptest::collection::vec(step(), 1..80),
@@ -213,26 +294,34 @@ proptest! {
         // The store: each key's state and the last version given.
         let mut store: Vec<Change> = vec![missing(); 4];
         let mut clock = 0u64;
-        let mut epoch = 1u64;
-        // Fills in flight: (key, ticket, epoch, the store's version when registered).
-        let mut fills: std::collections::VecDeque<(usize, u64, u64)> = Default::default();
-        // Notifications in flight: (due step, key, change, epoch sent on).
+        let mut epoch = E1;
+        // Fills in flight: (key, ticket, epoch registered in).
+        let mut fills: std::collections::VecDeque<(usize, u64, Epoch)> = Default::default();
+        // Notifications in flight: (due step, key, change, connection sent on).
         let mut wire: Vec<(usize, usize, Change, u64)> = Vec::new();
+        // Keys whose next notification is refused.
+        let mut refuse = [false; 4];
         // The newest version each key answered in this connection.
         let mut answered: Vec<Option<Hlc>> = vec![None; 4];
+        // The registry's record: keys the cache registered and has not given back.
+        let mut registry: std::collections::BTreeSet<Bytes> = Default::default();
         for (i, st) in steps.into_iter().enumerate() {
             // Deliver due notifications of this connection (older ones are gone with it).
             let (due, later): (Vec<_>, Vec<_>) = wire.into_iter().partition(|n| n.0 <= i);
             wire = later;
             for (_, k, change, sent) in due {
-                if sent == epoch {
-                    s.apply(keys[k].as_bytes(), change, true);
+                if sent == epoch.connection {
+                    if std::mem::take(&mut refuse[k]) {
+                        s.forget(keys[k].as_bytes());
+                    } else {
+                        s.apply(keys[k].as_bytes(), change, true);
+                    }
                 }
             }
-            let at = At { epoch, connected: true, stale_ok: false };
+            let at = At { epoch, connected: true, fresh: true, stale_ok: false };
             match st {
                 Step::Read(k) => match s.lookup(keys[k].as_bytes(), at) {
-                    Some(hit) => {
+                    Lookup::Hit(hit) => {
                         if let (Some(seen), Some(now)) = (&answered[k], &hit.version) {
                             prop_assert!(now.cmp_time(seen).is_ge(), "monotonic reads");
                         }
@@ -240,8 +329,10 @@ proptest! {
                             answered[k] = hit.version.clone();
                         }
                     }
-                    None => {
-                        let (ticket, _) = s.begin(&key(keys[k]), epoch);
+                    Lookup::Lapsed => prop_assert!(false, "the lease holds"),
+                    Lookup::Miss => {
+                        let ticket = s.begin(&key(keys[k]), epoch);
+                        registry.insert(key(keys[k]));
                         fills.push_back((k, ticket, epoch));
                     }
                 },
@@ -252,34 +343,57 @@ proptest! {
                         s.fill(keys[k].as_bytes(), ticket, e, read, at);
                     }
                 }
+                Step::Fail => {
+                    if let Some((k, ticket, _)) = fills.pop_front() {
+                        s.abandon(keys[k].as_bytes(), ticket);
+                    }
+                }
                 Step::Write { k, delete, delay } => {
                     clock += 1;
                     store[k] = if delete { deleted(clock) } else { set(&format!("v{clock}"), clock) };
-                    wire.push((i + 1 + delay, k, store[k].clone(), epoch));
+                    wire.push((i + 1 + delay, k, store[k].clone(), epoch.connection));
+                }
+                Step::Refuse(k) => refuse[k] = true,
+                Step::LeaseFails => {
+                    epoch.generation += 1;
+                    answered = vec![None; 4];
                 }
                 Step::Reconnect => {
-                    epoch += 1;
-                    s.retire(epoch);
+                    epoch = Epoch { connection: epoch.connection + 1, generation: epoch.generation };
+                    for k in s.retire(epoch.connection) {
+                        registry.remove(&k);
+                    }
                     answered = vec![None; 4];
                 }
             }
+            // A release gives the registration back unless a read took the key again since
+            // (the client checks under the key's operation lock).
+            for k in s.take_released() {
+                if !s.holds(&k) {
+                    registry.remove(&k);
+                }
+            }
+            let held: std::collections::BTreeSet<Bytes> = s.entries.keys().cloned().collect();
+            prop_assert_eq!(&registry, &held, "registry cached <=> cache holds the key");
             prop_assert!(s.len() <= max_entries);
-            let held: usize = s.entries.iter().map(|(k, e)| k.len() + match &e.slot {
+            let bytes: usize = s.entries.iter().map(|(k, e)| k.len() + match &e.slot {
                 Slot::Known(c) => c.size(),
                 Slot::Filling { .. } => 0,
             }).sum();
-            prop_assert_eq!(held, s.bytes());
+            prop_assert_eq!(bytes, s.bytes());
             prop_assert_eq!(s.order.len(), s.entries.len());
         }
         // Once every notification has arrived, every entry holds its key's last state.
         for (_, k, change, sent) in wire {
-            if sent == epoch {
+            if sent == epoch.connection && !refuse[k] {
                 s.apply(keys[k].as_bytes(), change, true);
+            } else if sent == epoch.connection {
+                s.forget(keys[k].as_bytes());
             }
         }
-        let at = At { epoch, connected: true, stale_ok: false };
+        let at = At { epoch, connected: true, fresh: true, stale_ok: false };
         for (k, name) in keys.iter().enumerate() {
-            if let Some(hit) = s.lookup(name.as_bytes(), at) {
+            if let Lookup::Hit(hit) = s.lookup(name.as_bytes(), at) {
                 match (&hit.version, &store[k].version) {
                     (Some(h), Some(st)) => prop_assert_eq!(h, st, "{} is current", name),
                     (None, st) => prop_assert!(st.is_none() || store[k].value.is_none(), "{} found missing", name),
