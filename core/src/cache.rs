@@ -77,14 +77,14 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use tokio::sync::watch;
 
+use lease::Lease;
+pub(crate) use lease::Renewal;
 pub use options::{
     CacheOptions, CacheStats, DEFAULT_CACHE_FRESHNESS, DEFAULT_CACHE_MAX_BYTES,
     DEFAULT_CACHE_MAX_ENTRIES, parse_cache_keys,
 };
-pub(crate) use lease::Renewal;
-use lease::Lease;
-pub(crate) use state::{Change, Lookup};
 use state::{At, Epoch, State};
+pub(crate) use state::{Change, Lookup};
 
 use crate::codec::KeyEvent;
 use crate::hlc::Hlc;

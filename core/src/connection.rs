@@ -298,13 +298,15 @@ fn dispatch(shared: &Shared, publish: Publish, nagle: &mut nagle::NagleWatch) {
         .topic
         .starts_with(topics::NOTIFICATION_PREFIX.as_bytes())
     {
-        shared
-            .observers
-            .dispatch(&shared.client_id, publish, |key, event, version, trusted| {
+        shared.observers.dispatch(
+            &shared.client_id,
+            publish,
+            |key, event, version, trusted| {
                 if let Some(cache) = &shared.cache {
                     cache.notified(key, event, version, trusted);
                 }
-            });
+            },
+        );
     } else {
         debug!(topic = %String::from_utf8_lossy(&publish.topic), "dropped a message on an unexpected topic");
     }

@@ -1,5 +1,6 @@
 //! Faults injected on demand (the `testing` feature's [`LocalStore`](crate::testing::LocalStore)
-//! arms them): a pause of the request workers, and store errors for the next requests.
+//! arms them): a pause of the request workers, store errors for the next requests, and a
+//! notification path gone silent (notifications dropped unsent for a while).
 //!
 //! The state lives here, always compiled, so the serving path needs no feature gate: when
 //! nothing is armed a request pays one relaxed atomic load for each (see
@@ -24,6 +25,12 @@ pub(crate) struct Faults {
     failures: Mutex<Option<Failures>>,
     /// Requests held by a pause now (in [`Faults::wait_unpaused`]).
     held: AtomicUsize,
+    /// Whether `muted_until` may be set (checked before the lock).
+    mute_armed: AtomicBool,
+    /// Notifications are dropped until then.
+    muted_until: Mutex<Option<Instant>>,
+    /// Notifications dropped by a mute so far.
+    muted: AtomicUsize,
 }
 
 /// Counts one request held by a pause while it lives (also when its wait is cancelled).
@@ -84,6 +91,41 @@ impl Faults {
                 }
             };
             tokio::time::sleep_until(until).await;
+        }
+    }
+
+    /// Notifications are dropped, unsent, until `until` (a later end already armed is kept).
+    #[cfg(feature = "testing")]
+    pub(crate) fn mute_until(&self, until: Instant) {
+        let mut muted = lock(&self.muted_until);
+        if muted.is_none_or(|at| at < until) {
+            *muted = Some(until);
+        }
+        self.mute_armed.store(true, Ordering::SeqCst);
+    }
+
+    /// Notifications dropped by a mute so far.
+    #[cfg(feature = "testing")]
+    pub(crate) fn muted(&self) -> usize {
+        self.muted.load(Ordering::SeqCst)
+    }
+
+    /// Whether a notification sent now is to be dropped (counting it).
+    pub(crate) fn drops_notification(&self) -> bool {
+        if !self.mute_armed.load(Ordering::Relaxed) {
+            return false;
+        }
+        let mut muted = lock(&self.muted_until);
+        match *muted {
+            Some(until) if until > Instant::now() => {
+                self.muted.fetch_add(1, Ordering::SeqCst);
+                true
+            }
+            _ => {
+                *muted = None;
+                self.mute_armed.store(false, Ordering::SeqCst);
+                false
+            }
         }
     }
 

@@ -178,6 +178,13 @@ impl Service {
         before
     }
 
+    /// Drops every client's KEYNOTIFY registrations, connections left up: what a store
+    /// restarted behind its broker has lost. Returns how many there were.
+    #[cfg(feature = "testing")]
+    pub(crate) fn forget_registrations(&mut self) -> usize {
+        self.store.drop_all_registrations()
+    }
+
     /// Drops the registrations and queued notifications of a client that is gone (its
     /// session ended on the embedded broker; its connection closed behind an external one).
     pub(crate) fn disconnected(&mut self, client_id: &str) {
@@ -448,6 +455,9 @@ impl Service {
     }
 
     fn notify(&self, notice: Notice) {
+        if self.faults.drops_notification() {
+            return;
+        }
         let message = Message {
             topic: mqstate::topics::notification_topic(&notice.client_id, &notice.key),
             payload: notice.event.encode(),

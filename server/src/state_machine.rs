@@ -417,6 +417,11 @@ impl StateMachine {
         self.watchers.drop_client(client_id)
     }
 
+    /// Drops every client's registrations (a store that lost them); how many there were.
+    pub fn drop_all_registrations(&mut self) -> usize {
+        self.watchers.drop_all()
+    }
+
     /// Loads entries read back from the journal at start (expired ones are skipped; so
     /// are `Remove` ops). Restored keys stay persisted, their versions raise the service
     /// clock, and the key quota does not apply to them (they were stored under it).

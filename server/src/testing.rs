@@ -12,6 +12,8 @@
 //! | [`pause`](LocalStore::pause) | no answers for a while, then the queued requests answered in order |
 //! | [`restart`](LocalStore::restart) | `kill -9` and a restart on the same port: connections and sessions lost; persisted keys kept only with `keep_data` |
 //! | [`fail_next`](LocalStore::fail_next) | the next requests answered with a state store error, exactly as the service sends it |
+//! | [`drop_notifications`](LocalStore::drop_notifications) | no notification reaches anyone for a while (a silent link, a hung broker): they are lost, as a broker whose queue is full loses them |
+//! | [`forget_registrations`](LocalStore::forget_registrations) | every KEYNOTIFY registration lost, connections left up: what a store restarted behind its broker shows |
 //!
 //! and look inside without a client: [`keys`](LocalStore::keys), [`get`](LocalStore::get),
 //! [`clear`](LocalStore::clear). Each call returns once it has taken effect.
@@ -178,6 +180,40 @@ impl LocalStore {
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// Drops every notification the store sends for `duration`, unsent (the shape of a
+    /// notification path gone silent: a dead link the keep-alive has not noticed, a hung
+    /// broker, a broker whose queue for the client is full). Requests are answered as
+    /// usual. A mute armed while one runs extends it if it ends later. Returns at once, in
+    /// effect. A duration under 1 ms is refused with `invalid_argument`.
+    pub fn drop_notifications(&self, duration: Duration) -> Result<(), Error> {
+        if duration < Duration::from_millis(1) {
+            return Err(Error::invalid_argument(format!(
+                "drop_notifications: the duration must be at least 1 ms (got {duration:?})"
+            )));
+        }
+        let until = tokio::time::Instant::now()
+            .checked_add(duration)
+            .ok_or_else(|| {
+                Error::invalid_argument("drop_notifications: the duration is too long")
+            })?;
+        self.running()?.faults().mute_until(until);
+        Ok(())
+    }
+
+    /// How many notifications [`drop_notifications`](LocalStore::drop_notifications) has
+    /// dropped so far (this run of the store).
+    pub fn dropped_notifications(&self) -> Result<usize, Error> {
+        Ok(self.running()?.faults().muted())
+    }
+
+    /// Forgets every client's KEYNOTIFY registrations while their connections and sessions
+    /// stay up — what a store restarted behind its broker (`mqstate serve --broker`, or the
+    /// real service losing its state) leaves its clients with: no notification of any key
+    /// they observed, and nothing on the connection to say so. Returns how many there were.
+    pub fn forget_registrations(&self) -> Result<usize, Error> {
+        self.with_service(crate::service::Service::forget_registrations)
     }
 
     /// Answers the next `n` requests — only those of `command` (`"SET"`, `"GET"`, `"DEL"`,

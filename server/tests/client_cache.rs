@@ -40,6 +40,13 @@ fn stats(client: &Client) -> CacheStats {
     client.cache_stats().expect("the cache is on")
 }
 
+/// (hits, misses) as they would be with the lease always held: a read the lease sent to the
+/// store (`lease_misses`, before the first renewal came back) counted as the hit it would
+/// have been. Counts that depend on how fast the first renewal travels would be flaky.
+fn settled(s: &CacheStats) -> (u64, u64) {
+    (s.hits + s.lease_misses, s.misses - s.lease_misses)
+}
+
 async fn value(client: &Client, key: &str) -> Option<String> {
     let got = client.get(key).await.expect("the read succeeds");
     got.map(|v| String::from_utf8(v.value.to_vec()).unwrap())
@@ -58,6 +65,24 @@ async fn until_value(client: &Client, key: &str, want: Option<&str>) {
             "{key} still reads {got:?}, not {want:?}"
         );
         tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Reads `key` until a read is answered from the cache (bounded): the lease is proven.
+async fn until_hit(client: &Client, key: &str) {
+    let deadline = Instant::now() + BOUND;
+    loop {
+        let before = stats(client).hits;
+        value(client, key).await;
+        if stats(client).hits > before {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{key} never hit: {:?}",
+            stats(client)
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
     }
 }
 
@@ -91,7 +116,8 @@ async fn reads_hit_and_others_writes_arrive_by_notification() {
         "a missing key is cached too"
     );
     let s = stats(&reader);
-    assert_eq!((s.hits, s.misses, s.entries), (101, 2, 2), "{s:?}");
+    assert_eq!((settled(&s), s.entries), ((101, 2), 2), "{s:?}");
+    assert_eq!(s.lease_renewals, 1, "one renewal proves the lease: {s:?}");
     assert_eq!(s.bytes, ("asset:1pump".len() + "missing".len()) as u64);
 
     set(&writer, "asset:1", "valve").await;
@@ -104,7 +130,7 @@ async fn reads_hit_and_others_writes_arrive_by_notification() {
     writer.del("asset:1", DelOptions::default()).await.unwrap();
     until_value(&reader, "asset:1", None).await;
     let s = stats(&reader);
-    assert_eq!(s.misses, 2, "every change came by notification: {s:?}");
+    assert_eq!(settled(&s).1, 2, "every change came by notification: {s:?}");
     assert!(s.invalidations >= 3, "{s:?}");
 
     // A read past the cache goes to the store and counts neither way.
@@ -154,7 +180,7 @@ async fn own_acknowledged_writes_are_read_at_once() {
         .unwrap();
     assert_eq!(value(&client, "k").await, None);
     let s = stats(&client);
-    assert_eq!(s.misses, 1, "{s:?}");
+    assert_eq!(settled(&s).1, 1, "{s:?}");
     store.stop().await;
 }
 
@@ -250,6 +276,8 @@ async fn while_disconnected_entries_answer_only_within_max_staleness() {
         &store,
         CacheOptions {
             max_staleness: staleness,
+            // Long enough that the lease proven below still holds when the store stops.
+            freshness: Duration::from_secs(10),
             ..CacheOptions::default()
         },
     )
@@ -257,7 +285,7 @@ async fn while_disconnected_entries_answer_only_within_max_staleness() {
     let strict = cached(&store).await;
     set(&tolerant, "k", "v").await;
     for client in [&tolerant, &strict] {
-        assert_eq!(value(client, "k").await.as_deref(), Some("v"));
+        until_hit(client, "k").await;
     }
     store.stop().await;
     let cut = Instant::now();
@@ -297,15 +325,36 @@ async fn a_refused_keynotify_leaves_the_key_uncached_and_the_read_answered() {
     let mut store = LocalStore::start().await.unwrap();
     let client = cached(&store).await;
     set(&client, "k", "v").await;
+    // The lease first (its canary's KEYNOTIFY is not the one to refuse).
+    set(&client, "warm", "up").await;
+    until_hit(&client, "warm").await;
+    let warm = stats(&client);
     store
         .fail_next(1, "fencing_token_lower_version", Some("KEYNOTIFY"))
         .unwrap();
     assert_eq!(value(&client, "k").await.as_deref(), Some("v"));
-    assert_eq!(stats(&client).entries, 0, "not cached");
+    assert_eq!(stats(&client).entries, 1, "not cached: only warm is");
+    // Remembered for the connection: read from the store, with no KEYNOTIFY asked again.
     assert_eq!(value(&client, "k").await.as_deref(), Some("v"));
     assert_eq!(value(&client, "k").await.as_deref(), Some("v"));
     let s = stats(&client);
-    assert_eq!((s.misses, s.hits, s.entries), (2, 1, 1), "{s:?}");
+    assert_eq!(
+        (
+            s.misses - warm.misses,
+            s.hits - warm.hits,
+            s.entries,
+            s.refused
+        ),
+        (3, 0, 1, 1),
+        "{s:?}"
+    );
+    // A new connection asks again.
+    let before = client.link_info().connections;
+    store.cut_connections().await.unwrap();
+    reconnected(&client, before).await;
+    assert_eq!(value(&client, "k").await.as_deref(), Some("v"));
+    assert_eq!(stats(&client).entries, 1, "k cached on the new connection");
+    until_hit(&client, "k").await;
     store.stop().await;
 }
 
@@ -334,7 +383,7 @@ async fn bounds_evict_the_least_recently_read_and_observers_keep_their_registrat
     value(&reader, "c1").await;
     let s = stats(&reader);
     assert_eq!(
-        (s.entries, s.evictions, s.misses, s.hits),
+        (s.entries, s.evictions, settled(&s).1, settled(&s).0),
         (2, 1, 3, 1),
         "{s:?}"
     );
@@ -376,4 +425,264 @@ async fn a_loop_of_hits_yields_to_the_tasks_beside_it() {
     }
     beside.await.unwrap();
     store.stop().await;
+}
+
+/// Reads `key` (whatever it answers) until the reader's lease has failed (bounded).
+async fn until_lease_failed(reader: &Client, key: &str) {
+    let deadline = Instant::now() + BOUND;
+    while stats(reader).lease_failures == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the lease never failed: {:?}",
+            stats(reader)
+        );
+        value(reader, key).await;
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// A reader of `key` ("old", cached, the lease proven) and a writer, with the given
+/// freshness bound.
+async fn warm_reader(store: &LocalStore, key: &str, freshness: Duration) -> (Client, Client) {
+    let reader = cached_with(
+        store,
+        CacheOptions {
+            freshness,
+            ..CacheOptions::default()
+        },
+    )
+    .await;
+    let writer = plain(store).await;
+    set(&writer, key, "old").await;
+    until_hit(&reader, key).await;
+    (reader, writer)
+}
+
+/// Writes "new" to `key` with `writer` and reads it from `reader` until it reads "new":
+/// every read that answers "old" must have begun less than `freshness` after the write was
+/// acknowledged (its lag). Returns the longest such lag and how many stale reads there were.
+async fn lag_of(reader: &Client, writer: &Client, key: &str, freshness: Duration) -> Duration {
+    set(writer, key, "new").await;
+    let acknowledged = Instant::now();
+    let mut lag = Duration::ZERO;
+    loop {
+        let began = Instant::now();
+        let got = value(reader, key).await;
+        match got.as_deref() {
+            Some("new") => return lag,
+            Some("old") => {
+                lag = lag.max(began - acknowledged);
+                assert!(
+                    began - acknowledged < freshness,
+                    "a cached read lagged {:?} behind the store (bound {freshness:?}): {:?}",
+                    began - acknowledged,
+                    stats(reader)
+                );
+            }
+            other => panic!("{key} read {other:?}"),
+        }
+        assert!(acknowledged.elapsed() < BOUND, "never read the new value");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_notification_path_is_noticed_within_the_bound() {
+    let mut store = LocalStore::start().await.unwrap();
+    let freshness = Duration::from_millis(300);
+    let (reader, writer) = warm_reader(&store, "k", freshness).await;
+    // Everything the store publishes is lost for 2 s: the write's notification, and the
+    // lease's renewals.
+    store.drop_notifications(Duration::from_secs(2)).unwrap();
+    let lag = lag_of(&reader, &writer, "k", freshness).await;
+    assert!(store.dropped_notifications().unwrap() >= 1);
+    until_lease_failed(&reader, "k").await;
+    let s = stats(&reader);
+    assert!(
+        s.lease_misses >= 1,
+        "reads went to the store meanwhile: {s:?}"
+    );
+    // Once the path is back, the key is registered anew and others' writes arrive again.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    until_hit(&reader, "k").await;
+    set(&writer, "k", "newer").await;
+    until_value(&reader, "k", Some("newer")).await;
+    until_hit(&reader, "k").await;
+    eprintln!(
+        "silent path: stale for {lag:?} at most; {:?}",
+        stats(&reader)
+    );
+    store.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_that_lost_its_registrations_is_noticed_within_the_bound() {
+    let mut store = LocalStore::start().await.unwrap();
+    let freshness = Duration::from_millis(300);
+    let (reader, writer) = warm_reader(&store, "k", freshness).await;
+    // The store restarted behind its broker: connections up, registrations gone.
+    assert!(
+        store.forget_registrations().unwrap() >= 2,
+        "k and the canary"
+    );
+    lag_of(&reader, &writer, "k", freshness).await;
+    until_lease_failed(&reader, "k").await;
+    // Registered anew on the next reads: changes come by notification again.
+    until_hit(&reader, "k").await;
+    let misses = stats(&reader).misses;
+    set(&writer, "k", "newer").await;
+    until_value(&reader, "k", Some("newer")).await;
+    until_hit(&reader, "k").await;
+    let s = stats(&reader);
+    assert!(
+        s.misses - misses <= s.lease_misses + 1,
+        "the change came by notification, not by reading the store each time: {s:?}"
+    );
+    store.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_store_never_lets_a_cached_read_lag_past_the_bound() {
+    let mut store = LocalStore::start().await.unwrap();
+    let freshness = Duration::from_millis(300);
+    let (reader, writer) = warm_reader(&store, "k", freshness).await;
+    let other = plain(&store).await;
+    // The write is applied and acknowledged before the pause; the pause holds every later
+    // request (the reader's renewal among them) for 1 s.
+    set(&writer, "k", "new").await;
+    let acknowledged = Instant::now();
+    store.pause(Duration::from_secs(1)).unwrap();
+    let _ = other; // a second client keeps the store busy with nothing
+    loop {
+        let began = Instant::now();
+        let got = value(&reader, "k").await;
+        if got.as_deref() == Some("new") {
+            break;
+        }
+        assert!(
+            began - acknowledged < freshness,
+            "read old {:?} after the write",
+            began - acknowledged
+        );
+        assert!(acknowledged.elapsed() < BOUND);
+    }
+    store.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_cache_sends_nothing_and_renews_when_read_again() {
+    let mut store = LocalStore::start().await.unwrap();
+    let freshness = Duration::from_millis(200);
+    let (reader, _writer) = warm_reader(&store, "k", freshness).await;
+    tokio::time::sleep(freshness).await;
+    let idle = stats(&reader);
+    tokio::time::sleep(freshness * 5).await;
+    let after = stats(&reader);
+    assert_eq!(
+        after.lease_renewals, idle.lease_renewals,
+        "no renewal while nothing is read"
+    );
+    // The first read after finds the lease expired, goes to the store (the registration
+    // held: no new KEYNOTIFY), and renews; then reads hit again.
+    assert_eq!(value(&reader, "k").await.as_deref(), Some("old"));
+    let s = stats(&reader);
+    assert_eq!(s.lease_expiries, idle.lease_expiries + 1, "{s:?}");
+    assert_eq!(s.lease_misses, after.lease_misses + 1, "{s:?}");
+    assert_eq!(s.lease_renewals, after.lease_renewals + 1, "{s:?}");
+    assert_eq!(
+        s.lease_failures, 0,
+        "an idle lease expires, it does not fail: {s:?}"
+    );
+    until_hit(&reader, "k").await;
+    store.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fenced_edit_reads_the_store_not_the_cache() {
+    use mqstate::lock::{Edit, Lock};
+    let mut store = LocalStore::start().await.unwrap();
+    // A bound long enough that the cache would still answer "old" for the whole test.
+    let (reader, writer) = warm_reader(&store, "doc", Duration::from_secs(30)).await;
+    store.drop_notifications(Duration::from_secs(30)).unwrap();
+    set(&writer, "doc", "new").await;
+    assert_eq!(
+        value(&reader, "doc").await.as_deref(),
+        Some("old"),
+        "the cache still answers (within its bound)"
+    );
+    let lock = Lock::new(&reader, "doc-lock").unwrap();
+    let seen = lock
+        .edit("doc", Duration::from_secs(5), BOUND, |previous| {
+            assert_eq!(
+                previous.map(|v| &v.value[..]),
+                Some(&b"new"[..]),
+                "the store's value"
+            );
+            Edit::Keep
+        })
+        .await
+        .unwrap();
+    assert_eq!(seen.previous.map(|v| v.value).as_deref(), Some(&b"new"[..]));
+    lock.try_acquire(Duration::from_secs(5)).await.unwrap();
+    assert_eq!(
+        lock.holder().await.unwrap().as_deref(),
+        Some(lock.holder_id())
+    );
+    store.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_misses_of_one_key_share_one_fetch() {
+    let mut store = LocalStore::start().await.unwrap();
+    let reader = cached(&store).await;
+    let writer = plain(&store).await;
+    set(&writer, "k", "v").await;
+    // The store holds every request for 300 ms: all reads miss at once.
+    store.pause(Duration::from_millis(300)).unwrap();
+    let reads: Vec<_> = (0..20)
+        .map(|_| {
+            let reader = reader.clone();
+            tokio::spawn(async move { reader.get("k").await })
+        })
+        .collect();
+    let deadline = Instant::now() + BOUND;
+    while store.held_requests().unwrap() == 0 {
+        assert!(Instant::now() < deadline);
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    // One KEYNOTIFY of k (the GET follows it), and the lease's KEYNOTIFY of the canary: the
+    // other 19 reads wait for the fetch.
+    assert!(
+        store.held_requests().unwrap() <= 2,
+        "{} requests held",
+        store.held_requests().unwrap()
+    );
+    for read in reads {
+        let got = read.await.unwrap().unwrap().unwrap();
+        assert_eq!(got.value, "v");
+    }
+    store.stop().await;
+}
+
+#[test]
+fn the_default_bound_is_one_second_and_a_tiny_one_is_refused() {
+    assert_eq!(CacheOptions::default().freshness, Duration::from_secs(1));
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let mut store = LocalStore::start().await.unwrap();
+        let options = ClientOptions {
+            cache: Some(CacheOptions {
+                freshness: Duration::from_millis(1),
+                ..CacheOptions::default()
+            }),
+            ..ClientOptions::default()
+        };
+        let e = Client::connect_with(settings(&store), options)
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind(), mqstate::ErrorKind::InvalidArgument);
+        assert!(e.message().contains("cache_freshness"), "{e}");
+        store.stop().await;
+    });
 }

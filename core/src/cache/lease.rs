@@ -280,7 +280,11 @@ mod tests {
         let (fresh, r) = l.check(t0 + ms(500), 1);
         let r = r.expect("half the bound left: renew");
         assert!(fresh && !r.register);
-        assert_eq!(l.check(t0 + ms(501), 1), (true, None), "one renewal at a time");
+        assert_eq!(
+            l.check(t0 + ms(501), 1),
+            (true, None),
+            "one renewal at a time"
+        );
         l.proof(r.seq, t0 + ms(510));
         assert_eq!(l.until(), Some(t0 + ms(1500)));
         assert_eq!(l.counters.renewals, 2);
@@ -297,7 +301,10 @@ mod tests {
         // t0 + 1.6 s.
         assert!(!l.fresh(t0 + ms(1100), 1));
         assert_eq!(l.generation(), 0);
-        assert_eq!(l.counters.expiries, 0, "a renewal was on its way: no expiry");
+        assert_eq!(
+            l.counters.expiries, 0,
+            "a renewal was on its way: no expiry"
+        );
         assert!(!l.fresh(t0 + ms(1600), 1));
         assert_eq!(l.generation(), 1);
         assert_eq!(l.counters.failures, 1);
@@ -358,7 +365,11 @@ mod tests {
         let next = next.expect("renewed on the new connection");
         assert!(next.register && next.connection == 2);
         l.proof(r.unwrap().seq, t0 + ms(710));
-        assert_eq!(l.pending(), Some(next.seq), "the old renewal proves nothing");
+        assert_eq!(
+            l.pending(),
+            Some(next.seq),
+            "the old renewal proves nothing"
+        );
         assert_eq!(l.generation(), 0);
     }
 }

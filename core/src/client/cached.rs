@@ -165,7 +165,9 @@ impl Client {
                 if left < Duration::from_millis(1) {
                     return Err(Error::new(
                         ErrorKind::Timeout,
-                        format!("no response to GET within {timeout:?}: another read of the key was still fetching it"),
+                        format!(
+                            "no response to GET within {timeout:?}: another read of the key was still fetching it"
+                        ),
                     ));
                 }
                 return self.get_past(cache, &key, left).await;
@@ -193,13 +195,17 @@ impl Client {
                 cache.abandon(&key, ticket);
                 cache.refused(&key, self.shared.link.borrow().connection);
                 self.release_removed();
-                let left = timeout.saturating_sub(started.elapsed()).max(Duration::from_millis(1));
+                let left = timeout
+                    .saturating_sub(started.elapsed())
+                    .max(Duration::from_millis(1));
                 return self.get_from_store(&key, left).await;
             }
             Ok(Registered::Gone) => {
                 cache.abandon(&key, ticket);
                 self.release_removed();
-                let left = timeout.saturating_sub(started.elapsed()).max(Duration::from_millis(1));
+                let left = timeout
+                    .saturating_sub(started.elapsed())
+                    .max(Duration::from_millis(1));
                 return self.get_from_store(&key, left).await;
             }
             Err(e) => {

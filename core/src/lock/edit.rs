@@ -135,7 +135,10 @@ impl Lock {
         // Past the cache: the decision is fenced, so it must see the store's state, never a
         // cached one (a stale read here would let a newer token overwrite another holder's
         // acknowledged edit).
-        let previous = self.client().get_with(key, crate::GetOptions::past_cache()).await?;
+        let previous = self
+            .client()
+            .get_with(key, crate::GetOptions::past_cache())
+            .await?;
         let edit = decide(previous.clone()).await?;
         if !self.is_held() {
             return Ok(Attempt::Retry("the lease ran out before the write"));

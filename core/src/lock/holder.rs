@@ -48,7 +48,9 @@ impl HolderWatch {
     pub(crate) async fn start(client: &Client, key: &Bytes) -> Result<HolderWatch, Error> {
         let observer = client.observe(key).await?;
         // Past the cache: the first item is the store's holder (observation orders the rest).
-        let current = client.get_with(key, crate::GetOptions::past_cache()).await?;
+        let current = client
+            .get_with(key, crate::GetOptions::past_cache())
+            .await?;
         let (holder, version) = match current {
             Some(v) => (Some(holder_of(&v.value)), v.version),
             None => (None, None),

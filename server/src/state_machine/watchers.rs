@@ -76,6 +76,12 @@ impl Watchers {
         keys.len()
     }
 
+    /// Drops every registration; how many there were.
+    pub(crate) fn drop_all(&mut self) -> usize {
+        let clients: Vec<Arc<str>> = self.by_client.keys().cloned().collect();
+        clients.iter().map(|c| self.drop_client(c)).sum()
+    }
+
     /// The clients observing `key`, in registration order.
     pub(crate) fn observers(&self, key: &[u8]) -> &[Arc<str>] {
         self.by_key.get(key).map_or(&[], Vec::as_slice)

@@ -157,7 +157,11 @@ fn entries_answer_only_while_the_lease_holds_and_in_their_generation() {
         },
         ..UP
     };
-    assert_eq!(s.lookup(b"k", failed), Lookup::Miss, "a failed lease: read anew");
+    assert_eq!(
+        s.lookup(b"k", failed),
+        Lookup::Miss,
+        "a failed lease: read anew"
+    );
     assert!(!s.current(b"k", failed.epoch));
     // Read anew: made again in the new generation, with no release in between.
     let t = s.begin(&key("k"), failed.epoch);
