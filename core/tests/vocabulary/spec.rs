@@ -485,6 +485,29 @@ pub const TESTING_OPERATIONS: &[Operation] = &[
         options: &[],
         description: "how many requests a pause holds now (wait for yours to arrive before a restart or a cut)",
     },
+    Operation {
+        owner: Owner::LocalStore,
+        name: "drop_notifications",
+        options: &[duration(
+            "duration",
+            DurationRole::Span,
+            "required",
+            "how long every notification is dropped unsent (at least 1 ms)",
+        )],
+        description: "a notification path gone silent: for a while no notification reaches anyone (requests are answered)",
+    },
+    Operation {
+        owner: Owner::LocalStore,
+        name: "dropped_notifications",
+        options: &[],
+        description: "how many notifications drop_notifications has dropped so far",
+    },
+    Operation {
+        owner: Owner::LocalStore,
+        name: "forget_registrations",
+        options: &[],
+        description: "every client's KEYNOTIFY registrations lost, connections up (a store restarted behind its broker); how many there were",
+    },
 ];
 
 /// The read-only properties of the local store for tests (owner [`Owner::LocalStore`]).
