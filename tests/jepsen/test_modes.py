@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from mqjepsen.lockcheck import LOCK_MODES, run_lock_mode
-from mqjepsen.runner import MODES, RunConfig, run
+from mqjepsen.runner import MODES, READER_MODES, RunConfig, run
 
 SEED = int(os.environ.get("MQJEPSEN_SEED") or random.randrange(1, 2**31))
 DURATION = float(os.environ.get("MQJEPSEN_DURATION", "4"))
@@ -39,15 +39,17 @@ def test_workload_mode(mode: str) -> None:
     assert result.ok > 0
 
 
-CACHE_MODES = ["none", "partition", "kill"]
+CACHE_MODES = ["none", "partition", "kill", "skew"] + READER_MODES
 CACHED_READERS = 2
 
 
 @pytest.mark.parametrize("mode", CACHE_MODES)
 def test_cached_readers(mode: str) -> None:
     """Cached readers beside the writers, checked against the cache's contract (valid,
-    monotonic, stale by at most Δ); the writers' history is still checked for
-    linearizability, without the cached reads."""
+    monotonic, lagging less than Δ — the lease's bound, 1 s — through every fault: cuts,
+    kills, silent reader links, stopped reader processes, a store restarted behind
+    mosquitto, a reader whose clock is 40 s behind); the writers' history is still checked
+    for linearizability, without the cached reads."""
     seed = SEED + 200 + CACHE_MODES.index(mode)
     result = run(RunConfig(mode=mode, duration=DURATION, clients=CLIENTS, seed=seed,
                            workdir=_workdir(f"cache-{mode}", seed), cached_readers=CACHED_READERS))
@@ -57,27 +59,33 @@ def test_cached_readers(mode: str) -> None:
     assert result.cache_hits > 0 and result.cached_reads > result.cache_hits  # hits, and misses
     if mode == "partition":
         assert result.cuts + result.pauses > 0
-    if mode == "kill":
+    if mode in ("kill", "store-behind-broker"):
         assert result.store_kills > 0
+    if mode in ("reader-pause", "reader-stop"):
+        assert result.reader_faults > 0
 
 
-@pytest.mark.parametrize("bug,mode", [("ignore_notifications", "none"), ("keep_across_connections", "kill")])
+@pytest.mark.parametrize("bug,mode", [("ignore_notifications", "none"), ("keep_across_connections", "kill"),
+                                      ("ignore_lease", "reader-pause")])
 def test_cache_planted_bug_is_caught(bug: str, mode: str, tmp_path: Path) -> None:
     """The core's planted bugs (MQSTATE_CACHE_PLANTED_BUG, in the cached readers only):
     entries never updated by others' writes, entries kept across a store restart. The cache
     check must report them; the writers' history stays linearizable (the bug is in the
     readers' cache only). The failed run's directory is
     pytest's ``tmp_path``."""
-    seed = SEED + 300 + (0 if bug == "ignore_notifications" else 1)
-    result = run(RunConfig(mode=mode, duration=min(DURATION, 3.0), clients=3, seed=seed,
+    seed = SEED + 300 + ["ignore_notifications", "keep_across_connections", "ignore_lease"].index(bug)
+    # A silent link must outlast the bound by enough that a read with the lease ignored
+    # falls past it (readers read every few ms): 2 to 3 s of silence, at least one.
+    duration = max(DURATION, 5.0) if mode == "reader-pause" else min(DURATION, 3.0)
+    result = run(RunConfig(mode=mode, duration=duration, clients=3, seed=seed,
                            workdir=tmp_path / "run", cached_readers=1, planted_bug=bug))
     print(result.line())
     assert not result.passed, result.line()
     assert result.linearizable, "\n".join(result.problems)
     # Entries never updated serve old versions past Δ; entries kept across a restart answer
     # reads after it (before any read went to the store), and miss what changed meanwhile.
-    expected = ("cache: stale read: ",) if bug == "ignore_notifications" else (
-        "cache: hit after a cut: ", "cache: stale read: ")
+    expected = ("cache: hit after a cut: ", "cache: stale read: ") if bug == "keep_across_connections" else (
+        "cache: stale read: ",)
     assert result.cache_problems > 0 and any(p.startswith(expected) for p in result.problems), \
         "\n".join(result.problems)
     if mode == "kill":

@@ -19,15 +19,19 @@ from typing import Any, Dict, List, Optional
 
 from .lockcheck import LOCK_MODES, run_lock_mode
 from .checker import CACHE_STALENESS
-from .runner import MODES, PLANTED_BUGS, RunConfig, RunResult, run
+from .runner import MODES, PLANTED_BUGS, READER_MODES, RunConfig, RunResult, run
 
+#: ``all``: the reader modes need --cached-readers, and run only when it is given.
 ALL = MODES + LOCK_MODES
+KNOWN = MODES + READER_MODES + LOCK_MODES
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(prog="python -m mqjepsen", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--modes", default="all", help=f"comma-separated, or all: {', '.join(ALL)}")
+    p.add_argument("--modes", default="all",
+                   help=f"comma-separated, or all: {', '.join(KNOWN)} (all: the reader modes too with "
+                        "--cached-readers)")
     p.add_argument("--duration", type=float, default=5.0, help="seconds per mode")
     p.add_argument("--clients", type=int, default=5)
     p.add_argument("--keys", type=int, default=3)
@@ -40,17 +44,23 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--cached-readers", type=int, default=0,
                    help="read-only processes reading the keys through the client-side cache (workload modes)")
     p.add_argument("--staleness", type=float, default=CACHE_STALENESS,
-                   help="Δ: how stale a cached read may be after a change is acknowledged, s")
+                   help="Δ: the cached readers' cache_freshness, the most a cached read may lag an "
+                        "acknowledged change, through every fault, s")
+    p.add_argument("--reader-pause", type=float, default=3.0,
+                   help="the longest silence (reader-pause) or stop (reader-stop) of a reader, s: "
+                        "past the keep-alive (7.5 s) the silence is a cut")
     p.add_argument("--planted-bug", choices=PLANTED_BUGS, default=None,
                    help="plant this bug in the cached readers' cache (MQSTATE_CACHE_PLANTED_BUG): the run must fail")
     p.add_argument("--keep", action="store_true", help="keep every run's directory")
     p.add_argument("--workdir", type=Path, default=None, help="parent of the run directories")
     p.add_argument("--json", type=Path, default=None, help="write every result here")
     a = p.parse_args(argv)
-    modes = ALL if a.modes == "all" else a.modes.split(",")
+    modes = (ALL + (READER_MODES if a.cached_readers else [])) if a.modes == "all" else a.modes.split(",")
     for m in modes:
-        if m not in ALL:
+        if m not in KNOWN:
             p.error(f"unknown mode {m!r}")
+        if m in READER_MODES and not a.cached_readers:
+            p.error(f"mode {m} needs --cached-readers")
     seed = a.seed if a.seed is not None else random.randrange(1, 2**31)
     print(f"mqjepsen: seed {seed}, modes {','.join(modes)}, {a.duration:g} s each, {a.clients} clients", flush=True)
     results: List[Dict[str, Any]] = []
@@ -70,7 +80,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                                        seed=mode_seed, timeout=a.timeout, workdir=workdir, keep=a.keep,
                                        horizon=a.horizon or None, tolerate_known=a.tolerate_known,
                                        cached_readers=a.cached_readers, cache_staleness=a.staleness,
-                                       planted_bug=a.planted_bug))
+                                       reader_pause=a.reader_pause, planted_bug=a.planted_bug))
                 line = result.line()
         except Exception as e:  # noqa: BLE001 - a broken harness fails the mode, not the run
             result = RunResult(mode, mode_seed, a.duration, a.clients, problems=[f"harness error: {e!r}"])

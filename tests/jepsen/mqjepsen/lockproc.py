@@ -27,9 +27,10 @@ def emit(**fields: Any) -> None:
     print(json.dumps(fields), flush=True)
 
 
-def client(url: str, name: str, timeout: float) -> mqstate.Client:
+def client(url: str, name: str, timeout: float, cache: bool = False) -> mqstate.Client:
+    extra = {"cache": True} if cache else {}
     return mqstate.Client(url, client_id=name, request_timeout=timeout, reconnect_min_delay=0.05,
-                          reconnect_max_delay=0.5)
+                          reconnect_max_delay=0.5, **extra)
 
 
 def maybe_stop(probability: float) -> None:
@@ -58,11 +59,18 @@ def element(name: str, seq: int, token: object) -> str:
 
 
 def editor(a: argparse.Namespace) -> None:
-    with client(a.url, a.name, a.timeout) as c:
+    # With the client-side cache on, and the chain read through it before each edit: the
+    # edit itself must read the store (a cached chain, stale after a stop, would let a newer
+    # token overwrite another editor's acknowledged append: a lost element).
+    with client(a.url, a.name, a.timeout, cache=True) as c:
         lock = c.lock(a.lock, lease=a.lease)
         seq = 0
         while time.monotonic() < a.until:
             seq += 1
+            try:
+                c.get(a.chain)
+            except mqstate.MqstateError:
+                pass
             written: List[str] = []
 
             def append(prev: Optional[mqstate.Value]) -> str:

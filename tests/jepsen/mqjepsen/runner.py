@@ -16,10 +16,25 @@ Modes (each its own fault, and ``combined``):
 - ``combined``: kill, cut, pause and both skewed clients at once.
 
 Cached readers (``RunConfig.cached_readers``): read-only processes beside the workers, each
-reading the same keys through the client-side cache (``worker --cached-reader``), with
-``MQSTATE_CACHE_PLANTED_BUG`` set to ``RunConfig.planted_bug`` in their environment only.
-Their reads are not linearizable by contract and stay out of the linearizability check;
-``checker.check_cached`` checks them against the writers' history (Δ ``cache_staleness``).
+reading the same keys through the client-side cache (``worker --cached-reader``, its lease
+bound ``cache_freshness``), with ``MQSTATE_CACHE_PLANTED_BUG`` set to
+``RunConfig.planted_bug`` in their environment only. Their reads are not linearizable by
+contract and stay out of the linearizability check; ``checker.check_cached`` checks them
+against the writers' history (Δ: ``cache_freshness``, through every fault). In ``skew``
+the first reader runs 40 s behind (the versions of the writer 30 s ahead are then past its
+drift limit: refused), the others on time.
+
+Modes for the cached readers alone (``READER_MODES``, with ``cached_readers``; the writers
+see no fault):
+
+- ``reader-pause``: the readers connect through the fault proxy, which holds their links
+  silent (nothing passes, nothing is closed) for longer than the bound (1.2 to
+  ``reader_pause`` s) while the writers go on.
+- ``reader-stop``: a reader process is stopped (SIGSTOP) for 1.2 to ``reader_pause`` s
+  while the writers go on, then continued.
+- ``store-behind-broker``: ``mqstate serve --broker`` behind mosquitto, killed (SIGKILL)
+  and restarted while every client stays connected to mosquitto: the new store knows none
+  of the readers' KEYNOTIFY registrations.
 """
 
 from __future__ import annotations
@@ -28,6 +43,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -44,6 +60,7 @@ from .proxy import FaultProxy
 from .worker import PX_SHARE, READ_PAUSE, START_FILE, START_LIMIT, classify, ready_file
 
 MODES = ["none", "kill", "partition", "broker", "skew", "combined"]
+READER_MODES = ["reader-pause", "reader-stop", "store-behind-broker"]
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 FAKETIME_LIBS = [
     "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1",
@@ -52,10 +69,13 @@ FAKETIME_LIBS = [
 ]
 SKEW_INSIDE_S = 30
 SKEW_OUTSIDE_S = 90
+#: The first cached reader's clock in ``skew``: behind, so that the versions of the writer
+#: 30 s ahead are more than the 60 s drift limit ahead of it.
+SKEW_READER_S = -40
 #: Process numbers of cached readers start here (workers are 0..clients-1, the final reads clients).
 READER_BASE = 100
 #: The planted bugs of the cache (core/src/cache.rs, ``MQSTATE_CACHE_PLANTED_BUG``).
-PLANTED_BUGS = ["ignore_notifications", "keep_across_connections"]
+PLANTED_BUGS = ["ignore_notifications", "keep_across_connections", "ignore_lease"]
 
 
 def faketime_lib() -> Optional[str]:
@@ -71,7 +91,7 @@ def skew_env(seconds: int) -> Dict[str, str]:
     lib = faketime_lib()
     if lib is None:
         raise RuntimeError("libfaketime is missing: apt-get install libfaketime")
-    return {"LD_PRELOAD": lib, "FAKETIME": f"+{seconds}s", "FAKETIME_DONT_FAKE_MONOTONIC": "1",
+    return {"LD_PRELOAD": lib, "FAKETIME": f"{seconds:+d}s", "FAKETIME_DONT_FAKE_MONOTONIC": "1",
             "FAKETIME_NO_CACHE": "1"}
 
 
@@ -93,7 +113,8 @@ class RunConfig:
     # "Findings"); True lists them without failing the run (the bounded run of scripts/test).
     tolerate_known: bool = False
     cached_readers: int = 0  # read-only processes through the client-side cache (check_cached)
-    cache_staleness: float = checker.CACHE_STALENESS  # Δ of the cache check, s
+    cache_staleness: float = checker.CACHE_STALENESS  # Δ of the check: the readers' cache_freshness, s
+    reader_pause: float = 3.0  # the longest silence or stop of a reader (READER_MODES), s
     read_pause: float = READ_PAUSE  # a cached reader's pause between reads, s
     planted_bug: Optional[str] = None  # MQSTATE_CACHE_PLANTED_BUG of the cached readers (PLANTED_BUGS)
 
@@ -122,6 +143,9 @@ class RunResult:
     cache_problems: int = 0  # violations of the cache's contract (their lines are in problems)
     cache_behind: int = 0  # cached reads older than an acknowledged change (allowed within Δ)
     cache_max_lag: float = 0.0  # the most any was behind, s (checker.cache_lags)
+    cache_lag_p50: float = 0.0  # percentiles of the lag of every cached read with a version, s
+    cache_lag_p99: float = 0.0
+    reader_faults: int = 0  # reader-pause silences and reader-stop stops
     passed: bool = False
     problems: List[str] = field(default_factory=list)
     workdir: str = ""
@@ -140,7 +164,9 @@ class RunResult:
                 f"indeterminate = {share:.1f}%), {', '.join(faults) or 'no faults'}; "
                 f"checked in {self.check_seconds:.1f}s"
                 + (f"; {self.cached_readers} cached readers: {self.cached_reads} reads ({self.cache_hits} hits), "
-                   f"{self.cache_behind} behind (at most {1000 * self.cache_max_lag:.0f} ms), "
+                   + (f"{self.reader_faults} reader faults, " if self.reader_faults else "")
+                   + f"lag p50 {1000 * self.cache_lag_p50:.0f} ms, p99 {1000 * self.cache_lag_p99:.0f} ms, "
+                   f"max {1000 * self.cache_max_lag:.0f} ms ({self.cache_behind} behind), "
                    f"{self.cache_problems or 'no'} cache problem(s)" if self.cached_readers else "")
                 + (f"; KNOWN BUG seen {self.known_problems} time(s): versions went backwards across a restart"
                    if self.known_problems else ""))
@@ -148,12 +174,17 @@ class RunResult:
 
 class Nemesis:
     def __init__(self, mode: str, cluster: Cluster, proxy: Optional[FaultProxy], rng: random.Random,
-                 scale: float) -> None:
+                 scale: float, reader_proxy: Optional[FaultProxy] = None,
+                 readers: Optional[List["subprocess.Popen[bytes]"]] = None, reader_pause: float = 3.0) -> None:
         self.mode = mode
         self.cluster = cluster
         self.proxy = proxy
         self.rng = rng
         self.scale = scale  # shorter gaps for short runs
+        self.reader_proxy = reader_proxy  # reader-pause: the cached readers' links only
+        self.readers = readers if readers is not None else []  # reader-stop: the cached readers
+        self.reader_pause = max(1.2, reader_pause)
+        self.reader_faults = 0
 
     def _gap(self, lo: float, hi: float) -> float:
         return self.rng.uniform(lo, hi) * self.scale
@@ -182,8 +213,34 @@ class Nemesis:
             self.proxy.resume()
         elif mode == "broker":
             self.cluster.restart_broker()
+        elif mode == "reader-pause":
+            # Longer than the lease's bound: nothing reaches the readers, nothing is closed.
+            assert self.reader_proxy is not None
+            self.reader_proxy.pause()
+            time.sleep(self.rng.uniform(1.2, self.reader_pause))
+            self.reader_proxy.resume()
+            self.reader_faults += 1
+        elif mode == "reader-stop":
+            live = [p for p in self.readers if p.poll() is None]
+            if live:
+                proc = self.rng.choice(live)
+                os.kill(proc.pid, signal.SIGSTOP)
+                try:
+                    time.sleep(self.rng.uniform(1.2, self.reader_pause))
+                finally:
+                    os.kill(proc.pid, signal.SIGCONT)
+                self.reader_faults += 1
+        elif mode == "store-behind-broker":
+            self.cluster.kill_store()
+            time.sleep(self.rng.uniform(0.0, 0.5))
+            self.cluster.start_store()
 
     def heal(self) -> None:
+        for proc in self.readers:
+            if proc.poll() is None:
+                os.kill(proc.pid, signal.SIGCONT)
+        if self.reader_proxy is not None:
+            self.reader_proxy.resume()
         if self.proxy is not None:
             self.proxy.resume()
         if not self.cluster.store_alive():
@@ -262,8 +319,10 @@ def skew_problems(ops: List[Op], process: int) -> List[str]:
 
 
 def run(cfg: RunConfig) -> RunResult:
-    if cfg.mode not in MODES:
-        raise ValueError(f"unknown mode {cfg.mode!r} (one of {', '.join(MODES)})")
+    if cfg.mode not in MODES + READER_MODES:
+        raise ValueError(f"unknown mode {cfg.mode!r} (one of {', '.join(MODES + READER_MODES)})")
+    if cfg.mode in READER_MODES and cfg.cached_readers == 0:
+        raise ValueError(f"mode {cfg.mode} needs cached readers")
     if cfg.planted_bug is not None and cfg.planted_bug not in PLANTED_BUGS:
         raise ValueError(f"unknown planted bug {cfg.planted_bug!r} (one of {', '.join(PLANTED_BUGS)})")
     if cfg.clients >= READER_BASE:
@@ -274,13 +333,17 @@ def run(cfg: RunConfig) -> RunResult:
         shutil.rmtree(workdir)
     workdir.mkdir(parents=True)
     result = RunResult(cfg.mode, cfg.seed, cfg.duration, cfg.clients, workdir=str(workdir))
-    cluster = Cluster(workdir, broker=cfg.mode == "broker")
+    cluster = Cluster(workdir, broker=cfg.mode in ("broker", "store-behind-broker"))
     proxy = FaultProxy(cluster.port) if cfg.mode in ("partition", "combined") else None
     url = f"mqtt://127.0.0.1:{proxy.port}" if proxy else cluster.url
+    reader_proxy = FaultProxy(cluster.port) if cfg.mode == "reader-pause" else None
+    reader_url = f"mqtt://127.0.0.1:{reader_proxy.port}" if reader_proxy else url
     keys = [f"jepsen/{cfg.seed}/k{i}" for i in range(cfg.keys)]
     skewed = cfg.mode in ("skew", "combined")
     procs: Dict[int, subprocess.Popen[bytes]] = {}  # by process number
-    nemesis = Nemesis(cfg.mode, cluster, proxy, rng, scale=min(1.0, max(0.2, cfg.duration / 30)))
+    readers: List["subprocess.Popen[bytes]"] = []
+    nemesis = Nemesis(cfg.mode, cluster, proxy, rng, scale=min(1.0, max(0.2, cfg.duration / 30)),
+                      reader_proxy=reader_proxy, readers=readers, reader_pause=cfg.reader_pause)
     gate = workdir / "gate"  # the workers' start gate (mqjepsen.worker)
     gate.mkdir()
     base_env = dict(os.environ)
@@ -307,13 +370,17 @@ def run(cfg: RunConfig) -> RunResult:
             env = dict(base_env)
             if cfg.planted_bug:
                 env["MQSTATE_CACHE_PLANTED_BUG"] = cfg.planted_bug
+            if skewed and i == 0:
+                env.update(skew_env(SKEW_READER_S))
             with open(workdir / f"cached-reader-{p}.log", "wb") as log:
                 procs[p] = subprocess.Popen(
-                    [sys.executable, "-m", "mqjepsen.worker", "--cached-reader", "--url", url,
+                    [sys.executable, "-m", "mqjepsen.worker", "--cached-reader", "--url", reader_url,
                      "--process", str(p), "--keys", ",".join(keys), "--gate", str(gate),
                      "--seed", str(rng.randrange(2**31)), "--out", str(workdir / f"cached-{p}.jsonl"),
-                     "--timeout", str(cfg.timeout), "--read-pause", str(cfg.read_pause)],
+                     "--timeout", str(cfg.timeout), "--read-pause", str(cfg.read_pause),
+                     "--freshness", str(cfg.cache_staleness)],
                     env=env, stdout=log, stderr=log)
+                readers.append(procs[p])
         until = open_gate(gate, procs, cfg.duration)
         if cfg.mode not in ("none", "skew"):
             while time.monotonic() < until:
@@ -345,6 +412,10 @@ def run(cfg: RunConfig) -> RunResult:
         if proxy is not None:
             result.cuts, result.pauses = proxy.cuts, proxy.pauses
             proxy.close()
+        if reader_proxy is not None:
+            pauses = sorted(pauses + reader_proxy.pause_intervals())
+            reader_proxy.close()
+        result.reader_faults = nemesis.reader_faults
         result.store_kills = cluster.store_kills
         result.store_restarts = cluster.store_restarts
         result.broker_restarts = cluster.broker_restarts
@@ -373,8 +444,11 @@ def run(cfg: RunConfig) -> RunResult:
         cache_problems = checker.check_cached(ops, cached, delta=cfg.cache_staleness, horizon=cfg.horizon,
                                               pauses=pauses, cuts=cuts)
         lags = checker.cache_lags(ops, cached)
+        every = checker.cache_lags(ops, cached, every=True)
         result.check_seconds += time.monotonic() - t
         result.cache_behind, result.cache_max_lag = len(lags), max(lags, default=0.0)
+        result.cache_lag_p50 = checker.percentile(every, 50)
+        result.cache_lag_p99 = checker.percentile(every, 99)
         result.cache_problems = len(cache_problems)
         result.problems.extend(checker.first_problems(cache_problems))
         if result.cache_hits == 0:

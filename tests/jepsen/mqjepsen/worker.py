@@ -26,7 +26,7 @@ import random
 import select
 import sys
 import time
-from typing import Dict, List, Optional, TextIO
+from typing import Any, Dict, List, Optional, TextIO
 
 import mqstate
 
@@ -182,10 +182,13 @@ class CachedReader:
         return op
 
 
-def connect(url: str, client_id: str, timeout: float, until: float, cache: bool = False) -> mqstate.Client:
-    """A connected client (with the client-side cache when ``cache``); retried while a
-    fault keeps the store away."""
-    extra = {"cache": True} if cache else {}  # writers' clients as before: no cache setting
+def connect(url: str, client_id: str, timeout: float, until: float, cache: bool = False,
+            freshness: Optional[float] = None) -> mqstate.Client:
+    """A connected client (with the client-side cache when ``cache``, its lease bound
+    ``freshness`` s when given); retried while a fault keeps the store away."""
+    extra: Dict[str, Any] = {"cache": True} if cache else {}  # writers' clients: no cache setting
+    if cache and freshness is not None:
+        extra["cache_freshness"] = freshness
     while True:
         try:
             return mqstate.Client(url, client_id=client_id, request_timeout=timeout,
@@ -236,6 +239,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                    help="only read, through the client-side cache (cache=True); ops marked cached_reader")
     p.add_argument("--read-pause", type=float, default=READ_PAUSE,
                    help="a cached reader's pause between reads, s")
+    p.add_argument("--freshness", type=float, default=None,
+                   help="a cached reader's cache_freshness (the lease's bound), s")
     a = p.parse_args(argv)
     if a.cached_reader:
         return cached_reader_main(a)
@@ -260,7 +265,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 def cached_reader_main(a: argparse.Namespace) -> int:
     with open(a.out, "a", encoding="utf-8") as out:
         client = connect(a.url, f"jepsen-{a.seed}-{a.process}", a.timeout,
-                         time.monotonic() + START_LIMIT, cache=True)
+                         time.monotonic() + START_LIMIT, cache=True, freshness=a.freshness)
         try:
             until = await_start(a.gate, a.process, START_LIMIT)
             r = CachedReader(client, a.process, a.keys.split(","), out)
