@@ -212,6 +212,11 @@ async fn run_clients(
                 invalidations: a.invalidations + s.invalidations,
                 entries: a.entries + s.entries,
                 bytes: a.bytes + s.bytes,
+                lease_renewals: a.lease_renewals + s.lease_renewals,
+                lease_expiries: a.lease_expiries + s.lease_expiries,
+                lease_failures: a.lease_failures + s.lease_failures,
+                lease_misses: a.lease_misses + s.lease_misses,
+                refused: a.refused + s.refused,
             })
     });
     Ok((result, stats))
