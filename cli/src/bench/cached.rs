@@ -20,8 +20,16 @@ pub(super) fn store_reads(s: &CacheStats) -> String {
         100.0 * s.misses as f64 / reads as f64
     };
     format!(
-        "cache    {} reads: {} from memory, {} reached the store ({share:.2} %, the first read of each key included); {} invalidations, {} evictions",
-        reads, s.hits, s.misses, s.invalidations, s.evictions
+        "cache    {} reads: {} from memory, {} reached the store ({share:.2} %, the first read of each key included; {} while the lease did not hold); {} invalidations, {} evictions; lease: {} renewals, {} expiries, {} failures",
+        reads,
+        s.hits,
+        s.misses,
+        s.lease_misses,
+        s.invalidations,
+        s.evictions,
+        s.lease_renewals,
+        s.lease_expiries,
+        s.lease_failures
     )
 }
 

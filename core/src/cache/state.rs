@@ -95,16 +95,22 @@ fn settle(read: Change, seen: Seen) -> Option<Change> {
             Some(_) if newer(&change, &read) => Some(change),
             Some(_) => Some(read),
             // A GET of a missing key carries no version: a deletion that arrived meanwhile
-            // agrees with it (and gives it a version); a value does not, and which came
-            // last is not known.
-            None if change.value.is_none() => Some(change),
+            // agrees with it, but its version may be older than one this client already
+            // read (a notification can arrive after a later response), so the entry keeps
+            // no version; a value does not agree, and which came last is not known.
+            None if change.value.is_none() => Some(read),
             None => None,
         },
     }
 }
 
+/// The ticket of a [`Slot::Filling`] no read owns: the entry's state became unknown (see
+/// [`State::apply`]) and the next read fills it (tickets count from 1).
+const UNOWNED: u64 = 0;
+
 enum Slot {
-    /// A read registered the key and waits for its GET (`ticket` names that read).
+    /// A read registered the key and waits for its GET (`ticket` names that read, or none:
+    /// [`UNOWNED`]); `seen` collects what arrives meanwhile.
     Filling { ticket: u64, seen: Seen },
     /// The key's state, kept fresh by notifications while the entry's connection lasts.
     Known(Change),
@@ -455,8 +461,22 @@ impl State {
             }
             return;
         }
-        // An entry without a version (a key found missing) yields to any versioned change.
-        if current.version.is_some() && !newer(&change, current) {
+        if current.version.is_none() {
+            // The key was found missing, with no version to order against: the change may
+            // be newer, or a notification that arrived after a later response (a store may
+            // publish responses before notifications it queued earlier). The state is
+            // unknown until the next read fills it, keeping the newer of its GET and this.
+            let size = key.len();
+            self.bytes = self.bytes - e.size + size;
+            e.size = size;
+            e.slot = Slot::Filling {
+                ticket: UNOWNED,
+                seen: Seen::Nothing.merge(change),
+            };
+            self.counters.invalidations += 1;
+            return;
+        }
+        if !newer(&change, current) {
             return;
         }
         if notified {

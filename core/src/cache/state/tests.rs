@@ -107,7 +107,11 @@ fn a_missing_key_agrees_with_a_deletion_but_not_with_a_value() {
     let t = s.begin(&key("k"), E1);
     s.apply(b"k", deleted(5), true);
     s.fill(b"k", t, E1, missing(), UP);
-    assert_eq!(hit(&mut s, b"k", UP), Some(deleted(5)));
+    assert_eq!(
+        hit(&mut s, b"k", UP),
+        Some(missing()),
+        "missing, with no version: the deletion's may be older than one read before"
+    );
 
     let t = s.begin(&key("j"), E1);
     s.apply(b"j", set("x", 5), true);
@@ -115,11 +119,28 @@ fn a_missing_key_agrees_with_a_deletion_but_not_with_a_value() {
     assert_eq!(hit(&mut s, b"j", UP), None, "which came last is not known");
     assert_eq!(s.len(), 1);
 
-    // Found missing: any versioned change replaces it.
+    // Found missing: a versioned change cannot be ordered against that (it may be a late
+    // notification of a write older than one read before), so the next read fills the entry
+    // anew, keeping the newer of its GET and the change, without a new entry.
     read_through(&mut s, "m", missing());
     assert_eq!(hit(&mut s, b"m", UP), Some(missing()));
-    s.apply(b"m", set("now", 1), true);
-    assert_eq!(hit(&mut s, b"m", UP), Some(set("now", 1)));
+    s.apply(b"m", set("late", 1), true);
+    assert_eq!(s.lookup(b"m", UP), Lookup::Miss);
+    assert!(s.holds(b"m"), "the registration is kept");
+    let t = s.begin(&key("m"), E1);
+    s.fill(b"m", t, E1, set("now", 3), UP);
+    assert_eq!(hit(&mut s, b"m", UP), Some(set("now", 3)));
+    // A late notification of an older write, after a read that found the key missing: the
+    // next read's GET wins.
+    read_through(&mut s, "n", missing());
+    s.apply(b"n", set("old", 2), true);
+    let t = s.begin(&key("n"), E1);
+    s.fill(b"n", t, E1, missing(), UP);
+    assert_eq!(
+        hit(&mut s, b"n", UP),
+        None,
+        "which came last is not known: not kept"
+    );
 }
 
 #[test]
@@ -274,7 +295,7 @@ fn step() -> impl Strategy<Value = Step> {
         4 => (0..4usize).prop_map(Step::Read),
         3 => Just(Step::Answer),
         1 => Just(Step::Fail),
-        4 => (0..4usize, any::<bool>(), 0..4usize).prop_map(|(k, delete, delay)| Step::Write { k, delete, delay }),
+        4 => (0..4usize, any::<bool>(), 0..8usize).prop_map(|(k, delete, delay)| Step::Write { k, delete, delay }),
         1 => (0..4usize).prop_map(Step::Refuse),
         1 => Just(Step::LeaseFails),
         1 => Just(Step::Reconnect),
@@ -344,6 +365,13 @@ proptest! {
                     if let Some((k, ticket, e)) = fills.pop_front() {
                         let read = store[k].clone();
                         let read = if read.value.is_none() { missing() } else { read };
+                        // The read answers what the store said: later hits must not be older
+                        // (notifications may arrive after this response, late).
+                        if e == epoch && read.version.is_some()
+                            && answered[k].as_ref().is_none_or(|a| read.version.as_ref().is_some_and(|r| r.cmp_time(a).is_gt()))
+                        {
+                            answered[k] = read.version.clone();
+                        }
                         s.fill(keys[k].as_bytes(), ticket, e, read, at);
                     }
                 }
@@ -406,4 +434,25 @@ proptest! {
             }
         }
     }
+}
+
+#[test]
+fn a_late_notification_never_takes_a_key_found_missing_below_what_was_read() {
+    // The history checker's find (reader-stop, the emulator answering a GET before the
+    // notifications it had queued): v10 read, the entry removed, the key found missing,
+    // then the late notification of an older write (v5) arrives.
+    let mut s = State::new(10, 1 << 20);
+    read_through(&mut s, "k", set("new", 10));
+    s.forget(b"k");
+    read_through(&mut s, "k", missing());
+    s.apply(b"k", set("old", 5), true);
+    assert_eq!(s.lookup(b"k", UP), Lookup::Miss, "not v5 after v10");
+    // Nor through a late deletion, then the late write.
+    s.take_released();
+    s.forget(b"k");
+    let t = s.begin(&key("k"), E1);
+    s.apply(b"k", deleted(4), true);
+    s.fill(b"k", t, E1, missing(), UP);
+    s.apply(b"k", set("old", 5), true);
+    assert_eq!(s.lookup(b"k", UP), Lookup::Miss, "not v5 after v10");
 }
