@@ -32,6 +32,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--modes", default="all",
                    help=f"comma-separated, or all: {', '.join(KNOWN)} (all: the reader modes too with "
                         "--cached-readers)")
+    p.add_argument("--reader-keep-alive", type=float, default=5.0,
+                   help="the cached readers' MQTT keep-alive, s: a silence shorter than 1.5 times it "
+                        "stays silent (e.g. --reader-pause 70 --reader-keep-alive 120)")
     p.add_argument("--duration", type=float, default=5.0, help="seconds per mode")
     p.add_argument("--clients", type=int, default=5)
     p.add_argument("--keys", type=int, default=3)
@@ -48,7 +51,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                         "acknowledged change, through every fault, s")
     p.add_argument("--reader-pause", type=float, default=3.0,
                    help="the longest silence (reader-pause) or stop (reader-stop) of a reader, s: "
-                        "past the keep-alive (7.5 s) the silence is a cut")
+                        "past 1.5 times --reader-keep-alive the silence becomes a cut")
     p.add_argument("--planted-bug", choices=PLANTED_BUGS, default=None,
                    help="plant this bug in the cached readers' cache (MQSTATE_CACHE_PLANTED_BUG): the run must fail")
     p.add_argument("--keep", action="store_true", help="keep every run's directory")
@@ -80,7 +83,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                                        seed=mode_seed, timeout=a.timeout, workdir=workdir, keep=a.keep,
                                        horizon=a.horizon or None, tolerate_known=a.tolerate_known,
                                        cached_readers=a.cached_readers, cache_staleness=a.staleness,
-                                       reader_pause=a.reader_pause, planted_bug=a.planted_bug))
+                                       reader_pause=a.reader_pause, reader_keep_alive=a.reader_keep_alive,
+                                       planted_bug=a.planted_bug))
                 line = result.line()
         except Exception as e:  # noqa: BLE001 - a broken harness fails the mode, not the run
             result = RunResult(mode, mode_seed, a.duration, a.clients, problems=[f"harness error: {e!r}"])

@@ -115,6 +115,7 @@ class RunConfig:
     cached_readers: int = 0  # read-only processes through the client-side cache (check_cached)
     cache_staleness: float = checker.CACHE_STALENESS  # Δ of the check: the readers' cache_freshness, s
     reader_pause: float = 3.0  # the longest silence or stop of a reader (READER_MODES), s
+    reader_keep_alive: float = 5.0  # the cached readers' MQTT keep-alive, s (a silence past 1.5x is a cut)
     read_pause: float = READ_PAUSE  # a cached reader's pause between reads, s
     planted_bug: Optional[str] = None  # MQSTATE_CACHE_PLANTED_BUG of the cached readers (PLANTED_BUGS)
 
@@ -378,7 +379,7 @@ def run(cfg: RunConfig) -> RunResult:
                      "--process", str(p), "--keys", ",".join(keys), "--gate", str(gate),
                      "--seed", str(rng.randrange(2**31)), "--out", str(workdir / f"cached-{p}.jsonl"),
                      "--timeout", str(cfg.timeout), "--read-pause", str(cfg.read_pause),
-                     "--freshness", str(cfg.cache_staleness)],
+                     "--freshness", str(cfg.cache_staleness), "--keep-alive", str(cfg.reader_keep_alive)],
                     env=env, stdout=log, stderr=log)
                 readers.append(procs[p])
         until = open_gate(gate, procs, cfg.duration)

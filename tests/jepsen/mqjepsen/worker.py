@@ -183,7 +183,7 @@ class CachedReader:
 
 
 def connect(url: str, client_id: str, timeout: float, until: float, cache: bool = False,
-            freshness: Optional[float] = None) -> mqstate.Client:
+            freshness: Optional[float] = None, keep_alive: float = 5) -> mqstate.Client:
     """A connected client (with the client-side cache when ``cache``, its lease bound
     ``freshness`` s when given); retried while a fault keeps the store away."""
     extra: Dict[str, Any] = {"cache": True} if cache else {}  # writers' clients: no cache setting
@@ -193,7 +193,7 @@ def connect(url: str, client_id: str, timeout: float, until: float, cache: bool 
         try:
             return mqstate.Client(url, client_id=client_id, request_timeout=timeout,
                                   connect_timeout=timeout, reconnect_min_delay=0.05,
-                                  reconnect_max_delay=0.5, keep_alive=5, **extra)
+                                  reconnect_max_delay=0.5, keep_alive=keep_alive, **extra)
         except mqstate.MqstateError:
             if time.monotonic() > until:
                 raise
@@ -241,6 +241,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                    help="a cached reader's pause between reads, s")
     p.add_argument("--freshness", type=float, default=None,
                    help="a cached reader's cache_freshness (the lease's bound), s")
+    p.add_argument("--keep-alive", type=float, default=5,
+                   help="the MQTT keep-alive, s (a silent link is noticed after 1.5 times it)")
     a = p.parse_args(argv)
     if a.cached_reader:
         return cached_reader_main(a)
@@ -265,7 +267,8 @@ def main(argv: Optional[List[str]] = None) -> int:
 def cached_reader_main(a: argparse.Namespace) -> int:
     with open(a.out, "a", encoding="utf-8") as out:
         client = connect(a.url, f"jepsen-{a.seed}-{a.process}", a.timeout,
-                         time.monotonic() + START_LIMIT, cache=True, freshness=a.freshness)
+                         time.monotonic() + START_LIMIT, cache=True, freshness=a.freshness,
+                         keep_alive=a.keep_alive)
         try:
             until = await_start(a.gate, a.process, START_LIMIT)
             r = CachedReader(client, a.process, a.keys.split(","), out)
