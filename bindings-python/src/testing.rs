@@ -24,7 +24,7 @@ use crate::client::{PendingCall, failed, pending};
 use crate::errors::RaisedByCallback;
 use crate::hlc::PyHlc;
 
-/// The shortest pause: the vocabulary's floor for a span ("at least 1 ms").
+/// The shortest pause or mute: the vocabulary's floor for a span ("at least 1 ms").
 const MIN_PAUSE: Duration = Duration::from_millis(1);
 
 /// Adds the local store's class and constructor to the native module.
@@ -214,6 +214,27 @@ impl NativeLocalStore {
     /// How many requests a pause holds now.
     fn held_requests(&self) -> PendingCall {
         self.read(LocalStore::held_requests, int)
+    }
+
+    /// Drops every notification the store sends for `duration` seconds (at least 1 ms).
+    fn drop_notifications(&self, duration: Seconds) -> PyResult<PendingCall> {
+        let duration = to_duration("duration", Some(duration))?.unwrap_or_default();
+        if duration < MIN_PAUSE {
+            return Ok(failed(Error::invalid_argument(format!(
+                "drop_notifications: the duration must be at least {MIN_PAUSE:?} (got {duration:?}): check its unit"
+            ))));
+        }
+        Ok(self.read(move |store| store.drop_notifications(duration), none))
+    }
+
+    /// How many notifications `drop_notifications` has dropped so far.
+    fn dropped_notifications(&self) -> PendingCall {
+        self.read(LocalStore::dropped_notifications, int)
+    }
+
+    /// Forgets every KEYNOTIFY registration, connections up; gives how many there were.
+    fn forget_registrations(&self) -> PendingCall {
+        self.read(LocalStore::forget_registrations, int)
     }
 
     fn __repr__(&self) -> String {

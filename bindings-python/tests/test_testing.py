@@ -36,6 +36,10 @@ def test_start_url_port_stop() -> None:
     with pytest.raises(mqstate.ClosedError):
         store.held_requests()
     with pytest.raises(mqstate.ClosedError):
+        store.drop_notifications(1)
+    with pytest.raises(mqstate.ClosedError):
+        store.forget_registrations()
+    with pytest.raises(mqstate.ClosedError):
         with store:
             pass
 
@@ -142,6 +146,46 @@ def test_pause_holds_answers_then_gives_them(mqstate_store: LocalStore, mqstate_
 def test_pause_refuses_less_than_a_millisecond(mqstate_store: LocalStore, duration: float) -> None:
     with pytest.raises(mqstate.InvalidArgumentError):
         mqstate_store.pause(duration)
+
+
+@pytest.mark.parametrize("duration", [0, 0.0001, -1, float("nan")])
+def test_drop_notifications_refuses_less_than_a_millisecond(
+    mqstate_store: LocalStore, duration: float
+) -> None:
+    with pytest.raises(mqstate.InvalidArgumentError):
+        mqstate_store.drop_notifications(duration)
+    assert mqstate_store.dropped_notifications() == 0
+
+
+def test_drop_notifications_silences_observers_for_a_while(
+    mqstate_store: LocalStore, mqstate_client: mqstate.Client
+) -> None:
+    with mqstate_client.observe("k") as changes:
+        mqstate_store.drop_notifications(datetime.timedelta(seconds=0.5))
+        mqstate_client.set("k", "lost")
+        for _ in range(4000):
+            if mqstate_store.dropped_notifications() == 1:
+                break
+            threading.Event().wait(0.005)
+        assert mqstate_store.dropped_notifications() == 1
+        with pytest.raises(mqstate.MqstateTimeoutError):
+            changes.next(timeout=0.1)  # the notification was dropped
+        threading.Event().wait(0.6)  # the mute's span: this test is about it passing
+        mqstate_client.set("k", "seen")
+        change = changes.next(timeout=10)
+        assert isinstance(change, mqstate.Change) and change.value == b"seen", change
+    assert mqstate_store.dropped_notifications() == 1
+
+
+def test_forget_registrations_counts_and_silences_them(
+    mqstate_store: LocalStore, mqstate_client: mqstate.Client
+) -> None:
+    with mqstate_client.observe("a") as a, mqstate_client.observe("b"):
+        assert mqstate_store.forget_registrations() == 2
+        assert mqstate_store.forget_registrations() == 0
+        mqstate_client.set("a", "unseen")
+        with pytest.raises(mqstate.MqstateTimeoutError):
+            a.next(timeout=0.2)  # nothing tells the client
 
 
 def test_pause_takes_seconds_not_booleans(mqstate_store: LocalStore) -> None:

@@ -55,7 +55,13 @@ class CacheStats:
     """The client-side cache's counters (:meth:`Client.cache_stats`), named as in every
     language: reads answered from memory (``hits``) and from the store (``misses``),
     entries removed to stay within the bounds (``evictions``) and by notifications, cuts or
-    lost sessions (``invalidations``), and what it holds now (``entries``, ``bytes``)."""
+    lost sessions (``invalidations``), what it holds now (``entries``, ``bytes``), and the
+    freshness lease's: renewals sent (``lease_renewals``), times it ran out with nothing read
+    for a while (``lease_expiries``), times it failed — a renewal refused, lost or late, or a
+    backlog of notifications: entries made before are read from the store again before they
+    answer (``lease_failures``), reads of cached keys sent to the store because the lease did
+    not hold (``lease_misses``, counted in ``misses`` too), and KEYNOTIFYs the store refused
+    (``refused``: those keys are read uncached until the next connection)."""
 
     hits: int
     misses: int
@@ -63,6 +69,11 @@ class CacheStats:
     invalidations: int
     entries: int
     bytes: int
+    lease_renewals: int
+    lease_expiries: int
+    lease_failures: int
+    lease_misses: int
+    refused: int
 
 
 @dataclass(frozen=True)

@@ -189,6 +189,28 @@ class LocalStore:
         held: int = wait(self._running().held_requests())
         return held
 
+    def drop_notifications(self, duration: Seconds) -> None:
+        """Drops every notification the store sends for ``duration`` (seconds or a
+        ``timedelta``; at least 1 ms), unsent: a notification path gone silent (a dead link
+        the keep-alive has not noticed, a hung broker, a broker whose queue for the client is
+        full). Requests are answered as usual. Returns at once, in effect; a mute armed while
+        one runs extends it if it ends later."""
+        wait(self._running().drop_notifications(duration))
+
+    def dropped_notifications(self) -> int:
+        """How many notifications :meth:`drop_notifications` has dropped so far (this run of
+        the store)."""
+        dropped: int = wait(self._running().dropped_notifications())
+        return dropped
+
+    def forget_registrations(self) -> int:
+        """Forgets every client's KEYNOTIFY registrations while their connections and
+        sessions stay up — what a store restarted behind its broker leaves its clients with:
+        no notification of any key they observed, and nothing on the connection to say so.
+        Returns how many there were."""
+        forgotten: int = wait(self._running().forget_registrations())
+        return forgotten
+
     def __repr__(self) -> str:
         if self._native is None:
             return f"<LocalStore {'stopped' if self._stopped else 'not started'}>"
