@@ -14,7 +14,12 @@ Each executable's output is printed whole when it ends (cargo's `test result:` l
 included, which scripts/test counts), then one line per executable with its time, and the
 plain closing line `rust-tests: N passed, N failed` (executables, not test functions).
 
-    rust_tests.py [--jobs N] [--alone NAME,...] [--only NAME,...] [--repeat N]
+An executable still running after --timeout seconds (default 600, MQSTATE_TEST_TIMEOUT; the
+slowest takes about 100 s on 2 busy cores) is killed with its process group (the brokers
+and stores its tests started) and fails, its output so far shown: one hung test costs ten
+minutes, not CI's whole time limit.
+
+    rust_tests.py [--jobs N] [--alone NAME,...] [--only NAME,...] [--repeat N] [--timeout S]
                   [--no-doc] [--no-record] [--env K=V]... CARGO-TEST-ARGS... [-- TEST-ARGS...]
 
 NAME is `test:FILE` for tests/FILE.rs, `lib:CRATE` for a crate's unit tests, `bin:NAME`,
@@ -29,6 +34,7 @@ import argparse
 import concurrent.futures as futures
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -100,6 +106,23 @@ class Results:
             self.rows.append((name, secs, code, runs))
 
 
+def run_bounded(cmd: list[str], cwd: str | None, env: dict | None, out, timeout: float) -> int:
+    """Runs ``cmd`` with its output to ``out``; past ``timeout`` seconds kills its whole
+    process group and returns 124 (as timeout(1) does), saying so in the output."""
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    try:
+        return proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+        out.write(f"\nrust-tests: killed after {timeout:.0f} s (--timeout): a test hung\n")
+        return 124
+
+
 def run_one(job: dict, args: argparse.Namespace, results: Results) -> None:
     env = dict(os.environ)
     env.update(kv.split("=", 1) for kv in args.env)
@@ -111,8 +134,8 @@ def run_one(job: dict, args: argparse.Namespace, results: Results) -> None:
     for _ in range(args.repeat):
         runs += 1
         with tempfile.TemporaryFile(mode="w+") as out:
-            code = subprocess.run([job["exe"], *args.test_args], cwd=job["dir"], env=env,
-                                  stdout=out, stderr=subprocess.STDOUT).returncode
+            code = run_bounded([job["exe"], *args.test_args], job["dir"], env, out, args.timeout)
+            out.flush()
             out.seek(0)
             output = out.read()
         if code != 0:
@@ -129,9 +152,13 @@ def run_doc(cargo_args: list[str], args: argparse.Namespace, results: Results) -
     start = time.monotonic()
     # (--doc takes no other target selection.)
     cmd = ["cargo", "test", *[a for a in cargo_args if a != "--all-targets"], "--doc"]
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    results.report("doc tests (" + " ".join(cmd) + ")", time.monotonic() - start,
-                   proc.returncode, 1, proc.stdout)
+    with tempfile.TemporaryFile(mode="w+") as out:
+        # Compiling the doc tests is part of their time: twice the executables' bound.
+        code = run_bounded(cmd, None, None, out, 2 * args.timeout)
+        out.flush()
+        out.seek(0)
+        output = out.read()
+    results.report("doc tests (" + " ".join(cmd) + ")", time.monotonic() - start, code, 1, output)
 
 
 def main() -> int:
@@ -146,6 +173,9 @@ def main() -> int:
     parser.add_argument("--only", default="")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--no-doc", action="store_true")
+    parser.add_argument("--timeout", type=float,
+                        default=float(os.environ.get("MQSTATE_TEST_TIMEOUT", "600")),
+                        help="seconds an executable may run before it is killed and fails")
     parser.add_argument("--env", action="append", default=[])
     parser.add_argument("--no-record", action="store_true",
                         help="keep no times (a run in another mode, e.g. the adapter's)")
