@@ -205,19 +205,7 @@ async fn run_clients(
         counted
             .iter()
             .filter_map(Client::cache_stats)
-            .fold(CacheStats::default(), |a, s| CacheStats {
-                hits: a.hits + s.hits,
-                misses: a.misses + s.misses,
-                evictions: a.evictions + s.evictions,
-                invalidations: a.invalidations + s.invalidations,
-                entries: a.entries + s.entries,
-                bytes: a.bytes + s.bytes,
-                lease_renewals: a.lease_renewals + s.lease_renewals,
-                lease_expiries: a.lease_expiries + s.lease_expiries,
-                lease_failures: a.lease_failures + s.lease_failures,
-                lease_misses: a.lease_misses + s.lease_misses,
-                refused: a.refused + s.refused,
-            })
+            .sum::<CacheStats>()
     });
     Ok((result, stats))
 }

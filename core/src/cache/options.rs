@@ -162,12 +162,26 @@ pub struct CacheStats {
     pub refused: u64,
 }
 
+impl std::ops::Add for CacheStats {
+    type Output = CacheStats;
+
+    /// The counters of two caches together (several clients' in one report).
+    fn add(self, other: CacheStats) -> CacheStats {
+        let (a, b) = (self.values(), other.values());
+        CacheStats::from_values(std::array::from_fn(|i| a[i] + b[i]))
+    }
+}
+
+impl std::iter::Sum for CacheStats {
+    fn sum<I: Iterator<Item = CacheStats>>(iter: I) -> CacheStats {
+        iter.fold(CacheStats::default(), |a, b| a + b)
+    }
+}
+
 impl CacheStats {
-    /// The counters as `(name, value)`, in the order of
-    /// [`CACHE_COUNTERS`](crate::vocabulary::CACHE_COUNTERS): what bindings convert.
-    pub fn pairs(&self) -> [(&'static str, u64); 11] {
-        let names = crate::vocabulary::CACHE_COUNTERS;
-        let values = [
+    /// The values in the order of [`CACHE_COUNTERS`](crate::vocabulary::CACHE_COUNTERS).
+    fn values(&self) -> [u64; 11] {
+        [
             self.hits,
             self.misses,
             self.evictions,
@@ -179,7 +193,45 @@ impl CacheStats {
             self.lease_failures,
             self.lease_misses,
             self.refused,
-        ];
+        ]
+    }
+
+    /// The counters from their values in that order (the inverse of `values`).
+    fn from_values(v: [u64; 11]) -> CacheStats {
+        let [
+            hits,
+            misses,
+            evictions,
+            invalidations,
+            entries,
+            bytes,
+            lease_renewals,
+            lease_expiries,
+            lease_failures,
+            lease_misses,
+            refused,
+        ] = v;
+        CacheStats {
+            hits,
+            misses,
+            evictions,
+            invalidations,
+            entries,
+            bytes,
+            lease_renewals,
+            lease_expiries,
+            lease_failures,
+            lease_misses,
+            refused,
+        }
+    }
+}
+
+impl CacheStats {
+    /// The counters as `(name, value)`, in the order of
+    /// [`CACHE_COUNTERS`](crate::vocabulary::CACHE_COUNTERS): what bindings convert.
+    pub fn pairs(&self) -> [(&'static str, u64); 11] {
+        let (names, values) = (crate::vocabulary::CACHE_COUNTERS, self.values());
         std::array::from_fn(|i| (names[i], values[i]))
     }
 }
@@ -187,6 +239,17 @@ impl CacheStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stats_add_field_by_field_and_pair_with_their_names() {
+        let one = CacheStats::from_values(std::array::from_fn(|i| i as u64));
+        let two = CacheStats::from_values(std::array::from_fn(|i| 100 * i as u64));
+        let sum: CacheStats = [one, two].into_iter().sum();
+        assert_eq!(sum.values(), std::array::from_fn(|i| 101 * i as u64));
+        assert_eq!(one.pairs()[6], ("lease_renewals", 6));
+        assert_eq!(one.pairs()[10], ("refused", 10));
+        assert_eq!(sum.refused, 1010);
+    }
 
     #[test]
     fn cache_keys_split_on_unescaped_commas() {
