@@ -147,6 +147,7 @@ class RunResult:
     cache_lag_p50: float = 0.0  # percentiles of the lag of every cached read with a version, s
     cache_lag_p99: float = 0.0
     reader_faults: int = 0  # reader-pause silences and reader-stop stops
+    reader_fault_max: float = 0.0  # the longest of them, s
     passed: bool = False
     problems: List[str] = field(default_factory=list)
     workdir: str = ""
@@ -165,7 +166,8 @@ class RunResult:
                 f"indeterminate = {share:.1f}%), {', '.join(faults) or 'no faults'}; "
                 f"checked in {self.check_seconds:.1f}s"
                 + (f"; {self.cached_readers} cached readers: {self.cached_reads} reads ({self.cache_hits} hits), "
-                   + (f"{self.reader_faults} reader faults, " if self.reader_faults else "")
+                   + (f"{self.reader_faults} reader faults (longest {self.reader_fault_max:.1f} s), "
+                      if self.reader_faults else "")
                    + f"lag p50 {1000 * self.cache_lag_p50:.0f} ms, p99 {1000 * self.cache_lag_p99:.0f} ms, "
                    f"max {1000 * self.cache_max_lag:.0f} ms ({self.cache_behind} behind), "
                    f"{self.cache_problems or 'no'} cache problem(s)" if self.cached_readers else "")
@@ -186,6 +188,7 @@ class Nemesis:
         self.readers = readers if readers is not None else []  # reader-stop: the cached readers
         self.reader_pause = max(1.2, reader_pause)
         self.reader_faults = 0
+        self.reader_fault_max = 0.0
 
     def _gap(self, lo: float, hi: float) -> float:
         return self.rng.uniform(lo, hi) * self.scale
@@ -218,19 +221,23 @@ class Nemesis:
             # Longer than the lease's bound: nothing reaches the readers, nothing is closed.
             assert self.reader_proxy is not None
             self.reader_proxy.pause()
-            time.sleep(self.rng.uniform(1.2, self.reader_pause))
+            length = self.rng.uniform(1.2, self.reader_pause)
+            time.sleep(length)
             self.reader_proxy.resume()
             self.reader_faults += 1
+            self.reader_fault_max = max(self.reader_fault_max, length)
         elif mode == "reader-stop":
             live = [p for p in self.readers if p.poll() is None]
             if live:
                 proc = self.rng.choice(live)
                 os.kill(proc.pid, signal.SIGSTOP)
+                length = self.rng.uniform(1.2, self.reader_pause)
                 try:
-                    time.sleep(self.rng.uniform(1.2, self.reader_pause))
+                    time.sleep(length)
                 finally:
                     os.kill(proc.pid, signal.SIGCONT)
                 self.reader_faults += 1
+                self.reader_fault_max = max(self.reader_fault_max, length)
         elif mode == "store-behind-broker":
             self.cluster.kill_store()
             time.sleep(self.rng.uniform(0.0, 0.5))
@@ -416,7 +423,7 @@ def run(cfg: RunConfig) -> RunResult:
         if reader_proxy is not None:
             pauses = sorted(pauses + reader_proxy.pause_intervals())
             reader_proxy.close()
-        result.reader_faults = nemesis.reader_faults
+        result.reader_faults, result.reader_fault_max = nemesis.reader_faults, nemesis.reader_fault_max
         result.store_kills = cluster.store_kills
         result.store_restarts = cluster.store_restarts
         result.broker_restarts = cluster.broker_restarts
