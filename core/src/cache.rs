@@ -106,8 +106,9 @@ pub(crate) fn canary_key(client_id: &str) -> Bytes {
 /// build never plants anything.
 pub const PLANTED_BUG_ENV: &str = "MQSTATE_CACHE_PLANTED_BUG";
 
-/// A bug planted on purpose ([`PLANTED_BUG_ENV`]).
+/// A bug planted on purpose ([`PLANTED_BUG_ENV`]); never made in a release build.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(not(debug_assertions), allow(dead_code))]
 enum PlantedBug {
     IgnoreNotifications,
     KeepAcrossConnections,
@@ -258,9 +259,13 @@ impl Cache {
     fn at(&self, inner: &mut Inner, link: LinkView, renew: bool) -> (At, Option<Renewal>) {
         let now = Instant::now();
         let connected = link.connected && !link.closed;
+        // While disconnected the lease is left as the cut left it: `max_staleness` reads its
+        // last proof, and a renewal cut short is no failure of the path (the next connection
+        // starts over).
         let (mut fresh, renewal) = match (connected, renew) {
             (true, true) => inner.lease.check(now, link.connection),
-            _ => (inner.lease.fresh(now, link.connection), None),
+            (true, false) => (inner.lease.fresh(now, link.connection), None),
+            (false, _) => (false, None),
         };
         let mut epoch = Epoch {
             connection: link.connection,
