@@ -129,37 +129,68 @@ fn trimmed(pattern: &[u8]) -> Bytes {
     Bytes::copy_from_slice(&pattern[start..end])
 }
 
-/// The cache's counters ([`Client::cache_stats`](crate::Client::cache_stats)), named so in
-/// every language ([`CACHE_COUNTERS`](crate::vocabulary::CACHE_COUNTERS)).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct CacheStats {
+/// Defines [`CacheStats`], one `u64` field per counter in the order of
+/// [`CACHE_COUNTERS`](crate::vocabulary::CACHE_COUNTERS), and the conversions to and from
+/// that order: the fields are listed once, here.
+macro_rules! cache_counters {
+    ($($(#[$doc:meta])* $name:ident,)*) => {
+        /// The cache's counters ([`Client::cache_stats`](crate::Client::cache_stats)), named so
+        /// in every language ([`CACHE_COUNTERS`](crate::vocabulary::CACHE_COUNTERS)).
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+        pub struct CacheStats {
+            $($(#[$doc])* pub $name: u64,)*
+        }
+
+        impl CacheStats {
+            /// The fields' names, in order (the same as `CACHE_COUNTERS`: a test checks it).
+            #[cfg(test)]
+            const NAMES: [&'static str; COUNTERS] = [$(stringify!($name)),*];
+
+            /// The values in the order of [`CACHE_COUNTERS`](crate::vocabulary::CACHE_COUNTERS).
+            fn values(&self) -> [u64; COUNTERS] {
+                [$(self.$name),*]
+            }
+
+            /// The counters from their values in that order.
+            fn from_values(values: [u64; COUNTERS]) -> CacheStats {
+                let [$($name),*] = values;
+                CacheStats { $($name),* }
+            }
+        }
+    };
+}
+
+/// How many counters the cache has.
+const COUNTERS: usize = crate::vocabulary::CACHE_COUNTERS.len();
+
+cache_counters! {
     /// Reads answered from the cache.
-    pub hits: u64,
+    hits,
     /// Reads of cached keys that went to the store.
-    pub misses: u64,
+    misses,
     /// Entries removed to stay within `max_entries` and `max_bytes`.
-    pub evictions: u64,
+    evictions,
     /// Entries changed or removed by something other than this client's own reads and
-    /// writes: a notification, a cut, a lost session.
-    pub invalidations: u64,
+    /// writes: a notification, a cut, a lost session, a failed lease, a refused version.
+    invalidations,
     /// Entries held now.
-    pub entries: u64,
+    entries,
     /// Key and value bytes held now.
-    pub bytes: u64,
+    bytes,
     /// Renewals of the freshness lease sent (a SET of the client's canary key).
-    pub lease_renewals: u64,
+    lease_renewals,
     /// Times the lease ran out with no renewal on its way (nothing read for a while).
-    pub lease_expiries: u64,
+    lease_expiries,
     /// Times the lease failed (a renewal refused, lost or late; a backlog where the broker
     /// may have dropped a notification): every entry made before is read from the store
     /// again before it answers.
-    pub lease_failures: u64,
+    lease_failures,
     /// Reads of cached keys sent to the store because the lease did not hold (counted in
     /// `misses` too).
-    pub lease_misses: u64,
+    lease_misses,
     /// KEYNOTIFYs the store refused: those keys are read from the store, uncached, until the
     /// next connection.
-    pub refused: u64,
+    refused,
 }
 
 impl std::ops::Add for CacheStats {
@@ -179,58 +210,9 @@ impl std::iter::Sum for CacheStats {
 }
 
 impl CacheStats {
-    /// The values in the order of [`CACHE_COUNTERS`](crate::vocabulary::CACHE_COUNTERS).
-    fn values(&self) -> [u64; 11] {
-        [
-            self.hits,
-            self.misses,
-            self.evictions,
-            self.invalidations,
-            self.entries,
-            self.bytes,
-            self.lease_renewals,
-            self.lease_expiries,
-            self.lease_failures,
-            self.lease_misses,
-            self.refused,
-        ]
-    }
-
-    /// The counters from their values in that order (the inverse of `values`).
-    fn from_values(v: [u64; 11]) -> CacheStats {
-        let [
-            hits,
-            misses,
-            evictions,
-            invalidations,
-            entries,
-            bytes,
-            lease_renewals,
-            lease_expiries,
-            lease_failures,
-            lease_misses,
-            refused,
-        ] = v;
-        CacheStats {
-            hits,
-            misses,
-            evictions,
-            invalidations,
-            entries,
-            bytes,
-            lease_renewals,
-            lease_expiries,
-            lease_failures,
-            lease_misses,
-            refused,
-        }
-    }
-}
-
-impl CacheStats {
     /// The counters as `(name, value)`, in the order of
     /// [`CACHE_COUNTERS`](crate::vocabulary::CACHE_COUNTERS): what bindings convert.
-    pub fn pairs(&self) -> [(&'static str, u64); 11] {
+    pub fn pairs(&self) -> [(&'static str, u64); COUNTERS] {
         let (names, values) = (crate::vocabulary::CACHE_COUNTERS, self.values());
         std::array::from_fn(|i| (names[i], values[i]))
     }
@@ -249,6 +231,7 @@ mod tests {
         assert_eq!(one.pairs()[6], ("lease_renewals", 6));
         assert_eq!(one.pairs()[10], ("refused", 10));
         assert_eq!(sum.refused, 1010);
+        assert_eq!(CacheStats::NAMES, crate::vocabulary::CACHE_COUNTERS);
     }
 
     #[test]
