@@ -183,6 +183,12 @@ def test_events_from_the_native_tuples() -> None:
     assert _events._event(("restored",)) == mqstate.ConnectionEvent("restored")
 
 
+def test_the_cache_hit_yield_is_the_cores_number() -> None:
+    from mqstate.client import CACHE_HIT_YIELD_EVERY
+
+    assert CACHE_HIT_YIELD_EVERY == VOCABULARY["cache_hit_yield_every"]
+
+
 def test_set_conditions_are_the_vocabulary_in_any_case() -> None:
     assert VOCABULARY["set_conditions"] == ["nx", "nex"]
     for condition in VOCABULARY["set_conditions"]:

@@ -223,6 +223,12 @@ pub const CACHE_COUNTERS: [&str; 11] = [
     "refused",
 ];
 
+/// A binding whose host answers a cache hit without yielding (Python's asyncio, Node's event
+/// loop) yields to its event loop once every this many hits in a row, so that a loop of hits
+/// cannot starve the tasks beside it (the core's own hits take a unit of tokio's cooperative
+/// budget instead).
+pub const CACHE_HIT_YIELD_EVERY: u32 = 64;
+
 /// The message of any call on a client after it was closed (a `ClosedError`), the same
 /// words in every language.
 pub const CLOSED_MESSAGE: &str = "the client is closed";

@@ -55,8 +55,8 @@ Token = Union[Hlc, str, None]
 
 #: An AsyncClient answers a cache hit without awaiting anything; every this many hits in a
 #: row it awaits ``asyncio.sleep(0)`` instead, so that a loop of hits lets the event loop run
-#: the tasks beside it. The core's rule for its own hits is tokio's cooperative budget
-#: (``consume_budget`` in ``Client::get_with``), which names no number a binding can read.
+#: the tasks beside it. The core's number (``mqstate::vocabulary::CACHE_HIT_YIELD_EVERY``,
+#: ``cache_hit_yield_every`` in core/vocabulary.json; test_vocabulary.py checks it).
 CACHE_HIT_YIELD_EVERY = 64
 
 

@@ -8,8 +8,9 @@ use std::path::Path;
 use mqstate::codec::SetCondition;
 use mqstate::lock::{DEFAULT_EDIT_TIMEOUT, DEFAULT_LEASE, MIN_LEASE};
 use mqstate::vocabulary::{
-    CACHE_COUNTERS, CHANGE_KINDS, CLOSED_MESSAGE, DURATION_RULES, DurationRole, LOCK_STATES,
-    LOSS_REASONS, Language, NO_STORE_WINDOW, duration_spellings, duration_style, option_name,
+    CACHE_COUNTERS, CACHE_HIT_YIELD_EVERY, CHANGE_KINDS, CLOSED_MESSAGE, DURATION_RULES,
+    DurationRole, LOCK_STATES, LOSS_REASONS, Language, NO_STORE_WINDOW, duration_spellings,
+    duration_style, option_name,
 };
 use mqstate::{
     DEFAULT_OBSERVER_CAPACITY, DEFAULT_REQUEST_TIMEOUT, ERROR_BASE_CLASS, ERROR_FAMILIES,
@@ -132,6 +133,7 @@ fn to_json() -> Value {
         "events": events,
         "change_kinds": CHANGE_KINDS,
         "cache_counters": CACHE_COUNTERS,
+        "cache_hit_yield_every": CACHE_HIT_YIELD_EVERY,
         "closed_message": CLOSED_MESSAGE,
         "set_conditions": set_conditions,
         "vdel_outcomes": VdelOutcome::ALL.iter().map(|o| o.name()).collect::<Vec<_>>(),
