@@ -97,6 +97,8 @@ export interface ConnectOptions extends CallOptions {
   cacheMaxBytes?: number | string
   /** While disconnected, how long after the cut cached entries may still answer, as text (`'2s'`; default `'0'`: never). */
   cacheMaxStaleness?: string
+  /** The most a cached read may lag the store, in any failure (the freshness lease's bound), as text (`'300ms'`; default `'1s'`, at least 10 ms). */
+  cacheFreshness?: string
   /** Any other setting of the core's table (an unknown name is refused with `invalid_argument`). */
   [setting: string]: string | number | boolean | AbortSignal | undefined
 }
@@ -387,6 +389,16 @@ export interface CacheStats {
   entries: number
   /** Key and value bytes held now. */
   bytes: number
+  /** Renewals of the freshness lease sent. */
+  leaseRenewals: number
+  /** Times the lease ran out with no renewal on its way (nothing read for a while). */
+  leaseExpiries: number
+  /** Times the lease failed (a renewal refused, lost or late; a notification backlog): every entry made before is read from the store again before it answers. */
+  leaseFailures: number
+  /** Reads of cached keys sent to the store because the lease did not hold (counted in `misses` too). */
+  leaseMisses: number
+  /** KEYNOTIFYs the store refused: those keys are read from the store, uncached, until the next connection. */
+  refused: number
 }
 
 /** A connection to the state store. */

@@ -28,7 +28,8 @@ export declare class NativeClient {
   linkInfo(): RawLinkInfo
   /**
    * The client-side cache's counters as a plain object, each under its name in the core's
-   * `CACHE_COUNTERS` (in that order), or `null` when the client has no cache.
+   * `CACHE_COUNTERS` (in that order) in camelCase (`lease_renewals` is `leaseRenewals`, as
+   * every Node name of the vocabulary), or `null` when the client has no cache.
    */
   cacheStats(): Record<string, number> | null
   /**
@@ -128,6 +129,12 @@ export declare class NativeLocalStore {
   clear(): number
   /** How many requests a pause holds now. */
   heldRequests(): number
+  /** Drops every notification the store sends for `durationMs` milliseconds (at least 1). */
+  dropNotifications(durationMs: number): void
+  /** How many notifications `dropNotifications` has dropped so far. */
+  droppedNotifications(): number
+  /** Forgets every KEYNOTIFY registration, connections up; how many there were. */
+  forgetRegistrations(): number
 }
 
 /** A leased lock. */

@@ -41,6 +41,12 @@ export declare class LocalStore {
   clear (): number
   /** How many requests a `pause()` holds now (wait for yours before a cut or a restart). */
   heldRequests (): number
+  /** Drops every notification the store sends for `durationMs` milliseconds (at least 1), unsent: a notification path gone silent; requests still answered. In effect when it returns. */
+  dropNotifications (durationMs: number): void
+  /** How many notifications `dropNotifications()` has dropped so far. */
+  droppedNotifications (): number
+  /** Forgets every client's KEYNOTIFY registrations, connections up (a store restarted behind its broker); how many there were. */
+  forgetRegistrations (): number
   /** `stop()`: for `await using store = await LocalStore.start()`. */
   [Symbol.asyncDispose] (): Promise<void>
 }

@@ -14,6 +14,15 @@ const { Subscription } = require('./subscription.js')
 const { Pager } = require('./scan.js')
 const { Lock, Election } = require('./locks.js')
 
+/**
+ * A `get` answered from the cache settles no native Promise: a loop of hits would run as
+ * microtasks only, and starve timers, I/O and `setImmediate` callbacks. Every this many hits
+ * in a row, `get` resolves after a macrotask (`setImmediate`) instead. The core's rule for
+ * its own hits is tokio's cooperative budget (`consume_budget` in `Client::get_with`), which
+ * names no number a binding can read; this is the same bound in every binding's own layer.
+ */
+const CACHE_HIT_YIELD_EVERY = 64
+
 /** The options each call takes (every duration in milliseconds, named `…Ms`). */
 const OPTIONS = {
   set: ['condition', 'expiryMs', 'fencingToken', 'persist', 'timeoutMs', 'signal'],
@@ -59,6 +68,8 @@ class Client {
   #subscriptions = new Set()
   /** Whether the client has a cache (fixed at connect): a `get` without one never asks it. */
   #cached = false
+  /** Cache hits answered since `get` last let the event loop turn (`CACHE_HIT_YIELD_EVERY`). */
+  #hitsInARow = 0
 
   /**
    * Use `Client.connect()`.
@@ -120,8 +131,9 @@ class Client {
 
   /**
    * The client-side cache's counters — `{ hits, misses, evictions, invalidations, entries,
-   * bytes }`, numbers — or `null` when the client has no cache (the `cache` setting and the
-   * other `cache…` settings turn it on). A snapshot: read it again for newer counts.
+   * bytes, leaseRenewals, leaseExpiries, leaseFailures, leaseMisses, refused }`, numbers — or
+   * `null` when the client has no cache (the `cache` setting and the other `cache…` settings
+   * turn it on). A snapshot: read it again for newer counts.
    * @returns {import('../index.js').CacheStats | null}
    */
   cacheStats () {
@@ -144,8 +156,9 @@ class Client {
 
   /**
    * The key's value and version, or `null` when it does not exist. With the client-side
-   * cache on, a key it holds fresh is answered from memory; `bypassCache: true` reads from
-   * the store anyway (its answer still updates the cache).
+   * cache on, a key it holds fresh is answered from memory (every 64th hit in a row after a
+   * `setImmediate`, so a loop of hits lets timers and I/O run); `bypassCache: true` reads
+   * from the store anyway (its answer still updates the cache).
    * @param {string | Uint8Array} key
    * @param {Record<string, any>} [options] `timeoutMs`, `bypassCache`, `signal`
    */
@@ -154,8 +167,16 @@ class Client {
     if (this.#cached && o.signal?.aborted !== true) {
       // A hit settles no native Promise: the cache answers here, at once.
       const hit = this.#store().getCached(key, o.timeoutMs, o.bypassCache)
-      if (hit !== null) return hit.length === 0 ? null : new Value(hit[0].value, hit[0].version ?? null)
+      if (hit !== null) {
+        const value = hit.length === 0 ? null : new Value(hit[0].value, hit[0].version ?? null)
+        if (++this.#hitsInARow >= CACHE_HIT_YIELD_EVERY) {
+          this.#hitsInARow = 0
+          await new Promise((resolve) => setImmediate(resolve))
+        }
+        return value
+      }
     }
+    this.#hitsInARow = 0
     const r = await call(o.signal, (c) => this.#store().get(key, o.timeoutMs, o.bypassCache, c))
     return r === null ? null : new Value(r.value, r.version ?? null)
   }

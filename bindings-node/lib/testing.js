@@ -165,6 +165,36 @@ class LocalStore {
   heldRequests () {
     return sync(() => this.#native.heldRequests())
   }
+
+  /**
+   * Drops every notification the store sends for `durationMs` milliseconds (at least 1),
+   * unsent: a notification path gone silent (a dead link the keep-alive has not noticed, a
+   * hung broker, a broker whose queue for the client is full). Requests are answered as
+   * usual. In effect when it returns; a mute armed while one runs extends it if it ends later.
+   * @param {number} durationMs
+   */
+  dropNotifications (durationMs) {
+    sync(() => this.#native.dropNotifications(durationMs))
+  }
+
+  /**
+   * How many notifications `dropNotifications()` has dropped so far (this run of the store).
+   * @returns {number}
+   */
+  droppedNotifications () {
+    return sync(() => this.#native.droppedNotifications())
+  }
+
+  /**
+   * Forgets every client's KEYNOTIFY registrations while their connections and sessions stay
+   * up — what a store restarted behind its broker leaves its clients with: no notification of
+   * any key they observed, and nothing on the connection to say so. Returns how many there
+   * were.
+   * @returns {number}
+   */
+  forgetRegistrations () {
+    return sync(() => this.#native.forgetRegistrations())
+  }
 }
 
 if (Symbol.asyncDispose) {

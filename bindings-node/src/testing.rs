@@ -308,4 +308,33 @@ impl NativeLocalStore {
         let n = self.now(env, LocalStore::held_requests)?;
         Ok(u32::try_from(n).unwrap_or(u32::MAX))
     }
+
+    /// Drops every notification the store sends for `durationMs` milliseconds (at least 1).
+    #[napi(ts_args_type = "durationMs: number")]
+    pub fn drop_notifications(&self, env: &Env, duration: Option<Unknown>) -> napi::Result<()> {
+        let name = "durationMs";
+        let required = || invalid_argument(env, format!("dropNotifications(): {name} is required"));
+        let duration = millis(env, duration, name)?.ok_or_else(required)?;
+        if duration.as_secs_f64() < 0.001 {
+            return Err(invalid_argument(
+                env,
+                format!("dropNotifications(): {name} must be at least 1 millisecond"),
+            ));
+        }
+        self.now(env, |store| store.drop_notifications(duration))
+    }
+
+    /// How many notifications `dropNotifications` has dropped so far.
+    #[napi]
+    pub fn dropped_notifications(&self, env: &Env) -> napi::Result<u32> {
+        let n = self.now(env, LocalStore::dropped_notifications)?;
+        Ok(u32::try_from(n).unwrap_or(u32::MAX))
+    }
+
+    /// Forgets every KEYNOTIFY registration, connections up; how many there were.
+    #[napi]
+    pub fn forget_registrations(&self, env: &Env) -> napi::Result<u32> {
+        let n = self.now(env, LocalStore::forget_registrations)?;
+        Ok(u32::try_from(n).unwrap_or(u32::MAX))
+    }
 }

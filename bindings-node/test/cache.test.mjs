@@ -53,6 +53,35 @@ async function until (what, check) {
   }
 }
 
+/** The counters' names in Node: the vocabulary's, in camelCase. */
+const COUNTERS = vocabulary.cache_counters.map((/** @type {string} */ name) => name.replace(/_([a-z])/g, (_, c) => c.toUpperCase()))
+
+/**
+ * [hits, misses] as they would be with the lease always held: a read the lease sent to the
+ * store (`leaseMisses`, before the first renewal came back) counted as the hit it would have
+ * been. Counts that depend on how fast the first renewal travels would be flaky.
+ * @param {import('mqstate').CacheStats} s
+ */
+function settled (s) {
+  return [s.hits + s.leaseMisses, s.misses - s.leaseMisses]
+}
+
+/**
+ * Reads `key` until a read is answered from the cache (bounded): the lease is proven.
+ * @param {Client} client
+ * @param {string} key
+ */
+async function untilHit (client, key) {
+  const deadline = performance.now() + BOUND_MS
+  for (;;) {
+    const before = stats(client).hits
+    await client.get(key)
+    if (stats(client).hits > before) return
+    assert.ok(performance.now() < deadline, `${key} never hit: ${JSON.stringify(stats(client))}`)
+    await sleep(2)
+  }
+}
+
 /**
  * A started store and the clients `fn` connects, all closed after it.
  * @param {(store: LocalStore, connect: (options?: import('mqstate').ConnectOptions) => Promise<Client>) => Promise<void>} fn
@@ -79,30 +108,32 @@ describe('client-side cache', () => {
     const reader = await connect({ cache: true })
     await writer.set('asset:1', 'pump')
     const fresh = stats(reader)
-    assert.deepEqual(Object.keys(fresh), vocabulary.cache_counters, 'the vocabulary\'s names, in its order')
-    assert.deepEqual(Object.values(fresh), [0, 0, 0, 0, 0, 0])
+    assert.deepEqual(Object.keys(fresh), COUNTERS, 'the vocabulary\'s names in camelCase, in its order')
+    assert.deepEqual(Object.values(fresh), COUNTERS.map(() => 0))
     assert.equal(await text(reader, 'asset:1'), 'pump')
-    assert.deepEqual(stats(reader), { hits: 0, misses: 1, evictions: 0, invalidations: 0, entries: 1, bytes: 'asset:1pump'.length })
+    const first = stats(reader)
+    assert.deepEqual([settled(first), first.entries, first.bytes], [[0, 1], 1, 'asset:1pump'.length], JSON.stringify(first))
+    assert.ok(first.leaseRenewals >= 1, `a renewal proves the lease: ${JSON.stringify(first)}`)
     for (let i = 0; i < 20; i++) assert.equal(await text(reader, 'asset:1'), 'pump')
-    assert.deepEqual([stats(reader).hits, stats(reader).misses], [20, 1])
+    assert.deepEqual(settled(stats(reader)), [20, 1])
     assert.equal(await text(reader, 'missing'), null)
     assert.equal(await text(reader, 'missing'), null, 'a missing key is cached too')
-    assert.deepEqual([stats(reader).hits, stats(reader).misses, stats(reader).entries], [21, 2, 2])
+    assert.deepEqual([...settled(stats(reader)), stats(reader).entries], [21, 2, 2])
 
     await writer.set('asset:1', 'valve')
     await until('the reader reads the new value', async () => (await text(reader, 'asset:1')) === 'valve')
     const after = stats(reader)
-    assert.equal(after.misses, 2, `the change came by notification, not by a read of the store: ${JSON.stringify(after)}`)
+    assert.equal(settled(after)[1], 2, `the change came by notification, not by a read of the store: ${JSON.stringify(after)}`)
     assert.ok(after.invalidations >= 1, JSON.stringify(after))
-    assert.ok(after.hits > 21, JSON.stringify(after))
+    assert.ok(settled(after)[0] > 21, `the new value was read from the cache: ${JSON.stringify(after)}`)
   }))
 
   test('bypassCache reads the store and counts neither a hit nor a miss', { timeout: TEST_MS }, () => withStore(async (store, connect) => {
     const reader = await connect({ cache: 'true' })
     await reader.set('k', 'v')
     assert.equal(await text(reader, 'k'), 'v')
+    await untilHit(reader, 'k') // the lease is proven: the next read is answered from memory
     const before = stats(reader)
-    assert.deepEqual([before.hits, before.misses], [0, 1])
     // The next GET the store sees fails: a read the cache answers never gets there, one that
     // bypasses it does.
     store.failNext(1, 'quota_exceeded', 'GET')
@@ -129,7 +160,7 @@ describe('client-side cache', () => {
     const key = `${fault}-key`
     await writer.set(key, 'old', { persist: true })
     assert.equal(await text(reader, key), 'old')
-    assert.equal(await text(reader, key), 'old')
+    await untilHit(reader, key)
     const connections = reader.linkInfo().connections
     const before = stats(reader)
     assert.ok(before.hits >= 1 && before.entries >= 1, `${fault}: cached: ${JSON.stringify(before)}`)
@@ -174,11 +205,138 @@ describe('client-side cache', () => {
     // Every cache… setting turns it on; cacheKeys narrows what is counted.
     const narrow = await connect({ cacheKeys: 'asset:*', cacheMaxEntries: 10, cacheMaxBytes: 4096, cacheMaxStaleness: '2s' })
     assert.equal(await text(narrow, 'k'), 'v')
-    assert.deepEqual(stats(narrow), { hits: 0, misses: 0, evictions: 0, invalidations: 0, entries: 0, bytes: 0 }, 'k is not covered')
+    assert.deepEqual(Object.values(stats(narrow)), COUNTERS.map(() => 0), 'k is not covered')
     await assert.rejects(connect({ cache: true, cacheMaxStaleness: /** @type {any} */ (2000) }),
       (e) => e instanceof InvalidArgumentError && /cacheMaxStaleness is a duration/.test(e.message))
     await assert.rejects(connect({ cacheMaxEntries: 0 }), InvalidArgumentError)
+    await assert.rejects(connect({ cache: true, cacheFreshness: /** @type {any} */ (300) }),
+      (e) => e instanceof InvalidArgumentError && /cacheFreshness is a duration/.test(e.message))
+    await assert.rejects(connect({ cacheFreshness: '5ms' }),
+      (e) => e instanceof InvalidArgumentError && /cache_freshness must be at least 10ms/.test(e.message))
+    assert.ok(stats(await connect({ cacheFreshness: '300ms' })) !== null, 'cacheFreshness turns the cache on')
     await narrow.close()
     assert.throws(() => narrow.cacheStats(), ClosedError)
+  }))
+
+  /** The freshness bound of the lease tests: short, so that a lagging read shows. */
+  const FRESHNESS_MS = 300
+
+  /**
+   * A reader of "k" ("old", cached, the lease proven, with the given bound) and a writer.
+   * @param {(options?: import('mqstate').ConnectOptions) => Promise<Client>} connect
+   * @param {number} freshnessMs
+   */
+  async function warmReader (connect, freshnessMs) {
+    const reader = await connect({ cache: true, cacheFreshness: `${freshnessMs}ms` })
+    const writer = await connect()
+    await writer.set('k', 'old')
+    await untilHit(reader, 'k')
+    return { reader, writer }
+  }
+
+  /**
+   * Writes "new" to "k" with `writer` and reads it from `reader` until it reads "new": every
+   * read that answers "old" must have begun less than `freshnessMs` after the write was
+   * acknowledged. Resolves to the longest such lag.
+   * @param {Client} reader
+   * @param {Client} writer
+   * @param {number} freshnessMs
+   */
+  async function lagOf (reader, writer, freshnessMs) {
+    await writer.set('k', 'new')
+    const acknowledged = performance.now()
+    let lag = 0
+    for (;;) {
+      const began = performance.now()
+      const got = await text(reader, 'k')
+      if (got === 'new') return lag
+      assert.equal(got, 'old')
+      lag = Math.max(lag, began - acknowledged)
+      assert.ok(began - acknowledged < freshnessMs,
+        `a cached read lagged ${(began - acknowledged).toFixed(1)} ms behind the store (bound ${freshnessMs} ms): ${JSON.stringify(stats(reader))}`)
+      assert.ok(performance.now() - acknowledged < BOUND_MS, 'never read the new value')
+      await sleep(2)
+    }
+  }
+
+  /**
+   * Reads "k" (whatever it answers) until the reader's lease has failed (bounded).
+   * @param {Client} reader
+   */
+  async function untilLeaseFailed (reader) {
+    await until(`the lease fails: ${JSON.stringify(stats(reader))}`, async () => {
+      if (stats(reader).leaseFailures > 0) return true
+      await reader.get('k')
+      return stats(reader).leaseFailures > 0
+    })
+  }
+
+  test('a silent notification path is noticed within the bound', { timeout: TEST_MS }, () => withStore(async (store, connect) => {
+    const { reader, writer } = await warmReader(connect, FRESHNESS_MS)
+    // Everything the store publishes is lost for 2 s: the write's notification, and the
+    // lease's renewals.
+    store.dropNotifications(2000)
+    await lagOf(reader, writer, FRESHNESS_MS)
+    assert.ok(store.droppedNotifications() >= 1)
+    await untilLeaseFailed(reader)
+    assert.ok(stats(reader).leaseMisses >= 1, `reads went to the store meanwhile: ${JSON.stringify(stats(reader))}`)
+    // Once the path is back, the key is registered anew and others' writes arrive again.
+    await sleep(2000) // the mute's span: this test is about it passing
+    await untilHit(reader, 'k')
+    await writer.set('k', 'newer')
+    await until('the reader reads "newer"', async () => (await text(reader, 'k')) === 'newer')
+    await untilHit(reader, 'k')
+  }))
+
+  test('a store that lost its registrations is noticed within the bound', { timeout: TEST_MS }, () => withStore(async (store, connect) => {
+    const { reader, writer } = await warmReader(connect, FRESHNESS_MS)
+    // The store restarted behind its broker: connections up, registrations gone.
+    assert.ok(store.forgetRegistrations() >= 2, 'k and the canary')
+    await lagOf(reader, writer, FRESHNESS_MS)
+    await untilLeaseFailed(reader)
+    // Registered anew on the next reads: changes come by notification again.
+    await untilHit(reader, 'k')
+    const misses = stats(reader).misses
+    await writer.set('k', 'newer')
+    await until('the reader reads "newer"', async () => (await text(reader, 'k')) === 'newer')
+    await untilHit(reader, 'k')
+    const s = stats(reader)
+    assert.ok(s.misses - misses <= s.leaseMisses + 1, `the change came by notification, not by reading the store each time: ${JSON.stringify(s)}`)
+  }))
+
+  test('an idle cache sends nothing, and renews when read again', { timeout: TEST_MS }, () => withStore(async (store, connect) => {
+    const freshnessMs = 200
+    const { reader } = await warmReader(connect, freshnessMs)
+    await sleep(freshnessMs) // this test is about time passing with nothing read
+    const idle = stats(reader)
+    await sleep(freshnessMs * 5)
+    const after = stats(reader)
+    assert.equal(after.leaseRenewals, idle.leaseRenewals, 'no renewal while nothing is read')
+    // The first read after finds the lease expired, goes to the store, and renews.
+    assert.equal(await text(reader, 'k'), 'old')
+    const s = stats(reader)
+    assert.equal(s.leaseExpiries, idle.leaseExpiries + 1, JSON.stringify(s))
+    assert.equal(s.leaseMisses, after.leaseMisses + 1, JSON.stringify(s))
+    assert.equal(s.leaseRenewals, after.leaseRenewals + 1, JSON.stringify(s))
+    assert.equal(s.leaseFailures, 0, `an idle lease expires, it does not fail: ${JSON.stringify(s)}`)
+    await untilHit(reader, 'k')
+  }))
+
+  test('a loop of hits lets a setImmediate callback beside it run', { timeout: TEST_MS }, () => withStore(async (store, connect) => {
+    // A long lease: every read of the loop is a hit, none settles a native Promise.
+    const client = await connect({ cache: true, cacheFreshness: '60s' })
+    await client.set('k', 'v')
+    await untilHit(client, 'k')
+    let ran = false
+    setImmediate(() => { ran = true })
+    const hits = stats(client).hits
+    let reads = 0
+    while (!ran) {
+      await client.get('k')
+      reads++
+      // The binding's CACHE_HIT_YIELD_EVERY (lib/client.js).
+      assert.ok(reads <= 64, `${reads} hits in a row and the callback beside never ran`)
+    }
+    assert.equal(stats(client).hits - hits, reads, `every read a hit: ${JSON.stringify(stats(client))}`)
   }))
 })

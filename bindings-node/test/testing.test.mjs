@@ -93,6 +93,9 @@ describe('a running store', () => {
     assert.throws(() => store.get('k'), ClosedError)
     assert.throws(() => store.clear(), ClosedError)
     assert.throws(() => store.heldRequests(), ClosedError)
+    assert.throws(() => store.dropNotifications(10), ClosedError)
+    assert.throws(() => store.droppedNotifications(), ClosedError)
+    assert.throws(() => store.forgetRegistrations(), ClosedError)
   })
 
   test('get: a Value with the version the client saw; keys: in byte order, by glob; clear: how many', () => withStore(async (store, client) => {
@@ -172,6 +175,49 @@ describe('faults', () => {
       assert.throws(() => store.pause(/** @type {any} */ (bad)), (e) => e instanceof InvalidArgumentError && /durationMs/.test(e.message), String(bad))
     }
     store.pause(1)
+  }))
+
+  test('dropNotifications: durationMs is milliseconds, at least 1, and required', () => withStore(async (store) => {
+    for (const bad of [0, 0.5, -1, NaN, Infinity, '10', undefined, null]) {
+      assert.throws(() => store.dropNotifications(/** @type {any} */ (bad)), (e) => e instanceof InvalidArgumentError && /durationMs/.test(e.message), String(bad))
+    }
+    assert.equal(store.droppedNotifications(), 0)
+  }))
+
+  test('dropNotifications: observers hear nothing for a while, then again', () => withStore(async (store, client) => {
+    const sub = await client.observe('k').ready()
+    try {
+      store.dropNotifications(500)
+      await client.set('k', 'lost')
+      const deadline = performance.now() + 20000
+      while (store.droppedNotifications() === 0) {
+        assert.ok(performance.now() < deadline, 'the notification was never dropped')
+        await new Promise((resolve) => setTimeout(resolve, 5))
+      }
+      assert.equal(store.droppedNotifications(), 1)
+      await assert.rejects(sub.next({ timeoutMs: 100 }), (e) => /** @type {any} */ (e).code === 'timeout')
+      await new Promise((resolve) => setTimeout(resolve, 600)) // the mute's span: this test is about it passing
+      await client.set('k', 'seen')
+      const { value } = await sub.next({ timeoutMs: 10000 })
+      assert.equal(/** @type {any} */ (value).text, 'seen')
+      assert.equal(store.droppedNotifications(), 1)
+    } finally {
+      sub.close()
+    }
+  }))
+
+  test('forgetRegistrations: every registration gone, counted; nothing tells the client', () => withStore(async (store, client) => {
+    const a = await client.observe('a').ready()
+    const b = await client.observe('b').ready()
+    try {
+      assert.equal(store.forgetRegistrations(), 2)
+      assert.equal(store.forgetRegistrations(), 0)
+      await client.set('a', 'unseen')
+      await assert.rejects(a.next({ timeoutMs: 200 }), (e) => /** @type {any} */ (e).code === 'timeout')
+    } finally {
+      a.close()
+      b.close()
+    }
   }))
 
   test('failNext: the next n requests of the command fail with the error, as the service sends it', () => withStore(async (store, client) => {

@@ -70,7 +70,8 @@ impl NativeClient {
     }
 
     /// The client-side cache's counters as a plain object, each under its name in the core's
-    /// `CACHE_COUNTERS` (in that order), or `null` when the client has no cache.
+    /// `CACHE_COUNTERS` (in that order) in camelCase (`lease_renewals` is `leaseRenewals`, as
+    /// every Node name of the vocabulary), or `null` when the client has no cache.
     #[napi(ts_return_type = "Record<string, number> | null")]
     pub fn cache_stats<'env>(&self, env: &'env Env) -> napi::Result<Option<Object<'env>>> {
         let Some(stats) = self.store.cache_stats() else {
@@ -78,7 +79,7 @@ impl NativeClient {
         };
         let mut object = Object::new(env)?;
         for (name, value) in stats.pairs() {
-            object.set_named_property(name, value as f64)?;
+            object.set_named_property(&mqstate::vocabulary::camel_case(name), value as f64)?;
         }
         Ok(Some(object))
     }
