@@ -18,7 +18,7 @@
 //!
 //! A read's *lag* is how long before it began the store had acknowledged a newer write of
 //! the key. An entry answers only while the client holds a **freshness lease**
-//! ([`lease`]): a proof, renewed through the store itself, that the store's notification
+//! (`cache/lease.rs`): a proof, renewed through the store itself, that the store's notification
 //! path to this client is alive and that every notification published before the proof has
 //! been applied. The client registers (KEYNOTIFY) a private canary key
 //! (`__mqstate/cache-lease/{client id}`, expiring 30 s after its last renewal) and, while the
@@ -63,8 +63,8 @@
 //!   within one notification's delay: `docs/benchmarks.md` measures it).
 //! - A read with `bypass_cache` goes to the store, and so do the lock and election helpers.
 //!
-//! The state machines are [`state`] (the entries) and [`lease`] (the proofs), both pure and
-//! tested alone; the wire work is the client's (`client/cached.rs`).
+//! The state machines are `cache/state.rs` (the entries) and `cache/lease.rs` (the proofs),
+//! both pure and tested alone; the wire work is the client's (`client/cached.rs`).
 
 mod lease;
 mod options;

@@ -20,7 +20,7 @@ use super::handoff::{Handoff, Host};
 
 /// How long the background thread first leaves the runtime to blocking waiters after the
 /// last one. It takes the runtime back after a whole linger without a new waiter; while
-/// waiters keep coming, each linger is twice the last, up to [`LINGER_MAX`] ([`linger_for`]).
+/// waiters keep coming, each linger is twice the last, up to [`LINGER_MAX`] (`linger_for`).
 pub const LINGER: Duration = Duration::from_millis(1);
 /// The longest linger. Two of them bound how long a notification, a keep-alive or a call
 /// nobody waits for can wait while blocking callers are between calls: the last waiter can
