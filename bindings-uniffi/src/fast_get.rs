@@ -1,9 +1,9 @@
 //! The client-side cache's hits for the JVM, past uniffi's calling convention.
 //!
 //! Every uniffi call from Kotlin allocates a JNA `Structure` for its call status and marshals
-//! it by reflection, and a byte array crosses as another one (a `RustBuffer`): 13–25 µs for a
-//! call that returns a `bool`, measured on this machine, which left a cached `get` at 36 µs
-//! against 275 µs uncached (7.7×). A hit needs none of that: [`mqstate_uniffi_cache_get`] is a
+//! it by reflection, and a byte array crosses as another one (a `RustBuffer`): tens of
+//! microseconds for a call that returns a `bool`, which left a cached `get` at 7.7× an
+//! uncached one (docs/benchmarks.md, "Client-side cache", has the measurement). A hit needs none of that: [`mqstate_uniffi_cache_get`] is a
 //! plain C function of integers and byte arrays that JNA's direct mapping calls in about a
 //! microsecond. The Kotlin layer (`Client.get`) asks it first, and goes to uniffi's
 //! `get_after_miss` when it answers "go to the store".

@@ -1,6 +1,7 @@
 //! Model tests of who drives the library's runtime: `core/src/bridge/runtime/handoff.rs`,
-//! the very file the library compiles, run under loom, which tries every interleaving of
-//! the threads of each scenario and fails on any that deadlocks or breaks an assertion.
+//! the very file the library compiles, run under loom, which tries the interleavings of the
+//! threads of each scenario with up to two preemptions (`preemption_bound`: loom's bounded
+//! search, not every interleaving) and fails on any that deadlocks or breaks an assertion.
 //!
 //! The model host stands for tokio and the threads:
 //!

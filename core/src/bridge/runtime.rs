@@ -55,8 +55,8 @@
 //! waiter drives, or by the last waiter to leave. The driving thread, out of work with no
 //! call in flight, spins up to [`SPIN`] before it sleeps in the kernel.
 //!
-//! `core/tests/runtime_model.rs` runs `handoff.rs` under loom (every interleaving of a lone
-//! waiter, two waiters, an awaited call beside a waiter) with no timeout on the lingering:
+//! `core/tests/runtime_model.rs` runs `handoff.rs` under loom (the interleavings of a lone
+//! waiter, two waiters, an awaited call beside a waiter, up to two preemptions each) with no timeout on the lingering:
 //! each hand-over must come from a signal, never from a linger running out. It found the
 //! two cases above that the table now spells out (a waiter entering as the worker starts
 //! driving; a call asking while the worker hands over); each cost up to a linger.

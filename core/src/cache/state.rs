@@ -41,8 +41,7 @@ impl Change {
 
     /// The same change with its value in an allocation of its own. A value read off the
     /// connection is a slice of the buffer its packet arrived in, which it would keep alive
-    /// for as long as the entry lives: 1 KiB per entry beyond key and value, measured with
-    /// `mqstate bench --cache --observe-keys 100000`, before this copy.
+    /// for as long as the entry lives (docs/benchmarks.md, "Memory per cached entry").
     fn compact(self) -> Change {
         Change {
             value: self.value.map(|v| Bytes::copy_from_slice(&v)),
