@@ -758,6 +758,29 @@ typedef struct mqstate_cache_stats {
    * Key and value bytes held now.
    */
   uint64_t bytes;
+  /**
+   * Renewals of the freshness lease sent.
+   */
+  uint64_t lease_renewals;
+  /**
+   * Times the lease ran out with no renewal on its way (nothing read for a while).
+   */
+  uint64_t lease_expiries;
+  /**
+   * Times the lease failed (a renewal refused, lost or late; a notification backlog):
+   * every entry made before is read from the store again before it answers.
+   */
+  uint64_t lease_failures;
+  /**
+   * Reads of cached keys sent to the store because the lease did not hold (counted in
+   * `misses` too).
+   */
+  uint64_t lease_misses;
+  /**
+   * KEYNOTIFYs the store refused: those keys are read from the store, uncached, until the
+   * next connection.
+   */
+  uint64_t refused;
 } mqstate_cache_stats;
 
 /**
@@ -2481,6 +2504,47 @@ mqstate_status mqstate_local_store_clear(const struct mqstate_local_store *store
  */
 mqstate_status mqstate_local_store_held_requests(const struct mqstate_local_store *store,
                                                  size_t *held);
+
+/**
+ * Drops every notification the store sends for `duration_ms` milliseconds, unsent (the
+ * shape of a notification path gone silent: a dead link the keep-alive has not noticed, a
+ * hung broker, a broker whose queue for the client is full). Requests are answered as
+ * usual. A mute armed while one runs extends it if it ends later. Returns at once, in
+ * effect. `duration_ms` is required: 0 is `MQSTATE_STATUS_INVALID_ARGUMENT` (at least 1 ms).
+ *
+ * Errors: `MQSTATE_STATUS_CLOSED` (stopped), `MQSTATE_STATUS_INVALID_ARGUMENT`.
+ *
+ * # Safety
+ * `store` must be NULL or a live store.
+ */
+mqstate_status mqstate_local_store_drop_notifications(const struct mqstate_local_store *store,
+                                                      uint64_t duration_ms);
+
+/**
+ * How many notifications `mqstate_local_store_drop_notifications` has dropped so far, this
+ * run of the store (`*dropped`; 0 on failure).
+ *
+ * Errors: `MQSTATE_STATUS_CLOSED` (stopped), `MQSTATE_STATUS_INVALID_ARGUMENT`.
+ *
+ * # Safety
+ * `store` must be NULL or a live store; `dropped` NULL or writable.
+ */
+mqstate_status mqstate_local_store_dropped_notifications(const struct mqstate_local_store *store,
+                                                         size_t *dropped);
+
+/**
+ * Forgets every client's KEYNOTIFY registrations while their connections and sessions stay
+ * up — what a store restarted behind its broker leaves its clients with: no notification
+ * of any key they observed, and nothing on the connection to say so. `*forgotten` (may be
+ * NULL) is how many there were (0 on failure).
+ *
+ * Errors: `MQSTATE_STATUS_CLOSED` (stopped), `MQSTATE_STATUS_INVALID_ARGUMENT`.
+ *
+ * # Safety
+ * `store` must be NULL or a live store; `forgotten` NULL or writable.
+ */
+mqstate_status mqstate_local_store_forget_registrations(const struct mqstate_local_store *store,
+                                                        size_t *forgotten);
 
 /**
  * The topic every request is published to, as a static NUL-terminated string (the same

@@ -469,8 +469,73 @@ pub extern "C" fn mqstate_local_store_held_requests(
     count_into(store, held, LocalStore::held_requests)
 }
 
+/// Drops every notification the store sends for `duration_ms` milliseconds, unsent (the
+/// shape of a notification path gone silent: a dead link the keep-alive has not noticed, a
+/// hung broker, a broker whose queue for the client is full). Requests are answered as
+/// usual. A mute armed while one runs extends it if it ends later. Returns at once, in
+/// effect. `duration_ms` is required: 0 is `MQSTATE_STATUS_INVALID_ARGUMENT` (at least 1 ms).
+///
+/// Errors: `MQSTATE_STATUS_CLOSED` (stopped), `MQSTATE_STATUS_INVALID_ARGUMENT`.
+///
+/// # Safety
+/// `store` must be NULL or a live store.
+#[unsafe(no_mangle)]
+pub extern "C" fn mqstate_local_store_drop_notifications(
+    store: *const mqstate_local_store,
+    duration_ms: u64,
+) -> mqstate_status {
+    boundary(|| {
+        let local = enter(store)?;
+        if duration_ms == 0 {
+            return Err(Failure::invalid(
+                "duration_ms is 0: notifications are dropped for at least 1 ms",
+            ));
+        }
+        let duration = Duration::from_millis(duration_ms);
+        call(&local, move |slot| async move {
+            if slot.stopped {
+                return Err(stopped());
+            }
+            slot.store.drop_notifications(duration)
+        })
+    })
+}
+
+/// How many notifications `mqstate_local_store_drop_notifications` has dropped so far, this
+/// run of the store (`*dropped`; 0 on failure).
+///
+/// Errors: `MQSTATE_STATUS_CLOSED` (stopped), `MQSTATE_STATUS_INVALID_ARGUMENT`.
+///
+/// # Safety
+/// `store` must be NULL or a live store; `dropped` NULL or writable.
+#[unsafe(no_mangle)]
+pub extern "C" fn mqstate_local_store_dropped_notifications(
+    store: *const mqstate_local_store,
+    dropped: *mut usize,
+) -> mqstate_status {
+    count_into(store, dropped, LocalStore::dropped_notifications)
+}
+
+/// Forgets every client's KEYNOTIFY registrations while their connections and sessions stay
+/// up — what a store restarted behind its broker leaves its clients with: no notification
+/// of any key they observed, and nothing on the connection to say so. `*forgotten` (may be
+/// NULL) is how many there were (0 on failure).
+///
+/// Errors: `MQSTATE_STATUS_CLOSED` (stopped), `MQSTATE_STATUS_INVALID_ARGUMENT`.
+///
+/// # Safety
+/// `store` must be NULL or a live store; `forgotten` NULL or writable.
+#[unsafe(no_mangle)]
+pub extern "C" fn mqstate_local_store_forget_registrations(
+    store: *const mqstate_local_store,
+    forgotten: *mut usize,
+) -> mqstate_status {
+    count_into(store, forgotten, LocalStore::forget_registrations)
+}
+
 /// Writes the count `read` gives of the running store to `*out` (0 first, so a failure leaves
-/// 0): the body of `mqstate_local_store_clear` and `mqstate_local_store_held_requests`.
+/// 0): the body of `mqstate_local_store_clear`, `mqstate_local_store_held_requests`,
+/// `mqstate_local_store_dropped_notifications` and `mqstate_local_store_forget_registrations`.
 ///
 /// # Safety
 /// `store` must be NULL or a live store; `out` NULL or writable.

@@ -94,6 +94,26 @@ static bool until_reads(mqstate_client *c, const char *key, const char *want) {
     }
 }
 
+/* Hits and misses as they would be with the lease always held: a read the lease sent to the
+   store (`lease_misses`, before the first renewal came back) counted as the hit it would
+   have been. Counts that depend on how fast the first renewal travels would be flaky. */
+static uint64_t settled_hits(mqstate_cache_stats s) { return s.hits + s.lease_misses; }
+static uint64_t settled_misses(mqstate_cache_stats s) { return s.misses - s.lease_misses; }
+
+/* Reads `key` until a read is answered from the cache (the lease proven); false after
+   BOUND_MS. */
+static bool until_hit(mqstate_client *c, const char *key) {
+    uint64_t deadline = now_ms() + BOUND_MS;
+    for (;;) {
+        uint64_t before = stats_of(c).hits;
+        bool matches = false;
+        (void)get_is(c, key, NULL, false, 2000, &matches);
+        if (stats_of(c).hits > before) return true;
+        if (now_ms() > deadline) return false;
+        sleep_ms(2);
+    }
+}
+
 /* Repeated GETs hit after one miss; another client's SET arrives by notification. */
 static void test_hits_and_notifications(void) {
     mqstate_local_store *store = NULL;
@@ -108,28 +128,33 @@ static void test_hits_and_notifications(void) {
     CHECK(memcmp(&s, &zero, sizeof s) == 0, "a new cache counts nothing");
     CHECK(reads(reader, "asset:1", "pump"), "the first read");
     s = stats_of(reader);
-    CHECK(s.hits == 0 && s.misses == 1 && s.entries == 1 && s.evictions == 0 &&
-              s.invalidations == 0 && s.bytes == strlen("asset:1pump"),
+    CHECK(settled_hits(s) == 0 && settled_misses(s) == 1 && s.entries == 1 &&
+              s.evictions == 0 && s.invalidations == 0 && s.bytes == strlen("asset:1pump"),
           "one miss, one entry: hits %llu misses %llu entries %llu bytes %llu",
           (unsigned long long)s.hits, (unsigned long long)s.misses,
           (unsigned long long)s.entries, (unsigned long long)s.bytes);
+    CHECK(s.lease_renewals >= 1, "a renewal proves the lease");
     for (int i = 0; i < 20; i++) CHECK(reads(reader, "asset:1", "pump"), "read %d", i);
     s = stats_of(reader);
-    CHECK(s.hits == 20 && s.misses == 1, "then hits: %llu hits, %llu misses",
-          (unsigned long long)s.hits, (unsigned long long)s.misses);
+    CHECK(settled_hits(s) == 20 && settled_misses(s) == 1,
+          "then hits: %llu hits, %llu misses, %llu lease misses", (unsigned long long)s.hits,
+          (unsigned long long)s.misses, (unsigned long long)s.lease_misses);
     CHECK(reads(reader, "missing", NULL), "a missing key");
     CHECK(reads(reader, "missing", NULL), "a missing key, again");
     s = stats_of(reader);
-    CHECK(s.hits == 21 && s.misses == 2 && s.entries == 2, "a missing key is cached too");
+    CHECK(settled_hits(s) == 21 && settled_misses(s) == 2 && s.entries == 2,
+          "a missing key is cached too");
 
     CHECK_STATUS(set_text(writer, "asset:1", "valve", 0), MQSTATE_STATUS_OK, "set valve");
     CHECK(until_reads(reader, "asset:1", "valve"), "the reader reads the new value");
     s = stats_of(reader);
-    CHECK(s.misses == 2, "the change came by notification, not by a read of the store: %llu",
-          (unsigned long long)s.misses);
+    CHECK(settled_misses(s) == 2,
+          "the change came by notification, not by a read of the store: %llu",
+          (unsigned long long)settled_misses(s));
     CHECK(s.invalidations >= 1, "the notification changed the entry: %llu",
           (unsigned long long)s.invalidations);
-    CHECK(s.hits > 21, "the new value was read from the cache: %llu", (unsigned long long)s.hits);
+    CHECK(settled_hits(s) > 21, "the new value was read from the cache: %llu",
+          (unsigned long long)settled_hits(s));
 
     mqstate_client_close(reader);
     mqstate_client_close(writer);
@@ -143,8 +168,8 @@ static void test_bypass_cache(void) {
     mqstate_client *reader = connect_with(store, CACHED);
     CHECK_STATUS(set_text(reader, "k", "v", 0), MQSTATE_STATUS_OK, "set");
     CHECK(reads(reader, "k", "v"), "cached");
+    CHECK(until_hit(reader, "k"), "the lease is proven: the next read is answered from memory");
     mqstate_cache_stats before = stats_of(reader);
-    CHECK(before.hits == 0 && before.misses == 1, "one miss");
 
     /* The next GET the store sees fails: a read the cache answers never gets there, one that
        bypasses it does. */
@@ -195,7 +220,7 @@ static void fault_invalidates(mqstate_local_store *store, mqstate_client *reader
     snprintf(key, sizeof key, "%s-key", fault);
     CHECK_STATUS(set_text(writer, key, "old", 0), MQSTATE_STATUS_OK, fault);
     CHECK(reads(reader, key, "old"), "%s: a miss", fault);
-    CHECK(reads(reader, key, "old"), "%s: a hit", fault);
+    CHECK(until_hit(reader, key), "%s: a hit", fault);
     mqstate_cache_stats before = stats_of(reader);
     CHECK(before.hits >= 1 && before.entries >= 1, "%s: cached", fault);
     if (strcmp(fault, "restart") == 0) {
@@ -288,6 +313,10 @@ static void test_off_and_arguments(void) {
                  MQSTATE_STATUS_INVALID_ARGUMENT, "cache_max_entries 0");
     CHECK_STATUS(mqstate_settings_set(settings, "cache", "maybe"), MQSTATE_STATUS_INVALID_ARGUMENT,
                  "cache is a boolean");
+    CHECK_STATUS(mqstate_settings_set(settings, "cache_freshness", "300"), MQSTATE_STATUS_OK,
+                 "cache_freshness: a bare number is seconds");
+    CHECK_STATUS(mqstate_settings_set(settings, "cache_freshness", "soon"),
+                 MQSTATE_STATUS_INVALID_ARGUMENT, "cache_freshness is a duration");
     mqstate_settings_free(settings);
 
     mqstate_client_close(narrow);
@@ -296,9 +325,150 @@ static void test_off_and_arguments(void) {
     mqstate_local_store_free(store);
 }
 
+/* The freshness bound of the lease tests: short, so that a lagging read shows. */
+#define FRESHNESS_MS 300
+
+/* A reader of "k" ("old", cached, the lease proven) with `freshness` (a duration's text),
+   and a writer, into *reader and *writer. */
+static void warm_reader(const mqstate_local_store *store, const char *freshness,
+                        mqstate_client **reader, mqstate_client **writer) {
+    const char *const pairs[] = {"cache", "true", "cache_freshness", freshness, NULL};
+    *reader = connect_with(store, pairs);
+    *writer = connect_with(store, NULL);
+    CHECK_STATUS(set_text(*writer, "k", "old", 0), MQSTATE_STATUS_OK, "set old");
+    CHECK(until_hit(*reader, "k"), "the lease is proven");
+}
+
+/* Writes "new" to "k" with `writer` and reads it from `reader` until it reads "new": every
+   read that answers "old" must have begun less than `freshness_ms` after the write was
+   acknowledged. */
+static void lag_within(mqstate_client *reader, mqstate_client *writer, uint64_t freshness_ms) {
+    CHECK_STATUS(set_text(writer, "k", "new", 0), MQSTATE_STATUS_OK, "set new");
+    uint64_t acknowledged = now_ms();
+    for (;;) {
+        uint64_t began = now_ms();
+        bool is_old = false;
+        CHECK_STATUS(get_is(reader, "k", "old", false, 0, &is_old), MQSTATE_STATUS_OK, "get");
+        if (!is_old) return; /* "new": only "old" and "new" are ever written */
+        /* now_ms counts whole milliseconds: a lag under the bound may read as the bound,
+           never more. */
+        uint64_t lag = began - acknowledged;
+        if (lag > freshness_ms) {
+            CHECK(false, "a cached read lagged %llu ms behind the store (bound %llu ms)",
+                  (unsigned long long)lag, (unsigned long long)freshness_ms);
+            return;
+        }
+        if (now_ms() - acknowledged > BOUND_MS) {
+            CHECK(false, "never read the new value");
+            return;
+        }
+        sleep_ms(2);
+    }
+}
+
+/* Reads "k" (whatever it answers) until the reader's lease has failed; false after BOUND_MS. */
+static bool until_lease_failed(mqstate_client *reader) {
+    uint64_t deadline = now_ms() + BOUND_MS;
+    while (stats_of(reader).lease_failures == 0) {
+        if (now_ms() > deadline) return false;
+        bool matches = false;
+        (void)get_is(reader, "k", NULL, false, 2000, &matches);
+        sleep_ms(5);
+    }
+    return true;
+}
+
+/* drop_notifications: a silent notification path is noticed within the freshness bound. */
+static void test_a_silent_notification_path(void) {
+    mqstate_local_store *store = NULL;
+    CHECK_STATUS(mqstate_local_store_start(&store), MQSTATE_STATUS_OK, "start");
+    mqstate_client *reader = NULL, *writer = NULL;
+    warm_reader(store, "300ms", &reader, &writer);
+    /* Everything the store publishes is lost for 2 s: the write's notification, and the
+       lease's renewals. */
+    CHECK_STATUS(mqstate_local_store_drop_notifications(store, 2000), MQSTATE_STATUS_OK, "mute");
+    lag_within(reader, writer, FRESHNESS_MS);
+    size_t dropped = 0;
+    CHECK_STATUS(mqstate_local_store_dropped_notifications(store, &dropped), MQSTATE_STATUS_OK,
+                 "dropped");
+    CHECK(dropped >= 1, "notifications were dropped: %zu", dropped);
+    CHECK(until_lease_failed(reader), "the lease fails");
+    CHECK(stats_of(reader).lease_misses >= 1, "reads went to the store meanwhile");
+    /* Once the path is back, the key is registered anew and others' writes arrive again. */
+    sleep_ms(2000); /* the mute's span: this test is about it passing */
+    CHECK(until_hit(reader, "k"), "hits again");
+    CHECK_STATUS(set_text(writer, "k", "newer", 0), MQSTATE_STATUS_OK, "set newer");
+    CHECK(until_reads(reader, "k", "newer"), "the reader reads the newer value");
+    CHECK(until_hit(reader, "k"), "and hits");
+    mqstate_client_close(reader);
+    mqstate_client_close(writer);
+    mqstate_local_store_free(store);
+}
+
+/* forget_registrations: a store that lost its registrations is noticed within the bound. */
+static void test_a_store_that_lost_its_registrations(void) {
+    mqstate_local_store *store = NULL;
+    CHECK_STATUS(mqstate_local_store_start(&store), MQSTATE_STATUS_OK, "start");
+    mqstate_client *reader = NULL, *writer = NULL;
+    warm_reader(store, "300ms", &reader, &writer);
+    /* The store restarted behind its broker: connections up, registrations gone. */
+    size_t forgotten = 0;
+    CHECK_STATUS(mqstate_local_store_forget_registrations(store, &forgotten), MQSTATE_STATUS_OK,
+                 "forget");
+    CHECK(forgotten >= 2, "k and the canary: %zu", forgotten);
+    lag_within(reader, writer, FRESHNESS_MS);
+    CHECK(until_lease_failed(reader), "the lease fails");
+    /* Registered anew on the next reads: changes come by notification again. */
+    CHECK(until_hit(reader, "k"), "hits again");
+    uint64_t misses = stats_of(reader).misses;
+    CHECK_STATUS(set_text(writer, "k", "newer", 0), MQSTATE_STATUS_OK, "set newer");
+    CHECK(until_reads(reader, "k", "newer"), "the reader reads the newer value");
+    CHECK(until_hit(reader, "k"), "and hits");
+    mqstate_cache_stats s = stats_of(reader);
+    CHECK(s.misses - misses <= s.lease_misses + 1,
+          "the change came by notification, not by reading the store each time: misses %llu "
+          "→ %llu, lease misses %llu",
+          (unsigned long long)misses, (unsigned long long)s.misses,
+          (unsigned long long)s.lease_misses);
+    mqstate_client_close(reader);
+    mqstate_client_close(writer);
+    mqstate_local_store_free(store);
+}
+
+/* An idle cache sends no renewal; the next read counts an expiry and a lease miss. */
+static void test_an_idle_cache(void) {
+    mqstate_local_store *store = NULL;
+    CHECK_STATUS(mqstate_local_store_start(&store), MQSTATE_STATUS_OK, "start");
+    mqstate_client *reader = NULL, *writer = NULL;
+    warm_reader(store, "200ms", &reader, &writer);
+    sleep_ms(200); /* this test is about time passing with nothing read */
+    mqstate_cache_stats idle = stats_of(reader);
+    sleep_ms(200 * 5);
+    mqstate_cache_stats after = stats_of(reader);
+    CHECK(after.lease_renewals == idle.lease_renewals, "no renewal while nothing is read");
+    /* The first read after finds the lease expired, goes to the store, and renews. */
+    CHECK(reads(reader, "k", "old"), "old");
+    mqstate_cache_stats s = stats_of(reader);
+    CHECK(s.lease_expiries == idle.lease_expiries + 1, "one expiry: %llu → %llu",
+          (unsigned long long)idle.lease_expiries, (unsigned long long)s.lease_expiries);
+    CHECK(s.lease_misses == after.lease_misses + 1, "one lease miss: %llu → %llu",
+          (unsigned long long)after.lease_misses, (unsigned long long)s.lease_misses);
+    CHECK(s.lease_renewals == after.lease_renewals + 1, "one renewal: %llu → %llu",
+          (unsigned long long)after.lease_renewals, (unsigned long long)s.lease_renewals);
+    CHECK(s.lease_failures == 0, "an idle lease expires, it does not fail: %llu",
+          (unsigned long long)s.lease_failures);
+    CHECK(until_hit(reader, "k"), "hits again");
+    mqstate_client_close(reader);
+    mqstate_client_close(writer);
+    mqstate_local_store_free(store);
+}
+
 void test_cache(void) {
     test_hits_and_notifications();
     test_bypass_cache();
     test_faults_invalidate();
     test_off_and_arguments();
+    test_a_silent_notification_path();
+    test_a_store_that_lost_its_registrations();
+    test_an_idle_cache();
 }

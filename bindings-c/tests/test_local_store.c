@@ -272,6 +272,19 @@ static void test_errors_and_stop(void) {
                  MQSTATE_STATUS_INVALID_ARGUMENT, "error not UTF-8");
     CHECK_STATUS(mqstate_local_store_pause(store, 0), MQSTATE_STATUS_INVALID_ARGUMENT, "pause 0");
     CHECK(strstr(last_error(), "duration_ms") != NULL, "names it: %s", last_error());
+    CHECK_STATUS(mqstate_local_store_drop_notifications(store, 0), MQSTATE_STATUS_INVALID_ARGUMENT,
+                 "drop_notifications 0");
+    CHECK(strstr(last_error(), "duration_ms") != NULL, "names it: %s", last_error());
+    size_t dropped = 7;
+    CHECK_STATUS(mqstate_local_store_dropped_notifications(store, &dropped), MQSTATE_STATUS_OK,
+                 "dropped_notifications");
+    CHECK(dropped == 0, "nothing dropped: %zu", dropped);
+    size_t forgotten = 7;
+    CHECK_STATUS(mqstate_local_store_forget_registrations(store, &forgotten), MQSTATE_STATUS_OK,
+                 "forget_registrations");
+    CHECK(forgotten == 0, "nothing registered: %zu", forgotten);
+    CHECK_STATUS(mqstate_local_store_forget_registrations(store, NULL), MQSTATE_STATUS_OK,
+                 "forget_registrations, the count unwanted");
     CHECK_STATUS(mqstate_local_store_get(store, NULL, 3, &(mqstate_value *){NULL}),
                  MQSTATE_STATUS_INVALID_ARGUMENT, "NULL key with a length");
     CHECK_STATUS(mqstate_local_store_get(store, (const uint8_t *)"k", 1, NULL),
@@ -300,6 +313,16 @@ static void test_errors_and_stop(void) {
     n = 7;
     CHECK_STATUS(mqstate_local_store_held_requests(NULL, &n), MQSTATE_STATUS_INVALID_ARGUMENT,
                  "held_requests NULL");
+    CHECK(n == 0, "the count is reset on failure");
+    CHECK_STATUS(mqstate_local_store_drop_notifications(NULL, 10), MQSTATE_STATUS_INVALID_ARGUMENT,
+                 "drop_notifications NULL");
+    n = 7;
+    CHECK_STATUS(mqstate_local_store_dropped_notifications(NULL, &n),
+                 MQSTATE_STATUS_INVALID_ARGUMENT, "dropped_notifications NULL");
+    CHECK(n == 0, "the count is reset on failure");
+    n = 7;
+    CHECK_STATUS(mqstate_local_store_forget_registrations(NULL, &n),
+                 MQSTATE_STATUS_INVALID_ARGUMENT, "forget_registrations NULL");
     CHECK(n == 0, "the count is reset on failure");
     CHECK(mqstate_local_store_url(NULL) == NULL, "url of NULL");
     CHECK(mqstate_local_store_port(NULL) == 0, "port of NULL");
@@ -330,6 +353,12 @@ static void test_errors_and_stop(void) {
     CHECK_STATUS(mqstate_local_store_clear(store, &n), MQSTATE_STATUS_CLOSED, "clear");
     CHECK_STATUS(mqstate_local_store_held_requests(store, &n), MQSTATE_STATUS_CLOSED,
                  "held_requests");
+    CHECK_STATUS(mqstate_local_store_drop_notifications(store, 10), MQSTATE_STATUS_CLOSED,
+                 "drop_notifications");
+    CHECK_STATUS(mqstate_local_store_dropped_notifications(store, &n), MQSTATE_STATUS_CLOSED,
+                 "dropped_notifications");
+    CHECK_STATUS(mqstate_local_store_forget_registrations(store, &n), MQSTATE_STATUS_CLOSED,
+                 "forget_registrations");
     CHECK(strstr(last_error(), "stopped") != NULL, "says so: %s", last_error());
 
     /* A client of a stopped store is refused. */

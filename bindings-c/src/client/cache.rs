@@ -25,13 +25,37 @@ pub struct mqstate_cache_stats {
     pub entries: u64,
     /// Key and value bytes held now.
     pub bytes: u64,
+    /// Renewals of the freshness lease sent.
+    pub lease_renewals: u64,
+    /// Times the lease ran out with no renewal on its way (nothing read for a while).
+    pub lease_expiries: u64,
+    /// Times the lease failed (a renewal refused, lost or late; a notification backlog):
+    /// every entry made before is read from the store again before it answers.
+    pub lease_failures: u64,
+    /// Reads of cached keys sent to the store because the lease did not hold (counted in
+    /// `misses` too).
+    pub lease_misses: u64,
+    /// KEYNOTIFYs the store refused: those keys are read from the store, uncached, until the
+    /// next connection.
+    pub refused: u64,
 }
 
 impl From<CacheStats> for mqstate_cache_stats {
     fn from(stats: CacheStats) -> Self {
         // By position: the core's order of the counters is the order of this struct's fields.
-        let [hits, misses, evictions, invalidations, entries, bytes] =
-            stats.pairs().map(|(_, value)| value);
+        let [
+            hits,
+            misses,
+            evictions,
+            invalidations,
+            entries,
+            bytes,
+            lease_renewals,
+            lease_expiries,
+            lease_failures,
+            lease_misses,
+            refused,
+        ] = stats.pairs().map(|(_, value)| value);
         mqstate_cache_stats {
             hits,
             misses,
@@ -39,6 +63,11 @@ impl From<CacheStats> for mqstate_cache_stats {
             invalidations,
             entries,
             bytes,
+            lease_renewals,
+            lease_expiries,
+            lease_failures,
+            lease_misses,
+            refused,
         }
     }
 }
@@ -56,6 +85,11 @@ mod tests {
             invalidations: 4,
             entries: 5,
             bytes: 6,
+            lease_renewals: 7,
+            lease_expiries: 8,
+            lease_failures: 9,
+            lease_misses: 10,
+            refused: 11,
         };
         let c = mqstate_cache_stats::from(core);
         let fields = [
@@ -65,8 +99,13 @@ mod tests {
             c.invalidations,
             c.entries,
             c.bytes,
+            c.lease_renewals,
+            c.lease_expiries,
+            c.lease_failures,
+            c.lease_misses,
+            c.refused,
         ];
         assert_eq!(fields, core.pairs().map(|(_, v)| v));
-        assert_eq!(fields, [1, 2, 3, 4, 5, 6]);
+        assert_eq!(fields, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
     }
 }
