@@ -17,9 +17,9 @@ const { Lock, Election } = require('./locks.js')
 /**
  * A `get` answered from the cache settles no native Promise: a loop of hits would run as
  * microtasks only, and starve timers, I/O and `setImmediate` callbacks. Every this many hits
- * in a row, `get` resolves after a macrotask (`setImmediate`) instead. The core's rule for
- * its own hits is tokio's cooperative budget (`consume_budget` in `Client::get_with`), which
- * names no number a binding can read; this is the same bound in every binding's own layer.
+ * in a row, `get` resolves after a macrotask (`setImmediate`) instead. The number is the
+ * core's (`mqstate::vocabulary::CACHE_HIT_YIELD_EVERY`, `cache_hit_yield_every` in
+ * core/vocabulary.json; test/vocabulary.test.mjs checks it).
  */
 const CACHE_HIT_YIELD_EVERY = 64
 

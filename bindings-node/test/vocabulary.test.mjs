@@ -373,6 +373,13 @@ describe('words', () => {
     assert.equal(checker.typeToString(signature.getReturnType()), 'CacheStats | null')
   })
 
+  test('the cache-hit yield is the core\'s number (cache_hit_yield_every)', () => {
+    const source = readFileSync(path.join(projectRoot, 'bindings-node', 'lib', 'client.js'), 'utf8')
+    const found = /^const CACHE_HIT_YIELD_EVERY = (\d+)$/m.exec(source)
+    assert.ok(found, 'lib/client.js declares CACHE_HIT_YIELD_EVERY')
+    assert.equal(Number(found[1]), vocabulary.cache_hit_yield_every)
+  })
+
   test('index.d.ts: each event\'s type and its fields under the Node names', () => {
     /** The class of each event (Node has one per shape; degraded and restored share one). */
     const classOfEvent = { change: 'Change', holder: 'HolderChange', status: 'LockStatus', degraded: 'ConnectionEvent', restored: 'ConnectionEvent' }
