@@ -237,6 +237,37 @@ impl LocalStore {
     pub fn held_requests(&self) -> Result<u64, MqstateError> {
         self.with(|emulator| Ok(u64::try_from(emulator.held_requests()?).unwrap_or(u64::MAX)))
     }
+
+    /// Drops every notification the store sends for `duration` (at least 1 ms), unsent: a
+    /// notification path gone silent (requests are still answered). Returns at once, in
+    /// effect; a mute armed while one runs extends it if it ends later.
+    pub fn drop_notifications(&self, duration: Seconds) -> Result<(), MqstateError> {
+        let name = option_name(Language::Kotlin, "duration", Unit::Duration);
+        let duration = secs_to_duration(&name, duration.0)?;
+        if duration < SHORTEST_PAUSE {
+            return Err(Error::invalid_argument(format!(
+                "drop_notifications: {name} must be at least 1 ms (got {duration:?})"
+            ))
+            .into());
+        }
+        self.with(|emulator| emulator.drop_notifications(duration))
+    }
+
+    /// How many notifications `drop_notifications` has dropped so far (this run of the
+    /// store).
+    pub fn dropped_notifications(&self) -> Result<u64, MqstateError> {
+        self.with(|emulator| {
+            Ok(u64::try_from(emulator.dropped_notifications()?).unwrap_or(u64::MAX))
+        })
+    }
+
+    /// Forgets every client's KEYNOTIFY registrations while their connections stay up (a
+    /// store restarted behind its broker); how many there were.
+    pub fn forget_registrations(&self) -> Result<u64, MqstateError> {
+        self.with(
+            |emulator| Ok(u64::try_from(emulator.forget_registrations()?).unwrap_or(u64::MAX)),
+        )
+    }
 }
 
 #[cfg(test)]

@@ -333,14 +333,38 @@ pub struct CacheStats {
     pub entries: u64,
     /// Key and value bytes held now.
     pub bytes: u64,
+    /// Renewals of the freshness lease sent.
+    pub lease_renewals: u64,
+    /// Times the lease ran out with no renewal on its way (nothing read for a while).
+    pub lease_expiries: u64,
+    /// Times the lease failed (a renewal refused, lost or late; a notification backlog):
+    /// every entry made before is read from the store again before it answers.
+    pub lease_failures: u64,
+    /// Reads of cached keys sent to the store because the lease did not hold (counted in
+    /// `misses` too).
+    pub lease_misses: u64,
+    /// KEYNOTIFYs the store refused: those keys are read from the store, uncached, until the
+    /// next connection.
+    pub refused: u64,
 }
 
 impl From<mqstate::CacheStats> for CacheStats {
     fn from(stats: mqstate::CacheStats) -> CacheStats {
         // By position: the core's order of the counters is the order of these fields (the
         // Kotlin suite's VocabularyTest holds the generated class to `cache_counters`).
-        let [hits, misses, evictions, invalidations, entries, bytes] =
-            stats.pairs().map(|(_, value)| value);
+        let [
+            hits,
+            misses,
+            evictions,
+            invalidations,
+            entries,
+            bytes,
+            lease_renewals,
+            lease_expiries,
+            lease_failures,
+            lease_misses,
+            refused,
+        ] = stats.pairs().map(|(_, value)| value);
         CacheStats {
             hits,
             misses,
@@ -348,6 +372,11 @@ impl From<mqstate::CacheStats> for CacheStats {
             invalidations,
             entries,
             bytes,
+            lease_renewals,
+            lease_expiries,
+            lease_failures,
+            lease_misses,
+            refused,
         }
     }
 }
@@ -558,6 +587,11 @@ mod tests {
             invalidations: 4,
             entries: 5,
             bytes: 6,
+            lease_renewals: 7,
+            lease_expiries: 8,
+            lease_failures: 9,
+            lease_misses: 10,
+            refused: 11,
         };
         let s = CacheStats::from(core);
         let fields = [
@@ -567,9 +601,14 @@ mod tests {
             s.invalidations,
             s.entries,
             s.bytes,
+            s.lease_renewals,
+            s.lease_expiries,
+            s.lease_failures,
+            s.lease_misses,
+            s.refused,
         ];
         assert_eq!(fields, core.pairs().map(|(_, v)| v));
-        assert_eq!(fields, [1, 2, 3, 4, 5, 6]);
+        assert_eq!(fields, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
     }
 
     #[test]

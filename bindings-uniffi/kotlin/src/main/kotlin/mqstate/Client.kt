@@ -66,7 +66,8 @@ class Client private constructor(private val native: NativeClient) : AutoCloseab
 
     /**
      * The client-side cache's counters now — [CacheStats]: `hits`, `misses`, `evictions`,
-     * `invalidations`, `entries`, `bytes` — or null when the client has no cache (the
+     * `invalidations`, `entries`, `bytes`, `leaseRenewals`, `leaseExpiries`,
+     * `leaseFailures`, `leaseMisses`, `refused` — or null when the client has no cache (the
      * `cache` setting turns it on, and so does any other `cache…` setting:
      * `Client.connect(url, "cache" to true)`).
      */

@@ -7,6 +7,7 @@
 // broken cache fails a test instead of hanging it.
 package mqstate
 
+import kotlin.time.Duration
 import kotlin.time.Duration.Companion.milliseconds
 import kotlin.time.Duration.Companion.seconds
 import kotlin.time.TimeSource
@@ -40,6 +41,28 @@ private suspend fun until(what: String, check: suspend () -> Boolean) {
     }
 }
 
+/** Every counter zero. */
+private val ZERO = CacheStats(0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u)
+
+/**
+ * (hits, misses) as they would be with the lease always held: a read the lease sent to the
+ * store (`leaseMisses`, before the first renewal came back) counted as the hit it would have
+ * been. Counts that depend on how fast the first renewal travels would be flaky.
+ */
+private fun CacheStats.settled(): Pair<ULong, ULong> = hits + leaseMisses to misses - leaseMisses
+
+/** Reads [key] until a read is answered from the cache (bounded): the lease is proven. */
+private suspend fun untilHit(client: Client, key: String) {
+    val deadline = TimeSource.Monotonic.markNow() + BOUND
+    while (true) {
+        val before = client.stats().hits
+        readOrNull(client, key)
+        if (client.stats().hits > before) return
+        assertTrue(deadline.hasNotPassedNow(), "$key never hit: ${client.stats()}")
+        delay(2)
+    }
+}
+
 /** What [client] reads for [key] as text, or null when missing or when the read failed. */
 private suspend fun readOrNull(client: Client, key: String): String? =
     runCatching { client.get(key, GetOptions(timeout = 2.seconds))?.text }.getOrNull()
@@ -52,24 +75,25 @@ class CacheTest {
             Client.connect(store.url).use { writer ->
                 Client.connect(store.url, "cache" to true).use { reader ->
                     writer.set("asset:1", "pump")
-                    assertEquals(CacheStats(0u, 0u, 0u, 0u, 0u, 0u), reader.stats())
+                    assertEquals(ZERO, reader.stats())
                     assertEquals("pump", reader.get("asset:1")?.text)
-                    assertEquals(
-                        CacheStats(hits = 0u, misses = 1u, evictions = 0u, invalidations = 0u, entries = 1u, bytes = "asset:1pump".length.toULong()),
-                        reader.stats(),
-                    )
+                    reader.stats().let {
+                        assertEquals(Triple(0uL to 1uL, 1uL, "asset:1pump".length.toULong()), Triple(it.settled(), it.entries, it.bytes), "$it")
+                        assertEquals(0uL to 0uL, it.evictions to it.invalidations, "$it")
+                        assertTrue(it.leaseRenewals >= 1uL, "a renewal proves the lease: $it")
+                    }
                     repeat(20) { assertEquals("pump", reader.get("asset:1")?.text) }
-                    reader.stats().let { assertEquals(20uL to 1uL, it.hits to it.misses) }
+                    reader.stats().let { assertEquals(20uL to 1uL, it.settled(), "$it") }
                     assertNull(reader.get("missing"))
                     assertNull(reader.get("missing"), "a missing key is cached too")
-                    reader.stats().let { assertEquals(Triple(21uL, 2uL, 2uL), Triple(it.hits, it.misses, it.entries)) }
+                    reader.stats().let { assertEquals((21uL to 2uL) to 2uL, it.settled() to it.entries, "$it") }
 
                     writer.set("asset:1", "valve")
                     until("the reader reads the new value") { reader.get("asset:1")?.text == "valve" }
                     val after = reader.stats()
-                    assertEquals(2uL, after.misses, "the change came by notification, not by a read of the store: $after")
+                    assertEquals(2uL, after.settled().second, "the change came by notification, not by a read of the store: $after")
                     assertTrue(after.invalidations >= 1uL, "$after")
-                    assertTrue(after.hits > 21uL, "$after")
+                    assertTrue(after.settled().first > 21uL, "the new value was read from the cache: $after")
                 }
             }
         }
@@ -81,8 +105,8 @@ class CacheTest {
             Client.connect(store.url, "cache" to "true").use { reader ->
                 reader.set("k", "v")
                 assertEquals("v", reader.get("k")?.text)
+                untilHit(reader, "k") // the lease is proven: the next read is answered from memory
                 val before = reader.stats()
-                assertEquals(0uL to 1uL, before.hits to before.misses)
                 // The next GET the store sees fails: a read the cache answers never gets there,
                 // one that bypasses it does.
                 store.failNext(1, "quota_exceeded", command = "GET")
@@ -112,7 +136,7 @@ class CacheTest {
                         val miss = checkNotNull(reader.get(key))
                         val hit = checkNotNull(reader.get(key))
                         val after = reader.stats()
-                        assertEquals(before.misses + 1uL to before.hits + 1uL, after.misses to after.hits, "size $size: $after")
+                        assertEquals(before.settled().second + 1uL to before.settled().first + 1uL, after.settled().second to after.settled().first, "size $size: $after")
                         for ((what, v) in listOf("miss" to miss, "hit" to hit)) {
                             assertTrue(bytes.contentEquals(v.value), "size $size: the $what's bytes")
                             assertEquals(version, v.version, "size $size: the $what's version")
@@ -141,7 +165,7 @@ class CacheTest {
         val persisted = SetOptions(persist = true)
         writer.set(key, "old", persisted)
         assertEquals("old", reader.get(key)?.text)
-        assertEquals("old", reader.get(key)?.text)
+        untilHit(reader, key)
         val connections = reader.linkInfo().connections
         val before = reader.stats()
         assertTrue(before.hits >= 1uL && before.entries >= 1uL, "$fault: cached: $before")
@@ -195,10 +219,120 @@ class CacheTest {
             val narrow = mapOf("cacheKeys" to "asset:*", "cacheMaxEntries" to 10, "cacheMaxBytes" to 4096, "cacheMaxStaleness" to 2.seconds)
             Client.connect(store.url, narrow).use { client ->
                 assertEquals("v", client.get("k")?.text)
-                assertEquals(CacheStats(0u, 0u, 0u, 0u, 0u, 0u), client.stats(), "k is not covered")
+                assertEquals(ZERO, client.stats(), "k is not covered")
             }
             assertThrows<InvalidArgumentError> { Client.connect(store.url, "cacheMaxEntries" to 0) }
             assertThrows<InvalidArgumentError> { Client.connect(store.url, "cache" to "maybe") }
+            val tiny = assertThrows<InvalidArgumentError> { Client.connect(store.url, "cacheFreshness" to 5.milliseconds) }
+            assertTrue(tiny.message!!.contains("cache_freshness"), "${tiny.message}")
+            Client.connect(store.url, "cacheFreshness" to 300.milliseconds).use { assertEquals(ZERO, it.stats(), "cacheFreshness turns the cache on") }
+        }
+    }
+
+    /** A reader of "k" ("old", cached, the lease proven, with the bound [freshness]) and a writer. */
+    private suspend fun <T> withWarmReader(store: LocalStore, freshness: Duration, body: suspend (Client, Client) -> T): T =
+        Client.connect(store.url, "cache" to true, "cacheFreshness" to freshness).use { reader ->
+            Client.connect(store.url).use { writer ->
+                writer.set("k", "old")
+                untilHit(reader, "k")
+                body(reader, writer)
+            }
+        }
+
+    /**
+     * Writes "new" to "k" with [writer] and reads it from [reader] until it reads "new": every
+     * read that answers "old" must have begun less than [freshness] after the write was
+     * acknowledged. Returns the longest such lag.
+     */
+    private suspend fun lagOf(reader: Client, writer: Client, freshness: Duration): Duration {
+        writer.set("k", "new")
+        val acknowledged = TimeSource.Monotonic.markNow()
+        var lag = Duration.ZERO
+        while (true) {
+            val began = acknowledged.elapsedNow()
+            when (val got = reader.get("k")?.text) {
+                "new" -> return lag
+                "old" -> {
+                    lag = maxOf(lag, began)
+                    assertTrue(began < freshness, "a cached read lagged $began behind the store (bound $freshness): ${reader.stats()}")
+                }
+                else -> throw AssertionError("k read $got")
+            }
+            assertTrue(acknowledged.elapsedNow() < BOUND, "never read the new value")
+            delay(2)
+        }
+    }
+
+    /** Reads "k" (whatever it answers) until the reader's lease has failed (bounded). */
+    private suspend fun untilLeaseFailed(reader: Client) {
+        until("the lease fails: ${reader.stats()}") {
+            reader.stats().leaseFailures > 0uL || run { readOrNull(reader, "k"); reader.stats().leaseFailures > 0uL }
+        }
+    }
+
+    @Test
+    fun `a silent notification path is noticed within the bound`(store: LocalStore): Unit = runBlocking {
+        withTimeout(TEST) {
+            withWarmReader(store, FRESHNESS) { reader, writer ->
+                // Everything the store publishes is lost for 2 s: the write's notification, and
+                // the lease's renewals.
+                store.dropNotifications(2.seconds)
+                lagOf(reader, writer, FRESHNESS)
+                assertTrue(store.droppedNotifications() >= 1)
+                untilLeaseFailed(reader)
+                assertTrue(reader.stats().leaseMisses >= 1uL, "reads went to the store meanwhile: ${reader.stats()}")
+                // Once the path is back, the key is registered anew and others' writes arrive again.
+                delay(2.seconds) // the mute's span: this test is about it passing
+                untilHit(reader, "k")
+                writer.set("k", "newer")
+                until("the reader reads \"newer\"") { readOrNull(reader, "k") == "newer" }
+                untilHit(reader, "k")
+            }
+        }
+    }
+
+    @Test
+    fun `a store that lost its registrations is noticed within the bound`(store: LocalStore): Unit = runBlocking {
+        withTimeout(TEST) {
+            withWarmReader(store, FRESHNESS) { reader, writer ->
+                // The store restarted behind its broker: connections up, registrations gone.
+                assertTrue(store.forgetRegistrations() >= 2, "k and the canary")
+                lagOf(reader, writer, FRESHNESS)
+                untilLeaseFailed(reader)
+                // Registered anew on the next reads: changes come by notification again.
+                untilHit(reader, "k")
+                val misses = reader.stats().misses
+                writer.set("k", "newer")
+                until("the reader reads \"newer\"") { readOrNull(reader, "k") == "newer" }
+                untilHit(reader, "k")
+                val s = reader.stats()
+                assertTrue(s.misses - misses <= s.leaseMisses + 1uL, "the change came by notification, not by reading the store each time: $s")
+            }
+        }
+    }
+
+    @Test
+    fun `an idle cache sends nothing, and renews when read again`(store: LocalStore): Unit = runBlocking {
+        withTimeout(TEST) {
+            val freshness = 200.milliseconds
+            withWarmReader(store, freshness) { reader, _ ->
+                delay(freshness) // this test is about time passing with nothing read
+                val idle = reader.stats()
+                delay(freshness * 5)
+                val after = reader.stats()
+                assertEquals(idle.leaseRenewals, after.leaseRenewals, "no renewal while nothing is read")
+                // The first read after finds the lease expired, goes to the store, and renews.
+                assertEquals("old", reader.get("k")?.text)
+                val s = reader.stats()
+                assertEquals(idle.leaseExpiries + 1uL, s.leaseExpiries, "$s")
+                assertEquals(after.leaseMisses + 1uL, s.leaseMisses, "$s")
+                assertEquals(after.leaseRenewals + 1uL, s.leaseRenewals, "$s")
+                assertEquals(0uL, s.leaseFailures, "an idle lease expires, it does not fail: $s")
+                untilHit(reader, "k")
+            }
         }
     }
 }
+
+/** The freshness bound of the lease tests: short, so that a lagging read shows. */
+private val FRESHNESS = 300.milliseconds

@@ -139,6 +139,42 @@ class LocalStoreTest {
     }
 
     @Test
+    fun `dropped notifications reach no observer for a while, then they do again`(store: LocalStore): Unit = runBlocking {
+        assertThrows<InvalidArgumentError> { store.dropNotifications(Duration.ZERO) }
+        assertThrows<InvalidArgumentError> { store.dropNotifications((-1).seconds) }
+        assertThrows<InvalidArgumentError> { store.dropNotifications(Duration.INFINITE) }
+        assertEquals(0, store.droppedNotifications())
+        clientOf(store).use { client ->
+            client.observe("k").use { changes ->
+                store.dropNotifications(500.milliseconds)
+                client.set("k", "lost")
+                withTimeout(20.seconds) { while (store.droppedNotifications() == 0) delay(5) }
+                assertEquals(1, store.droppedNotifications())
+                assertThrows<MqstateTimeoutError> { changes.next(100.milliseconds) }
+                delay(600) // the mute's span: this test is about it passing
+                client.set("k", "seen")
+                val change = changes.next(10.seconds) as Event.Change
+                assertEquals("seen", change.text, "the dropped one never came")
+                assertEquals(1, store.droppedNotifications())
+            }
+        }
+    }
+
+    @Test
+    fun `forgotten registrations are counted, and nothing tells the client`(store: LocalStore): Unit = runBlocking {
+        clientOf(store).use { client ->
+            client.observe("a").use { a ->
+                client.observe("b").use {
+                    assertEquals(2, store.forgetRegistrations())
+                    assertEquals(0, store.forgetRegistrations())
+                    client.set("a", "unseen")
+                    assertThrows<MqstateTimeoutError> { a.next(200.milliseconds) } // nothing tells the client
+                }
+            }
+        }
+    }
+
+    @Test
     fun `a restart loses the connections and the keys not persisted`(store: LocalStore): Unit = runBlocking {
         val port = store.port
         clientOf(store).use { client ->
@@ -162,6 +198,9 @@ class LocalStoreTest {
         assertThrows<ClosedError> { store.get("k") }
         assertThrows<ClosedError> { store.clear() }
         assertThrows<ClosedError> { store.heldRequests() }
+        assertThrows<ClosedError> { store.dropNotifications(1.seconds) }
+        assertThrows<ClosedError> { store.droppedNotifications() }
+        assertThrows<ClosedError> { store.forgetRegistrations() }
         assertThrows<ClosedError> { store.failNext(1, "quota_exceeded") }
         assertThrows<ClosedError> { store.pause(1.seconds) }
         assertThrows<ClosedError> { store.cutConnections() }

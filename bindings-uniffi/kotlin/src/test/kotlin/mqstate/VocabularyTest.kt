@@ -218,7 +218,8 @@ class VocabularyTest {
     @Test
     fun `the cache counters are CacheStats's properties, in the vocabulary's order`() {
         val params = CacheStats::class.primaryConstructor!!.parameters
-        assertEquals(vocabulary.getJSONArray("cache_counters").strings(), params.map { it.name })
+        // Kotlin's names are camelCase, as every name of the vocabulary (lease_renewals: leaseRenewals).
+        assertEquals(vocabulary.getJSONArray("cache_counters").strings(), params.map { snake(it.name!!) })
         params.forEach { assertEquals(ULong::class, it.type.cls, "CacheStats.${it.name}") }
         val cacheStats = Client::class.memberFunctions.single { it.name == "cacheStats" }
         assertEquals(CacheStats::class, cacheStats.returnType.cls)

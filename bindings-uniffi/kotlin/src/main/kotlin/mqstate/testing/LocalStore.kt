@@ -131,6 +131,25 @@ class LocalStore private constructor(private val native: NativeLocalStore) : Aut
     fun heldRequests(): Int = open { native.heldRequests() }.toInt()
 
     /**
+     * Drops every notification the store sends for [duration] (at least 1 ms), unsent: a
+     * notification path gone silent (a dead link the keep-alive has not noticed, a hung
+     * broker, a broker whose queue for the client is full). Requests are answered as usual.
+     * Returns at once, in effect; a mute armed while one runs extends it if it ends later.
+     */
+    fun dropNotifications(duration: Duration) = open { native.dropNotifications(duration) }
+
+    /** How many notifications [dropNotifications] has dropped so far (this run of the store). */
+    fun droppedNotifications(): Int = open { native.droppedNotifications() }.toInt()
+
+    /**
+     * Forgets every client's KEYNOTIFY registrations while their connections and sessions
+     * stay up — what a store restarted behind its broker leaves its clients with: no
+     * notification of any key they observed, and nothing on the connection to say so.
+     * Returns how many there were.
+     */
+    fun forgetRegistrations(): Int = open { native.forgetRegistrations() }.toInt()
+
+    /**
      * Stops the store, blocking until it has stopped (at most 10 s), and frees it. Calling
      * it again does nothing.
      */
