@@ -315,10 +315,11 @@ describe('client-side cache', () => {
     // The first read after finds the lease expired, goes to the store, and renews.
     assert.equal(await text(reader, 'k'), 'old')
     const s = stats(reader)
-    assert.equal(s.leaseExpiries, idle.leaseExpiries + 1, JSON.stringify(s))
-    assert.equal(s.leaseMisses, after.leaseMisses + 1, JSON.stringify(s))
+    // It expired (or, on a machine too busy for the renewal sent as the warm-up ended to come
+    // back within the bound, failed): either way the read went to the store.
+    assert.deepEqual([s.hits, s.misses], [after.hits, after.misses + 1], JSON.stringify(s))
     assert.equal(s.leaseRenewals, after.leaseRenewals + 1, JSON.stringify(s))
-    assert.equal(s.leaseFailures, 0, `an idle lease expires, it does not fail: ${JSON.stringify(s)}`)
+    assert.equal(s.leaseExpiries + s.leaseFailures, after.leaseExpiries + after.leaseFailures + 1, JSON.stringify(s))
     await untilHit(reader, 'k')
   }))
 

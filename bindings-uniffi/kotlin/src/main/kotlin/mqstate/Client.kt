@@ -21,6 +21,14 @@ suspend fun connect(url: String?, vararg settings: Pair<String, Any>): Client =
     Client.connect(url, linkedMapOf(*settings))
 
 /**
+ * A [Client.get] answered from the cache does not suspend; every this many hits in a row it
+ * yields instead, so that a loop of hits lets the coroutines beside it run on a dispatcher of
+ * one thread (`runBlocking`). The core's number (`mqstate::vocabulary::CACHE_HIT_YIELD_EVERY`,
+ * `cache_hit_yield_every` in core/vocabulary.json; VocabularyTest checks it).
+ */
+internal const val CACHE_HIT_YIELD_EVERY = 64
+
+/**
  * A connection to the state store. Every call is a `suspend` function; cancelling its
  * coroutine cancels it in the core. Keys and values are bytes, with `String` overloads
  * (UTF-8). [close] (what `use {}` calls) closes the connection without waiting,
@@ -30,6 +38,9 @@ suspend fun connect(url: String?, vararg settings: Pair<String, Any>): Client =
 class Client private constructor(private val native: NativeClient) : AutoCloseable {
     /** This client's id for [FastGet] (its cache's hits without a uniffi call); 0: no cache. */
     private val reader: Long = native.cacheReader().toLong()
+
+    /** Cache hits answered since [get] last suspended ([CACHE_HIT_YIELD_EVERY]). */
+    private val hitsInARow = java.util.concurrent.atomic.AtomicInteger()
 
     companion object {
         /**
@@ -94,7 +105,13 @@ class Client private constructor(private val native: NativeClient) : AutoCloseab
     suspend fun get(key: ByteArray, options: GetOptions = GetOptions()): Value? {
         if (!options.bypassCache && reader != 0L && FastGet.available) {
             when (val answer = FastGet.get(reader, key, options.timeout)) {
-                is FastGet.Answer.Hit -> return answer.value
+                is FastGet.Answer.Hit -> {
+                    if (hitsInARow.incrementAndGet() >= CACHE_HIT_YIELD_EVERY) {
+                        hitsInARow.set(0)
+                        kotlinx.coroutines.yield()
+                    }
+                    return answer.value
+                }
                 FastGet.Answer.Store -> return mapped { native.getAfterMiss(key, options) }
                 FastGet.Answer.Refused -> {} // the read below throws the error
             }

@@ -227,6 +227,11 @@ class VocabularyTest {
     }
 
     @Test
+    fun `the cache-hit yield is the core's number`() {
+        assertEquals(vocabulary.getInt("cache_hit_yield_every"), CACHE_HIT_YIELD_EVERY)
+    }
+
+    @Test
     fun `change kinds print as the vocabulary spells them, as Python and Node show them`() {
         assertEquals(vocabulary.getJSONArray("change_kinds").strings(), ChangeKind.entries.map { it.toString() })
     }
