@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The official Azure IoT Operations Rust SDK's MQTT session across connection cuts against
-# `mqstate serve` (both embedded deployments): bench/src/bin/sdk_cut.rs. Not part of
-# scripts/test (it builds the SDK, a benchmark-only dependency); see docs/server.md.
+# `mqstate serve` (both embedded deployments): bench/src/bin/sdk_cut.rs, started by
+# `bench/run sdk-cut-check`. Not part of scripts/test (it builds the SDK, a benchmark-only
+# dependency); see docs/server.md.
 # Prints the plain closing line 'N passed, N failed'.
 set -euo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 . "$root/scripts/lib/net.sh"
 target="${CARGO_TARGET_DIR:-$root/target}"
