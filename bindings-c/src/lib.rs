@@ -36,8 +36,9 @@
 //! handles live, out-parameters writable. Under that contract every argument is read once
 //! through the helpers of [`ffi`], which check what can be checked and hold the `unsafe`
 //! that the rest cannot: `bytes_arg`, `str_arg`, `maybe` / `maybe_mut` (a pointer that may
-//! be NULL), `out_arg`, `put`, `free_handle`, and `client::guard::enter` (a handle's kind
-//! and liveness). Options structs are read once into Rust values with their defaults
+//! be NULL), `out_arg`, `put`, `free_handle`, and `client::guard::enter` (NULL refused,
+//! and a handle whose close has begun refused as closed; its type is the C signature's, and
+//! that it is live is the caller's promise, which nothing at run time can check). Options structs are read once into Rust values with their defaults
 //! (`CallOptions::read`, `mqstate_set_options::read`). What is left `unsafe` outside those
 //! helpers is what C hands over beyond pointers: calling its callbacks, freeing its
 //! strings, `poll(2)`, and the tests' reads of what the library returned.
