@@ -234,7 +234,11 @@ impl State {
                     e.used = tick;
                     Lookup::Hit(change.clone())
                 }
-                Slot::Known(_) => Lookup::Lapsed,
+                Slot::Known(_) => {
+                    // Still a read of the key: the order of use counts it.
+                    e.used = tick;
+                    Lookup::Lapsed
+                }
                 Slot::Filling { .. } => Lookup::Miss,
             },
             _ => Lookup::Miss,
@@ -245,6 +249,7 @@ impl State {
                 self.counters.hits += 1;
             }
             Lookup::Lapsed => {
+                self.tick = tick;
                 self.counters.misses += 1;
                 if at.connected {
                     self.counters.lapsed += 1;

@@ -456,3 +456,14 @@ fn a_late_notification_never_takes_a_key_found_missing_below_what_was_read() {
     s.apply(b"k", set("old", 5), true);
     assert_eq!(s.lookup(b"k", UP), Lookup::Miss, "not v5 after v10");
 }
+
+#[test]
+fn a_read_while_the_lease_does_not_hold_still_counts_as_a_use() {
+    // Least recently *read*: a read that went to the store because the lease did not hold
+    // is a read (the bug: the bounds test evicted the key it had just read).
+    let mut s = State::new(2, 1 << 20);
+    read_through(&mut s, "a", set("1", 1));
+    read_through(&mut s, "b", set("2", 1));
+    assert_eq!(s.lookup(b"a", At { fresh: false, ..UP }), Lookup::Lapsed);
+    assert_eq!(read_through(&mut s, "c", set("3", 1)), vec![key("b")]);
+}
