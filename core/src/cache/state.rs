@@ -161,6 +161,14 @@ pub(crate) struct At {
     pub(crate) stale_ok: bool,
 }
 
+impl At {
+    /// Whether an entry of this epoch that holds a state may answer now: connected with the
+    /// lease holding, or disconnected within `max_staleness`.
+    fn answers(&self) -> bool {
+        (self.connected && self.fresh) || self.stale_ok
+    }
+}
+
 /// The cache's counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Counters {
@@ -230,7 +238,7 @@ impl State {
         let tick = self.tick + 1;
         let found = match self.entries.get_mut(key) {
             Some(e) if e.epoch == at.epoch => match &e.slot {
-                Slot::Known(change) if (at.connected && at.fresh) || at.stale_ok => {
+                Slot::Known(change) if at.answers() => {
                     e.used = tick;
                     Lookup::Hit(change.clone())
                 }
@@ -268,12 +276,10 @@ impl State {
     /// What [`State::lookup`] would answer with, without counting or marking a use.
     pub(crate) fn peek(&self, key: &[u8], at: At) -> Option<Change> {
         match self.entries.get(key) {
-            Some(e) if e.epoch == at.epoch && ((at.connected && at.fresh) || at.stale_ok) => {
-                match &e.slot {
-                    Slot::Known(change) => Some(change.clone()),
-                    Slot::Filling { .. } => None,
-                }
-            }
+            Some(e) if e.epoch == at.epoch && at.answers() => match &e.slot {
+                Slot::Known(change) => Some(change.clone()),
+                Slot::Filling { .. } => None,
+            },
             _ => None,
         }
     }
