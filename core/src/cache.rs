@@ -6,7 +6,9 @@
 //!
 //! A key enters on its first read: an entry is made to collect changes, KEYNOTIFY is sent,
 //! then GET, so no change can fall between the two; the entry keeps the newer of the GET's
-//! answer and what arrived meanwhile. Concurrent misses of one key share that one fetch.
+//! answer and what arrived meanwhile. Concurrent misses of one key share that one fetch,
+//! which returns once the lease's renewal on its way is proven or has failed, so that the
+//! next read of the key hits.
 //! Notifications then update it, applied on the connection's task as they are read (nothing
 //! is queued for the cache, so nothing is dropped for a slow reader), ordered by version: an
 //! older or equal version never replaces a newer one. The client's own acknowledged SET, DEL
@@ -200,6 +202,9 @@ pub(crate) struct Cache {
     canary: Bytes,
     inner: Mutex<Inner>,
     flights: Mutex<HashMap<Bytes, watch::Receiver<()>>>,
+    /// Told at every proof and failure of the lease (what a read waiting for a renewal waits
+    /// on).
+    lease_settled: watch::Sender<()>,
     bug: Option<PlantedBug>,
 }
 
@@ -223,6 +228,7 @@ impl Cache {
             options,
             canary: canary_key(client_id),
             flights: Mutex::new(HashMap::new()),
+            lease_settled: watch::Sender::new(()),
             bug,
         }
     }
@@ -387,6 +393,7 @@ impl Cache {
                     .and_then(|s| s.parse::<u64>().ok())
             {
                 inner.lease.proof(seq, Instant::now());
+                self.lease_settled.send_replace(());
             }
             return;
         }
@@ -449,6 +456,20 @@ impl Cache {
     /// The renewal `seq` could not be sent or was refused.
     pub(crate) fn renewal_failed(&self, seq: u64) {
         self.inner().lease.renewal_failed(seq);
+        self.lease_settled.send_replace(());
+    }
+
+    /// While entries cannot answer on `link` and a renewal is on its way: the time by which
+    /// it is proven or has failed, and a receiver told when the lease is settled (made
+    /// before the check, so that no settling falls between the two).
+    pub(crate) fn proving(&self, link: LinkView) -> Option<(Instant, watch::Receiver<()>)> {
+        let settled = self.lease_settled.subscribe();
+        let mut inner = self.inner();
+        if !link.connected || link.closed {
+            return None;
+        }
+        let by = inner.lease.proving(Instant::now(), link.connection)?;
+        Some((by, settled))
     }
 
     /// Whether the store refused to register `key` on `connection`.

@@ -233,6 +233,18 @@ impl Lease {
         self.last_until = self.until;
     }
 
+    /// While entries may not answer at `now` on `connection` and a renewal is on its way that
+    /// may let them: the time by which it is proven or has failed. A read that has just
+    /// filled an entry waits for it, so that the next read of the key is a hit.
+    pub(crate) fn proving(&mut self, now: Instant, connection: u64) -> Option<Instant> {
+        if self.fresh(now, connection) {
+            return None;
+        }
+        self.pending
+            .filter(|p| p.connection == connection)
+            .map(|p| p.sent + self.bound)
+    }
+
     /// The renewal on its way, if any: its sequence number.
     #[cfg(test)]
     pub(crate) fn pending(&self) -> Option<u64> {
@@ -371,5 +383,32 @@ mod tests {
             "the old renewal proves nothing"
         );
         assert_eq!(l.generation(), 0);
+    }
+
+    #[test]
+    fn a_renewal_on_its_way_is_waited_for_only_while_entries_cannot_answer() {
+        let t0 = Instant::now();
+        let mut l = Lease::new(B);
+        assert_eq!(l.proving(t0, 1), None, "nothing on its way");
+        let (_, r) = l.check(t0, 1);
+        assert_eq!(l.proving(t0 + ms(3), 1), Some(t0 + B));
+        l.registered(1);
+        l.proof(r.unwrap().seq, t0 + ms(5));
+        assert_eq!(l.proving(t0 + ms(6), 1), None, "proven: entries answer");
+        let (fresh, next) = l.check(t0 + ms(600), 1);
+        assert!(fresh && next.is_some());
+        assert_eq!(l.proving(t0 + ms(601), 1), None, "still fresh: no wait");
+        assert_eq!(
+            l.proving(t0 + ms(1601), 1),
+            None,
+            "overdue: failed, no wait"
+        );
+        assert_eq!(l.generation(), 1);
+        let _ = l.check(t0 + ms(1700), 1);
+        assert_eq!(
+            l.proving(t0 + ms(1701), 2),
+            None,
+            "sent on another connection"
+        );
     }
 }

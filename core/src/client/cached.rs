@@ -188,6 +188,7 @@ impl Client {
                     change_of(&read),
                     self.shared.link.borrow().view(),
                 );
+                self.await_lease(cache, started + timeout).await;
                 Ok(read)
             }
             Ok(Registered::Refused) => {
@@ -215,6 +216,26 @@ impl Client {
         };
         self.release_removed();
         read
+    }
+
+    /// A read that has just filled an entry waits (until `deadline` at most) for the lease's
+    /// renewal on its way, if entries cannot answer until it is proven: the next read of the
+    /// key is then a hit, not a trip to the store. The renewal was sent when this read began,
+    /// so it usually arrives with the read's own answer.
+    async fn await_lease(&self, cache: &Cache, deadline: tokio::time::Instant) {
+        loop {
+            let link = self.shared.link.borrow().view();
+            let Some((by, mut settled)) = cache.proving(link) else {
+                return;
+            };
+            let until = deadline.min(tokio::time::Instant::from_std(by));
+            if tokio::time::timeout_at(until, settled.changed())
+                .await
+                .is_err()
+            {
+                return;
+            }
+        }
     }
 
     /// KEYNOTIFY then GET under the key's operation lock, so that an observer's STOP (or the
