@@ -359,8 +359,8 @@ fn the_cache_counters_are_the_fields_of_mqstate_cache_stats_in_order() {
     assert_eq!(
         structs(&code)["mqstate_cache_stats"],
         counters,
-        "mqstate_cache_stats's fields are cache_counters, in order (the binding fills them by \
-         position from CacheStats::pairs())"
+        "mqstate_cache_stats's fields are cache_counters, in order (the order is the header's \
+         promise; the binding copies them by name)"
     );
     // Each a uint64_t.
     let start = code

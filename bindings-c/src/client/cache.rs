@@ -1,10 +1,8 @@
 //! `mqstate_cache_stats`: the counters of a client's client-side cache (the core's
 //! `mqstate::cache`, turned on by the `cache` settings), as `mqstate_client_cache_stats`
 //! returns them. The struct's fields are the core's `CACHE_COUNTERS`, in that order
-//! (`tests/vocabulary.rs` holds the header to it), and are filled by position from
-//! `CacheStats::pairs()`, which lists them in the same order.
-
-use mqstate::CacheStats;
+//! (`tests/vocabulary.rs` holds the header to it), copied from the core's `CacheStats` field
+//! by field, by name (`mqstate::cache_stats_into!`).
 
 /// The counters of a client's client-side cache (`mqstate_client_cache_stats`), named as in
 /// every mqstate language (`cache_counters` in core/vocabulary.json). A snapshot: ask again
@@ -40,72 +38,4 @@ pub struct mqstate_cache_stats {
     pub refused: u64,
 }
 
-impl From<CacheStats> for mqstate_cache_stats {
-    fn from(stats: CacheStats) -> Self {
-        // By position: the core's order of the counters is the order of this struct's fields.
-        let [
-            hits,
-            misses,
-            evictions,
-            invalidations,
-            entries,
-            bytes,
-            lease_renewals,
-            lease_expiries,
-            lease_failures,
-            lease_misses,
-            refused,
-        ] = stats.pairs().map(|(_, value)| value);
-        mqstate_cache_stats {
-            hits,
-            misses,
-            evictions,
-            invalidations,
-            entries,
-            bytes,
-            lease_renewals,
-            lease_expiries,
-            lease_failures,
-            lease_misses,
-            refused,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn each_counter_lands_in_its_field() {
-        let core = CacheStats {
-            hits: 1,
-            misses: 2,
-            evictions: 3,
-            invalidations: 4,
-            entries: 5,
-            bytes: 6,
-            lease_renewals: 7,
-            lease_expiries: 8,
-            lease_failures: 9,
-            lease_misses: 10,
-            refused: 11,
-        };
-        let c = mqstate_cache_stats::from(core);
-        let fields = [
-            c.hits,
-            c.misses,
-            c.evictions,
-            c.invalidations,
-            c.entries,
-            c.bytes,
-            c.lease_renewals,
-            c.lease_expiries,
-            c.lease_failures,
-            c.lease_misses,
-            c.refused,
-        ];
-        assert_eq!(fields, core.pairs().map(|(_, v)| v));
-        assert_eq!(fields, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
-    }
-}
+mqstate::cache_stats_into!(mqstate_cache_stats);

@@ -133,7 +133,7 @@ fn trimmed(pattern: &[u8]) -> Bytes {
 /// [`CACHE_COUNTERS`](crate::vocabulary::CACHE_COUNTERS), and the conversions to and from
 /// that order: the fields are listed once, here.
 macro_rules! cache_counters {
-    ($($(#[$doc:meta])* $name:ident,)*) => {
+    ($d:tt $($(#[$doc:meta])* $name:ident,)*) => {
         /// The cache's counters ([`Client::cache_stats`](crate::Client::cache_stats)), named so
         /// in every language ([`CACHE_COUNTERS`](crate::vocabulary::CACHE_COUNTERS)).
         #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -157,6 +157,22 @@ macro_rules! cache_counters {
                 CacheStats { $($name),* }
             }
         }
+
+        /// `mqstate::cache_stats_into!(T)`: `From<CacheStats>` for a binding's own struct
+        /// `T` with a `u64` field of each counter's name, copied field by field, by name (a
+        /// field missing on either side does not compile). For the bindings, whose structs
+        /// must be written out for their generators (cbindgen, uniffi).
+        #[doc(hidden)]
+        #[macro_export]
+        macro_rules! cache_stats_into {
+            ($d target:ty) => {
+                impl From<$d crate::CacheStats> for $d target {
+                    fn from(stats: $d crate::CacheStats) -> Self {
+                        Self { $($name: stats.$name),* }
+                    }
+                }
+            };
+        }
     };
 }
 
@@ -164,6 +180,7 @@ macro_rules! cache_counters {
 const COUNTERS: usize = crate::vocabulary::CACHE_COUNTERS.len();
 
 cache_counters! {
+    $
     /// Reads answered from the cache.
     hits,
     /// Reads of cached keys that went to the store.
