@@ -10,14 +10,14 @@ as `cargo test` does. The doc tests (`cargo test --doc`) run as one more job of 
 Executables named in --alone run by themselves after the pool: they measure ratios or load
 the machine on purpose, and two of them side by side would measure each other.
 
-Each executable's output is printed whole when it ends (cargo's `test result:` lines
-included, which scripts/test counts), then one line per executable with its time, and the
-plain closing line `rust-tests: N passed, N failed` (executables, not test functions).
+Each executable's output is printed whole when it ends, then one line per executable with
+its time, and the closing line `rust-tests: N passed, N failed` (executables); the tests'
+counts go to scripts/test's summary through tally.py.
 
 An executable still running after --timeout seconds (default 600, MQSTATE_TEST_TIMEOUT; the
 slowest takes about 100 s on 2 busy cores) is killed with its process group (the brokers
-and stores its tests started) and fails, its output so far shown: one hung test costs ten
-minutes, not CI's whole time limit.
+and stores its tests started) and fails, naming the tests that had not finished: one hung
+test costs ten minutes, not CI's whole time limit.
 
     rust_tests.py [--jobs N] [--alone NAME,...] [--only NAME,...] [--repeat N] [--timeout S]
                   [--no-doc] [--no-record] [--env K=V]... CARGO-TEST-ARGS... [-- TEST-ARGS...]
@@ -34,6 +34,7 @@ import argparse
 import concurrent.futures as futures
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -41,6 +42,8 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+
+import tally
 
 ROOT = Path(__file__).resolve().parents[2]
 # The slowest executables of a cold run (2 cores), started first when no times are kept.
@@ -104,11 +107,22 @@ class Results:
             sys.stdout.write(output)
             sys.stdout.flush()
             self.rows.append((name, secs, code, runs))
+            passed, failed = tally.libtest(output.splitlines())
+            tally.record(passed, failed + (code != 0 and failed == 0))
+
+
+def unfinished(cmd: list[str], cwd: str | None, env: dict | None, output: str) -> list[str]:
+    """The tests of libtest executable ``cmd[0]`` that ``output`` does not show finished."""
+    done = set(re.findall(r"^test (\S+) \.\.\. ", output, re.M))
+    listed = subprocess.run([cmd[0], "--list", "--format=terse", *cmd[1:]], cwd=cwd, env=env,
+                            capture_output=True, text=True, timeout=60).stdout
+    names = re.findall(r"^(\S+): test$", listed, re.M)
+    return [n for n in names if n not in done]
 
 
 def run_bounded(cmd: list[str], cwd: str | None, env: dict | None, out, timeout: float) -> int:
     """Runs ``cmd`` with its output to ``out``; past ``timeout`` seconds kills its whole
-    process group and returns 124 (as timeout(1) does), saying so in the output."""
+    process group and returns 124 (as timeout(1) does), naming the unfinished tests."""
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
                             start_new_session=True)
     try:
@@ -119,7 +133,13 @@ def run_bounded(cmd: list[str], cwd: str | None, env: dict | None, out, timeout:
         except ProcessLookupError:
             pass
         proc.wait()
-        out.write(f"\nrust-tests: killed after {timeout:.0f} s (--timeout): a test hung\n")
+        out.flush()
+        out.seek(0)
+        try:
+            hung = ", ".join(unfinished(cmd, cwd, env, out.read())) or "none listed"
+        except (OSError, subprocess.SubprocessError) as e:
+            hung = f"unknown ({e})"
+        out.write(f"\nrust-tests: killed after {timeout:.0f} s (--timeout); unfinished: {hung}\n")
         return 124
 
 
