@@ -112,6 +112,25 @@ fn stopped() -> Error {
     Error::new(ErrorKind::Closed, "the local store is stopped")
 }
 
+/// Arms the timed fault `fault` of `store` for `duration_ms` (the store refuses less than
+/// 1 ms: `invalid_argument`).
+fn timed_fault(
+    store: *const mqstate_local_store,
+    duration_ms: u64,
+    fault: fn(&LocalStore, Duration) -> Result<(), Error>,
+) -> mqstate_status {
+    boundary(|| {
+        let local = enter(store)?;
+        let duration = Duration::from_millis(duration_ms);
+        call(&local, move |slot| async move {
+            if slot.stopped {
+                return Err(stopped());
+            }
+            fault(&slot.store, duration)
+        })
+    })
+}
+
 /// Enters a store handle (NULL is `invalid_argument`).
 ///
 /// # Safety
@@ -277,21 +296,7 @@ pub extern "C" fn mqstate_local_store_pause(
     store: *const mqstate_local_store,
     duration_ms: u64,
 ) -> mqstate_status {
-    boundary(|| {
-        let local = enter(store)?;
-        if duration_ms == 0 {
-            return Err(Failure::invalid(
-                "duration_ms is 0: a pause lasts at least 1 ms",
-            ));
-        }
-        let duration = Duration::from_millis(duration_ms);
-        call(&local, move |slot| async move {
-            if slot.stopped {
-                return Err(stopped());
-            }
-            slot.store.pause(duration)
-        })
-    })
+    timed_fault(store, duration_ms, LocalStore::pause)
 }
 
 /// What `kill -9` and a restart do, on the same port: every connection is reset and every
@@ -484,21 +489,7 @@ pub extern "C" fn mqstate_local_store_drop_notifications(
     store: *const mqstate_local_store,
     duration_ms: u64,
 ) -> mqstate_status {
-    boundary(|| {
-        let local = enter(store)?;
-        if duration_ms == 0 {
-            return Err(Failure::invalid(
-                "duration_ms is 0: notifications are dropped for at least 1 ms",
-            ));
-        }
-        let duration = Duration::from_millis(duration_ms);
-        call(&local, move |slot| async move {
-            if slot.stopped {
-                return Err(stopped());
-            }
-            slot.store.drop_notifications(duration)
-        })
-    })
+    timed_fault(store, duration_ms, LocalStore::drop_notifications)
 }
 
 /// How many notifications `mqstate_local_store_drop_notifications` has dropped so far, this

@@ -12,7 +12,7 @@ mod subscription;
 
 use pyo3::prelude::*;
 
-pub(crate) use pending::{PendingCall, failed, pending};
+pub(crate) use pending::{PendingCall, pending};
 
 /// Adds the client classes and functions to the native module.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

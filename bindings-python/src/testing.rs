@@ -9,7 +9,6 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
 use mqstate::bridge::Call;
 use mqstate::{Error, ErrorKind};
@@ -20,12 +19,9 @@ use pyo3::types::PyBytes;
 use tokio::sync::RwLock;
 
 use crate::args::{ByteArg, Seconds, duration as to_duration};
-use crate::client::{PendingCall, failed, pending};
+use crate::client::{PendingCall, pending};
 use crate::errors::RaisedByCallback;
 use crate::hlc::PyHlc;
-
-/// The shortest pause or mute: the vocabulary's floor for a span ("at least 1 ms").
-const MIN_PAUSE: Duration = Duration::from_millis(1);
 
 /// Adds the local store's class and constructor to the native module.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -147,11 +143,6 @@ impl NativeLocalStore {
     /// Stops answering requests for `duration` seconds (at least 1 ms).
     fn pause(&self, duration: Seconds) -> PyResult<PendingCall> {
         let duration = to_duration("duration", Some(duration))?.unwrap_or_default();
-        if duration < MIN_PAUSE {
-            return Ok(failed(Error::invalid_argument(format!(
-                "the pause must be at least {MIN_PAUSE:?} (got {duration:?}): check its unit"
-            ))));
-        }
         Ok(self.read(move |store| store.pause(duration), none))
     }
 
@@ -219,11 +210,6 @@ impl NativeLocalStore {
     /// Drops every notification the store sends for `duration` seconds (at least 1 ms).
     fn drop_notifications(&self, duration: Seconds) -> PyResult<PendingCall> {
         let duration = to_duration("duration", Some(duration))?.unwrap_or_default();
-        if duration < MIN_PAUSE {
-            return Ok(failed(Error::invalid_argument(format!(
-                "drop_notifications: the duration must be at least {MIN_PAUSE:?} (got {duration:?}): check its unit"
-            ))));
-        }
         Ok(self.read(move |store| store.drop_notifications(duration), none))
     }
 

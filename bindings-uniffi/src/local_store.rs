@@ -24,9 +24,6 @@ use crate::values::{Hlc, Seconds, Value};
 /// How long [`LocalStore::shutdown`] waits for the store to stop.
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(10);
 
-/// The shortest pause (the vocabulary's floor for `pause`'s duration).
-const SHORTEST_PAUSE: Duration = Duration::from_millis(1);
-
 /// Why the emulator could not start (bind a port, create its data directory) as the
 /// binding's error: `connect_failed`, the store clients would connect to not being there.
 fn start_error(what: &str, e: &std::io::Error) -> Error {
@@ -159,12 +156,6 @@ impl LocalStore {
     pub fn pause(&self, duration: Seconds) -> Result<(), MqstateError> {
         let name = option_name(Language::Kotlin, "duration", Unit::Duration);
         let duration = secs_to_duration(&name, duration.0)?;
-        if duration < SHORTEST_PAUSE {
-            return Err(Error::invalid_argument(format!(
-                "pause: {name} must be at least 1 ms (got {duration:?})"
-            ))
-            .into());
-        }
         self.with(|emulator| emulator.pause(duration))
     }
 
@@ -244,12 +235,6 @@ impl LocalStore {
     pub fn drop_notifications(&self, duration: Seconds) -> Result<(), MqstateError> {
         let name = option_name(Language::Kotlin, "duration", Unit::Duration);
         let duration = secs_to_duration(&name, duration.0)?;
-        if duration < SHORTEST_PAUSE {
-            return Err(Error::invalid_argument(format!(
-                "drop_notifications: {name} must be at least 1 ms (got {duration:?})"
-            ))
-            .into());
-        }
         self.with(|emulator| emulator.drop_notifications(duration))
     }
 

@@ -127,14 +127,7 @@ impl LocalStore {
     /// Returns at once, the pause in effect. A duration under 1 ms is refused with
     /// `invalid_argument` (the vocabulary's rule for a span, as in every binding).
     pub fn pause(&self, duration: Duration) -> Result<(), Error> {
-        if duration < Duration::from_millis(1) {
-            return Err(Error::invalid_argument(format!(
-                "pause: the duration must be at least 1 ms (got {duration:?})"
-            )));
-        }
-        let until = tokio::time::Instant::now()
-            .checked_add(duration)
-            .ok_or_else(|| Error::invalid_argument("pause: the duration is too long"))?;
+        let until = fault_end("pause", duration)?;
         self.running()?.faults().pause_until(until);
         Ok(())
     }
@@ -188,16 +181,7 @@ impl LocalStore {
     /// usual. A mute armed while one runs extends it if it ends later. Returns at once, in
     /// effect. A duration under 1 ms is refused with `invalid_argument`.
     pub fn drop_notifications(&self, duration: Duration) -> Result<(), Error> {
-        if duration < Duration::from_millis(1) {
-            return Err(Error::invalid_argument(format!(
-                "drop_notifications: the duration must be at least 1 ms (got {duration:?})"
-            )));
-        }
-        let until = tokio::time::Instant::now()
-            .checked_add(duration)
-            .ok_or_else(|| {
-                Error::invalid_argument("drop_notifications: the duration is too long")
-            })?;
+        let until = fault_end("drop_notifications", duration)?;
         self.running()?.faults().mute_until(until);
         Ok(())
     }
@@ -296,6 +280,19 @@ impl std::fmt::Debug for LocalStore {
             .field("running", &self.is_running())
             .finish_non_exhaustive()
     }
+}
+
+/// When a timed fault (`what`) that lasts `duration` from now ends: at least 1 ms, and not
+/// past what the clock can hold.
+fn fault_end(what: &str, duration: Duration) -> Result<tokio::time::Instant, Error> {
+    if duration < Duration::from_millis(1) {
+        return Err(Error::invalid_argument(format!(
+            "{what}: the duration must be at least 1 ms (got {duration:?})"
+        )));
+    }
+    tokio::time::Instant::now()
+        .checked_add(duration)
+        .ok_or_else(|| Error::invalid_argument(format!("{what}: the duration is too long")))
 }
 
 /// The configuration of a local store on `port` (0: a free one) with `data_dir`.
