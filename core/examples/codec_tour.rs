@@ -14,7 +14,7 @@ fn show(label: &str, bytes: &[u8]) {
     println!("{label:>10}: {}", bytes.escape_ascii());
 }
 
-fn run() -> Result<(), mqstate::Error> {
+fn main() -> Result<(), mqstate::Error> {
     let client_id = "tour-client";
     println!("request topic : {}", topics::REQUEST_TOPIC);
     println!("response topic: {}", topics::response_topic(client_id));
@@ -64,15 +64,4 @@ fn run() -> Result<(), mqstate::Error> {
         );
     }
     Ok(())
-}
-
-/// Runs the tour; an error is printed for people (`Display`), not as a `Debug` dump.
-fn main() -> std::process::ExitCode {
-    match run() {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e} [{}]", e.code());
-            std::process::ExitCode::FAILURE
-        }
-    }
 }

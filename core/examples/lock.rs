@@ -11,7 +11,8 @@ use std::time::Duration;
 use mqstate::lock::{Lock, LockOptions};
 use mqstate::{Client, ConnectionSettings};
 
-async fn run() -> Result<(), mqstate::Error> {
+#[tokio::main]
+async fn main() -> Result<(), mqstate::Error> {
     let url = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "mqtt://localhost:1883".into());
@@ -95,16 +96,4 @@ async fn run() -> Result<(), mqstate::Error> {
     alice.shutdown().await;
     bob.shutdown().await;
     Ok(())
-}
-
-/// Runs the example; an error is printed for people (`Display`), not as a `Debug` dump.
-#[tokio::main]
-async fn main() -> std::process::ExitCode {
-    match run().await {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e} [{}]", e.code());
-            std::process::ExitCode::FAILURE
-        }
-    }
 }

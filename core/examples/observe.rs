@@ -9,7 +9,8 @@
 use mqstate::codec::KeyEvent;
 use mqstate::{Client, ConnectionSettings, SetOptions};
 
-async fn run() -> Result<(), mqstate::Error> {
+#[tokio::main]
+async fn main() -> Result<(), mqstate::Error> {
     let mut args = std::env::args().skip(1);
     let url = args
         .next()
@@ -44,16 +45,4 @@ async fn run() -> Result<(), mqstate::Error> {
     drop(changes);
     client.shutdown().await;
     Ok(())
-}
-
-/// Runs the example; an error is printed for people (`Display`), not as a `Debug` dump.
-#[tokio::main]
-async fn main() -> std::process::ExitCode {
-    match run().await {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e} [{}]", e.code());
-            std::process::ExitCode::FAILURE
-        }
-    }
 }
