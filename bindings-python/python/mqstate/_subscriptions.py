@@ -12,8 +12,7 @@ loses an event)."""
 
 from __future__ import annotations
 
-from types import TracebackType
-from typing import Any, Generator, Generic, Iterator, Optional, Type, TypeVar, cast
+from typing import Any, Generator, Generic, Iterator, Optional, TypeVar, cast
 
 from . import _mqstate
 from ._calls import Seconds, wait, wait_async
@@ -64,12 +63,7 @@ class AsyncSubscription(Generic[E]):
         await self._ready()
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         self.close()
 
     def __aiter__(self) -> AsyncSubscription[E]:
@@ -122,12 +116,7 @@ class Subscription(Generic[E]):
     def __enter__(self) -> Subscription[E]:
         return self
 
-    def __exit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     def __iter__(self) -> Iterator[E]:

@@ -23,8 +23,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import os
-from types import TracebackType
-from typing import Any, Optional, Type, Union
+from typing import Any, Optional, Union
 
 from . import _mqstate
 from ._calls import BytesLike, Seconds, wait, wait_async
@@ -177,12 +176,7 @@ class AsyncClient(_ClientBase):
     async def __aenter__(self) -> "AsyncClient":
         return await self.connect()
 
-    async def __aexit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
     async def close(self) -> None:
@@ -335,12 +329,7 @@ class Client(_ClientBase):
         self._native()  # a closed client raises ClosedError here, not at its first call
         return self
 
-    def __exit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     def close(self) -> None:

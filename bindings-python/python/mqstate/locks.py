@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from types import TracebackType
-from typing import Any, Awaitable, Callable, Optional, Type, Union
+from typing import Any, Awaitable, Callable, Optional, Union
 
 from . import _mqstate
 from ._calls import BytesLike, Seconds, wait, wait_async
@@ -138,12 +137,7 @@ class AsyncLock(_LockBase):
         await self.acquire()
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.release()
 
 
@@ -202,12 +196,7 @@ class Lock(_LockBase):
         self.acquire()
         return self
 
-    def __exit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.release()
 
 
@@ -270,12 +259,7 @@ class AsyncElection(_ElectionBase):
         await self.campaign()
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.resign()
 
 
@@ -315,10 +299,5 @@ class Election(_ElectionBase):
         self.campaign()
         return self
 
-    def __exit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.resign()

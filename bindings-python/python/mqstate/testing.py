@@ -30,8 +30,7 @@ this package; errors are the package's (:class:`~mqstate.ClosedError` on a stopp
 
 from __future__ import annotations
 
-from types import TracebackType
-from typing import List, Optional, Type
+from typing import List, Optional
 
 from . import _mqstate
 from ._calls import BytesLike, Seconds, wait, wait_async
@@ -83,12 +82,7 @@ class LocalStore:
         self._start()
         return self
 
-    def __exit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
     async def __aenter__(self) -> "LocalStore":
@@ -98,12 +92,7 @@ class LocalStore:
             self._native = await wait_async(_mqstate.start_local_store())
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         self._stopped = True
         if self._native is not None:
             await wait_async(self._native.stop())
