@@ -110,7 +110,7 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = mqstate_server::config::DEFAULT_MAX_OFFLINE_SESSIONS)]
     max_offline_sessions: usize,
     /// Embedded broker: how many clients may be connected at once (in all, and from one
-    /// address); each idle one costs about 36 KiB and a file descriptor (see `ulimit -n`).
+    /// address); each costs memory (docs/benchmarks.md) and a file descriptor (`ulimit -n`).
     #[arg(long, default_value_t = mqstate_server::config::DEFAULT_MAX_CLIENTS)]
     max_clients: usize,
     /// Embedded broker: serve the store through an MQTT connection to the broker (the

@@ -29,10 +29,9 @@ pub const LINGER_MAX: Duration = Duration::from_millis(4);
 
 /// The linger of `round`: [`LINGER`] in round 0, twice the last in each round after one
 /// that saw a blocking waiter, up to [`LINGER_MAX`]. Each linger's end wakes the background
-/// thread (measured at ≈ 30 µs of CPU on a virtual core: `git show
-/// 76f337e:docs/benchmarks/history.md`, "Issue 34, fourth pass"): blocking callers that
-/// keep coming drive the runtime themselves and need it once per [`LINGER_MAX`], not once
-/// per [`LINGER`].
+/// thread, which costs CPU (docs/benchmarks.md measures the blocking path): blocking callers
+/// that keep coming drive the runtime themselves and need it once per [`LINGER_MAX`], not
+/// once per [`LINGER`].
 pub(crate) fn linger_for(round: u32) -> Duration {
     LINGER
         .checked_mul(1u32.checked_shl(round).unwrap_or(u32::MAX))
