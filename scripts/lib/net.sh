@@ -12,3 +12,11 @@ free_port() {
 wait_port() {
     "${PYTHON:-python3}" "$(dirname "${BASH_SOURCE[0]}")/listening.py" "$@"
 }
+
+# wait_store URL MQSTATE...: returns 0 once `MQSTATE --url URL ping` answers (the store
+# behind the broker is up); 1 after 20 s.
+wait_store() {
+    local url="$1" _; shift
+    for _ in $(seq 1 100); do "$@" --url "$url" ping >/dev/null 2>&1 && return 0; sleep 0.2; done
+    return 1
+}
