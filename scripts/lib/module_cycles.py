@@ -10,7 +10,8 @@ not a dependency), and prints every circle (a strongly connected set of two or m
 if there is one.
 
     scripts/lib/module_cycles.py core/src server/src …
-    scripts/lib/module_cycles.py --self-test   # a planted circle must be found
+
+Its own test (a planted circle) is tests/scripts/test_module_cycles.py.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from __future__ import annotations
 import os
 import re
 import sys
-import tempfile
 from collections import defaultdict
 from typing import Dict, List, Set
 
@@ -151,38 +151,5 @@ def check(srcs: List[str]) -> int:
     return 1 if bad else 0
 
 
-def self_test() -> int:
-    """A planted circle (through super::, crate::{…} and a root re-export) is found; a test
-    module's use and a public re-export are not circles."""
-    with tempfile.TemporaryDirectory() as d:
-        src = os.path.join(d, "src")
-        os.makedirs(os.path.join(src, "a"))
-        files = {
-            "lib.rs": "mod a; mod b; mod c;\npub use c::Thing;\n",
-            "a.rs": "mod inner;\n",
-            "a/inner.rs": "use super::super::b::B;\n",
-            "b.rs": "use crate::{c};\npub struct B;\n",
-            "c.rs": "pub struct Thing;\nfn f() -> crate::Thing { crate::a::x() }\n"
-                    "#[cfg(test)]\nmod tests { use crate::b::B; }\npub use crate::b::B as Again;\n",
-        }
-        for name, text in files.items():
-            with open(os.path.join(src, name), "w", encoding="utf-8") as f:
-                f.write(text)
-        got = circles(graph(src))
-        want = [["a", "b", "c"]]
-        if got != want:
-            print(f"module_cycles: self-test failed: found {got}, wanted {want}")
-            return 1
-        with open(os.path.join(src, "c.rs"), "w", encoding="utf-8") as f:
-            f.write(files["c.rs"].replace("crate::a::x()", "x()"))
-        if circles(graph(src)):
-            print("module_cycles: self-test failed: a circle without a use back")
-            return 1
-    print("module_cycles: self-test: a planted circle is found")
-    return 0
-
-
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--self-test"]:
-        sys.exit(self_test())
     sys.exit(check(sys.argv[1:]))
