@@ -36,10 +36,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 TEXT_FILE = re.compile(r"^(LICEN[CS]E|COPYING|NOTICE|UNLICENSE|COPYRIGHT)", re.I)
 # Upstream of each fork: (crate, version, repository).
-FORKS = {
-    "mqstate-rumqttc": ("rumqttc", "0.25.1", "https://github.com/bytebeamio/rumqtt"),
-    "mqstate-mqtt5": ("mqtt5", "0.49.0", "https://github.com/LabOverWire/mqtt-lib"),
-}
+def _forks() -> dict[str, tuple[str, str, str]]:
+    """The forks' upstream crate, version and repository, by package name (scripts/lib/forks
+    holds them: their one place)."""
+    from importlib.machinery import SourceFileLoader
+    from importlib.util import module_from_spec, spec_from_loader
+
+    loader = SourceFileLoader("forks", str(Path(__file__).with_name("forks")))
+    forks = module_from_spec(spec_from_loader("forks", loader))
+    loader.exec_module(forks)
+    return {f"mqstate-{name}": upstream for name, upstream in forks.FORKS.items()}
+
+
+FORKS = _forks()
 
 
 def cargo(*args: str) -> str:

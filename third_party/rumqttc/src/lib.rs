@@ -108,8 +108,8 @@ use std::time::Duration;
 mod client;
 mod eventloop;
 mod framed;
-pub mod mqttbytes;
 mod quickack;
+pub mod mqttbytes;
 mod state;
 pub mod v5;
 

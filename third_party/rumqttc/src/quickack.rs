@@ -24,27 +24,14 @@ pub(crate) fn boxed(tcp: TcpStream, quickack: bool) -> Box<dyn AsyncReadWrite> {
     }
 }
 
-#[cfg(any(
-    target_os = "linux",
-    target_os = "android",
-    target_os = "fuchsia",
-    target_os = "cygwin"
-))]
+#[cfg(any(target_os = "linux", target_os = "android", target_os = "fuchsia", target_os = "cygwin"))]
 fn set(tcp: &TcpStream) -> io::Result<()> {
     tcp.set_quickack(true)
 }
 
-#[cfg(not(any(
-    target_os = "linux",
-    target_os = "android",
-    target_os = "fuchsia",
-    target_os = "cygwin"
-)))]
+#[cfg(not(any(target_os = "linux", target_os = "android", target_os = "fuchsia", target_os = "cygwin")))]
 fn set(_: &TcpStream) -> io::Result<()> {
-    Err(io::Error::new(
-        io::ErrorKind::Unsupported,
-        "TCP_QUICKACK is Linux's",
-    ))
+    Err(io::Error::new(io::ErrorKind::Unsupported, "TCP_QUICKACK is Linux's"))
 }
 
 /// A TCP stream that re-arms `TCP_QUICKACK` after each read that returned data.

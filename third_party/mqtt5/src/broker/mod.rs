@@ -52,10 +52,10 @@ pub mod session_slot;
 pub mod storage;
 // mqstate patch: the router's indexed subscriptions.
 mod subscription_map;
+pub mod topic_trie;
 pub mod sys_topics;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod tls_acceptor;
-pub mod topic_trie;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod transport;
 #[cfg(all(not(target_arch = "wasm32"), feature = "transport-websocket"))]

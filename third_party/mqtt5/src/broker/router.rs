@@ -2,11 +2,11 @@
 use crate::broker::bridge::BridgeManager;
 use crate::broker::events::{BrokerEventHandler, RetainedSetEvent};
 use crate::broker::session_slot::{SessionSlotGuard, SessionSlots};
+use crate::broker::subscription_map::SubscriptionMap;
 use crate::broker::storage::{
     unix_millis_now, ChangeOnlyState, ClientSession, DynamicStorage, QueueHandle, QueueLimits,
     QueueRegistry, QueuedMessage, RetainedMessage, StorageBackend, StoredSubscription,
 };
-use crate::broker::subscription_map::SubscriptionMap;
 use crate::packet::publish::PublishPacket;
 use crate::types::ProtocolVersion;
 use crate::validation::{parse_shared_subscription, topic_matches_filter};
@@ -1122,10 +1122,7 @@ impl MessageRouter {
     }
 
     async fn remove_client_subscriptions(&self, client_id: &str) {
-        self.exact_subscriptions
-            .write()
-            .await
-            .strip_client(client_id);
+        self.exact_subscriptions.write().await.strip_client(client_id);
         self.wildcard_subscriptions
             .write()
             .await

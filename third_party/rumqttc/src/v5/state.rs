@@ -1,7 +1,7 @@
 use super::mqttbytes::v5::{
-    ConnAck, ConnectReturnCode, Disconnect, DisconnectReasonCode, Packet, PingReq, PingResp,
-    PubAck, PubAckReason, PubComp, PubCompReason, PubRec, PubRecReason, PubRel, PubRelReason,
-    Publish, SubAck, Subscribe, SubscribeReasonCode, UnsubAck, UnsubAckReason, Unsubscribe,
+    ConnAck, ConnectReturnCode, Disconnect, DisconnectReasonCode, Packet, PingReq, PingResp, PubAck,
+    PubAckReason, PubComp, PubCompReason, PubRec, PubRecReason, PubRel, PubRelReason, Publish,
+    SubAck, Subscribe, SubscribeReasonCode, UnsubAck, UnsubAckReason, Unsubscribe,
 };
 use super::mqttbytes::{self, Error as MqttError, QoS};
 
@@ -250,8 +250,7 @@ impl MqttState {
         // keeps its place ahead of the events its handling queues (its PUBACK's, …): a
         // stand-in holds the place and the packet takes it once handled, also on an error.
         let place = self.events.len();
-        self.events
-            .push_back(Event::Incoming(Packet::PingResp(PingResp)));
+        self.events.push_back(Event::Incoming(Packet::PingResp(PingResp)));
 
         let outgoing = match &mut packet {
             Incoming::PingResp(_) => self.handle_incoming_pingresp(),
