@@ -113,7 +113,7 @@ fn stopped() -> Error {
 }
 
 /// Arms the timed fault `fault` of `store` for `duration_ms` (the store refuses less than
-/// 1 ms: `invalid_argument`).
+/// 1 ms: `invalid_argument`, its message naming the parameter as C spells it).
 fn timed_fault(
     store: *const mqstate_local_store,
     duration_ms: u64,
@@ -126,7 +126,12 @@ fn timed_fault(
             if slot.stopped {
                 return Err(stopped());
             }
-            fault(&slot.store, duration)
+            fault(&slot.store, duration).map_err(|e| match e.kind() {
+                ErrorKind::InvalidArgument => {
+                    Error::invalid_argument(format!("duration_ms = {duration_ms}: {e}"))
+                }
+                _ => e,
+            })
         })
     })
 }

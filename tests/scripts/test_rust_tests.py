@@ -61,3 +61,12 @@ def test_counts_come_from_the_runners_results(tmp_path: Path, monkeypatch: pytes
     assert tally.main(["add", "4", "0"]) == 0
     assert counts.read_text() == "0 1\n4 0\n", "a failed command with no failed test counts one"
     assert tally.main(["nonsense"]) == 2
+
+
+def test_junit_with_raw_bytes_in_comments_still_counts_and_garbage_is_a_failure(tmp_path: Path) -> None:
+    xml = tmp_path / "node.xml"
+    xml.write_bytes(b'<testsuites><testcase name="a"/><!-- \x00\x0f\xef\xbf\xbd raw --><testcase name="b"/></testsuites>')
+    assert tally.junit([xml]) == (2, 0)
+    xml.write_text("<testsuites><testcase")
+    assert tally.junit([xml]) == (0, 1)
+    assert tally.junit([tmp_path / "missing.xml"]) == (0, 0)
