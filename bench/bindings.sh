@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every language binding beside the Rust client, side by side in one run (docs/benchmarks.md,
 # "Language bindings"): GET/SET ops/s, one connection each, closed loop, through
-#   rust      `mqstate bench` (the Rust client),
+#   rust      `client-bench load` (the Rust client under `mqstate bench`'s load),
 #   python    the Python asyncio client (N tasks sharing one AsyncClient),
 #   blocking  the blocking Python client (N threads sharing one Client),
 #   paho      a paho-mqtt request/response loop with the same envelope,
@@ -43,7 +43,7 @@ echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 run() {
     local who="$1" depth="$2"
     case "$who" in
-    rust) "$CARGO_TARGET_DIR/release/mqstate" bench --url "$url" --depth "$depth" \
+    rust) "$CARGO_TARGET_DIR/release/client-bench" load --url "$url" --depth "$depth" \
             --duration "${seconds}s" --warmup 1s --watch-pid "$serve" 2>/dev/null \
           | awk -v d="$depth" -v p="$serve" '/ ops\/s / {
                 self = "-"; store = "-"

@@ -5,7 +5,7 @@
 #
 #   bench/run cached [SECONDS] [ROUNDS] [LANGUAGES]
 #
-# LANGUAGES (default "rust python node c kotlin"): rust is `mqstate bench --cache-compare`;
+# LANGUAGES (default "rust python node c kotlin"): rust is `client-bench load --cache-compare`;
 # python, node, c and kotlin are bench/bindings/{python/cached.py, node/cached.mjs,
 # c/cached.c, kotlin/CachedBench.kt}, each timing its uncached and cached client in turns,
 # ROUNDS (default 3) rounds of SECONDS (default 2) each, and printing the medians and their
@@ -44,7 +44,7 @@ for who in $languages; do
     echo
     echo "== $who"
     case "$who" in
-    rust) "$CARGO_TARGET_DIR/release/mqstate" bench --url "$url" --cache-compare "$rounds" \
+    rust) "$CARGO_TARGET_DIR/release/client-bench" load --url "$url" --cache-compare "$rounds" \
             --clients 1 --depth 1 --set-percent 0 --keys 1000 --duration "${seconds}s" \
             --warmup 500ms --watch-pid "$serve" 2>&1 | grep -vE '^  mqstate +[0-9.]+ s ' ;;
     python) "$work/venv/bin/python" bench/bindings/python/cached.py "$url" "$seconds" "$rounds" ;;

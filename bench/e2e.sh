@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end benchmark: the mqstate client + mqstate-server through Debian's mosquitto,
 # against a raw rumqttc request/response pair through the same mosquitto, alternating in
-# one run (mqstate bench --compare). Release build; results go to stdout.
+# one run (`client-bench load --compare`). Release builds; results go to stdout.
 #
 #   bench/e2e.sh [rounds] [seconds]        # default 3 rounds of 5 s per depth
 set -euo pipefail
@@ -11,7 +11,9 @@ rounds="${1:-3}"
 seconds="${2:-5}"
 target="${CARGO_TARGET_DIR:-$root/target}"
 cargo build --release -q -p mqstate-cli
+cargo build --release -q -p mqstate-bench --bin client-bench
 bin="$target/release/mqstate"
+client="$target/release/client-bench"
 
 work="$(mktemp -d)"
 . "$root/scripts/lib/net.sh"
@@ -34,7 +36,7 @@ echo "mosquitto $("$mosquitto" -h 2>/dev/null | head -1 | awk '{print $3}'), $(n
 echo; echo "## the client alone: mqstate client against an instant responder (no state store yet)"
 for depth in 1 64; do
     echo
-    "$bin" bench --url "mqtt://127.0.0.1:$port" --depth "$depth" --duration "${seconds}s" \
+    "$client" load --url "mqtt://127.0.0.1:$port" --depth "$depth" --duration "${seconds}s" \
         --warmup 1s --compare "$rounds" --target echo 2>/dev/null
 done
 
@@ -43,8 +45,8 @@ sleep 1
 echo; echo "## end to end: mqstate client + mqstate serve --broker (release)"
 for depth in 1 64; do
     echo
-    "$bin" bench --url "mqtt://127.0.0.1:$port" --depth "$depth" --duration "${seconds}s" \
+    "$client" load --url "mqtt://127.0.0.1:$port" --depth "$depth" --duration "${seconds}s" \
         --warmup 1s --compare "$rounds" 2>/dev/null
 done
 echo
-"$bin" bench --url "mqtt://127.0.0.1:$port" --observe-keys 100000 2>/dev/null
+"$client" memory --url "mqtt://127.0.0.1:$port" --keys 100000 2>/dev/null

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Where a load process's CPU per request goes: user space, the kernel, and the system calls
-and context switches behind the kernel's share; the Rust client (`mqstate bench`) against the
+and context switches behind the kernel's share; the Rust client (`client-bench load`) against the
 official SDK's client (`sdk-load`), alternating, against one `mqstate serve` each run.
 
 For each client, op and round it prints, per request over a window in the middle of the run:

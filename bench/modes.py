@@ -7,7 +7,7 @@ Modes:
   in-process  `mqstate serve` (embedded broker, store inside it: the default)
 
 Targets, run one after the other in every round (the order rotates each round):
-  mqstate     the mqstate client (`mqstate bench`)
+  mqstate     the mqstate client (`client-bench load`: `mqstate bench`'s load, watched pids' CPU)
   sdk         the official Azure IoT Operations SDK's state store client (`sdk-load`)
   raw         a bare rumqttc request/response pair through the same broker, answered at once
   raw+env     the same pair carrying the state store's full request envelope
@@ -24,8 +24,9 @@ needs libssl-dev and pkg-config).
                  [--depths 1,64] [--ops GET,SET] [--clients 1] [--targets mqstate,raw,...]
                  [--mqstate-bin NAME=PATH]... [--threads] [--markdown FILE]
 
---mqstate-bin runs the `mqstate` target (and serves the store) with each binary given, as
-targets named `mqstate@NAME`, alternated in the same rounds: an old build against a new one.
+--mqstate-bin serves the store with each binary given, in the modes named `MODE@NAME`,
+alternated in the same rounds: an old build's store against a new one's. The load is this
+tree's `client-bench` in every mode.
 """
 
 import argparse
@@ -63,16 +64,21 @@ def wait_port(port, timeout=10.0):
     raise SystemExit(f"nothing listens on port {port}")
 
 
+def binaries_built():
+    """The release binaries: `mqstate` (the stores), `client-bench` (the load), `sdk-load`."""
+    return tuple(os.path.join(TARGET_DIR, "release", name)
+                 for name in ("mqstate", "client-bench", "sdk-load"))
+
+
 def build(sdk=True):
-    cmds = [["cargo", "build", "--release", "-q", "-p", "mqstate-cli"]]
-    if sdk:
-        cmds.append(["cargo", "build", "--release", "-q", "-p", "mqstate-bench", "--features",
-                     "sdk", "--bin", "sdk-load"])
+    bench = ["--features", "sdk", "--bin", "client-bench", "--bin", "sdk-load"] if sdk else [
+        "--bin", "client-bench"]
+    cmds = [["cargo", "build", "--release", "-q", "-p", "mqstate-cli"],
+            ["cargo", "build", "--release", "-q", "-p", "mqstate-bench", *bench]]
     for cmd in cmds:
         print("+", " ".join(cmd), file=sys.stderr)
         subprocess.run(cmd, cwd=ROOT, check=True)
-    return (os.path.join(TARGET_DIR, "release", "mqstate"),
-            os.path.join(TARGET_DIR, "release", "sdk-load"))
+    return binaries_built()
 
 
 class Mode:
@@ -121,19 +127,19 @@ THREADS = re.compile(r"^\s*threads (?P<pid>\d+):(?P<groups>.*)$")
 
 def load_command(target, binaries, url, op, depth, seconds, clients=1, watch=()):
     """The command line of one load run of `target` (1 s of warm-up, then `seconds`)."""
-    mqstate, sdk = binaries
+    _, client, sdk = binaries
     common = ["--url", url, "--depth", str(depth),
               "--set-percent", "100" if op == "SET" else "0"]
-    # `mqstate bench` takes durations with their unit; sdk-load takes seconds.
+    # `client-bench` takes durations with their unit; sdk-load takes seconds.
     timing = ["--duration", f"{seconds}s", "--warmup", "1s"]
     sdk_timing = ["--duration", str(seconds), "--warmup", "1"]
     for pid in watch:
         common += ["--watch-pid", str(pid)]
     many = ["--clients", str(clients)]
     return {
-        "mqstate": [mqstate, "bench", *many, *common, *timing],
-        "raw": [mqstate, "bench", "--target", "raw", *many, *common, *timing],
-        "raw+env": [mqstate, "bench", "--target", "raw", "--raw-full-envelope", *many, *common,
+        "mqstate": [client, "load", *many, *common, *timing],
+        "raw": [client, "load", "--target", "raw", *many, *common, *timing],
+        "raw+env": [client, "load", "--target", "raw", "--raw-full-envelope", *many, *common,
                     *timing],
         "sdk": [sdk, *common, *sdk_timing],
     }[target]
@@ -207,8 +213,7 @@ def main():
     if unknown:
         raise SystemExit(f"unknown targets {sorted(unknown)}: choose from {TARGETS}")
     if args.no_build:
-        binaries = (os.path.join(TARGET_DIR, "release", "mqstate"),
-                    os.path.join(TARGET_DIR, "release", "sdk-load"))
+        binaries = binaries_built()
     else:
         binaries = build(sdk="sdk" in targets)
     named = dict(b.split("=", 1) for b in args.mqstate_bin)
@@ -244,8 +249,7 @@ def main():
                         print(f"  {label} {op} depth {depth} round {r + 1}: {target}",
                               file=sys.stderr)
                         runs[(label, target)].append(run_target(
-                            target, (mode.mqstate, binaries[1]), mode, op, depth,
-                            args.seconds, args.clients))
+                            target, binaries, mode, op, depth, args.seconds, args.clients))
                 for (label, target), v in runs.items():
                     results[(label, op, depth, target)] = median_run(v)
     finally:

@@ -5,11 +5,11 @@
 #                              [--deployments "process adapter"] [--mqstate PATH]
 #
 # Per run: two fresh release `mqstate serve` on free loopback ports (with --embedded-adapter
-# for "adapter"), `mqstate bench --baseline-url` (the first store gets the idle clients, the
+# for "adapter"), `client-bench idle --baseline-url` (the first store gets the idle clients, the
 # second none, 5 rounds in turns: docs/benchmarks.md, "Idle clients"), then the first store's
 # CPU ticks over the 10 s after the bench and both stores' resident memory. Prints the bench's
-# medians and one summary line per run. --mqstate: a release binary to use instead of
-# building target/release/mqstate.
+# medians and one summary line per run. --mqstate: a release binary to serve the stores
+# instead of building target/release/mqstate (the load is always this tree's client-bench).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 . "$root/scripts/lib/net.sh"
@@ -24,11 +24,13 @@ while [ $# -gt 0 ]; do
         *) echo "offline-sessions: unknown argument $1" >&2; exit 2 ;;
     esac
 done
+declare -F build >/dev/null || build() { "$@"; }
 if [ -z "$mqstate" ]; then
-    declare -F build >/dev/null || build() { "$@"; }
     (cd "$root" && build cargo build --release -q --locked -p mqstate-cli)
     mqstate="${CARGO_TARGET_DIR:-$root/target}/release/mqstate"
 fi
+(cd "$root" && build cargo build --release -q --locked -p mqstate-bench --bin client-bench)
+client="${CARGO_TARGET_DIR:-$root/target}/release/client-bench"
 work="$(mktemp -d)"
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"' EXIT
@@ -49,7 +51,7 @@ for deployment in $deployments; do
             pids=("$a" "$b")
             wait_port "$a" "$pa" 10 && wait_port "$b" "$pb" 10 || { cat "$work/a.log" "$work/b.log"; exit 1; }
             out="$work/bench.txt"
-            "$mqstate" bench --url "mqtt://127.0.0.1:$pa" --baseline-url "mqtt://127.0.0.1:$pb" \
+            "$client" idle --url "mqtt://127.0.0.1:$pa" --baseline-url "mqtt://127.0.0.1:$pb" \
                 --rounds 5 --clients 4 --depth 16 --keys 10000 --duration 4s \
                 --idle-clients "$idle" --idle-mode "$mode" --watch-pid "$a" --watch-pid "$b" >"$out" 2>&1 ||
                 { cat "$out"; exit 1; }

@@ -10,11 +10,13 @@ trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$wo
 declare -F build >/dev/null || build() { "$@"; }
 . "$root/scripts/lib/net.sh"
 
-# build_clients [PIP_PACKAGE...]: the CLI (`mqstate serve`, `mqstate bench`) and the C
-# library (cargo, release profile); the Python wheel installed into $work/venv beside
+# build_clients [PIP_PACKAGE...]: the CLI (`mqstate serve`, `mqstate bench`), the bench
+# crate's `client-bench` (the Rust client's load with watched pids) and the C library
+# (cargo, release profile); the Python wheel installed into $work/venv beside
 # PIP_PACKAGE...; the C bench client, $work/cbench.
 build_clients() {
     build cargo build -q --release -p mqstate-cli -p mqstate-c
+    build cargo build -q --release -p mqstate-bench --bin client-bench
     local maturin="${MATURIN:-$root/.venv/bin/maturin}" # scripts/test's virtualenv, or MATURIN=…
     build "$maturin" build -q --release --manifest-path "$root/bindings-python/Cargo.toml" \
         --out "$work/dist" >/dev/null 2>&1

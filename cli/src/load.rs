@@ -1,13 +1,15 @@
 //! The closed-loop load driver of `mqstate bench`, also used through this crate's library
-//! by the benchmark crate's comparators (`bench/src/bin/sdk_load.rs`), so that every target
-//! is driven and measured by the same code: `workers` loops each keep one request outstanding for a
-//! warm-up and a measured window; it reports ops/s, latency percentiles and the CPU time
-//! per request of this process and of any watched process (the broker, the store), and of
-//! each watched process's threads by name ([`cpu`]).
+//! by the benchmark crate's programs (`client-bench`, the SDK comparator `sdk-load`), so that
+//! every target is driven and measured by the same code: `workers` loops each keep one
+//! request outstanding for a warm-up and a measured window; it reports ops/s, latency
+//! percentiles and the CPU time per request of this process and of any watched process (the
+//! broker, the store), and of each watched process's threads by name ([`cpu`]). [`mix`] is
+//! the mqstate client's load that `mqstate bench` drives with it.
 //!
-//! Depends on `std` and `tokio` only.
+//! The driver depends on `std` and `tokio` only.
 
 pub mod cpu;
+pub mod mix;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -28,25 +28,7 @@ macro_rules! outln {
     };
 }
 
-/// `eprintln!` that ends the process quietly when stderr is a closed pipe.
-macro_rules! errln {
-    () => {
-        $crate::output::print_or_exit(&mut std::io::stderr(), format_args!("\n"))
-    };
-    ($($arg:tt)*) => {
-        $crate::output::print_or_exit(&mut std::io::stderr(), format_args!("{}\n", format_args!($($arg)*)))
-    };
-}
-
-/// `eprint!` that ends the process quietly when stderr is a closed pipe.
-macro_rules! errout {
-    ($($arg:tt)*) => {
-        $crate::output::print_or_exit(&mut std::io::stderr(), format_args!($($arg)*))
-    };
-}
-
 mod bench;
-mod bench_raw;
 mod conn;
 mod demo;
 mod failure;
@@ -114,10 +96,11 @@ enum Command {
     /// Check that a state store answers: round trip times and what it reports.
     Ping(kv::PingArgs),
     /// Run a local state store (with an embedded MQTT5 broker unless --broker is given).
-    Serve(serve::ServeArgs),
+    Serve(Box<serve::ServeArgs>),
     /// Start an embedded state store and walk through the API (needs nothing installed).
     Demo(demo::DemoArgs),
-    /// Load a state store: N clients x M outstanding requests; ops/s and latency percentiles.
+    /// Load a state store: N clients x M outstanding requests of a SET/GET mix; ops/s and
+    /// latency percentiles (--cache: through the clients' cache).
     Bench(bench::BenchArgs),
     /// List every connection setting the -o NAME=VALUE flag (and --env) accepts.
     Settings,
@@ -263,7 +246,7 @@ fn run(cli: Cli) -> CliResult {
             Command::Watch(a) => watch::watch(&target()?, format, a).await,
             Command::Leader(a) => watch::leader(&target()?, format, a).await,
             Command::Lock(a) => lock_cmd::lock(&target()?, a).await,
-            Command::Serve(a) => serve::serve(a, cli.conn.port.as_deref()).await,
+            Command::Serve(a) => serve::serve(*a, cli.conn.port.as_deref()).await,
             Command::Demo(a) => demo::run(a).await.map(|()| 0).map_err(|e| from_anyhow(&e)),
             Command::Bench(a) => bench::run(a).await.map(|()| 0).map_err(|e| from_anyhow(&e)),
             Command::Settings | Command::Completions { .. } => Ok(failure::OK),

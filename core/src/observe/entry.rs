@@ -473,7 +473,7 @@ mod tests {
     fn an_idle_key_is_small() {
         // One allocation per observed key (see the module documentation): keep it (with
         // its reference counts) within glibc's 160-byte chunks, so that the whole cost of an
-        // observed key stays well under 250 bytes (`mqstate bench --observe-keys`).
+        // observed key stays well under 250 bytes (`bench/run client-memory`).
         let (entry, observer) = (
             std::mem::size_of::<KeyEntry>(),
             std::mem::size_of::<super::super::Observer>(),

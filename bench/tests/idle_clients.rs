@@ -1,5 +1,5 @@
-//! Speed must not depend on who else is connected (issue 35): `mqstate bench --idle-clients`
-//! measures a live `mqstate serve` given 2,000 idle clients (each with the two subscriptions
+//! Speed must not depend on who else is connected (issue 35): `client-bench idle`
+//! (`bench/src/bin/client_bench/`) measures a live `mqstate serve` given 2,000 idle clients (each with the two subscriptions
 //! of an mqstate client) against a second one without, in turns (`--baseline-url`), and this
 //! test fails when the store's CPU per request doubles with them. Before the broker's router
 //! was indexed, 1,000 left the store 0.06x its throughput.
@@ -20,24 +20,84 @@
 //! a fragmented heap, a sweep of every session); a cost that waits instead of computing would
 //! show in the ops/s ratio the bench prints, which this test does not bar.
 //!
-//! Its own test binary, so that no other test loads the machine while it measures.
+//! Its own test binary, so that no other test loads the machine while it measures. The stores
+//! are the `mqstate` binary of the same build (`$MQSTATE_BIN` to name another): `cargo test
+//! --workspace` builds it beside `client-bench`.
 
-use std::process::{Command, Stdio};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
 
-mod support;
-
-use support::{BIN, serve};
+/// The program under test.
+const BENCH: &str = env!("CARGO_BIN_EXE_client-bench");
 
 /// Idle clients held during the second measurement.
 const IDLE: &str = "2000";
 /// The most the store's cost per request may grow with online idle clients (the median of the
 /// rounds against the baseline store, each relative to the bench's own:
-/// cli/src/bench/side_by_side.rs): 1/0.5.
+/// bench/src/bin/client_bench/side_by_side.rs): 1/0.5.
 const MAX_COST_ONLINE: f64 = 2.0;
 /// The same with the sessions of clients that left: 1/0.8.
 const MAX_COST_OFFLINE: f64 = 1.25;
 /// The most CPU the idle store may use with the offline sessions, in % of a core.
 const MAX_IDLE_CPU_PERCENT: f64 = 2.0;
+
+/// The `mqstate` binary that serves the stores: `$MQSTATE_BIN`, else the one of this build,
+/// beside `client-bench`.
+fn mqstate_bin() -> PathBuf {
+    let bin = std::env::var_os("MQSTATE_BIN").map_or_else(
+        || PathBuf::from(BENCH).with_file_name(format!("mqstate{}", std::env::consts::EXE_SUFFIX)),
+        PathBuf::from,
+    );
+    assert!(
+        bin.is_file(),
+        "no mqstate binary at {}: build it first (cargo build -p mqstate-cli, same profile and target), or set MQSTATE_BIN",
+        bin.display()
+    );
+    bin
+}
+
+/// A live `mqstate serve` on a free loopback port, killed on drop.
+struct Store {
+    /// `mqtt://127.0.0.1:PORT`.
+    url: String,
+    child: Child,
+}
+
+impl Store {
+    /// Starts one and waits (up to 20 s) until it listens.
+    fn start() -> Store {
+        let port = mqstate_tests::free_port().expect("a free loopback port");
+        let mut child = Command::new(mqstate_bin())
+            .args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        if let Err(e) = mqstate_tests::wait_listening(&mut child, port, Duration::from_secs(20)) {
+            let _ = child.kill();
+            panic!("{e}");
+        }
+        Store {
+            url: format!("mqtt://127.0.0.1:{port}"),
+            child,
+        }
+    }
+
+    /// The server's process id.
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
 
 /// User plus system CPU time of process `pid`, in clock ticks (Linux).
 fn cpu_ticks(pid: u32) -> Option<u64> {
@@ -78,15 +138,9 @@ fn measure(mode: &str) -> Measured {
     // The store given the idle clients, and one of the same build without them, measured in
     // turns (`--baseline-url`): a drift of the machine, or of the load beside the test, falls
     // on both; the medians of three rounds drop a window that one of them had to itself.
-    let (store, baseline) = (serve(), serve());
-    let out = Command::new(BIN)
-        .args([
-            "bench",
-            "--url",
-            &store.url,
-            "--baseline-url",
-            &baseline.url,
-        ])
+    let (store, baseline) = (Store::start(), Store::start());
+    let out = Command::new(BENCH)
+        .args(["idle", "--url", &store.url, "--baseline-url", &baseline.url])
         .args(["--rounds", "3"])
         .args(["--clients", "2", "--depth", "8", "--keys", "1000"])
         // Short runs: the bars are on CPU per request (about 5,000 requests a run in a debug

@@ -1,6 +1,7 @@
-//! The baseline of `mqstate bench`: a bare rumqttc request/response pair through the same
-//! broker — a requester that correlates by a counter and a responder that echoes at once —
-//! so the broker's own round-trip limit is measured in the same run as the mqstate client.
+//! The baseline of `client-bench load` (`--target raw`, `--compare`): a bare rumqttc
+//! request/response pair through the same broker — a requester that correlates by a counter
+//! and a responder that echoes at once — so the broker's own round-trip limit is measured in
+//! the same run as the mqstate client; and `--target echo`'s instant responder.
 
 use mqstate::envelope::{CONTENT_TYPE, PROTOCOL_VERSION, property};
 use std::collections::HashMap;
@@ -195,7 +196,7 @@ impl RawPair {
 }
 
 /// A stand-in state store that answers every request at once without storing anything
-/// (`+OK` to a SET, `$-1` to anything else): with it, `mqstate bench --target echo`
+/// (`+OK` to a SET, `$-1` to anything else): with it, `client-bench load --target echo`
 /// measures the mqstate client's own overhead against the raw pair.
 pub struct StoreEcho {
     task: tokio::task::JoinHandle<()>,

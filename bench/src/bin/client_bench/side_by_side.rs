@@ -1,4 +1,4 @@
-//! `mqstate bench --idle-clients N --baseline-url URL`: two stores of the same build, one
+//! `client-bench idle --idle-clients N --baseline-url URL`: two stores of the same build, one
 //! given the idle clients (`--url`) and one left without (`--baseline-url`), measured in
 //! turns. Two runs of one store seconds apart compare the machine as much as the store (on a
 //! shared host its speed moved by up to 40 % between them); runs in turns, with the ratio of
@@ -9,8 +9,9 @@ use std::time::Duration;
 use mqstate::ConnectionSettings;
 use mqstate_cli::load::RunResult;
 
-use super::idle::IdleClients;
-use super::{BenchArgs, cost_factors, rss_kib_of, run_mqstate_at, speed_ratios};
+use crate::idle::IdleClients;
+use crate::rss_kib;
+use crate::with_idle::{IdleArgs, cost_factors, speed_ratios};
 
 /// The median of `values` (the upper one of an even count); `None` when empty.
 fn median(mut values: Vec<f64>) -> Option<f64> {
@@ -30,14 +31,15 @@ fn round_ratios(with: &RunResult, baseline: &RunResult) -> (f64, f64, Option<f64
 }
 
 /// Runs the side-by-side measurement.
-pub async fn run(args: &BenchArgs, n: usize, baseline: &str) -> anyhow::Result<()> {
+pub async fn run(args: &IdleArgs, baseline: &str) -> anyhow::Result<()> {
+    let (n, url) = (args.idle_clients, &args.mix.url);
     anyhow::ensure!(args.rounds >= 1, "--rounds must be at least 1");
     anyhow::ensure!(
-        baseline != args.url,
+        baseline != url,
         "--baseline-url must be another store than --url: the idle clients would be in both"
     );
-    let settings = ConnectionSettings::from_url(&args.url)?;
-    let rss = |pid: Option<&u32>| pid.map(|p| rss_kib_of(&p.to_string()));
+    let settings = ConnectionSettings::from_url(url)?;
+    let rss = |pid: Option<&u32>| pid.map(|p| rss_kib(Some(*p)));
     let rss_before = rss(args.watch_pids.first());
     let prefix = format!("mqstate-bench-idle-{}", std::process::id());
     let idle =
@@ -48,16 +50,16 @@ pub async fn run(args: &BenchArgs, n: usize, baseline: &str) -> anyhow::Result<(
     let label = args.idle_mode.label();
     let (mut ops, mut p50s, mut costs) = (Vec::new(), Vec::new(), Vec::new());
     for round in 1..=args.rounds {
-        let base = run_mqstate_at(args, baseline).await?;
-        let with = run_mqstate_at(args, &args.url).await?;
+        let base = args.run_at(baseline).await?;
+        let with = args.run_at(url).await?;
         let (o, p, c) = round_ratios(&with, &base);
-        outln!("round {round}: no idle clients  {base}");
-        outln!("round {round}: {n} {label:<9} {with}");
+        println!("round {round}: no idle clients  {base}");
+        println!("round {round}: {n} {label:<9} {with}");
         match c {
-            Some(c) => outln!(
+            Some(c) => println!(
                 "round {round}: {o:.2}x the ops/s, {p:.2}x the p50, the store's cost {c:.2}x"
             ),
-            None => outln!("round {round}: {o:.2}x the ops/s, {p:.2}x the p50"),
+            None => println!("round {round}: {o:.2}x the ops/s, {p:.2}x the p50"),
         }
         ops.push(o);
         p50s.push(p);
@@ -67,17 +69,17 @@ pub async fn run(args: &BenchArgs, n: usize, baseline: &str) -> anyhow::Result<(
         median(ops).unwrap_or(f64::NAN),
         median(p50s).unwrap_or(f64::NAN),
     );
-    outln!(
+    println!(
         "ratio                 {o:.2}x the ops/s, {p:.2}x the p50 with {n} {label} idle clients (medians of {} rounds in turns with a store without)",
         args.rounds
     );
     if let Some(c) = median(costs) {
-        outln!(
+        println!(
             "per request           the store's cost {c:.2}x the baseline store's, each relative to the bench's own (median)"
         );
     }
     if let (Some(pid), Some(b), Some(i)) = (args.watch_pids.first(), rss_before, rss_idle) {
-        outln!(
+        println!(
             "memory of {pid}: {b} KiB before, {i} KiB with the idle clients ({:.1} KiB per idle client)",
             i.saturating_sub(b) as f64 / idle.count.max(1) as f64
         );

@@ -1,77 +1,60 @@
-//! `mqstate bench --cache-compare N`: the same mix without and with the clients' cache, in
-//! turns, and the ratio of the medians; with the cache, how many reads reached the store.
-//! `--cache-visibility N`: how soon another client's write reaches a cached reader.
+//! `client-bench load --cache-compare N`: the same mix without and with the clients' cache,
+//! in turns, and the ratio of the medians; with the cache, how many reads reached the store.
+//! `client-bench cache-visibility --writes N`: how soon another client's write reaches a
+//! cached reader.
 
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use bytes::Bytes;
-use mqstate::{CacheOptions, CacheStats, Client, ClientOptions, ConnectionSettings, SetOptions};
-use mqstate_cli::load::RunResult;
+use mqstate::{CacheOptions, Client, ClientOptions, ConnectionSettings, SetOptions};
+use mqstate_cli::load::mix::cache_line;
 
-use super::{BenchArgs, run_clients};
+use crate::load::{LoadArgs, median};
 
-/// Reads answered from memory against reads that reached the store (misses), in one line.
-pub(super) fn store_reads(s: &CacheStats) -> String {
-    let reads = s.hits + s.misses;
-    let share = if reads == 0 {
-        0.0
-    } else {
-        100.0 * s.misses as f64 / reads as f64
-    };
-    format!(
-        "cache    {} reads: {} from memory, {} reached the store ({share:.2} %, the first read of each key included; {} while the lease did not hold); {} invalidations, {} evictions; lease: {} renewals, {} expiries, {} failures",
-        reads,
-        s.hits,
-        s.misses,
-        s.lease_misses,
-        s.invalidations,
-        s.evictions,
-        s.lease_renewals,
-        s.lease_expiries,
-        s.lease_failures
-    )
-}
-
-fn median(mut runs: Vec<RunResult>) -> RunResult {
-    runs.sort_by(|a, b| a.ops_per_sec.total_cmp(&b.ops_per_sec));
-    runs[runs.len() / 2].clone()
+/// Arguments of `client-bench cache-visibility`.
+#[derive(Debug, clap::Args)]
+pub struct VisibilityArgs {
+    /// The broker, with mqstate-server (or the real service) behind it.
+    #[arg(long, default_value = "mqtt://127.0.0.1:1883")]
+    pub url: String,
+    /// SETs to time, one at a time.
+    #[arg(long, default_value_t = 2000)]
+    pub writes: usize,
 }
 
 /// Alternates uncached and cached runs `rounds` times each; prints the medians and ratios.
-pub(super) async fn compare(args: &BenchArgs, rounds: usize) -> anyhow::Result<()> {
-    anyhow::ensure!(
-        args.target == "mqstate" && args.compare.is_none() && args.idle_clients.is_none(),
-        "--cache-compare measures the mqstate target alone: drop --target, --compare and --idle-clients"
-    );
+pub async fn compare(args: &LoadArgs, rounds: usize) -> anyhow::Result<()> {
+    let (mix, watch) = (&args.mix, &args.watch_pids);
     let (mut plain, mut cached, mut last) = (Vec::new(), Vec::new(), None);
     for round in 1..=rounds.max(1) {
-        errln!("round {round}");
-        plain.push(run_clients(args, &args.url, false).await?.0);
-        let (run, stats) = run_clients(args, &args.url, true).await?;
+        eprintln!("round {round}");
+        plain.push(mix.run(&mix.url, false, watch).await?.0);
+        let (run, stats) = mix.run(&mix.url, true, watch).await?;
         cached.push(run);
         last = stats;
     }
     let (plain, cached) = (median(plain), median(cached));
-    outln!("uncached {plain}");
-    outln!("cached   {cached}");
-    outln!(
+    println!("uncached {plain}");
+    println!("cached   {cached}");
+    println!(
         "ratio    {:.1}x the ops/s with the cache (median of {rounds} alternating runs)",
         cached.ops_per_sec / plain.ops_per_sec
     );
     if let Some(s) = last {
-        outln!("{}", store_reads(&s));
+        println!("{}", cache_line(&s));
     }
     Ok(())
 }
 
-/// `mqstate bench --cache-visibility N`: N SETs of one key, one at a time, by a writer; a
+/// `client-bench cache-visibility --writes N`: N SETs of one key, one at a time, by a writer; a
 /// second client (cache on) reads the key from its cache in a loop until it sees each new
 /// value. Prints the percentiles of the time from the writer's acknowledgement to that first
 /// read (the notification's way through the store and the broker, and the reader's update),
 /// and how many reads reached the store (1: the first, which cached the key).
-pub(super) async fn visibility(args: &BenchArgs, n: usize) -> anyhow::Result<()> {
-    anyhow::ensure!(n >= 1, "--cache-visibility must be at least 1");
+pub async fn visibility(args: VisibilityArgs) -> anyhow::Result<()> {
+    let n = args.writes;
+    anyhow::ensure!(n >= 1, "--writes must be at least 1");
     let settings = ConnectionSettings::from_url(&args.url)?;
     let key = format!("cache-visibility/{}", std::process::id());
     let writer = Client::connect(settings.clone()).await?;
@@ -106,13 +89,13 @@ pub(super) async fn visibility(args: &BenchArgs, n: usize) -> anyhow::Result<()>
             })??;
         delays.push(acked.elapsed());
         if i % 100 == 0 {
-            errout!("\r  {i:>6} of {n} SETs");
+            eprint!("\r  {i:>6} of {n} SETs");
         }
     }
-    errln!();
+    eprintln!();
     delays.sort();
     let at = |q: f64| delays[((delays.len() - 1) as f64 * q).round() as usize];
-    outln!(
+    println!(
         "visible after   p50 {:?}   p90 {:?}   p99 {:?}   max {:?}   ({n} SETs, from the writer's acknowledgement to the reader's first cached read of the value)",
         at(0.5),
         at(0.9),
@@ -120,7 +103,7 @@ pub(super) async fn visibility(args: &BenchArgs, n: usize) -> anyhow::Result<()>
         at(1.0)
     );
     if let Some(s) = reader.cache_stats() {
-        outln!("{}", store_reads(&s));
+        println!("{}", cache_line(&s));
     }
     writer.del(&key, Default::default()).await?;
     writer.shutdown().await;

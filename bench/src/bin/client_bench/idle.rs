@@ -1,4 +1,4 @@
-//! Idle clients for `mqstate bench --idle-clients N`: clients that do nothing but exist,
+//! Idle clients for `client-bench idle --idle-clients N`: clients that do nothing but exist,
 //! each with the two subscriptions every mqstate client makes (its response topic and its
 //! notification filter), either connected (`online`) or gone with their session left in
 //! the broker for its expiry of 1 h: `abandoned` (they sent DISCONNECT, as a client closed

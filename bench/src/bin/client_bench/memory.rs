@@ -1,5 +1,5 @@
-//! The client's memory: observing keys (`mqstate bench --observe-keys N`) and with keys in its
-//! cache (`--cache --observe-keys N`).
+//! `client-bench memory`: the client's memory observing keys (`--keys N`) and with keys in its
+//! cache (`--cache --keys N`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -9,7 +9,36 @@ use anyhow::Context;
 use bytes::Bytes;
 use mqstate::{CacheOptions, Client, ClientOptions, ConnectionSettings, SetOptions};
 
-use super::{BenchArgs, rss_kib};
+use crate::rss_kib;
+
+/// Arguments of `client-bench memory`.
+#[derive(Debug, clap::Args)]
+pub struct MemoryArgs {
+    /// The broker, with mqstate-server (or the real service) behind it.
+    #[arg(long, default_value = "mqtt://127.0.0.1:1883")]
+    pub url: String,
+    /// Keys to observe (with --cache: to hold in the client's cache; the keys stay in the
+    /// store: use a fresh one).
+    #[arg(long)]
+    pub keys: usize,
+    /// Measure the cache instead: the client's memory with --keys keys of --value-size bytes
+    /// in its cache.
+    #[arg(long)]
+    pub cache: bool,
+    /// With --cache: value size in bytes.
+    #[arg(long, default_value_t = 16, requires = "cache")]
+    pub value_size: usize,
+}
+
+/// Runs `client-bench memory`.
+pub async fn run(args: MemoryArgs) -> anyhow::Result<()> {
+    anyhow::ensure!(args.keys >= 1, "--keys must be at least 1");
+    if args.cache {
+        cached(&args, args.keys).await
+    } else {
+        observed(&args, args.keys).await
+    }
+}
 
 /// Tasks at a time of [`for_every_key`].
 const TASKS: usize = 256;
@@ -39,19 +68,19 @@ where
         joined??;
         if last.elapsed() >= Duration::from_secs(1) {
             last = Instant::now();
-            errout!("\r  {what} {:>7} of {n} keys", done.load(Ordering::Relaxed));
+            eprint!("\r  {what} {:>7} of {n} keys", done.load(Ordering::Relaxed));
         }
     }
-    errln!();
+    eprintln!();
     Ok(())
 }
 
-/// `mqstate bench --observe-keys N`: client memory idle and with `n` observed keys.
-pub(super) async fn observed(args: &BenchArgs, n: usize) -> anyhow::Result<()> {
-    let before = rss_kib();
+/// `client-bench memory --keys N`: client memory idle and with `n` observed keys.
+async fn observed(args: &MemoryArgs, n: usize) -> anyhow::Result<()> {
+    let before = rss_kib(None);
     let client = Client::connect(ConnectionSettings::from_url(&args.url)?).await?;
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let idle = rss_kib();
+    let idle = rss_kib(None);
     let started = Instant::now();
     // Every observer goes straight into one vector sized up front: per-task vectors, grown
     // and then freed, would leave ~150 B per key of freed heap in the RSS being measured.
@@ -68,14 +97,14 @@ pub(super) async fn observed(args: &BenchArgs, n: usize) -> anyhow::Result<()> {
         }
     })
     .await?;
-    let observing = rss_kib();
-    outln!("process RSS before connecting      {:>8} KiB", before);
-    outln!(
+    let observing = rss_kib(None);
+    println!("process RSS before connecting      {:>8} KiB", before);
+    println!(
         "client connected, idle             {:>8} KiB (+{} KiB)",
         idle,
         idle.saturating_sub(before)
     );
-    outln!(
+    println!(
         "observing {n} keys                {:>8} KiB (+{} KiB, {:.0} bytes/key; registered in {:.1?})",
         observing,
         observing.saturating_sub(idle),
@@ -87,12 +116,11 @@ pub(super) async fn observed(args: &BenchArgs, n: usize) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `mqstate bench --cache --observe-keys N`: the client's resident memory with `n` keys of
+/// `client-bench memory --cache --keys N`: the client's resident memory with `n` keys of
 /// `--value-size` bytes in its cache, per entry and beyond the key and value bytes the cache
 /// counts (its map, its LRU order and each key's notification registration). Fills the store
 /// first (`cached-memory/K`; the keys stay: use a fresh store).
-pub(super) async fn cached(args: &BenchArgs, n: usize) -> anyhow::Result<()> {
-    anyhow::ensure!(n >= 1, "--observe-keys must be at least 1");
+async fn cached(args: &MemoryArgs, n: usize) -> anyhow::Result<()> {
     let settings = ConnectionSettings::from_url(&args.url)?;
     let value = Bytes::from(vec![b'v'; args.value_size]);
     let writer = Client::connect(settings.clone()).await?;
@@ -106,7 +134,7 @@ pub(super) async fn cached(args: &BenchArgs, n: usize) -> anyhow::Result<()> {
     })
     .await?;
     writer.shutdown().await;
-    let before = rss_kib();
+    let before = rss_kib(None);
     let options = ClientOptions {
         cache: Some(CacheOptions {
             max_entries: n,
@@ -117,13 +145,13 @@ pub(super) async fn cached(args: &BenchArgs, n: usize) -> anyhow::Result<()> {
     };
     let client = Client::connect_with(settings, options).await?;
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let idle = rss_kib();
+    let idle = rss_kib(None);
     let started = Instant::now();
     for_every_key(&client, n, "caching", |c, k| async move {
         c.get(format!("cached-memory/{k}")).await.map(drop)
     })
     .await?;
-    let full = rss_kib();
+    let full = rss_kib(None);
     let stats = client.cache_stats().context("the cache is on")?;
     anyhow::ensure!(
         stats.entries == n as u64,
@@ -131,18 +159,18 @@ pub(super) async fn cached(args: &BenchArgs, n: usize) -> anyhow::Result<()> {
         stats.entries
     );
     let grown = full.saturating_sub(idle) as f64 * 1024.0;
-    outln!("process RSS before connecting      {before:>8} KiB");
-    outln!(
+    println!("process RSS before connecting      {before:>8} KiB");
+    println!(
         "client connected, cache empty      {idle:>8} KiB (+{} KiB)",
         idle.saturating_sub(before)
     );
-    outln!(
+    println!(
         "{n} keys cached                {full:>8} KiB (+{} KiB, {:.0} bytes per entry; read in {:.1?})",
         full.saturating_sub(idle),
         grown / n as f64,
         started.elapsed()
     );
-    outln!(
+    println!(
         "beyond the key and value           {:>8.0} bytes per entry ({} bytes of keys and values counted by the cache, {:.0} per entry)",
         (grown - stats.bytes as f64) / n as f64,
         stats.bytes,

@@ -1,4 +1,4 @@
-//! `mqstate bench --scan-keys N`: fills a store with N keys, then times one full SCAN of
+//! `client-bench scan --keys N`: fills a store with N keys, then times one full SCAN of
 //! them through the pager (keys/s, pages, the client's peak memory and the store's, when
 //! its pid is given with `--watch-pid`).
 
@@ -8,26 +8,27 @@ use std::time::{Duration, Instant};
 
 use mqstate::{Client, ConnectionSettings, SetOptions};
 
-use super::BenchArgs;
+use crate::status_kib;
+
+/// Arguments of `client-bench scan`.
+#[derive(Debug, clap::Args)]
+pub struct ScanArgs {
+    /// The broker, with mqstate-server (or the real service) behind it.
+    #[arg(long, default_value = "mqtt://127.0.0.1:1883")]
+    pub url: String,
+    /// Keys to fill, then scan (they stay: use a fresh store).
+    #[arg(long)]
+    pub keys: usize,
+    /// Value size in bytes.
+    #[arg(long, default_value_t = 16)]
+    pub value_size: usize,
+    /// The store's pid: its memory before and after the fill, and its peak.
+    #[arg(long = "watch-pid", value_name = "PID")]
+    pub watch_pid: Option<u32>,
+}
 
 /// SETs kept in flight while filling.
 const FILL_IN_FLIGHT: usize = 256;
-
-/// A `/proc/<pid>/status` field in KiB (`VmRSS`, `VmHWM`); `self` when `pid` is `None`.
-fn status_kib(pid: Option<u32>, field: &str) -> u64 {
-    let path = pid.map_or_else(
-        || "/proc/self/status".to_owned(),
-        |p| format!("/proc/{p}/status"),
-    );
-    std::fs::read_to_string(path)
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with(field))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
-        })
-        .unwrap_or(0)
-}
 
 fn mib(kib: u64) -> f64 {
     kib as f64 / 1024.0
@@ -65,20 +66,21 @@ async fn fill(client: &Client, n: usize, value_size: usize) -> anyhow::Result<Du
         if last.elapsed() >= Duration::from_secs(1) {
             last = Instant::now();
             let done = next.load(Ordering::Relaxed).min(n as u64);
-            errout!("\r  filling: {done:>8} of {n} keys");
+            eprint!("\r  filling: {done:>8} of {n} keys");
         }
     }
-    errln!(
+    eprintln!(
         "\r  filled {n} keys in {:.1?}              ",
         started.elapsed()
     );
     Ok(started.elapsed())
 }
 
-/// Runs the scan benchmark.
-pub async fn run(args: &BenchArgs, n: usize) -> anyhow::Result<()> {
+/// Runs `client-bench scan`.
+pub async fn run(args: ScanArgs) -> anyhow::Result<()> {
+    let n = args.keys;
     let client = Client::connect(ConnectionSettings::from_url(&args.url)?).await?;
-    let store_pid = args.watch_pids.first().copied();
+    let store_pid = args.watch_pid;
     let store_before = store_pid.map(|p| status_kib(Some(p), "VmRSS:"));
     let fill_time = fill(&client, n, args.value_size).await?;
     let store_filled = store_pid.map(|p| status_kib(Some(p), "VmRSS:"));
@@ -99,33 +101,33 @@ pub async fn run(args: &BenchArgs, n: usize) -> anyhow::Result<()> {
         }
         if last.elapsed() >= Duration::from_secs(1) {
             last = Instant::now();
-            errout!("\r  scanning: {keys:>8} keys, {page_count} pages");
+            eprint!("\r  scanning: {keys:>8} keys, {page_count} pages");
         }
     }
     let elapsed = started.elapsed();
-    errln!();
+    eprintln!();
     peak = peak.max(status_kib(None, "VmRSS:"));
     let store_peak = store_pid.map(|p| status_kib(Some(p), "VmHWM:"));
-    outln!(
+    println!(
         "filled {n} keys ({}-byte values) in {:.1} s ({:.0} SET/s)",
         args.value_size,
         fill_time.as_secs_f64(),
         n as f64 / fill_time.as_secs_f64()
     );
-    outln!(
+    println!(
         "scanned {keys} keys in {:.2} s: {:.0} keys/s, {page_count} pages ({empty_pages} empty), {:.0} µs per page",
         elapsed.as_secs_f64(),
         keys as f64 / elapsed.as_secs_f64(),
         elapsed.as_micros() as f64 / page_count.max(1) as f64
     );
-    outln!(
+    println!(
         "client RSS during the scan: {:.1} MiB at the start, {:.1} MiB at most (+{:.1} MiB)",
         mib(client_before),
         mib(peak),
         mib(peak.saturating_sub(client_before))
     );
     if let (Some(before), Some(filled), Some(peak)) = (store_before, store_filled, store_peak) {
-        outln!(
+        println!(
             "store RSS: {:.1} MiB before the fill, {:.1} MiB filled ({:.0} B per key), peak {:.1} MiB",
             mib(before),
             mib(filled),
