@@ -88,11 +88,11 @@ def main(argv: list[str]) -> int:
             problems.append("THIRD-PARTY-NOTICES")
         else:
             text = notice.decode("utf-8", "replace")
-            for fork, upstream in (("mqstate-rumqttc", "rumqttc 0.25.1"), ("mqstate-mqtt5", "mqtt5 0.49.0")):
+            for fork, mark in FORK_TEXT_MARKS.items():  # its upstream named (licenses.py), its text in full
                 start = text.find(f"\n{fork} ")
                 section = text[start:text.find("\n" + "=" * 78, start + 1)] if start >= 0 else ""
-                if upstream not in section or FORK_TEXT_MARKS[fork] not in section:
-                    problems.append(f"the notice's {upstream} with its license text")
+                if f"The crate {fork.removeprefix('mqstate-')} " not in section or mark not in section:
+                    problems.append(f"the notice's {fork}, its upstream and license text")
         result(not problems, f"{rel}: " + ("licenses and notice (rumqttc, mqtt5) inside" if not problems
                                              else "lacks " + ", ".join(problems)))
         sbom = art.with_name(art.name[: -len(".jar")] + "-cyclonedx.json") if art.suffix == ".jar" \

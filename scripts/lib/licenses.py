@@ -35,20 +35,16 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 TEXT_FILE = re.compile(r"^(LICEN[CS]E|COPYING|NOTICE|UNLICENSE|COPYRIGHT)", re.I)
-# Upstream of each fork: (crate, version, repository).
-def _forks() -> dict[str, tuple[str, str, str]]:
-    """The forks' upstream crate, version and repository, by package name (scripts/lib/forks
-    holds them: their one place)."""
-    from importlib.machinery import SourceFileLoader
-    from importlib.util import module_from_spec, spec_from_loader
-
-    loader = SourceFileLoader("forks", str(Path(__file__).with_name("forks")))
-    forks = module_from_spec(spec_from_loader("forks", loader))
-    loader.exec_module(forks)
-    return {f"mqstate-{name}": upstream for name, upstream in forks.FORKS.items()}
+# The forks' upstream repositories. Upstream's crate and version are in the fork's own name and
+# version, mqstate-CRATE VERSION-mqstate.N (their one place, which scripts/lib/forks reads too).
+FORKS = {"mqstate-rumqttc": "https://github.com/bytebeamio/rumqtt",
+         "mqstate-mqtt5": "https://github.com/LabOverWire/mqtt-lib"}
 
 
-FORKS = _forks()
+def upstream(p: dict) -> tuple[str, str, str] | None:
+    """A fork's upstream crate, version and repository (None for any other crate)."""
+    repo = FORKS.get(p["name"])
+    return (p["name"].removeprefix("mqstate-"), p["version"].split("-mqstate.")[0], repo) if repo else None
 
 
 def cargo(*args: str) -> str:
@@ -188,16 +184,16 @@ def notice(packages: list[str], targets: list[str]) -> str:
         "-------",
     ]
     for p in crates:
-        upstream = FORKS.get(p["name"])
-        also = f"  [modified {upstream[0]} {upstream[1]}]" if upstream else ""
+        fork = upstream(p)
+        also = f"  [modified {fork[0]} {fork[1]}]" if fork else ""
         lines.append(f"  {p['name']} {p['version']}: {expression(p) or 'see its license file'}{also}")
     seen: dict[str, str] = {}
     for p in crates:
         lines += ["", "=" * 78, f"{p['name']} {p['version']}"]
-        upstream = FORKS.get(p["name"])
-        if upstream:
+        fork = upstream(p)
+        if fork:
             lines += [
-                f"  The crate {upstream[0]} {upstream[1]} ({upstream[2]}), by {', '.join(p.get('authors') or [])},",
+                f"  The crate {fork[0]} {fork[1]} ({fork[2]}), by {', '.join(p.get('authors') or [])},",
                 "  MODIFIED by the mqstate developers and published under this name: the changes are",
                 "  the numbered patches and PATCHES.md in the crate's source (third_party/ of mqstate).",
             ]
@@ -208,7 +204,7 @@ def notice(packages: list[str], targets: list[str]) -> str:
             lines.append(f"  Authors: {', '.join(p['authors'])}")
         for title, text in texts(p):
             digest = hashlib.sha256(text.strip().encode()).hexdigest()
-            if digest in seen and not upstream:  # a fork's texts are printed in full
+            if digest in seen and not fork:  # a fork's texts are printed in full
                 lines += ["", f"  --- {title}: the same text as printed for {seen[digest]} above ---"]
                 continue
             seen[digest] = f"{p['name']} {p['version']} ({title})"
@@ -242,10 +238,10 @@ def sbom(packages: list[str], targets: list[str], name: str, version: str) -> st
         hashes = []
         if (p["name"], p["version"]) in checksums:
             hashes.append(HashType(alg=HashAlgorithm.SHA_256, content=checksums[(p["name"], p["version"])]))
-        upstream = FORKS.get(p["name"])
+        fork = upstream(p)
         desc = p.get("description")
-        if upstream:
-            desc = f"{upstream[0]} {upstream[1]} ({upstream[2]}) modified by mqstate"
+        if fork:
+            desc = f"{fork[0]} {fork[1]} ({fork[2]}) modified by mqstate"
         c = Component(
             name=p["name"], version=p["version"], type=ComponentType.LIBRARY, bom_ref=p["id"],
             purl=PackageURL("cargo", name=p["name"], version=p["version"]),

@@ -1,7 +1,8 @@
 """scripts/lib/forks on a fork of its own (a fake upstream crate in a temporary folder): the
 series is saved, an upstream change planted against patch 0 stops `apply` there, and after
 the conflict is resolved by hand `refresh` rewrites patch 0 in place, patch 1 applies again
-under its own number and `check` passes. Also: the versions the check holds together."""
+under its own number and `check` passes; a new upstream version, set in the fork's Cargo.toml,
+is laid the same way. Also: the versions the check holds together."""
 
 from __future__ import annotations
 
@@ -31,11 +32,11 @@ def load() -> ModuleType:
     return module
 
 
-def crate(path: Path, files: dict[str, str]) -> Path:
+def crate(path: Path, files: dict[str, str], version: str = "1.0.0") -> Path:
     with tarfile.open(path, "w:gz") as tar:
         for rel, text in files.items():
             data = text.encode()
-            info = tarfile.TarInfo(f"fake-1.0.0/{rel}")
+            info = tarfile.TarInfo(f"fake-{version}/{rel}")
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
     return path
@@ -51,10 +52,9 @@ def forks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     for rel, text in UPSTREAM.items():
         (root / "third_party" / "fake" / rel).write_text(text)
     monkeypatch.setattr(mod, "ROOT", root)
-    monkeypatch.setattr(mod, "FORKS", {"fake": ("fake", "1.0.0", "https://example.invalid/fake")})
-    upstream = crate(tmp_path / "fake-1.0.0.crate", UPSTREAM)
-    monkeypatch.setattr(mod, "upstream_crate", lambda *_: upstream)
-    mod.TEST_UPSTREAM = upstream
+    monkeypatch.setattr(mod, "FORKS", ("fake",))
+    mod.TEST_UPSTREAM = crate(tmp_path / "fake-1.0.0.crate", UPSTREAM)
+    monkeypatch.setattr(mod, "upstream_crate", lambda _, version, __: tmp_path / f"fake-{version}.crate")
     return mod
 
 
@@ -102,10 +102,30 @@ def test_a_conflicting_upstream_change_is_resolved_in_place(forks: ModuleType, c
     assert forks.main(["check"]) == 0
 
 
+def test_a_new_upstream_version_is_taken_from_the_forks_cargo_toml(forks: ModuleType) -> None:
+    edit(forks, "Cargo.toml", 'version = "1.0.0"', 'version = "1.0.0-mqstate.1"')
+    edit(forks, "src/lib.rs", "{ 2 }", "{ 2 + 100 }")
+    assert forks.main(["save", "fake", "ours"]) == 0
+    new = {"Cargo.toml": UPSTREAM["Cargo.toml"].replace("1.0.0", "1.1.0"), "src/lib.rs": UPSTREAM["src/lib.rs"]}
+    crate(forks.TEST_UPSTREAM.with_name("fake-1.1.0.crate"), new, "1.1.0")
+    # The documented path: the new version in the fork's Cargo.toml, apply, resolve, refresh.
+    edit(forks, "Cargo.toml", "1.0.0-mqstate.1", "1.1.0-mqstate.1")
+    assert forks.main(["apply", "fake"]) == 1, "the package patch's version line no longer applies"
+    assert read(forks, "Cargo.toml") == new["Cargo.toml"]
+    edit(forks, "Cargo.toml", 'version = "1.1.0"', 'version = "1.1.0-mqstate.1"')
+    edit(forks, "src/lib.rs", "{ 2 }", "{ 2 + 100 }")
+    assert forks.main(["refresh", "fake", "0"]) == 0 and forks.main(["apply", "fake"]) == 0
+    assert forks.upstream("fake") == ("fake", "1.1.0")
+    assert forks.main(["check"]) == 1, "the root Cargo.toml still requires 1.0.0-mqstate.1"
+    (forks.ROOT / "Cargo.toml").write_text((forks.ROOT / "Cargo.toml").read_text().replace("1.0.0-", "1.1.0-"))
+    assert forks.main(["check"]) == 0
+
+
 def test_check_holds_the_versions_together(forks: ModuleType) -> None:
-    assert forks.version_errors("fake") == ["fake: its Cargo.toml's version is not 1.0.0-mqstate.N"]
+    assert forks.version_errors("fake") == ["fake: its Cargo.toml's version 1.0.0 is not UPSTREAM-mqstate.N"]
     edit(forks, "Cargo.toml", 'version = "1.0.0"', 'version = "1.0.0-mqstate.2"')
     assert "requires 1.0.0-mqstate.1" in forks.version_errors("fake")[0]
+    assert forks.upstream("fake") == ("fake", "1.0.0"), "the upstream version is the fork's, less -mqstate.N"
 
 
 def test_the_real_forks_agree_and_fmt_ours_covers_every_other_member() -> None:
