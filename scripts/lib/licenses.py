@@ -37,8 +37,7 @@ ROOT = Path(__file__).resolve().parents[2]
 TEXT_FILE = re.compile(r"^(LICEN[CS]E|COPYING|NOTICE|UNLICENSE|COPYRIGHT)", re.I)
 # The forks' upstream repositories. Upstream's crate and version are in the fork's own name and
 # version, mqstate-CRATE VERSION-mqstate.N (their one place, which scripts/lib/forks reads too).
-FORKS = {"mqstate-rumqttc": "https://github.com/bytebeamio/rumqtt",
-         "mqstate-mqtt5": "https://github.com/LabOverWire/mqtt-lib"}
+FORKS = {"mqstate-rumqttc": "https://github.com/bytebeamio/rumqtt", "mqstate-mqtt5": "https://github.com/LabOverWire/mqtt-lib"}
 
 
 def upstream(p: dict) -> tuple[str, str, str] | None:
