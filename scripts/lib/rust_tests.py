@@ -107,8 +107,7 @@ class Results:
             sys.stdout.write(output)
             sys.stdout.flush()
             self.rows.append((name, secs, code, runs))
-            passed, failed = tally.libtest(output.splitlines())
-            tally.record(passed, failed + (code != 0 and failed == 0))
+            tally.record(*tally.libtest(output.splitlines()), code)
 
 
 def unfinished(cmd: list[str], cwd: str | None, env: dict | None, output: str) -> list[str]:

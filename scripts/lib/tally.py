@@ -63,7 +63,11 @@ def libtest(lines: list[str]) -> tuple[int, int]:
     return passed, failed
 
 
-def record(passed: int, failed: int) -> None:
+def record(passed: int, failed: int, status: int = 0) -> None:
+    """Appends the counts to $MQSTATE_TALLY; a command that exited with a failing STATUS
+    and no failed test counted (a build error, a crash) counts as one failure."""
+    if status != 0 and failed == 0:
+        failed = 1
     target = os.environ.get("MQSTATE_TALLY")
     if target:
         with open(target, "a") as f:
@@ -95,9 +99,7 @@ def run(kind: str, cmd: list[str]) -> int:
                 passed, failed = junit(sorted(Path(kind[6:]).glob("*.xml")))
             else:
                 passed, failed = junit([xml])
-    if rc != 0 and failed == 0:
-        failed = 1
-    record(passed, failed)
+    record(passed, failed, rc)
     return rc
 
 
