@@ -10,7 +10,7 @@ use bytes::Bytes;
 use mqstate::{CacheOptions, Client, ClientOptions, ConnectionSettings, SetOptions};
 use mqstate_cli::load::mix::cache_line;
 
-use crate::load::{LoadArgs, median};
+use crate::load::{LoadArgs, alternate};
 
 /// Arguments of `client-bench cache-visibility`.
 #[derive(Debug, clap::Args)]
@@ -26,15 +26,12 @@ pub struct VisibilityArgs {
 /// Alternates uncached and cached runs `rounds` times each; prints the medians and ratios.
 pub async fn compare(args: &LoadArgs, rounds: usize) -> anyhow::Result<()> {
     let (mix, watch) = (&args.mix, &args.watch_pids);
-    let (mut plain, mut cached, mut last) = (Vec::new(), Vec::new(), None);
-    for round in 1..=rounds.max(1) {
-        eprintln!("round {round}");
-        plain.push(mix.run(&mix.url, false, watch).await?.0);
-        let (run, stats) = mix.run(&mix.url, true, watch).await?;
-        cached.push(run);
-        last = stats;
-    }
-    let (plain, cached) = (median(plain), median(cached));
+    let (plain, cached, last) = alternate(
+        rounds,
+        || async { Ok(mix.run(&mix.url, false, watch).await?.0) },
+        || mix.run(&mix.url, true, watch),
+    )
+    .await?;
     println!("uncached {plain}");
     println!("cached   {cached}");
     println!(

@@ -4,6 +4,7 @@
 //! client) or the client's own overhead (`--target echo`: an instant in-process responder),
 //! or with and without the clients' cache in turns (`--cache-compare N`).
 
+use std::future::Future;
 use std::sync::Arc;
 
 use mqstate::{CacheStats, ConnectionSettings};
@@ -47,9 +48,31 @@ pub struct LoadArgs {
 }
 
 /// The run with the median throughput of `runs` (its latencies and CPU come with it).
-pub fn median(mut runs: Vec<RunResult>) -> RunResult {
+fn median(mut runs: Vec<RunResult>) -> RunResult {
     runs.sort_by(|a, b| a.ops_per_sec.total_cmp(&b.ops_per_sec));
     runs[runs.len() / 2].clone()
+}
+
+/// Runs `first` then `second`, `rounds` times each in turns (the machine's drift falls on
+/// both alike): the median run of each, and the cache counters of `second`'s last run.
+pub async fn alternate<F, S>(
+    rounds: usize,
+    mut first: impl FnMut() -> F,
+    mut second: impl FnMut() -> S,
+) -> anyhow::Result<(RunResult, RunResult, Option<CacheStats>)>
+where
+    F: Future<Output = anyhow::Result<RunResult>>,
+    S: Future<Output = anyhow::Result<(RunResult, Option<CacheStats>)>>,
+{
+    let (mut a, mut b, mut last) = (Vec::new(), Vec::new(), None);
+    for round in 1..=rounds.max(1) {
+        eprintln!("round {round}");
+        a.push(first().await?);
+        let (run, stats) = second().await?;
+        b.push(run);
+        last = stats;
+    }
+    Ok((median(a), median(b), last))
 }
 
 /// One run of the mqstate client (through its cache with `--cache`, then with the clients'
@@ -129,15 +152,8 @@ pub async fn run(args: LoadArgs) -> anyhow::Result<()> {
                 args.target != "raw",
                 "--compare alternates raw runs with --target mqstate or echo"
             );
-            let (mut raw, mut ours, mut last) = (Vec::new(), Vec::new(), None);
-            for round in 1..=rounds.max(1) {
-                eprintln!("round {round}");
-                raw.push(run_raw(&args).await?);
-                let (result, stats) = run_target(&args).await?;
-                ours.push(result);
-                last = stats;
-            }
-            let (raw, ours) = (median(raw), median(ours));
+            let (raw, ours, last) =
+                alternate(rounds, || run_raw(&args), || run_target(&args)).await?;
             println!("raw      {raw}");
             println!("{label:<8} {ours}");
             println!(
