@@ -119,27 +119,33 @@ def unfinished(cmd: list[str], cwd: str | None, env: dict | None, output: str) -
     return [n for n in names if n not in done]
 
 
-def run_bounded(cmd: list[str], cwd: str | None, env: dict | None, out, timeout: float) -> int:
-    """Runs ``cmd`` with its output to ``out``; past ``timeout`` seconds kills its whole
+def run_bounded(cmd: list[str], cwd: str | None, env: dict | None, timeout: float) -> tuple[int, str]:
+    """Runs ``cmd``; its exit code and output. Past ``timeout`` seconds kills its whole
     process group and returns 124 (as timeout(1) does), naming the unfinished tests."""
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    try:
-        return proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
+    with tempfile.TemporaryFile(mode="w+") as out:
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        killed = False
         try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait()
+            code = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            killed = True
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
+            code = 124
         out.flush()
         out.seek(0)
+        output = out.read()
+    if killed:
         try:
-            hung = ", ".join(unfinished(cmd, cwd, env, out.read())) or "none listed"
+            hung = ", ".join(unfinished(cmd, cwd, env, output)) or "none listed"
         except (OSError, subprocess.SubprocessError) as e:
             hung = f"unknown ({e})"
-        out.write(f"\nrust-tests: killed after {timeout:.0f} s (--timeout); unfinished: {hung}\n")
-        return 124
+        output += f"\nrust-tests: killed after {timeout:.0f} s (--timeout); unfinished: {hung}\n"
+    return code, output
 
 
 def run_one(job: dict, args: argparse.Namespace, results: Results) -> None:
@@ -152,11 +158,7 @@ def run_one(job: dict, args: argparse.Namespace, results: Results) -> None:
     output = ""
     for _ in range(args.repeat):
         runs += 1
-        with tempfile.TemporaryFile(mode="w+") as out:
-            code = run_bounded([job["exe"], *args.test_args], job["dir"], env, out, args.timeout)
-            out.flush()
-            out.seek(0)
-            output = out.read()
+        code, output = run_bounded([job["exe"], *args.test_args], job["dir"], env, args.timeout)
         if code != 0:
             break
     if args.repeat > 1 and code == 0:
@@ -171,12 +173,8 @@ def run_doc(cargo_args: list[str], args: argparse.Namespace, results: Results) -
     start = time.monotonic()
     # (--doc takes no other target selection.)
     cmd = ["cargo", "test", *[a for a in cargo_args if a != "--all-targets"], "--doc"]
-    with tempfile.TemporaryFile(mode="w+") as out:
-        # Compiling the doc tests is part of their time: twice the executables' bound.
-        code = run_bounded(cmd, None, None, out, 2 * args.timeout)
-        out.flush()
-        out.seek(0)
-        output = out.read()
+    # Compiling the doc tests is part of their time: twice the executables' bound.
+    code, output = run_bounded(cmd, None, None, 2 * args.timeout)
     results.report("doc tests (" + " ".join(cmd) + ")", time.monotonic() - start, code, 1, output)
 
 
