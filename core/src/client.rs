@@ -38,6 +38,7 @@ use crate::connection::{self, Shared};
 use crate::error::{Error, ErrorKind};
 use crate::hlc::{Clock, Hlc};
 use crate::settings::ConnectionSettings;
+use crate::telemetry::CallTrace;
 use crate::topics;
 
 pub use observer::Observer;
@@ -102,6 +103,8 @@ pub struct Client {
     pub(crate) shared: Arc<Shared>,
     pub(crate) core: Arc<Core>,
     pub(crate) timeout: Duration,
+    /// The trace of the calls made through this handle ([`Client::traced`]).
+    pub(crate) trace: Option<Arc<CallTrace>>,
 }
 
 impl std::fmt::Debug for Client {
@@ -209,6 +212,7 @@ impl Client {
             shared: Arc::clone(&core.shared),
             core: Arc::clone(core),
             timeout: core.timeout,
+            trace: None,
         }
     }
 
@@ -272,6 +276,18 @@ impl Client {
     pub fn with_timeout(&self, timeout: Duration) -> Client {
         Client {
             timeout,
+            ..self.clone()
+        }
+    }
+
+    /// The same connection, its calls traced by `trace`: each request carries its trace
+    /// context (the MQTT5 user properties `traceparent` and `tracestate`, so that a store that
+    /// records them links its side into the caller's trace), and notes what it met (resent,
+    /// waited for the connection, refused) in it. For the bindings, which make one per call
+    /// their OpenTelemetry span covers.
+    pub fn traced(&self, trace: Arc<CallTrace>) -> Client {
+        Client {
+            trace: Some(trace),
             ..self.clone()
         }
     }
@@ -482,6 +498,7 @@ impl WeakClient {
             shared: Arc::clone(&core.shared),
             core,
             timeout: self.timeout,
+            trace: None,
         })
     }
 }

@@ -34,6 +34,7 @@ pub mod envelope;
 mod error;
 pub mod glob;
 pub mod hlc;
+pub mod telemetry;
 pub mod topics;
 
 #[cfg(feature = "client")]

@@ -239,3 +239,78 @@ async fn garbage_on_the_notification_topic_is_skipped() {
     watcher.shutdown().await;
     writer.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_traced_call_carries_its_trace_context_after_the_envelope() {
+    use mqstate::telemetry::{CallTrace, TraceContext};
+    let env = Env::mosquitto().await;
+    let mut tap = raw_subscriber(env.port, mqstate::topics::REQUEST_TOPIC).await;
+    let client = env.client("traced").await;
+    let parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let trace = CallTrace::new(Some(TraceContext::new(parent, Some("vendor=x")).unwrap()));
+    let traced = client.traced(trace.clone());
+    traced
+        .set("traced", "v", SetOptions::default())
+        .await
+        .unwrap();
+    client
+        .set("untraced", "v", SetOptions::default())
+        .await
+        .unwrap();
+    let names_of = |p: &rumqttc::v5::mqttbytes::v5::Publish| -> Vec<(String, String)> {
+        p.properties.as_ref().unwrap().user_properties.clone()
+    };
+    let first = tap
+        .next(Duration::from_secs(5))
+        .await
+        .expect("the traced SET");
+    let user = names_of(&first);
+    assert_eq!(
+        user[user.len() - 2..],
+        [
+            ("traceparent".to_owned(), parent.to_owned()),
+            ("tracestate".to_owned(), "vendor=x".to_owned())
+        ],
+        "after the spec's properties, in W3C's names"
+    );
+    let second = tap
+        .next(Duration::from_secs(5))
+        .await
+        .expect("the untraced SET");
+    assert!(
+        names_of(&second)
+            .iter()
+            .all(|(k, _)| !k.starts_with("trace")),
+        "a handle without a trace carries none"
+    );
+    assert!(
+        trace.take_events().is_empty(),
+        "nothing happened on the way"
+    );
+    client.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_traced_call_notes_each_resending_to_a_broker_with_no_store() {
+    use mqstate::telemetry::{CallTrace, names};
+    // No service behind this broker: the broker routes the request to nobody, and the client
+    // sends it again with growing pauses until its timeout.
+    let mosquitto = mqstate_tests::Mosquitto::start().unwrap();
+    let settings = mqstate::ConnectionSettings::new("127.0.0.1", mosquitto.port());
+    let client = Client::connect(settings).await.unwrap();
+    let trace = CallTrace::new(None);
+    let err = client
+        .traced(trace.clone())
+        .with_timeout(Duration::from_millis(600))
+        .get("k")
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind().code(), "timeout");
+    let events = trace.take_events();
+    assert!(!events.is_empty(), "resendings noted");
+    for (i, e) in events.iter().enumerate() {
+        assert_eq!(e.name, names::EVENT_RESENT);
+        assert_eq!(e.attributes, [(names::ATTEMPT, i as i64 + 2)]);
+    }
+    client.shutdown().await;
+}

@@ -175,6 +175,15 @@ impl ClientHandle {
         &self.client
     }
 
+    /// The same store, its calls traced by `trace` ([`Client::traced`]): a binding makes one
+    /// for the call its OpenTelemetry span covers, then reads the trace's events.
+    pub fn traced(&self, trace: std::sync::Arc<crate::telemetry::CallTrace>) -> ClientHandle {
+        ClientHandle {
+            client: self.client.traced(trace),
+            generation: self.generation,
+        }
+    }
+
     /// Refuses a store connected before a `fork()` (its runtime's threads are in the parent).
     pub(crate) fn usable(&self) -> Result<(), Error> {
         if self.generation != runtime::generation() {

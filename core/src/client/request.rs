@@ -9,12 +9,13 @@ use rumqttc::v5::mqttbytes::QoS;
 use rumqttc::v5::mqttbytes::v5::PublishProperties;
 use rumqttc::v5::{ClientError, Request as MqttRequest};
 use tokio::time::Instant;
-use tracing::warn;
+use tracing::{Instrument, field, warn};
 
 use super::Client;
 use crate::codec::{Request, Response, Verb};
 use crate::error::{Error, ErrorKind};
 use crate::hlc::Hlc;
+use crate::telemetry::names;
 use crate::topics;
 use crate::vocabulary::NO_STORE_WINDOW;
 
@@ -24,8 +25,46 @@ use crate::rpc::{
 };
 
 impl Client {
-    /// One request/response exchange: wait for the connection, stamp, send, wait, read.
+    /// One request/response exchange: wait for the connection, stamp, send, wait, read. In
+    /// a `tracing` span named by the verb, with OpenTelemetry's database-client fields
+    /// ([`names`]; `otel.name` and `otel.kind` for `tracing-opentelemetry`), `error.type` set
+    /// when it fails.
     pub(crate) async fn request(
+        &self,
+        request: Request<&[u8]>,
+        fencing_token: Option<&Hlc>,
+        persist: bool,
+        timeout: Duration,
+    ) -> Result<Reply, Error> {
+        let verb = request.verb();
+        let span = tracing::info_span!(
+            target: "mqstate::call",
+            "mqstate.call",
+            otel.name = verb.as_str(),
+            otel.kind = "client",
+            db.system.name = names::DB_SYSTEM,
+            db.operation.name = verb.as_str(),
+            server.address = %self.shared.settings.host,
+            server.port = self.shared.settings.port,
+            error.type = field::Empty,
+        );
+        if span.is_disabled() {
+            return self
+                .exchange(request, fencing_token, persist, timeout)
+                .await;
+        }
+        let result = self
+            .exchange(request, fencing_token, persist, timeout)
+            .instrument(span.clone())
+            .await;
+        if let Err(e) = &result {
+            span.record("error.type", e.kind().code());
+        }
+        result
+    }
+
+    /// [`Client::request`]'s work.
+    async fn exchange(
         &self,
         request: Request<&[u8]>,
         fencing_token: Option<&Hlc>,
@@ -37,7 +76,7 @@ impl Client {
         let shared = &self.shared;
         let verb = request.verb();
         let deadline = Instant::now() + timeout;
-        let mut session = shared.ready(timeout).await?;
+        let mut session = self.ready(timeout).await?;
         let timestamp = self.clock().tick()?;
         let correlation = new_correlation_id();
         let envelope = Envelope {
@@ -49,7 +88,7 @@ impl Client {
             persist,
             timeout,
         };
-        let properties = envelope.properties();
+        let properties = self.with_trace_context(envelope.properties());
         let payload = request.encode();
         let size = packet_size(&properties, topics::REQUEST_TOPIC.len(), payload.len());
         let max = shared.link.borrow().broker_max_packet as usize;
@@ -66,7 +105,9 @@ impl Client {
         let mut properties = Some(properties);
         let publish = loop {
             let rx = shared.pending.insert(correlation, session);
-            let props = properties.take().unwrap_or_else(|| envelope.properties());
+            let props = properties
+                .take()
+                .unwrap_or_else(|| self.with_trace_context(envelope.properties()));
             self.hand_over(correlation, payload.clone(), props, deadline, verb, timeout)
                 .await?;
             // A deadline already past once the request is handed over has run out. tokio's
@@ -83,6 +124,7 @@ impl Client {
                 Ok(Ok(Outcome::Unrouted)) => {
                     // Nobody got it: send it again shortly, unless nobody has for too long.
                     if let Some(e) = unrouted.note(verb) {
+                        self.note(names::EVENT_NO_STORE, Vec::new());
                         return Err(e);
                     }
                     let resume = Instant::now() + unrouted.pause();
@@ -97,7 +139,11 @@ impl Client {
                         ));
                     }
                     tokio::time::sleep_until(resume).await;
-                    session = shared.ready(deadline - Instant::now()).await?;
+                    session = self.ready(deadline - Instant::now()).await?;
+                    self.note(
+                        names::EVENT_RESENT,
+                        vec![(names::ATTEMPT, i64::from(unrouted.times) + 1)],
+                    );
                 }
                 Ok(Err(_)) => return Err(Error::new(ErrorKind::Closed, "the client was closed")),
                 Err(()) => {
@@ -128,6 +174,44 @@ impl Client {
             return Err(e.into());
         }
         Ok(reply)
+    }
+
+    /// Waits for the connection (up to `timeout`); a wait is an event of the call's trace.
+    async fn ready(&self, timeout: Duration) -> Result<u64, Error> {
+        if self.trace.is_none() && tracing::Span::current().is_disabled() {
+            return self.shared.ready(timeout).await;
+        }
+        let start = Instant::now();
+        let session = self.shared.ready(timeout).await;
+        let waited = start.elapsed();
+        if waited >= CONNECTION_WAIT_NOTED {
+            let ms = i64::try_from(waited.as_millis()).unwrap_or(i64::MAX);
+            self.note(names::EVENT_CONNECTION_WAIT, vec![(names::WAITED_MS, ms)]);
+        }
+        session
+    }
+
+    /// Notes an event of this call: in its trace, if it has one, and in its `tracing` span.
+    fn note(&self, name: &'static str, attributes: Vec<(&'static str, i64)>) {
+        tracing::info!(target: "mqstate::call", event = name, attributes = ?attributes, "{name}");
+        if let Some(trace) = &self.trace {
+            trace.note(name, attributes);
+        }
+    }
+
+    /// `properties` with the trace context of this handle's calls, if it has one.
+    fn with_trace_context(&self, mut properties: PublishProperties) -> PublishProperties {
+        if let Some(context) = self.trace.as_ref().and_then(|t| t.context()) {
+            let user = &mut properties.user_properties;
+            user.push((
+                names::TRACEPARENT.to_owned(),
+                context.traceparent().to_owned(),
+            ));
+            if let Some(state) = context.tracestate() {
+                user.push((names::TRACESTATE.to_owned(), state.to_owned()));
+            }
+        }
+        properties
     }
 
     /// Queues the request's PUBLISH to the connection, noting it for its PUBACK; waits (up to
@@ -212,6 +296,8 @@ impl Client {
     }
 }
 
+/// A wait for the connection shorter than this is no event of the call's trace.
+const CONNECTION_WAIT_NOTED: Duration = Duration::from_millis(1);
 /// Under this a timeout that runs out is named as possibly too short.
 const SHORT_TIMEOUT: Duration = Duration::from_millis(100);
 /// How long to wait before offering a request again to a full rumqttc channel.
