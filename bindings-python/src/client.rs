@@ -19,6 +19,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<pending::PendingCall>()?;
     m.add_class::<pending::Completions>()?;
     m.add_class::<native::NativeClient>()?;
+    m.add_class::<native::NativeTrace>()?;
     m.add_class::<subscription::NativeSubscription>()?;
     m.add_class::<native::NativePager>()?;
     m.add_class::<locks::NativeLock>()?;
@@ -26,6 +27,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(native::connect, m)?)?;
     m.add_function(wrap_pyfunction!(native::check_settings, m)?)?;
     m.add_function(wrap_pyfunction!(native::setting_names, m)?)?;
+    m.add_function(wrap_pyfunction!(native::telemetry_vocabulary, m)?)?;
     m.add_function(wrap_pyfunction!(gate::_shutdown, m)?)?;
     m.add_function(wrap_pyfunction!(gate::_after_fork, m)?)?;
     Ok(())

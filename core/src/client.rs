@@ -280,6 +280,12 @@ impl Client {
         }
     }
 
+    /// The broker's host and port, as the settings name them (`server.address` and
+    /// `server.port` of the calls' telemetry).
+    pub fn server(&self) -> (&str, u16) {
+        (&self.shared.settings.host, self.shared.settings.port)
+    }
+
     /// The same connection, its calls traced by `trace`: each request carries its trace
     /// context (the MQTT5 user properties `traceparent` and `tracestate`, so that a store that
     /// records them links its side into the caller's trace), and notes what it met (resent,

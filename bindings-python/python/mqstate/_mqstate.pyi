@@ -21,6 +21,8 @@ __all__ = [
     "PendingCall",
     "Completions",
     "NativeClient",
+    "NativeTrace",
+    "telemetry_vocabulary",
     "Subscription",
     "Pager",
     "Lock",
@@ -263,9 +265,24 @@ class LocalStore:
     def forget_registrations(self) -> PendingCall: ...
 
 @final
+class NativeTrace:
+    def take_events(self) -> List[Tuple[str, int, List[Tuple[str, int]]]]: ...
+
+def telemetry_vocabulary() -> Tuple[
+    List[Tuple[str, str]], List[Tuple[str, str, str, str, str]], List[float]
+]: ...
+
+@final
 class NativeClient:
     @property
     def client_id(self) -> str: ...
+    @property
+    def server(self) -> Tuple[str, int]: ...
+    @property
+    def pending_requests(self) -> int: ...
+    def traced(
+        self, traceparent: Optional[str], tracestate: Optional[str]
+    ) -> Tuple["NativeClient", NativeTrace]: ...
     def link_info(self) -> Tuple[bool, int, int, int]: ...
     def set(
         self,

@@ -23,9 +23,10 @@ from __future__ import annotations
 import asyncio
 import atexit
 import os
-from typing import Any, Optional, Union
+from typing import Any, Callable, Optional, Union
 
 from . import _mqstate
+from . import telemetry as _telemetry
 from ._calls import BytesLike, Seconds, wait, wait_async
 from ._events import CacheStats, Change, ConnectionEvent, SetResult, Value, _value
 from ._scan import AsyncPager, Pager
@@ -109,10 +110,11 @@ class _ClientBase:
         fencing_token: Token,
         persist: bool,
         timeout: Optional[Seconds],
-    ) -> _mqstate.PendingCall:
-        return self._native().set(
+    ) -> tuple[Callable[[], _mqstate.PendingCall], Any]:
+        native, call = _telemetry.begin(self._native(), "SET", key)
+        return lambda: native.set(
             key, value, condition, expiry, _token(fencing_token), persist, timeout
-        )
+        ), call
 
     def _scan(self, pattern: BytesLike, timeout: Optional[Seconds]) -> _mqstate.Pager:
         return self._native().scan(pattern, timeout)
@@ -171,6 +173,7 @@ class AsyncClient(_ClientBase):
             raise ClosedError(CLOSED_MESSAGE)
         if self._store is None:
             self._store = await wait_async(self._connect())
+            _telemetry.watch(self)
         return self
 
     async def __aenter__(self) -> "AsyncClient":
@@ -201,8 +204,8 @@ class AsyncClient(_ClientBase):
         ``"nex"`` (only if missing or equal); ``expiry``: the key expires after it;
         ``fencing_token``: write fenced by a lock's token; ``persist``: ask the service to
         persist it."""
-        pending = self._set(key, value, condition, expiry, fencing_token, persist, timeout)
-        applied, version = await wait_async(pending)
+        start, call = self._set(key, value, condition, expiry, fencing_token, persist, timeout)
+        applied, version = await _telemetry.finish_async(call, lambda: wait_async(start()))
         return SetResult(applied, version)
 
     async def get(
@@ -223,7 +226,12 @@ class AsyncClient(_ClientBase):
                     await asyncio.sleep(0)
                 return _value(hit[0])
         self._hits_in_a_row = 0
-        return _value(await wait_async(native.get(key, timeout, bypass_cache)))
+        native, call = _telemetry.begin(native, "GET", key)
+        return _value(
+            await _telemetry.finish_async(
+                call, lambda: wait_async(native.get(key, timeout, bypass_cache))
+            )
+        )
 
     async def delete(
         self,
@@ -233,8 +241,10 @@ class AsyncClient(_ClientBase):
         timeout: Optional[Seconds] = None,
     ) -> int:
         """Deletes the key; the number of keys deleted (0 or 1)."""
-        pending = self._native().delete(key, _token(fencing_token), timeout)
-        result: int = await wait_async(pending)
+        native, call = _telemetry.begin(self._native(), "DEL", key)
+        result: int = await _telemetry.finish_async(
+            call, lambda: wait_async(native.delete(key, _token(fencing_token), timeout))
+        )
         return result
 
     async def vdel(
@@ -247,8 +257,10 @@ class AsyncClient(_ClientBase):
     ) -> str:
         """Deletes the key only if it holds ``value``: ``"deleted"``, ``"not_found"`` or
         ``"value_mismatch"``."""
-        pending = self._native().vdel(key, value, _token(fencing_token), timeout)
-        result: str = await wait_async(pending)
+        native, call = _telemetry.begin(self._native(), "VDEL", key)
+        result: str = await _telemetry.finish_async(
+            call, lambda: wait_async(native.vdel(key, value, _token(fencing_token), timeout))
+        )
         return result
 
     def observe(
@@ -315,6 +327,7 @@ class Client(_ClientBase):
     def __init__(self, url: Optional[str] = None, **settings: Any) -> None:
         super().__init__(url, False, settings)
         self._store = wait(self._connect())
+        _telemetry.watch(self)
 
     @classmethod
     def from_env(cls, **settings: Any) -> "Client":
@@ -323,6 +336,7 @@ class Client(_ClientBase):
         client = cls.__new__(cls)
         _ClientBase.__init__(client, None, True, settings)
         client._store = wait(client._connect())
+        _telemetry.watch(client)
         return client
 
     def __enter__(self) -> "Client":
@@ -351,9 +365,8 @@ class Client(_ClientBase):
         timeout: Optional[Seconds] = None,
     ) -> SetResult:
         """Sets ``key`` to ``value`` (see :meth:`AsyncClient.set`)."""
-        applied, version = wait(
-            self._set(key, value, condition, expiry, fencing_token, persist, timeout)
-        )
+        start, call = self._set(key, value, condition, expiry, fencing_token, persist, timeout)
+        applied, version = _telemetry.finish(call, lambda: wait(start()))
         return SetResult(applied, version)
 
     def get(
@@ -366,7 +379,10 @@ class Client(_ClientBase):
             hit = native.get_cached(key, timeout)
             if hit is not None:
                 return _value(hit[0])
-        return _value(wait(native.get(key, timeout, bypass_cache)))
+        native, call = _telemetry.begin(native, "GET", key)
+        return _value(
+            _telemetry.finish(call, lambda: wait(native.get(key, timeout, bypass_cache)))
+        )
 
     def delete(
         self,
@@ -376,7 +392,10 @@ class Client(_ClientBase):
         timeout: Optional[Seconds] = None,
     ) -> int:
         """Deletes the key; the number of keys deleted (0 or 1)."""
-        result: int = wait(self._native().delete(key, _token(fencing_token), timeout))
+        native, call = _telemetry.begin(self._native(), "DEL", key)
+        result: int = _telemetry.finish(
+            call, lambda: wait(native.delete(key, _token(fencing_token), timeout))
+        )
         return result
 
     def vdel(
@@ -389,8 +408,10 @@ class Client(_ClientBase):
     ) -> str:
         """Deletes the key only if it holds ``value``: ``"deleted"``, ``"not_found"`` or
         ``"value_mismatch"``."""
-        pending = self._native().vdel(key, value, _token(fencing_token), timeout)
-        result: str = wait(pending)
+        native, call = _telemetry.begin(self._native(), "VDEL", key)
+        result: str = _telemetry.finish(
+            call, lambda: wait(native.vdel(key, value, _token(fencing_token), timeout))
+        )
         return result
 
     def observe(

@@ -4,10 +4,13 @@
 //! (or a plain value). Every policy — condition spellings, VDEL outcome names, settings by
 //! name, default durations — is the core's.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use mqstate::bridge::{ClientHandle, Pager, Settings};
 use mqstate::codec::SetCondition;
 use mqstate::lock::LockOptions;
+use mqstate::telemetry::{CallTrace, TraceContext};
 use mqstate::{
     DelOptions, ElectionOptions, Error, GetOptions, Hlc, ObserveOptions, ScanOptions, SetOptions,
 };
@@ -68,6 +71,70 @@ pub(crate) fn connect(
     }
 }
 
+/// `(name, unix_nanos, [(attribute, int)])`: one event of a traced call.
+type TraceEvent = (&'static str, u64, Vec<(&'static str, i64)>);
+
+/// What one traced call met on its way ([`CallTrace`]).
+#[pyclass(frozen, module = "mqstate._mqstate", name = "NativeTrace")]
+pub(crate) struct NativeTrace {
+    trace: Arc<CallTrace>,
+}
+
+#[pymethods]
+impl NativeTrace {
+    /// The events so far, taken: `[(name, unix_nanos, [(attribute, int)])]`.
+    fn take_events(&self) -> Vec<TraceEvent> {
+        self.trace
+            .take_events()
+            .into_iter()
+            .map(|e| {
+                let nanos =
+                    e.at.duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+                (e.name, nanos, e.attributes)
+            })
+            .collect()
+    }
+}
+
+/// The core's telemetry vocabulary, for `mqstate.telemetry`: `(names, metrics, buckets)`,
+/// names as `{constant: value}`, metrics as `[(name, unit, kind, source, description)]`.
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+pub(crate) fn telemetry_vocabulary() -> (
+    Vec<(&'static str, &'static str)>,
+    Vec<(
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static str,
+        &'static str,
+    )>,
+    Vec<f64>,
+) {
+    use mqstate::telemetry::{CALL_DURATION_BUCKETS, METRICS, names as n};
+    let names = vec![
+        ("DB_SYSTEM_NAME", n::DB_SYSTEM_NAME),
+        ("DB_SYSTEM", n::DB_SYSTEM),
+        ("DB_OPERATION_NAME", n::DB_OPERATION_NAME),
+        ("SERVER_ADDRESS", n::SERVER_ADDRESS),
+        ("SERVER_PORT", n::SERVER_PORT),
+        ("ERROR_TYPE", n::ERROR_TYPE),
+        ("KEY", n::KEY),
+        ("CACHE_HIT", n::CACHE_HIT),
+        ("CLIENT_ID", n::CLIENT_ID),
+        ("OUTCOME", n::OUTCOME),
+        ("EVENT_CACHE_HIT", n::EVENT_CACHE_HIT),
+        ("SCOPE", n::SCOPE),
+        ("CALL_DURATION", mqstate::telemetry::CALL_DURATION),
+    ];
+    let metrics = METRICS
+        .iter()
+        .map(|m| (m.name, m.unit, m.kind.as_str(), m.source, m.description))
+        .collect();
+    (names, metrics, CALL_DURATION_BUCKETS.to_vec())
+}
+
 /// A connection to the state store.
 #[pyclass(frozen, module = "mqstate._mqstate", name = "NativeClient")]
 pub(crate) struct NativeClient {
@@ -106,6 +173,42 @@ impl NativeClient {
     /// when the cache is off.
     fn cache_stats(&self) -> Option<Vec<(&'static str, u64)>> {
         self.store.cache_stats().map(|s| s.pairs().to_vec())
+    }
+
+    /// Requests sent and not yet answered.
+    #[getter]
+    fn pending_requests(&self) -> usize {
+        self.store.client().pending_requests()
+    }
+
+    /// The broker's `(host, port)` (the calls' `server.address` and `server.port`).
+    #[getter]
+    fn server(&self) -> (String, u16) {
+        let (host, port) = self.store.client().server();
+        (host.to_owned(), port)
+    }
+
+    /// The same store with its calls traced: `(client, trace)`. Its requests carry
+    /// `traceparent` (and `tracestate`, if any) as MQTT5 user properties, checked here
+    /// (`InvalidArgumentError` for a value that is not W3C's), and the trace collects what
+    /// they met on the way (`trace.take_events()`).
+    #[pyo3(signature = (traceparent, tracestate))]
+    fn traced(
+        &self,
+        traceparent: Option<&str>,
+        tracestate: Option<&str>,
+    ) -> PyResult<(NativeClient, NativeTrace)> {
+        let context = traceparent
+            .map(|tp| TraceContext::new(tp, tracestate))
+            .transpose()
+            .map_err(to_py)?;
+        let trace = CallTrace::new(context);
+        Ok((
+            NativeClient {
+                store: self.store.traced(Arc::clone(&trace)),
+            },
+            NativeTrace { trace },
+        ))
     }
 
     /// `(connected, connections, sessions, broker_max_packet_size)`.

@@ -1,0 +1,207 @@
+"""OpenTelemetry for mqstate's calls, through the application's own ``opentelemetry-api``.
+
+Nothing to set up beyond OpenTelemetry itself: when ``opentelemetry-api`` is importable,
+every call that goes to the store (``set``, ``get`` past the cache, ``delete``, ``vdel``)
+runs in a span of the tracer ``mqstate`` — a child of the caller's current span, kind
+CLIENT, named by the operation (``GET``) — and its duration is recorded in the histogram
+``db.client.operation.duration``; the client's link and cache are read by observable
+instruments when the application's metric reader collects. The span's trace context travels
+with the request (MQTT5 user properties ``traceparent``/``tracestate``), so a store that
+records it (``mqstate serve --otlp-endpoint``) shows its side in the same trace.
+
+Without ``opentelemetry-api`` nothing is imported and a call pays one comparison. With the
+API but no SDK (a no-op provider) a call pays a non-recording span. A cache hit makes no
+span and records nothing: hits are counted by ``mqstate.cache.hits``.
+
+Names, units and attributes are the core's (:data:`NAMES`, :data:`METRICS`), the same in
+every mqstate language; docs/telemetry.md lists them. Keys are not recorded unless
+:func:`configure` ``(record_keys=True)``.
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from typing import Any, Awaitable, Callable, Optional, TypeVar
+
+from . import _mqstate
+
+__all__ = ["NAMES", "METRICS", "CALL_DURATION_BUCKETS", "configure"]
+
+_names, _metrics, _buckets = _mqstate.telemetry_vocabulary()
+#: The core's span, attribute and event names, by constant name (``NAMES["ERROR_TYPE"]``).
+NAMES: dict[str, str] = dict(_names)
+#: Every metric: ``(name, unit, kind, source, description)``.
+METRICS: list[tuple[str, str, str, str, str]] = list(_metrics)
+#: The bucket boundaries of ``db.client.operation.duration``, in seconds.
+CALL_DURATION_BUCKETS: list[float] = list(_buckets)
+
+T = TypeVar("T")
+
+_record_keys = False
+#: None: not looked for yet; False: opentelemetry-api is absent; else the instruments.
+_otel: Any = None
+#: The clients whose link and cache the observable instruments read.
+_clients: "weakref.WeakSet[Any]" = weakref.WeakSet()
+
+
+def configure(*, record_keys: bool = False) -> None:
+    """``record_keys``: put each call's key on its span (``mqstate.key``). Off by default:
+    keys can name people, devices or secrets."""
+    global _record_keys
+    _record_keys = bool(record_keys)
+
+
+class _Instruments:
+    """The tracer, the histogram and the observable instruments, made once per process."""
+
+    def __init__(self) -> None:
+        from opentelemetry import metrics, trace
+        from opentelemetry.metrics import Observation
+        from opentelemetry.trace import SpanKind, Status, StatusCode
+
+        from . import __version__
+
+        self.kind = SpanKind.CLIENT
+        self.status_error = lambda message: Status(StatusCode.ERROR, message)
+        self.tracer = trace.get_tracer(NAMES["SCOPE"], __version__)
+        meter = metrics.get_meter(NAMES["SCOPE"], __version__)
+        duration = next(m for m in METRICS if m[0] == NAMES["CALL_DURATION"])
+        try:
+            self.duration = meter.create_histogram(
+                duration[0], unit=duration[1], description=duration[4],
+                explicit_bucket_boundaries_advisory=CALL_DURATION_BUCKETS,
+            )
+        except TypeError:  # an API older than 1.23 takes no advice
+            self.duration = meter.create_histogram(duration[0], unit=duration[1], description=duration[4])
+        for name, unit, kind, source, description in METRICS:
+            if source == "call":
+                continue
+            make = meter.create_observable_gauge if kind == "gauge" else meter.create_observable_counter
+            make(name, callbacks=[_observer(name, source, Observation)], unit=unit, description=description)
+
+
+def _observer(name: str, source: str, observation: Any) -> Callable[[Any], list[Any]]:
+    """The callback of one observable instrument: one observation per live client."""
+    counter = name[len("mqstate.cache."):] if source == "cache" else None
+
+    def observe(_options: Any) -> list[Any]:
+        out = []
+        for client in list(_clients):
+            store = client._store
+            if store is None:
+                continue
+            attributes = {NAMES["CLIENT_ID"]: store.client_id}
+            if counter is not None:
+                stats = store.cache_stats()
+                if stats is not None:
+                    out.append(observation(dict(stats)[counter], attributes))
+                continue
+            connected, connects, sessions, _max = store.link_info()
+            value = {
+                "db.client.operation.pending_requests": store.pending_requests,
+                "mqstate.connection.up": int(connected),
+                "mqstate.connection.connects": connects,
+                "mqstate.connection.sessions": sessions,
+            }.get(name)
+            if value is not None:
+                out.append(observation(value, attributes))
+        return out
+
+    return observe
+
+
+def _instruments() -> Any:
+    global _otel
+    if _otel is None:
+        try:
+            import opentelemetry.metrics  # noqa: F401
+            import opentelemetry.trace  # noqa: F401
+        except ImportError:
+            _otel = False
+        else:
+            _otel = _Instruments()
+    return _otel
+
+
+def watch(client: Any) -> None:
+    """Lets the observable instruments read ``client`` (a connected client)."""
+    if _otel is not False and _instruments():
+        _clients.add(client)
+
+
+class _Call:
+    """One call's span and start, until it ends."""
+
+    __slots__ = ("otel", "span", "trace", "operation", "start")
+
+    def __init__(self, otel: Any, span: Any, trace: Any, operation: str) -> None:
+        self.otel, self.span, self.trace, self.operation = otel, span, trace, operation
+        self.start = time.perf_counter()
+
+    def end(self, error: Optional[BaseException]) -> None:
+        seconds = time.perf_counter() - self.start
+        attributes = {NAMES["DB_OPERATION_NAME"]: self.operation}
+        span = self.span
+        if error is not None:
+            code = getattr(error, "code", None) or type(error).__qualname__
+            attributes[NAMES["ERROR_TYPE"]] = code
+            if span.is_recording():
+                span.set_attribute(NAMES["ERROR_TYPE"], code)
+                span.set_status(self.otel.status_error(str(error)))
+        if self.trace is not None:
+            for name, at, attrs in self.trace.take_events():
+                span.add_event(name, dict(attrs), timestamp=at)
+        span.end()
+        self.otel.duration.record(seconds, attributes)
+
+
+def begin(native: Any, operation: str, key: Any = None) -> tuple[Any, Optional[_Call]]:
+    """Starts the span of one call to the store: ``(native, call)``, where ``native`` is the
+    client to make the call with (traced when the span records) and ``call`` is None when
+    OpenTelemetry is absent."""
+    otel = _otel if _otel is not None else _instruments()
+    if otel is False:
+        return native, None
+    span = otel.tracer.start_span(operation, kind=otel.kind)
+    trace = None
+    if span.is_recording():
+        host, port = native.server
+        span.set_attribute(NAMES["DB_SYSTEM_NAME"], NAMES["DB_SYSTEM"])
+        span.set_attribute(NAMES["DB_OPERATION_NAME"], operation)
+        span.set_attribute(NAMES["SERVER_ADDRESS"], host)
+        span.set_attribute(NAMES["SERVER_PORT"], port)
+        if _record_keys and key is not None:
+            text = key if isinstance(key, str) else bytes(key).decode("utf-8", "backslashreplace")
+            span.set_attribute(NAMES["KEY"], text)
+        context = span.get_span_context()
+        traceparent = f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
+        native, trace = native.traced(traceparent, context.trace_state.to_header() or None)
+    return native, _Call(otel, span, trace, operation)
+
+
+def finish(call: Optional[_Call], run: Callable[[], T]) -> T:
+    """``run()`` inside the call's span (ended with its outcome)."""
+    if call is None:
+        return run()
+    try:
+        result = run()
+    except BaseException as error:
+        call.end(error)
+        raise
+    call.end(None)
+    return result
+
+
+async def finish_async(call: Optional[_Call], start: Callable[[], Awaitable[T]]) -> T:
+    """``await start()`` inside the call's span (ended with its outcome, a refusal of the
+    arguments included)."""
+    if call is None:
+        return await start()
+    try:
+        result = await start()
+    except BaseException as error:
+        call.end(error)
+        raise
+    call.end(None)
+    return result
