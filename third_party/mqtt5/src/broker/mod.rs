@@ -34,7 +34,7 @@ pub mod bridge;
 pub mod client_handler;
 pub mod config;
 pub mod events;
-#[cfg(not(target_arch = "wasm32"))]
+#[cfg(all(not(target_arch = "wasm32"), feature = "hot-reload"))]
 pub mod hot_reload;
 #[cfg(all(not(target_arch = "wasm32"), feature = "transport-quic"))]
 pub mod quic_acceptor;
@@ -66,11 +66,12 @@ pub use auth::{
     AllowAllAuthProvider, AuthProvider, AuthResult, CertificateAuthProvider,
     ComprehensiveAuthProvider, EnhancedAuthResult, EnhancedAuthStatus, PasswordAuthProvider,
 };
+#[cfg(all(not(target_arch = "wasm32"), feature = "auth-jwt"))]
+pub use auth_mechanisms::JwtAuthProvider;
 #[cfg(not(target_arch = "wasm32"))]
-pub use auth_mechanisms::{
-    JwtAuthProvider, PasswordCredentialStore, PlainAuthProvider, ScramCredentialStore,
-    ScramCredentials, ScramSha256AuthProvider,
-};
+pub use auth_mechanisms::{PasswordCredentialStore, PlainAuthProvider};
+#[cfg(all(not(target_arch = "wasm32"), feature = "auth-scram"))]
+pub use auth_mechanisms::{ScramCredentialStore, ScramCredentials, ScramSha256AuthProvider};
 pub use config::{
     BrokerConfig, LoadBalancerConfig, StorageBackend as StorageBackendType, StorageConfig,
 };
@@ -79,13 +80,15 @@ pub use events::{
     ClientSubscribeEvent, ClientUnsubscribeEvent, MessageDeliveredEvent, PublishAction,
     RetainedSetEvent, SubAckReasonCode, SubscriptionInfo,
 };
-#[cfg(not(target_arch = "wasm32"))]
+#[cfg(all(not(target_arch = "wasm32"), feature = "hot-reload"))]
 pub use hot_reload::HotReloadManager;
 pub use resource_monitor::{ResourceLimits, ResourceMonitor, ResourceStats};
 #[cfg(not(target_arch = "wasm32"))]
 pub use server::{BrokerShutdownHandle, MqttBroker};
 #[cfg(not(target_arch = "wasm32"))]
-pub use storage::{DynamicStorage, FileBackend, MemoryBackend, Storage, StorageBackend};
+pub use storage::{DynamicStorage, MemoryBackend, Storage, StorageBackend};
+#[cfg(all(not(target_arch = "wasm32"), feature = "file-storage"))]
+pub use storage::FileBackend;
 #[cfg(target_arch = "wasm32")]
 pub use storage::{DynamicStorage, MemoryBackend, Storage, StorageBackend};
 

@@ -1,4 +1,4 @@
-#[cfg(not(target_arch = "wasm32"))]
+#[cfg(all(not(target_arch = "wasm32"), feature = "bridge"))]
 use crate::broker::bridge::BridgeManager;
 use crate::broker::events::{BrokerEventHandler, RetainedSetEvent};
 use crate::broker::session_slot::{SessionSlotGuard, SessionSlots};
@@ -15,7 +15,7 @@ use crate::Result;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::Arc;
-#[cfg(not(target_arch = "wasm32"))]
+#[cfg(all(not(target_arch = "wasm32"), feature = "bridge"))]
 use std::sync::Weak;
 use tokio::sync::{mpsc, oneshot, RwLock};
 use tokio::time::{Duration, Instant};
@@ -184,7 +184,7 @@ pub struct MessageRouter {
     share_group_counters: Arc<RwLock<ShareGroupCounters>>,
     event_handler: Option<Arc<dyn BrokerEventHandler>>,
     change_only_states: Arc<RwLock<HashMap<String, ChangeOnlyState>>>,
-    #[cfg(not(target_arch = "wasm32"))]
+    #[cfg(all(not(target_arch = "wasm32"), feature = "bridge"))]
     bridge_manager: Arc<RwLock<Option<Weak<BridgeManager>>>>,
     #[cfg(target_arch = "wasm32")]
     wasm_bridge_callback: RwLock<Option<WasmBridgeCallback>>,
@@ -367,7 +367,7 @@ impl MessageRouter {
             share_group_counters: Arc::new(RwLock::new(HashMap::new())),
             event_handler: None,
             change_only_states: Arc::new(RwLock::new(HashMap::new())),
-            #[cfg(not(target_arch = "wasm32"))]
+            #[cfg(all(not(target_arch = "wasm32"), feature = "bridge"))]
             bridge_manager: Arc::new(RwLock::new(None)),
             #[cfg(target_arch = "wasm32")]
             wasm_bridge_callback: RwLock::new(None),
@@ -406,7 +406,7 @@ impl MessageRouter {
             share_group_counters: Arc::new(RwLock::new(HashMap::new())),
             event_handler: None,
             change_only_states: Arc::new(RwLock::new(HashMap::new())),
-            #[cfg(not(target_arch = "wasm32"))]
+            #[cfg(all(not(target_arch = "wasm32"), feature = "bridge"))]
             bridge_manager: Arc::new(RwLock::new(None)),
             #[cfg(target_arch = "wasm32")]
             wasm_bridge_callback: RwLock::new(None),
@@ -494,7 +494,7 @@ impl MessageRouter {
         topic_filter.contains('+') || topic_filter.contains('#')
     }
 
-    #[cfg(not(target_arch = "wasm32"))]
+    #[cfg(all(not(target_arch = "wasm32"), feature = "bridge"))]
     pub async fn set_bridge_manager(&self, bridge_manager: Arc<BridgeManager>) {
         *self.bridge_manager.write().await = Some(Arc::downgrade(&bridge_manager));
     }
@@ -1624,7 +1624,9 @@ impl MessageRouter {
     }
 
     async fn forward_to_bridges(&self, publish: &PublishPacket) {
-        #[cfg(not(target_arch = "wasm32"))]
+        #[cfg(all(not(target_arch = "wasm32"), not(feature = "bridge")))]
+        let _ = publish; // built without bridges: none to forward to
+        #[cfg(all(not(target_arch = "wasm32"), feature = "bridge"))]
         {
             let bridge_manager_weak = self.bridge_manager.read().await.clone();
             if let Some(weak) = bridge_manager_weak {

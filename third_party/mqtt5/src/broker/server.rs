@@ -2,15 +2,17 @@ use crate::broker::auth::{
     AllowAllAuthProvider, AuthProvider, AuthRateLimiter, RateLimitedAuthProvider,
 };
 use crate::broker::binding::{bind_tcp_addresses, format_binding_error};
+#[cfg(feature = "bridge")]
 use crate::broker::bridge::BridgeManager;
 use crate::broker::client_handler::ClientHandler;
 use crate::broker::config::{BrokerConfig, StorageBackend as StorageBackendType};
+#[cfg(feature = "hot-reload")]
 use crate::broker::hot_reload::HotReloadManager;
 use crate::broker::resource_monitor::{ResourceLimits, ResourceMonitor};
 use crate::broker::router::MessageRouter;
-use crate::broker::storage::{
-    DynamicStorage, FileBackend, MemoryBackend, QueueLimits, StorageBackend,
-};
+#[cfg(feature = "file-storage")]
+use crate::broker::storage::FileBackend;
+use crate::broker::storage::{DynamicStorage, MemoryBackend, QueueLimits, StorageBackend};
 use crate::broker::sys_topics::{BrokerStats, SysTopicsProvider};
 use crate::broker::tls_acceptor::{accept_tls_connection, TlsAcceptorConfig};
 use crate::broker::transport::BrokerTransport;
@@ -44,13 +46,16 @@ fn disable_nagle(stream: &TcpStream, addr: std::net::SocketAddr) {
 
 struct ShutdownOnDrop {
     shutdown_tx: tokio::sync::broadcast::Sender<()>,
+    #[cfg(feature = "bridge")]
     bridge_manager: Option<Arc<BridgeManager>>,
 }
 
 impl Drop for ShutdownOnDrop {
     fn drop(&mut self) {
         let _ = self.shutdown_tx.send(());
+        #[cfg(feature = "bridge")]
         let runtime = tokio::runtime::Handle::try_current();
+        #[cfg(feature = "bridge")]
         if let (Some(bridge_manager), Ok(runtime)) = (self.bridge_manager.take(), runtime) {
             runtime.spawn(async move {
                 if let Err(e) = bridge_manager.stop_all().await {
@@ -148,6 +153,7 @@ pub struct MqttBroker {
     storage: Option<Arc<DynamicStorage>>,
     stats: Arc<BrokerStats>,
     resource_monitor: Arc<ResourceMonitor>,
+    #[cfg(feature = "bridge")]
     bridge_manager: Option<Arc<BridgeManager>>,
     listeners: Vec<TcpListener>,
     tls_listeners: Vec<TcpListener>,
@@ -171,15 +177,28 @@ pub struct MqttBroker {
     shutdown_tx: tokio::sync::broadcast::Sender<()>,
     ready_tx: Option<watch::Sender<bool>>,
     ready_rx: watch::Receiver<bool>,
+    #[cfg_attr(not(feature = "hot-reload"), allow(dead_code))]
     config_watch_tx: watch::Sender<Arc<BrokerConfig>>,
     config_watch_rx: watch::Receiver<Arc<BrokerConfig>>,
     auth_watch_tx: watch::Sender<Arc<dyn AuthProvider>>,
     auth_watch_rx: watch::Receiver<Arc<dyn AuthProvider>>,
+    #[cfg(feature = "hot-reload")]
     hot_reload_manager: Option<HotReloadManager>,
     reload_tx: Option<mpsc::Sender<()>>,
+    #[cfg_attr(not(feature = "hot-reload"), allow(dead_code))]
     reload_rx: Option<mpsc::Receiver<()>>,
 }
 
+/// A configuration that asks for a part of the broker this build leaves out (a Cargo
+/// feature not enabled) is refused with this error, naming the feature.
+#[allow(dead_code)]
+fn not_built(what: &str, feature: &str) -> MqttError {
+    MqttError::Configuration(format!(
+        "{what} needs the mqtt5 feature `{feature}`, which this build does not have"
+    ))
+}
+
+#[cfg(feature = "auth-scram")]
 fn create_scram_provider(
     config: &crate::broker::config::AuthConfig,
 ) -> Result<Arc<dyn AuthProvider>> {
@@ -197,6 +216,7 @@ fn create_scram_provider(
     Ok(Arc::new(provider) as Arc<dyn AuthProvider>)
 }
 
+#[cfg(feature = "auth-jwt")]
 fn create_jwt_provider(
     config: &crate::broker::config::AuthConfig,
 ) -> Result<Arc<dyn AuthProvider>> {
@@ -230,6 +250,7 @@ fn create_jwt_provider(
     Ok(Arc::new(provider) as Arc<dyn AuthProvider>)
 }
 
+#[cfg(feature = "auth-jwt-federated")]
 async fn create_federated_jwt_provider(
     config: &crate::broker::config::AuthConfig,
 ) -> Result<Arc<dyn AuthProvider>> {
@@ -337,9 +358,25 @@ async fn create_auth_provider(
     };
 
     let provider = match config.auth_method {
+        #[cfg(feature = "auth-scram")]
         AuthMethod::ScramSha256 => create_scram_provider(config)?,
+        #[cfg(not(feature = "auth-scram"))]
+        AuthMethod::ScramSha256 => {
+            return Err(not_built("SCRAM-SHA-256 authentication", "auth-scram"))
+        }
+        #[cfg(feature = "auth-jwt")]
         AuthMethod::Jwt => create_jwt_provider(config)?,
+        #[cfg(not(feature = "auth-jwt"))]
+        AuthMethod::Jwt => return Err(not_built("JWT authentication", "auth-jwt")),
+        #[cfg(feature = "auth-jwt-federated")]
         AuthMethod::JwtFederated => create_federated_jwt_provider(config).await?,
+        #[cfg(not(feature = "auth-jwt-federated"))]
+        AuthMethod::JwtFederated => {
+            return Err(not_built(
+                "federated JWT authentication",
+                "auth-jwt-federated",
+            ))
+        }
         AuthMethod::Password | AuthMethod::None => {
             create_password_or_anonymous_provider(config).await?
         }
@@ -434,7 +471,12 @@ impl MqttBroker {
         #[cfg(feature = "opentelemetry")]
         Self::init_opentelemetry(&config, &stats)?;
 
+        #[cfg(feature = "bridge")]
         let bridge_manager = Self::setup_bridges(&config, &router).await;
+        #[cfg(not(feature = "bridge"))]
+        if !config.bridges.is_empty() {
+            return Err(not_built("a bridge", "bridge"));
+        }
 
         let config = Arc::new(config);
         let (config_watch_tx, config_watch_rx) = watch::channel(Arc::clone(&config));
@@ -447,6 +489,7 @@ impl MqttBroker {
             storage,
             stats,
             resource_monitor,
+            #[cfg(feature = "bridge")]
             bridge_manager,
             listeners,
             tls_listeners,
@@ -474,6 +517,7 @@ impl MqttBroker {
             config_watch_rx,
             auth_watch_tx,
             auth_watch_rx,
+            #[cfg(feature = "hot-reload")]
             hot_reload_manager: None,
             reload_tx: None,
             reload_rx: None,
@@ -852,6 +896,7 @@ impl MqttBroker {
         Ok(())
     }
 
+    #[cfg(feature = "bridge")]
     async fn setup_bridges(
         config: &BrokerConfig,
         router: &Arc<MessageRouter>,
@@ -922,6 +967,7 @@ impl MqttBroker {
         storage_config: &crate::broker::config::StorageConfig,
     ) -> Result<Arc<DynamicStorage>> {
         match storage_config.backend {
+            #[cfg(feature = "file-storage")]
             StorageBackendType::File => {
                 let backend = FileBackend::with_queue_limits(
                     &storage_config.base_dir,
@@ -933,6 +979,8 @@ impl MqttBroker {
                 .await?;
                 Ok(Arc::new(DynamicStorage::File(backend)))
             }
+            #[cfg(not(feature = "file-storage"))]
+            StorageBackendType::File => Err(not_built("the file storage backend", "file-storage")),
             StorageBackendType::Memory => {
                 let backend = MemoryBackend::with_queue_limits(QueueLimits {
                     max_messages: storage_config.max_queued_messages_per_client,
@@ -949,6 +997,7 @@ impl MqttBroker {
     ///
     /// Returns an error if the config is invalid, binding fails, or the hot-reload manager
     /// cannot be created.
+    #[cfg(feature = "hot-reload")]
     pub async fn with_config_file(config: BrokerConfig, path: PathBuf) -> Result<Self> {
         let manager = HotReloadManager::new(config.clone(), path)?;
         let (reload_tx, reload_rx) = mpsc::channel(1);
@@ -957,6 +1006,17 @@ impl MqttBroker {
         broker.reload_tx = Some(reload_tx);
         broker.reload_rx = Some(reload_rx);
         Ok(broker)
+    }
+
+    /// Without the `hot-reload` feature: an error (see the version with it).
+    ///
+    /// # Errors
+    ///
+    /// Always: this build cannot watch a configuration file.
+    #[cfg(not(feature = "hot-reload"))]
+    pub async fn with_config_file(config: BrokerConfig, path: PathBuf) -> Result<Self> {
+        let _ = (config, path);
+        Err(not_built("hot reload of a configuration file", "hot-reload"))
     }
 
     #[must_use]
@@ -1624,6 +1684,7 @@ impl MqttBroker {
         task_handles: Vec<tokio::task::JoinHandle<()>>,
         mut connections_closed: mpsc::Receiver<()>,
     ) {
+        #[cfg(feature = "bridge")]
         if let Some(ref bridge_manager) = self.bridge_manager {
             info!("Stopping all bridges");
             if let Err(e) = bridge_manager.stop_all().await {
@@ -1716,6 +1777,7 @@ impl MqttBroker {
         }
     }
 
+    #[cfg(feature = "hot-reload")]
     async fn spawn_hot_reload_task(
         hot_reload_manager: Option<HotReloadManager>,
         config_watch_tx: watch::Sender<Arc<BrokerConfig>>,
@@ -1843,6 +1905,7 @@ impl MqttBroker {
 
         let shutdown_on_drop = ShutdownOnDrop {
             shutdown_tx: self.shutdown_tx.clone(),
+            #[cfg(feature = "bridge")]
             bridge_manager: self.bridge_manager.clone(),
         };
         let shutdown_tx = &shutdown_on_drop.shutdown_tx;
@@ -1891,6 +1954,7 @@ impl MqttBroker {
 
         Self::spawn_accept_tasks(listeners, &accept_state, &mut task_handles);
 
+        #[cfg(feature = "hot-reload")]
         Self::spawn_hot_reload_task(
             self.hot_reload_manager.take(),
             self.config_watch_tx.clone(),
@@ -2009,6 +2073,7 @@ impl MqttBroker {
         self.ready_rx.clone()
     }
 
+    #[cfg(feature = "hot-reload")]
     fn warn_non_reloadable_changes(old: &BrokerConfig, new: &BrokerConfig) {
         if old.bind_addresses != new.bind_addresses {
             warn!("bind_addresses changed but requires restart to take effect");

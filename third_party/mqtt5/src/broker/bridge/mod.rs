@@ -5,13 +5,19 @@
 //! message flow direction.
 
 pub mod config;
+#[cfg(feature = "bridge")]
 pub mod connection;
+#[cfg(feature = "bridge")]
 pub mod loop_prevention;
+#[cfg(feature = "bridge")]
 pub mod manager;
 
 pub use config::{BridgeConfig, BridgeDirection, BridgeProtocol, TopicMapping};
+#[cfg(feature = "bridge")]
 pub use connection::{BridgeConnection, ConnectedBroker};
+#[cfg(feature = "bridge")]
 pub use loop_prevention::LoopPrevention;
+#[cfg(feature = "bridge")]
 pub use manager::BridgeManager;
 
 use crate::time::Instant;

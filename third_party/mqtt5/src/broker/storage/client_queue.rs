@@ -478,7 +478,7 @@ impl ClientQueue {
         messages
     }
 
-    #[cfg(not(target_arch = "wasm32"))]
+    #[cfg(all(not(target_arch = "wasm32"), feature = "file-storage"))]
     pub(crate) fn push_scanned(&self, seq: u64, path: PathBuf, message: &QueuedMessage) {
         let bytes = entry_bytes(message);
         let expires_at = message.expires_at;
@@ -615,8 +615,8 @@ impl QueueRegistry {
     }
 
     /// Raises the sequence counter above everything found on disk. Only the file backend
-    /// scans a directory, so this is unused on wasm.
-    #[cfg(not(target_arch = "wasm32"))]
+    /// scans a directory, so this is unused on wasm and without the `file-storage` feature.
+    #[cfg(all(not(target_arch = "wasm32"), feature = "file-storage"))]
     pub(crate) fn seed_seq(&self, max_seen: u64) {
         self.seq
             .fetch_max(max_seen.saturating_add(1).max(SEQ_FLOOR), Ordering::AcqRel);

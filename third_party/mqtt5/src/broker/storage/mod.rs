@@ -4,12 +4,12 @@
 //! Designed for production use with atomic operations and efficient file-based storage.
 
 pub mod client_queue;
-#[cfg(not(target_arch = "wasm32"))]
+#[cfg(all(not(target_arch = "wasm32"), feature = "file-storage"))]
 pub mod file_backend;
 pub mod memory_backend;
 pub mod queue;
 pub mod retained;
-#[cfg(not(target_arch = "wasm32"))]
+#[cfg(all(not(target_arch = "wasm32"), feature = "file-storage"))]
 mod session_log;
 pub mod sessions;
 mod write_behind;
@@ -17,7 +17,7 @@ mod write_behind;
 pub use client_queue::{
     ClientQueue, PushOutcome, QueueHandle, QueueLimits, QueueRegistry, SEQ_FLOOR,
 };
-#[cfg(not(target_arch = "wasm32"))]
+#[cfg(all(not(target_arch = "wasm32"), feature = "file-storage"))]
 pub use file_backend::FileBackend;
 pub use memory_backend::MemoryBackend;
 pub use queue::MessageQueue;
@@ -1234,7 +1234,7 @@ impl InflightMessage {
 
 /// Dynamic storage backend that can hold different implementations
 pub enum DynamicStorage {
-    #[cfg(not(target_arch = "wasm32"))]
+    #[cfg(all(not(target_arch = "wasm32"), feature = "file-storage"))]
     File(FileBackend),
     Memory(MemoryBackend),
 }
@@ -1242,7 +1242,7 @@ pub enum DynamicStorage {
 impl StorageBackend for DynamicStorage {
     fn queue_handle(&self, client_id: &str) -> QueueHandle {
         match self {
-            #[cfg(not(target_arch = "wasm32"))]
+            #[cfg(all(not(target_arch = "wasm32"), feature = "file-storage"))]
             Self::File(backend) => backend.queue_handle(client_id),
             Self::Memory(backend) => backend.queue_handle(client_id),
         }
@@ -1251,7 +1251,7 @@ impl StorageBackend for DynamicStorage {
     async fn store_retained_message(&self, topic: &str, message: RetainedMessage) -> Result<()> {
         match self {
             #[cfg(not(target_arch = "wasm32"))]
-            #[cfg(not(target_arch = "wasm32"))]
+            #[cfg(all(not(target_arch = "wasm32"), feature = "file-storage"))]
             Self::File(backend) => backend.store_retained_message(topic, message).await,
             Self::Memory(backend) => backend.store_retained_message(topic, message).await,
         }
@@ -1260,7 +1260,7 @@ impl StorageBackend for DynamicStorage {
     async fn get_retained_message(&self, topic: &str) -> Result<Option<RetainedMessage>> {
         match self {
             #[cfg(not(target_arch = "wasm32"))]
-            #[cfg(not(target_arch = "wasm32"))]
+            #[cfg(all(not(target_arch = "wasm32"), feature = "file-storage"))]
             Self::File(backend) => backend.get_retained_message(topic).await,
             Self::Memory(backend) => backend.get_retained_message(topic).await,
         }
@@ -1269,7 +1269,7 @@ impl StorageBackend for DynamicStorage {
     async fn remove_retained_message(&self, topic: &str) -> Result<()> {
         match self {
             #[cfg(not(target_arch = "wasm32"))]
-            #[cfg(not(target_arch = "wasm32"))]
+            #[cfg(all(not(target_arch = "wasm32"), feature = "file-storage"))]
             Self::File(backend) => backend.remove_retained_message(topic).await,
             Self::Memory(backend) => backend.remove_retained_message(topic).await,
         }
@@ -1280,7 +1280,7 @@ impl StorageBackend for DynamicStorage {
         topic_filter: &str,
     ) -> Result<Vec<(String, RetainedMessage)>> {
         match self {
-            #[cfg(not(target_arch = "wasm32"))]
+            #[cfg(all(not(target_arch = "wasm32"), feature = "file-storage"))]
             Self::File(backend) => backend.get_retained_messages(topic_filter).await,
             Self::Memory(backend) => backend.get_retained_messages(topic_filter).await,
         }
@@ -1288,7 +1288,7 @@ impl StorageBackend for DynamicStorage {
 
     async fn store_session(&self, session: ClientSession) -> Result<()> {
         match self {
-            #[cfg(not(target_arch = "wasm32"))]
+            #[cfg(all(not(target_arch = "wasm32"), feature = "file-storage"))]
             Self::File(backend) => backend.store_session(session).await,
             Self::Memory(backend) => backend.store_session(session).await,
         }
@@ -1296,7 +1296,7 @@ impl StorageBackend for DynamicStorage {
 
     async fn get_session(&self, client_id: &str) -> Result<Option<ClientSession>> {
         match self {
-            #[cfg(not(target_arch = "wasm32"))]
+            #[cfg(all(not(target_arch = "wasm32"), feature = "file-storage"))]
             Self::File(backend) => backend.get_session(client_id).await,
             Self::Memory(backend) => backend.get_session(client_id).await,
         }
@@ -1304,7 +1304,7 @@ impl StorageBackend for DynamicStorage {
 
     async fn remove_session(&self, client_id: &str) -> Result<()> {
         match self {
-            #[cfg(not(target_arch = "wasm32"))]
+            #[cfg(all(not(target_arch = "wasm32"), feature = "file-storage"))]
             Self::File(backend) => backend.remove_session(client_id).await,
             Self::Memory(backend) => backend.remove_session(client_id).await,
         }
@@ -1312,7 +1312,7 @@ impl StorageBackend for DynamicStorage {
 
     async fn remove_expired_session(&self, client_id: &str) -> Result<bool> {
         match self {
-            #[cfg(not(target_arch = "wasm32"))]
+            #[cfg(all(not(target_arch = "wasm32"), feature = "file-storage"))]
             Self::File(backend) => backend.remove_expired_session(client_id).await,
             Self::Memory(backend) => backend.remove_expired_session(client_id).await,
         }
@@ -1320,7 +1320,7 @@ impl StorageBackend for DynamicStorage {
 
     async fn session_client_ids(&self) -> Result<Vec<String>> {
         match self {
-            #[cfg(not(target_arch = "wasm32"))]
+            #[cfg(all(not(target_arch = "wasm32"), feature = "file-storage"))]
             Self::File(backend) => backend.session_client_ids().await,
             Self::Memory(backend) => backend.session_client_ids().await,
         }
@@ -1328,7 +1328,7 @@ impl StorageBackend for DynamicStorage {
 
     async fn remove_owned_session(&self, client_id: &str, connection_token: u64) -> Result<bool> {
         match self {
-            #[cfg(not(target_arch = "wasm32"))]
+            #[cfg(all(not(target_arch = "wasm32"), feature = "file-storage"))]
             Self::File(backend) => {
                 backend
                     .remove_owned_session(client_id, connection_token)
@@ -1352,7 +1352,7 @@ impl StorageBackend for DynamicStorage {
         F: FnOnce(&mut ClientSession) + Send,
     {
         match self {
-            #[cfg(not(target_arch = "wasm32"))]
+            #[cfg(all(not(target_arch = "wasm32"), feature = "file-storage"))]
             Self::File(backend) => {
                 backend
                     .update_session(client_id, connection_token, update)
@@ -1368,7 +1368,7 @@ impl StorageBackend for DynamicStorage {
 
     async fn queue_message(&self, message: QueuedMessage) -> Result<()> {
         match self {
-            #[cfg(not(target_arch = "wasm32"))]
+            #[cfg(all(not(target_arch = "wasm32"), feature = "file-storage"))]
             Self::File(backend) => backend.queue_message(message).await,
             Self::Memory(backend) => backend.queue_message(message).await,
         }
@@ -1376,7 +1376,7 @@ impl StorageBackend for DynamicStorage {
 
     async fn get_queued_messages(&self, client_id: &str) -> Result<Vec<QueuedMessage>> {
         match self {
-            #[cfg(not(target_arch = "wasm32"))]
+            #[cfg(all(not(target_arch = "wasm32"), feature = "file-storage"))]
             Self::File(backend) => backend.get_queued_messages(client_id).await,
             Self::Memory(backend) => backend.get_queued_messages(client_id).await,
         }
@@ -1384,7 +1384,7 @@ impl StorageBackend for DynamicStorage {
 
     async fn remove_queued_messages(&self, client_id: &str) -> Result<()> {
         match self {
-            #[cfg(not(target_arch = "wasm32"))]
+            #[cfg(all(not(target_arch = "wasm32"), feature = "file-storage"))]
             Self::File(backend) => backend.remove_queued_messages(client_id).await,
             Self::Memory(backend) => backend.remove_queued_messages(client_id).await,
         }
@@ -1392,7 +1392,7 @@ impl StorageBackend for DynamicStorage {
 
     async fn store_inflight_message(&self, message: InflightMessage) -> Result<()> {
         match self {
-            #[cfg(not(target_arch = "wasm32"))]
+            #[cfg(all(not(target_arch = "wasm32"), feature = "file-storage"))]
             Self::File(backend) => backend.store_inflight_message(message).await,
             Self::Memory(backend) => backend.store_inflight_message(message).await,
         }
@@ -1400,7 +1400,7 @@ impl StorageBackend for DynamicStorage {
 
     async fn get_inflight_messages(&self, client_id: &str) -> Result<Vec<InflightMessage>> {
         match self {
-            #[cfg(not(target_arch = "wasm32"))]
+            #[cfg(all(not(target_arch = "wasm32"), feature = "file-storage"))]
             Self::File(backend) => backend.get_inflight_messages(client_id).await,
             Self::Memory(backend) => backend.get_inflight_messages(client_id).await,
         }
@@ -1413,7 +1413,7 @@ impl StorageBackend for DynamicStorage {
         direction: InflightDirection,
     ) -> Result<()> {
         match self {
-            #[cfg(not(target_arch = "wasm32"))]
+            #[cfg(all(not(target_arch = "wasm32"), feature = "file-storage"))]
             Self::File(backend) => {
                 backend
                     .remove_inflight_message(client_id, packet_id, direction)
@@ -1429,7 +1429,7 @@ impl StorageBackend for DynamicStorage {
 
     async fn remove_all_inflight_messages(&self, client_id: &str) -> Result<()> {
         match self {
-            #[cfg(not(target_arch = "wasm32"))]
+            #[cfg(all(not(target_arch = "wasm32"), feature = "file-storage"))]
             Self::File(backend) => backend.remove_all_inflight_messages(client_id).await,
             Self::Memory(backend) => backend.remove_all_inflight_messages(client_id).await,
         }
@@ -1437,7 +1437,7 @@ impl StorageBackend for DynamicStorage {
 
     async fn cleanup_expired(&self) -> Result<()> {
         match self {
-            #[cfg(not(target_arch = "wasm32"))]
+            #[cfg(all(not(target_arch = "wasm32"), feature = "file-storage"))]
             Self::File(backend) => backend.cleanup_expired().await,
             Self::Memory(backend) => backend.cleanup_expired().await,
         }
@@ -1453,7 +1453,7 @@ impl DynamicStorage {
     )]
     pub async fn shutdown(&self) -> Result<()> {
         match self {
-            #[cfg(not(target_arch = "wasm32"))]
+            #[cfg(all(not(target_arch = "wasm32"), feature = "file-storage"))]
             Self::File(backend) => backend.shutdown().await,
             Self::Memory(_) => Ok(()),
         }

@@ -17,9 +17,9 @@ struct Pending {
     queue_on_disk: HashSet<QueueKey>,
     #[cfg(not(target_arch = "wasm32"))]
     inflight: HashMap<InflightKey, Option<Box<InflightMessage>>>,
-    #[cfg(not(target_arch = "wasm32"))]
+    #[cfg(all(not(target_arch = "wasm32"), feature = "file-storage"))]
     inflight_on_disk: HashSet<InflightKey>,
-    #[cfg(not(target_arch = "wasm32"))]
+    #[cfg(all(not(target_arch = "wasm32"), feature = "file-storage"))]
     cleared_inflight: Vec<String>,
 }
 
@@ -35,7 +35,7 @@ impl Pending {
     }
 }
 
-#[cfg(not(target_arch = "wasm32"))]
+#[cfg(all(not(target_arch = "wasm32"), feature = "file-storage"))]
 #[derive(Default)]
 pub(crate) struct WriteBatch {
     pub(crate) cleared_inflight: Vec<String>,
@@ -84,7 +84,7 @@ impl WriteBehind {
     }
 }
 
-#[cfg(not(target_arch = "wasm32"))]
+#[cfg(all(not(target_arch = "wasm32"), feature = "file-storage"))]
 impl WriteBehind {
     pub(crate) fn store_inflight(&self, message: InflightMessage) {
         let mut pending = self.pending.lock();
