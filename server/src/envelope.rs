@@ -46,6 +46,13 @@ pub struct RequestMeta {
     pub protocol_version: Option<String>,
     /// The request arrived at QoS 0.
     pub qos0: bool,
+    /// `traceparent`: the caller's W3C trace context, when valid
+    /// ([`TraceParent::parse`](crate::telemetry::TraceParent::parse); an invalid one is
+    /// ignored).
+    pub trace_parent: Option<crate::telemetry::TraceParent>,
+    /// `tracestate`, passed on with a valid `traceparent` (at most 512 bytes of printable
+    /// ASCII; anything else is ignored).
+    pub trace_state: Option<String>,
 }
 
 impl RequestMeta {
@@ -82,6 +89,18 @@ impl RequestMeta {
             property::FENCING_TOKEN => &mut self.fencing_token,
             property::PROTOCOL_VERSION => &mut self.protocol_version,
             BROKER_CLIENT_ID_PROPERTY if trust_broker_id => &mut self.broker_client_id,
+            crate::telemetry_names::TRACEPARENT => {
+                if self.trace_parent.is_none() {
+                    self.trace_parent = crate::telemetry::TraceParent::parse(value);
+                }
+                return;
+            }
+            crate::telemetry_names::TRACESTATE => {
+                if self.trace_state.is_none() && crate::telemetry::acceptable_tracestate(value) {
+                    self.trace_state = Some(value.to_owned());
+                }
+                return;
+            }
             property::PERSISTENCE => {
                 self.persist |= value.eq_ignore_ascii_case("true");
                 return;
