@@ -331,24 +331,27 @@ pub async fn serve(args: ServeArgs, port: Option<&str>) -> CliResult {
     let fsync = args.fsync()?;
     let otlp = args.otlp()?;
     let embedded = args.broker.is_none();
-    run(args, listen, fsync, otlp).await.map(|()| OK).map_err(|e| {
-        let busy = std::net::TcpListener::bind(listen)
-            .is_err_and(|b| b.kind() == std::io::ErrorKind::AddrInUse);
-        if embedded && busy {
-            let port = listen.port();
-            Failure::new(
-                crate::failure::STORE,
-                format!("could not start the state store: {listen} is already in use"),
-            )
-            .hint(format!(
-                "another `mqstate serve` or broker listens there: see which with \
+    run(args, listen, fsync, otlp)
+        .await
+        .map(|()| OK)
+        .map_err(|e| {
+            let busy = std::net::TcpListener::bind(listen)
+                .is_err_and(|b| b.kind() == std::io::ErrorKind::AddrInUse);
+            if embedded && busy {
+                let port = listen.port();
+                Failure::new(
+                    crate::failure::STORE,
+                    format!("could not start the state store: {listen} is already in use"),
+                )
+                .hint(format!(
+                    "another `mqstate serve` or broker listens there: see which with \
                  `lsof -i :{port}` or `ss -ltnp 'sport = :{port}'`, or listen elsewhere \
                  with --listen (or -p)"
-            ))
-        } else {
-            crate::from_anyhow(&e)
-        }
-    })
+                ))
+            } else {
+                crate::from_anyhow(&e)
+            }
+        })
 }
 
 /// Runs the server until Ctrl-C (or SIGTERM), then shuts it down cleanly within

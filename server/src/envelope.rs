@@ -297,6 +297,31 @@ mod tests {
     }
 
     #[test]
+    fn reads_the_trace_context() {
+        let parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let mut props = full();
+        props.user_properties.extend([
+            ("traceparent".into(), "00-junk".into()),
+            ("traceparent".into(), parent.into()),
+            ("tracestate".into(), "a=1,b=2".into()),
+            ("tracestate".into(), "c=3".into()),
+        ]);
+        let meta = RequestMeta::read(&publish(QoS::AtLeastOnce, props), true);
+        assert_eq!(
+            meta.trace_parent,
+            crate::telemetry::TraceParent::parse(parent)
+        );
+        assert!(meta.trace_parent.is_some());
+        assert_eq!(meta.trace_state.as_deref(), Some("a=1,b=2"));
+        let mut props = full();
+        props
+            .user_properties
+            .push(("tracestate".into(), "x=\u{7}".into()));
+        let meta = RequestMeta::read(&publish(QoS::AtLeastOnce, props), true);
+        assert_eq!((meta.trace_parent, meta.trace_state), (None, None));
+    }
+
+    #[test]
     fn falls_back_to_the_broker_client_id() {
         let mut props = full();
         props

@@ -89,9 +89,7 @@ impl MetricsReader {
             requests: self.counters.recorder.snapshot(),
             sessions_online: self.sessions.as_ref().map(|s| s.online()),
             sessions_offline: self.sessions.as_ref().map(|s| s.offline()),
-            spans: self
-                .spans_on
-                .then(|| self.counters.spans.snapshot()),
+            spans: self.spans_on.then(|| self.counters.spans.snapshot()),
         }
     }
 

@@ -667,7 +667,10 @@ mod tests {
         let p = TraceParent::parse(VALID).unwrap();
         assert_eq!(p.trace_id[0], 0x4b);
         assert_eq!(p.trace_id[15], 0x36);
-        assert_eq!(p.parent_id, [0x00, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7]);
+        assert_eq!(
+            p.parent_id,
+            [0x00, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7]
+        );
         assert!(p.sampled());
         let unsampled = TraceParent::parse(&VALID.replace("-01", "-00")).unwrap();
         assert!(!unsampled.sampled());
@@ -777,5 +780,259 @@ mod tests {
         let mut out = String::new();
         json_str(&mut out, "a\"b\\c\n\u{1}\u{2028}é");
         assert_eq!(out, r#""a\"b\\c\n\u0001\u2028é""#);
+    }
+
+    /// A collector on a free port: records each POST (path, content type, body) and answers
+    /// 200, or holds every connection without answering (`hang`).
+    struct FakeCollector {
+        addr: std::net::SocketAddr,
+        posts: mpsc::UnboundedReceiver<(String, String, serde_json::Value)>,
+    }
+
+    impl FakeCollector {
+        async fn start(hang: bool) -> FakeCollector {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            let (tx, posts) = mpsc::unbounded_channel();
+            tokio::spawn(async move {
+                let mut held = Vec::new();
+                while let Ok((mut stream, _)) = listener.accept().await {
+                    if hang {
+                        held.push(stream);
+                        continue;
+                    }
+                    let tx = tx.clone();
+                    tokio::spawn(async move {
+                        let mut data = Vec::new();
+                        let mut chunk = [0; 4096];
+                        let head_end = loop {
+                            let n = stream.read(&mut chunk).await.unwrap();
+                            assert!(n > 0, "closed before the headers ended");
+                            data.extend_from_slice(&chunk[..n]);
+                            if let Some(i) = data.windows(4).position(|w| w == b"\r\n\r\n") {
+                                break i + 4;
+                            }
+                        };
+                        let head = String::from_utf8(data[..head_end].to_vec()).unwrap();
+                        let header = |name: &str| {
+                            head.lines()
+                                .find_map(|l| {
+                                    let (n, v) = l.split_once(':')?;
+                                    n.eq_ignore_ascii_case(name).then(|| v.trim().to_owned())
+                                })
+                                .unwrap_or_default()
+                        };
+                        let length: usize = header("content-length").parse().unwrap();
+                        while data.len() < head_end + length {
+                            let n = stream.read(&mut chunk).await.unwrap();
+                            assert!(n > 0, "closed before the body ended");
+                            data.extend_from_slice(&chunk[..n]);
+                        }
+                        let path = head.split(' ').nth(1).unwrap().to_owned();
+                        assert!(head.starts_with("POST "), "{head}");
+                        let body = serde_json::from_slice(&data[head_end..]).unwrap();
+                        let _ = tx.send((path, header("content-type"), body));
+                        let _ = stream
+                            .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}")
+                            .await;
+                    });
+                }
+            });
+            FakeCollector { addr, posts }
+        }
+
+        async fn next(&mut self) -> (String, String, serde_json::Value) {
+            tokio::time::timeout(Duration::from_secs(10), self.posts.recv())
+                .await
+                .expect("no POST within 10 s")
+                .unwrap()
+        }
+    }
+
+    fn config(addr: std::net::SocketAddr) -> OtlpConfig {
+        OtlpConfig {
+            batch: 3,
+            interval: Duration::from_secs(60),
+            timeout: Duration::from_secs(2),
+            ..OtlpConfig::new(format!("http://{addr}"))
+        }
+    }
+
+    const SERVER: &str = "127.0.0.1:1883";
+
+    fn span<'a>(parent: Option<TraceParent>, error: Option<ErrorType>) -> RequestSpan<'a> {
+        RequestSpan {
+            operation: "SET",
+            parent,
+            trace_state: Some("k=v"),
+            client_id: Some("app \"1\""),
+            error,
+        }
+    }
+
+    fn attrs(span: &serde_json::Value) -> std::collections::HashMap<String, serde_json::Value> {
+        span["attributes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| (a["key"].as_str().unwrap().to_owned(), a["value"].clone()))
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn spans_are_posted_as_otlp_json_in_batches() {
+        let mut collector = FakeCollector::start(false).await;
+        let counters = Arc::new(SpanCounters::default());
+        let (tracer, exporter) = start(
+            &config(collector.addr),
+            SERVER.parse().unwrap(),
+            Arc::clone(&counters),
+        )
+        .unwrap();
+        let parent = TraceParent::parse(VALID);
+        let started = Instant::now();
+        tracer.request(span(parent, None), started);
+        tracer.request(
+            span(None, Some(ErrorType::Store(StoreErrorKind::QuotaExceeded))),
+            started,
+        );
+        tracer.request(span(parent, Some(ErrorType::Status(400))), started);
+        for _ in 0..4 {
+            tracer.request(span(parent, None), started);
+        }
+        // Two full batches at once (the interval is a minute away), the last on stop.
+        let (path, content_type, first) = collector.next().await;
+        assert_eq!(path, "/v1/traces");
+        assert_eq!(content_type, "application/json");
+        let (_, _, second) = collector.next().await;
+        exporter.stop().await;
+        let (_, _, last) = collector.next().await;
+
+        let resource = &first["resourceSpans"][0];
+        assert_eq!(
+            resource["resource"]["attributes"][0],
+            serde_json::json!({"key": "service.name", "value": {"stringValue": "mqstate-serve"}})
+        );
+        let scope = &resource["scopeSpans"][0];
+        assert_eq!(scope["scope"]["name"], "mqstate-server");
+        let spans = scope["spans"].as_array().unwrap();
+        let count = |body: &serde_json::Value| {
+            body["resourceSpans"][0]["scopeSpans"][0]["spans"]
+                .as_array()
+                .unwrap()
+                .len()
+        };
+        assert_eq!((spans.len(), count(&second), count(&last)), (3, 3, 1));
+
+        let child = &spans[0];
+        assert_eq!(child["traceId"], "4bf92f3577b34da6a3ce929d0e0e4736");
+        assert_eq!(child["parentSpanId"], "00f067aa0ba902b7");
+        assert_eq!(child["traceState"], "k=v");
+        assert_eq!(child["name"], "SET");
+        assert_eq!(child["kind"], 2);
+        let span_id = child["spanId"].as_str().unwrap();
+        assert!(span_id.len() == 16 && span_id != "0000000000000000");
+        let start: u64 = child["startTimeUnixNano"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let end: u64 = child["endTimeUnixNano"].as_str().unwrap().parse().unwrap();
+        assert!(start <= end && start > 1_600_000_000_000_000_000);
+        let a = attrs(child);
+        assert_eq!(a["db.system.name"]["stringValue"], "mqstate");
+        assert_eq!(a["db.operation.name"]["stringValue"], "SET");
+        assert_eq!(a["server.address"]["stringValue"], "127.0.0.1");
+        assert_eq!(a["server.port"]["intValue"], "1883");
+        assert_eq!(a["mqstate.client_id"]["stringValue"], "app \"1\"");
+        assert!(!a.contains_key("error.type"));
+        assert_eq!(child["status"], serde_json::json!({}));
+
+        let root = &spans[1];
+        assert!(root.get("parentSpanId").is_none() && root.get("traceState").is_none());
+        let trace_id = root["traceId"].as_str().unwrap();
+        assert!(trace_id.len() == 32 && trace_id != "4bf92f3577b34da6a3ce929d0e0e4736");
+        assert_eq!(attrs(root)["error.type"]["stringValue"], "quota_exceeded");
+        assert_eq!(root["status"]["code"], 2);
+        assert_eq!(attrs(&spans[2])["error.type"]["stringValue"], "400");
+
+        assert_eq!(
+            counters.snapshot(),
+            SpanMetrics {
+                exported: 7,
+                dropped: 0,
+                failed: 0
+            }
+        );
+    }
+
+    #[tokio::test]
+    async fn an_unsampled_parent_is_not_exported() {
+        let collector = FakeCollector::start(false).await;
+        let counters = Arc::new(SpanCounters::default());
+        let (tracer, exporter) = start(
+            &config(collector.addr),
+            SERVER.parse().unwrap(),
+            Arc::clone(&counters),
+        )
+        .unwrap();
+        let unsampled = TraceParent::parse(&VALID.replace("-01", "-00"));
+        tracer.request(span(unsampled, None), Instant::now());
+        exporter.stop().await;
+        assert_eq!(counters.snapshot(), SpanMetrics::default());
+    }
+
+    #[tokio::test]
+    async fn a_full_queue_drops_and_counts_without_blocking() {
+        let collector = FakeCollector::start(true).await;
+        let counters = Arc::new(SpanCounters::default());
+        let cfg = OtlpConfig {
+            queue: 2,
+            batch: 1,
+            timeout: Duration::from_millis(300),
+            ..config(collector.addr)
+        };
+        let (tracer, exporter) =
+            start(&cfg, SERVER.parse().unwrap(), Arc::clone(&counters)).unwrap();
+        tracer.request(span(None, None), Instant::now());
+        // Let the task take the first span and hang in its POST.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let before = Instant::now();
+        for _ in 0..10 {
+            tracer.request(span(None, None), Instant::now());
+        }
+        assert!(
+            before.elapsed() < Duration::from_secs(1),
+            "recording blocked"
+        );
+        // 8 dropped: a queue of 2 holds 2 of the 10 (9 if the task had not taken the first).
+        let dropped = counters.snapshot().dropped;
+        assert!((8..=9).contains(&dropped), "{dropped}");
+        exporter.stop().await;
+        let m = counters.snapshot();
+        assert_eq!((m.exported, m.dropped), (0, dropped), "{m:?}");
+        assert_eq!(m.failed + m.dropped, 11, "every span counted once: {m:?}");
+    }
+
+    #[tokio::test]
+    async fn a_dead_endpoint_fails_exports_without_panicking() {
+        let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = dead.local_addr().unwrap();
+        drop(dead);
+        let counters = Arc::new(SpanCounters::default());
+        let (tracer, exporter) = start(
+            &config(addr),
+            SERVER.parse().unwrap(),
+            Arc::clone(&counters),
+        )
+        .unwrap();
+        for _ in 0..7 {
+            tracer.request(span(None, None), Instant::now());
+        }
+        exporter.stop().await;
+        assert_eq!(counters.snapshot().failed, 7);
+        // Recording after the exporter stopped is a drop, not a panic.
+        tracer.request(span(None, None), Instant::now());
+        assert_eq!(counters.snapshot().dropped, 1);
     }
 }
