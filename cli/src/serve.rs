@@ -7,6 +7,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 use mqstate_server::config::{self as server_config, Fsync};
+use mqstate_server::telemetry::OtlpConfig;
 use mqstate_server::{BrokerTarget, Server, ServerConfig, TlsFiles};
 
 use crate::failure::{CliResult, Failure, OK};
@@ -53,6 +54,13 @@ pub struct ServeArgs {
     /// (on 127.0.0.1) or HOST:PORT. Off by default (docs/server.md, "Health and metrics").
     #[arg(long, value_name = "ADDRESS", env = "MQSTATE_HTTP", value_parser = parse_listen)]
     http: Option<SocketAddr>,
+    /// Export a span per request to this OpenTelemetry collector over OTLP/HTTP (JSON):
+    /// http://HOST[:PORT][/BASE], spans POSTed to BASE/v1/traces. A request's W3C
+    /// traceparent user property makes its span a child of the caller's; service.name is
+    /// mqstate-serve unless OTEL_SERVICE_NAME is set. Off by default (docs/server.md,
+    /// "Traces").
+    #[arg(long, value_name = "URL", env = "MQSTATE_OTLP_ENDPOINT")]
+    otlp_endpoint: Option<String>,
     /// Keep keys SET with aio-persistence: true in this directory across restarts.
     #[arg(long, env = "MQSTATE_DATA_DIR")]
     data_dir: Option<PathBuf>,
@@ -250,7 +258,27 @@ impl ServeArgs {
         Ok(SocketAddr::new(self.listen.ip(), port))
     }
 
-    fn config(self, listen: SocketAddr, fsync: Fsync) -> anyhow::Result<ServerConfig> {
+    /// `--otlp-endpoint`, checked, with `OTEL_SERVICE_NAME`.
+    fn otlp(&self) -> CliResult<Option<OtlpConfig>> {
+        let Some(endpoint) = &self.otlp_endpoint else {
+            return Ok(None);
+        };
+        let mut otlp = OtlpConfig::new(endpoint.trim());
+        otlp.validate().map_err(Failure::usage)?;
+        if let Ok(name) = std::env::var("OTEL_SERVICE_NAME")
+            && !name.trim().is_empty()
+        {
+            otlp.service_name = name.trim().to_owned();
+        }
+        Ok(Some(otlp))
+    }
+
+    fn config(
+        self,
+        listen: SocketAddr,
+        fsync: Fsync,
+        otlp: Option<OtlpConfig>,
+    ) -> anyhow::Result<ServerConfig> {
         let access = *self.access;
         let broker = match self.broker {
             Some(url) => {
@@ -291,6 +319,7 @@ impl ServeArgs {
             fsync,
             dedup_window: self.dedup_window,
             dedup_max_answers: self.dedup_max_answers,
+            otlp,
             ..ServerConfig::default()
         })
     }
@@ -300,33 +329,42 @@ impl ServeArgs {
 pub async fn serve(args: ServeArgs, port: Option<&str>) -> CliResult {
     let listen = args.listen_addr(port)?;
     let fsync = args.fsync()?;
+    let otlp = args.otlp()?;
     let embedded = args.broker.is_none();
-    run(args, listen, fsync).await.map(|()| OK).map_err(|e| {
-        let busy = std::net::TcpListener::bind(listen)
-            .is_err_and(|b| b.kind() == std::io::ErrorKind::AddrInUse);
-        if embedded && busy {
-            let port = listen.port();
-            Failure::new(
-                crate::failure::STORE,
-                format!("could not start the state store: {listen} is already in use"),
-            )
-            .hint(format!(
-                "another `mqstate serve` or broker listens there: see which with \
+    run(args, listen, fsync, otlp)
+        .await
+        .map(|()| OK)
+        .map_err(|e| {
+            let busy = std::net::TcpListener::bind(listen)
+                .is_err_and(|b| b.kind() == std::io::ErrorKind::AddrInUse);
+            if embedded && busy {
+                let port = listen.port();
+                Failure::new(
+                    crate::failure::STORE,
+                    format!("could not start the state store: {listen} is already in use"),
+                )
+                .hint(format!(
+                    "another `mqstate serve` or broker listens there: see which with \
                  `lsof -i :{port}` or `ss -ltnp 'sport = :{port}'`, or listen elsewhere \
                  with --listen (or -p)"
-            ))
-        } else {
-            crate::from_anyhow(&e)
-        }
-    })
+                ))
+            } else {
+                crate::from_anyhow(&e)
+            }
+        })
 }
 
 /// Runs the server until Ctrl-C (or SIGTERM), then shuts it down cleanly within
 /// `--shutdown-timeout`.
-async fn run(args: ServeArgs, listen: SocketAddr, fsync: Fsync) -> anyhow::Result<()> {
+async fn run(
+    args: ServeArgs,
+    listen: SocketAddr,
+    fsync: Fsync,
+    otlp: Option<OtlpConfig>,
+) -> anyhow::Result<()> {
     let bound = args.shutdown_timeout;
     let http = args.http;
-    let config = args.config(listen, fsync)?;
+    let config = args.config(listen, fsync, otlp)?;
     if let Some(dir) = &config.data_dir {
         std::fs::create_dir_all(dir).with_context(|| {
             format!("--data-dir {}: cannot create the directory", dir.display())

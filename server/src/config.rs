@@ -98,6 +98,9 @@ pub struct ServerConfig {
     /// process. Slower (four loopback crossings per request instead of two); kept to compare
     /// the two paths and to run every suite against both.
     pub embedded_adapter: bool,
+    /// Export a span per request over OTLP/HTTP ([`crate::telemetry`]); `None` (the
+    /// default) exports nothing and costs one branch per request.
+    pub otlp: Option<crate::telemetry::OtlpConfig>,
 }
 
 /// The embedded broker's TLS files (PEM).
@@ -137,6 +140,7 @@ impl Default for ServerConfig {
             dedup_window: DEFAULT_DEDUP_WINDOW,
             dedup_max_answers: DEFAULT_DEDUP_MAX_ANSWERS,
             embedded_adapter: false,
+            otlp: None,
         }
     }
 }

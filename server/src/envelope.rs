@@ -46,6 +46,13 @@ pub struct RequestMeta {
     pub protocol_version: Option<String>,
     /// The request arrived at QoS 0.
     pub qos0: bool,
+    /// `traceparent`: the caller's W3C trace context, when valid
+    /// ([`TraceParent::parse`](crate::telemetry::TraceParent::parse); an invalid one is
+    /// ignored).
+    pub trace_parent: Option<crate::telemetry::TraceParent>,
+    /// `tracestate`, passed on with a valid `traceparent` (at most 512 bytes of printable
+    /// ASCII; anything else is ignored).
+    pub trace_state: Option<String>,
 }
 
 impl RequestMeta {
@@ -82,6 +89,18 @@ impl RequestMeta {
             property::FENCING_TOKEN => &mut self.fencing_token,
             property::PROTOCOL_VERSION => &mut self.protocol_version,
             BROKER_CLIENT_ID_PROPERTY if trust_broker_id => &mut self.broker_client_id,
+            crate::telemetry_names::TRACEPARENT => {
+                if self.trace_parent.is_none() {
+                    self.trace_parent = crate::telemetry::TraceParent::parse(value);
+                }
+                return;
+            }
+            crate::telemetry_names::TRACESTATE => {
+                if self.trace_state.is_none() && crate::telemetry::acceptable_tracestate(value) {
+                    self.trace_state = Some(value.to_owned());
+                }
+                return;
+            }
             property::PERSISTENCE => {
                 self.persist |= value.eq_ignore_ascii_case("true");
                 return;
@@ -275,6 +294,31 @@ mod tests {
         assert_eq!(meta.verdict(), Verdict::Answer);
         let untrusted = RequestMeta::read(&publish(QoS::AtLeastOnce, full()), false);
         assert_eq!(untrusted.broker_client_id, None);
+    }
+
+    #[test]
+    fn reads_the_trace_context() {
+        let parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let mut props = full();
+        props.user_properties.extend([
+            ("traceparent".into(), "00-junk".into()),
+            ("traceparent".into(), parent.into()),
+            ("tracestate".into(), "a=1,b=2".into()),
+            ("tracestate".into(), "c=3".into()),
+        ]);
+        let meta = RequestMeta::read(&publish(QoS::AtLeastOnce, props), true);
+        assert_eq!(
+            meta.trace_parent,
+            crate::telemetry::TraceParent::parse(parent)
+        );
+        assert!(meta.trace_parent.is_some());
+        assert_eq!(meta.trace_state.as_deref(), Some("a=1,b=2"));
+        let mut props = full();
+        props
+            .user_properties
+            .push(("tracestate".into(), "x=\u{7}".into()));
+        let meta = RequestMeta::read(&publish(QoS::AtLeastOnce, props), true);
+        assert_eq!((meta.trace_parent, meta.trace_state), (None, None));
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //!   [`journal`]: its persistence log.
 //! - [`service`]: the MQTT adapter (requests in, responses and notifications out);
 //!   [`envelope`]: the request/response properties and the rules for bad requests;
-//!   [`outbox`]: the bounded queues in front of the broker.
+//!   [`outbox`]: the bounded queues in front of the broker; [`telemetry`]: the store's own
+//!   spans, exported over OTLP/HTTP when asked to.
 //! - [`Server`] / [`ServerConfig`] / [`ServerHandle`]: start it with an embedded MQTT5
 //!   broker (the default; with optional TLS, K8S-SAT and password authentication and an
 //!   `--acl` mode) or attached to an existing one such as mosquitto.
@@ -45,6 +46,8 @@ pub mod outbox;
 mod server;
 pub mod service;
 pub mod state_machine;
+pub mod telemetry;
+mod telemetry_names;
 /// The module was named `store` before 0.3: it holds [`state_machine::StateMachine`].
 #[deprecated(since = "0.3.0", note = "use mqstate_server::state_machine")]
 pub mod store {

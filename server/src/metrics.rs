@@ -194,6 +194,9 @@ pub struct Metrics {
     pub sessions_online: Option<u64>,
     /// Embedded broker: MQTT sessions kept now for clients without a connection.
     pub sessions_offline: Option<u64>,
+    /// The span exporter's counters (`None` without
+    /// [`ServerConfig::otlp`](crate::ServerConfig::otlp)).
+    pub spans: Option<crate::telemetry::SpanMetrics>,
 }
 
 /// The index in [`COMMANDS`] of the command of the request `payload` (a RESP array whose

@@ -65,6 +65,8 @@ pub struct Counters {
     pub registrations_dropped: AtomicU64,
     /// Requests by command and outcome, their latencies, and the store's sizes.
     pub(crate) recorder: Recorder,
+    /// The span exporter's counters (zero while it is off).
+    pub(crate) spans: std::sync::Arc<crate::telemetry::SpanCounters>,
 }
 
 impl Counters {

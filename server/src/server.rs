@@ -77,6 +77,8 @@ fn probe_settings(
 pub struct MetricsReader {
     pub(crate) counters: Arc<Counters>,
     pub(crate) sessions: Option<crate::embedded::SessionCounts>,
+    /// Whether spans are exported (their counters are reported only then).
+    pub(crate) spans_on: bool,
 }
 
 impl MetricsReader {
@@ -87,6 +89,7 @@ impl MetricsReader {
             requests: self.counters.recorder.snapshot(),
             sessions_online: self.sessions.as_ref().map(|s| s.online()),
             sessions_offline: self.sessions.as_ref().map(|s| s.offline()),
+            spans: self.spans_on.then(|| self.counters.spans.snapshot()),
         }
     }
 
@@ -123,6 +126,8 @@ pub struct ServerHandle {
     faults: Arc<crate::faults::Faults>,
     /// How a client reaches the store through its broker with the server's own rights.
     probe_settings: mqstate::ConnectionSettings,
+    /// The span exporter (with [`ServerConfig::otlp`]).
+    exporter: Option<crate::telemetry::Exporter>,
 }
 
 impl Server {
@@ -247,6 +252,15 @@ impl Server {
             Arc::clone(&counters),
         ));
         let faults = Arc::new(crate::faults::Faults::default());
+        let (tracer, exporter) = match &config.otlp {
+            Some(otlp) => {
+                let (tracer, exporter) =
+                    crate::telemetry::start(otlp, addr, Arc::clone(&counters.spans))?;
+                tracing::info!(endpoint = %otlp.endpoint, "exporting a span per request over OTLP/HTTP");
+                (Some(tracer), Some(exporter))
+            }
+            None => (None, None),
+        };
         let service = Service {
             store,
             journal,
@@ -262,6 +276,7 @@ impl Server {
             warned_unrouted: false,
             answered: crate::dedup::Answered::new(config.dedup_window, config.dedup_max_answers),
             faults: Arc::clone(&faults),
+            tracer,
         };
         let mut shared_service = None;
         let connection = match (mqtt, &embedded) {
@@ -318,6 +333,7 @@ impl Server {
             service: shared_service,
             faults,
             probe_settings,
+            exporter,
         };
         // A bool, not the `watch::Ref` the wait returns: holding that across the `await` below
         // would make this future `!Send` (bindings spawn it on their runtimes).
@@ -437,6 +453,7 @@ impl ServerHandle {
         MetricsReader {
             counters: Arc::clone(&self.counters),
             sessions: self.embedded.as_ref().map(EmbeddedBroker::session_counts),
+            spans_on: self.exporter.is_some(),
         }
     }
 
@@ -469,6 +486,9 @@ impl ServerHandle {
             if let Some(publisher) = self.publisher.take() {
                 publisher.abort();
             }
+            if let Some(exporter) = self.exporter.take() {
+                exporter.abort();
+            }
             if let Some(broker) = self.embedded.take() {
                 broker.signal_shutdown();
             }
@@ -498,6 +518,10 @@ impl ServerHandle {
         if let Some(publisher) = self.publisher.take() {
             publisher.abort();
             let _ = publisher.await;
+        }
+        // Every request is answered: the spans left go in one last export.
+        if let Some(exporter) = self.exporter.take() {
+            exporter.stop().await;
         }
         if let Some(broker) = &mut self.embedded {
             broker.stop().await;
@@ -549,6 +573,9 @@ impl Drop for ServerHandle {
         }
         if let Some(publisher) = self.publisher.take() {
             publisher.abort();
+        }
+        if let Some(exporter) = self.exporter.take() {
+            exporter.abort();
         }
         if let Some(broker) = self.embedded.take() {
             broker.signal_shutdown();

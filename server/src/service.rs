@@ -22,6 +22,7 @@ use crate::journal::Journal;
 use crate::metrics::Outcome;
 use crate::outbox::{Counters, Message, Outbox, Sink};
 use crate::state_machine::{Invocation, JournalOp, Notice, StateMachine};
+use crate::telemetry::ErrorType;
 
 /// What the store is told besides the requests it serves.
 #[derive(Debug)]
@@ -122,6 +123,8 @@ pub(crate) struct Service {
     pub(crate) answered: crate::dedup::Answered,
     /// Store errors armed for the next requests (and the pause the workers honour).
     pub(crate) faults: Arc<crate::faults::Faults>,
+    /// Set with `--otlp-endpoint`: where each request's span goes.
+    pub(crate) tracer: Option<crate::telemetry::Tracer>,
 }
 
 impl Service {
@@ -233,13 +236,22 @@ impl Service {
     ) -> Option<Outgoing> {
         self.counters.requests.fetch_add(1, Ordering::Relaxed);
         let started = std::time::Instant::now();
-        let (outcome, response) = self.dispatch(payload, meta, direct);
+        let (outcome, response, error) = self.dispatch(payload, meta, direct);
+        let command = crate::metrics::command_of(payload);
         let recorder = &self.counters.recorder;
-        recorder.request(
-            crate::metrics::command_of(payload),
-            outcome,
-            started.elapsed(),
-        );
+        recorder.request(command, outcome, started.elapsed());
+        if let Some(tracer) = &self.tracer {
+            tracer.request(
+                crate::telemetry::RequestSpan {
+                    operation: crate::metrics::COMMANDS[command],
+                    parent: meta.trace_parent,
+                    trace_state: meta.trace_state.as_deref(),
+                    client_id: meta.client_id(),
+                    error,
+                },
+                started,
+            );
+        }
         recorder.sizes(
             self.store.len(),
             self.store.data_bytes(),
@@ -251,13 +263,13 @@ impl Service {
         response
     }
 
-    /// Answers, fails or drops one request; says which.
+    /// Answers, fails or drops one request; says which (and why it failed, if it did).
     fn dispatch(
         &mut self,
         payload: &Bytes,
         meta: &RequestMeta,
         direct: bool,
-    ) -> (Outcome, Option<Outgoing>) {
+    ) -> (Outcome, Option<Outgoing>, Option<ErrorType>) {
         let client = meta.client_id().unwrap_or("?");
         match meta.verdict() {
             Verdict::Answer => return self.answer(payload, meta, direct),
@@ -287,10 +299,15 @@ impl Service {
             Verdict::Fail(failure) => {
                 self.counters.rejected.fetch_add(1, Ordering::Relaxed);
                 tracing::warn!(client_id = %client, status = failure.status, message = %failure.message, "rejected a request");
-                return (Outcome::Failed, self.fail(meta, &failure, direct));
+                let response = self.fail(meta, &failure, direct);
+                return (
+                    Outcome::Failed,
+                    response,
+                    Some(ErrorType::Status(failure.status)),
+                );
             }
         }
-        (Outcome::Dropped, None)
+        (Outcome::Dropped, None, Some(ErrorType::Dropped))
     }
 
     /// Sends `response` now, or hands it back with `direct`.
@@ -308,13 +325,13 @@ impl Service {
         payload: &Bytes,
         meta: &RequestMeta,
         direct: bool,
-    ) -> (Outcome, Option<Outgoing>) {
+    ) -> (Outcome, Option<Outgoing>, Option<ErrorType>) {
         let client_id = meta.client_id().unwrap_or_default();
         if let Some(kind) = self.faults.failure_for(payload) {
             // An injected store error: what the service sends for it (`__stat 200`, a
             // `-ERR` payload, no `__ts`), the store untouched.
             let (Some(topic), Some(correlation)) = (&meta.response_topic, &meta.correlation) else {
-                return (Outcome::Dropped, None);
+                return (Outcome::Dropped, None, Some(ErrorType::Dropped));
             };
             tracing::debug!(
                 client_id,
@@ -330,6 +347,7 @@ impl Service {
             return (
                 Outcome::StoreError,
                 self.respond(Outgoing::Answer(answer), direct),
+                Some(ErrorType::Store(kind)),
             );
         }
         let now = now_ms();
@@ -350,6 +368,7 @@ impl Service {
             return (
                 Outcome::Duplicate,
                 self.respond(Outgoing::Answer(answer), direct),
+                None,
             );
         }
         let journal = &mut self.journal;
@@ -404,15 +423,14 @@ impl Service {
             for notice in reply.notifications {
                 self.notify(notice);
             }
-            return (Outcome::Failed, response);
+            return (Outcome::Failed, response, Some(ErrorType::Status(500)));
         }
-        let outcome = if matches!(reply.response, Response::Error(_)) {
-            Outcome::StoreError
-        } else {
-            Outcome::Ok
+        let (outcome, error) = match &reply.response {
+            Response::Error(e) => (Outcome::StoreError, Some(ErrorType::Store(e.kind()))),
+            _ => (Outcome::Ok, None),
         };
         let (Some(topic), Some(correlation)) = (&meta.response_topic, &meta.correlation) else {
-            return (outcome, None);
+            return (outcome, None, error);
         };
         // Writes are kept for duplicates; reads may simply run again.
         if !matches!(
@@ -439,7 +457,7 @@ impl Service {
         for notice in reply.notifications {
             self.notify(notice);
         }
-        (outcome, response)
+        (outcome, response, error)
     }
 
     fn fail(&self, meta: &RequestMeta, failure: &Failure, direct: bool) -> Option<Outgoing> {
@@ -624,6 +642,7 @@ mod tests {
             warned_unrouted: false,
             answered: Default::default(),
             faults: Default::default(),
+            tracer: None,
         };
         let set = |key: &'static [u8]| {
             Request::Set {
@@ -674,6 +693,7 @@ mod tests {
             warned_unrouted: false,
             answered: Default::default(),
             faults: Default::default(),
+            tracer: None,
         };
         let nx = Request::Set {
             key: &b"k"[..],

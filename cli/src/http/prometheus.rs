@@ -12,6 +12,8 @@
 //! | `mqstate_offline_sessions_ended_total` | counter | embedded broker only |
 //! | `mqstate_notifications_total`, `mqstate_notifications_dropped_total` | counter | |
 //! | `mqstate_responses_dropped_total`, `mqstate_registrations_dropped_total` | counter | |
+//! | `mqstate_spans_exported_total` | counter | with `--otlp-endpoint` only |
+//! | `mqstate_spans_dropped_total` | counter | `reason` (queue_full, export_failed); with `--otlp-endpoint` only |
 //! | `mqstate_build_info` | gauge (1) | `version` |
 
 use prometheus_client::collector::Collector;
@@ -172,6 +174,29 @@ impl Collector for Snapshot {
             "KEYNOTIFY registrations dropped because their client left",
             m.stats.registrations_dropped,
         )?;
+        if let Some(spans) = m.spans {
+            counter(
+                &mut encoder,
+                "mqstate_spans_exported",
+                "Spans the OTLP collector accepted (--otlp-endpoint)",
+                spans.exported,
+            )?;
+            let mut family = encoder.encode_descriptor(
+                "mqstate_spans_dropped",
+                "Spans not exported: queue_full (the export queue was full when the request \
+                 ended) or export_failed (the collector was unreachable, too slow or refused)",
+                None,
+                MetricType::Counter,
+            )?;
+            for (reason, value) in [
+                ("queue_full", spans.dropped),
+                ("export_failed", spans.failed),
+            ] {
+                family
+                    .encode_family(&[("reason", reason)])?
+                    .encode_counter::<NoLabelSet, _, u64>(&value, None)?;
+            }
+        }
         encoder
             .encode_descriptor(
                 "mqstate_build_info",
