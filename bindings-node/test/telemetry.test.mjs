@@ -17,6 +17,7 @@ import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics'
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks'
 import { Client, version } from 'mqstate'
 import { LocalStore } from 'mqstate/testing'
+import { REQUEST_TOPIC } from './live.mjs'
 
 const pkg = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const load = createRequire(import.meta.url)
@@ -25,7 +26,6 @@ const mqtt = load('mqtt')
 /** The core's vocabulary, as the addon hands it to the JS layer. */
 const vocabulary = load('../native.js').telemetryVocabulary()
 const N = vocabulary.names
-const REQUEST_TOPIC = 'statestore/v1/FA9AE35F-2F64-47CD-9BFF-08E2B32A0FE8/command/invoke'
 const TEST_MS = 60000
 
 /** A reader the test collects from when it wants. */
