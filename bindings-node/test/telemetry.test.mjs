@@ -3,7 +3,8 @@
 // demand: each call that goes to the store is a CLIENT span named by its verb, a child of
 // the active context, attributed with the core's names (never the key), with `error.type`
 // on failure; its requests carry the span's traceparent (seen by a wire tap on the store's
-// broker); a cache hit makes no span; the metrics carry the core's names and units. And with
+// broker); a cache hit makes no span; the metrics carry the core's names and units. With the
+// API and no SDK, calls carry no trace context. And with
 // the API not resolvable, nothing of it is required and calls work.
 import { after, before, beforeEach, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
@@ -260,5 +261,35 @@ describe('without @opentelemetry/api', () => {
     const r = spawnSync(process.execPath, ['-e', program], { encoding: 'utf8', timeout: TEST_MS })
     assert.equal(r.status, 0, r.stderr)
     assert.deepEqual(JSON.parse(r.stdout), { got: 'v', loaded: [] })
+  })
+})
+
+describe('with @opentelemetry/api and no SDK', () => {
+  test('calls work and carry no trace context (the no-op span does not record)', { timeout: TEST_MS }, async () => {
+    const program = `
+      const { Client } = require(${JSON.stringify(pkg)})
+      const { LocalStore } = require(${JSON.stringify(path.join(pkg, 'testing.js'))})
+      const mqtt = require(${JSON.stringify(path.join(pkg, 'node_modules', 'mqtt'))})
+      ;(async () => {
+        const store = await LocalStore.start()
+        const tap = await mqtt.connectAsync(store.url, { protocolVersion: 5 })
+        const seen = []
+        tap.on('message', (_t, _p, packet) => seen.push(Object.keys(packet.properties?.userProperties ?? {})))
+        await tap.subscribeAsync(${JSON.stringify(REQUEST_TOPIC)})
+        const client = await Client.connect(store.url)
+        await client.set('k', 'v')
+        const got = (await client.get('k')).text
+        const deadline = Date.now() + 10000
+        while (seen.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
+        await tap.endAsync()
+        await client.close()
+        await store.stop()
+        const loaded = Object.keys(require.cache).some((k) => k.includes('@opentelemetry/api'))
+        console.log(JSON.stringify({ got, loaded, requests: seen.length, traced: seen.filter((p) => p.includes(${JSON.stringify(N.traceparent)})).length }))
+      })().catch((e) => { console.error(e); process.exit(1) })
+    `
+    const r = spawnSync(process.execPath, ['-e', program], { encoding: 'utf8', timeout: TEST_MS })
+    assert.equal(r.status, 0, r.stderr)
+    assert.deepEqual(JSON.parse(r.stdout), { got: 'v', loaded: true, requests: 2, traced: 0 })
   })
 })
