@@ -3,9 +3,9 @@
 // demand: each call that goes to the store is a CLIENT span named by its verb, a child of
 // the active context, attributed with the core's names (never the key), with `error.type`
 // on failure; its requests carry the span's traceparent (seen by a wire tap on the store's
-// broker); a cache hit makes no span; the metrics carry the core's names and units. With the
-// API and no SDK, calls carry no trace context. And with
-// the API not resolvable, nothing of it is required and calls work.
+// broker); what the core noted becomes span events; a cache hit makes no span; the metrics
+// carry the core's names and units. With the API and no SDK, calls carry no trace context;
+// with the API not resolvable, nothing of it is required and calls work.
 import { after, before, beforeEach, describe, test } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
@@ -152,6 +152,24 @@ describe('OpenTelemetry', { timeout: TEST_MS }, () => {
     const [s] = spans('GET')
     assert.equal(s.attributes[N.errorType], 'timeout')
     assert.equal(s.status.code, SpanStatusCode.ERROR)
+  })
+
+  test('what the call met becomes span events with their times (a wait for the connection)', async (t) => {
+    const before = Date.now()
+    await store.restart()
+    // The call must start while the client is still reconnecting (it backs off first).
+    if (client.connected) {
+      t.skip('the client reconnected before the call began')
+      return
+    }
+    await client.set('after-restart', 'v', { timeoutMs: 20000 })
+    const [s] = spans('SET')
+    const waits = s.events.filter((e) => e.name === N.eventConnectionWait)
+    assert.ok(waits.length >= 1, `events: ${JSON.stringify(s.events)}`)
+    const [sec, nanos] = waits[0].time
+    const at = sec * 1000 + nanos / 1e6
+    assert.ok(at >= before - 1 && at <= Date.now() + 1, `${at} in [${before}, now]`)
+    assert.equal(typeof waits[0].attributes?.[N.waitedMs], 'number')
   })
 
   test('the request carries the span\'s traceparent as an MQTT5 user property', async () => {
