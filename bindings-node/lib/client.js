@@ -154,7 +154,7 @@ class Client {
    */
   async set (key, value, options) {
     const o = checked(options, OPTIONS.set, 'set()')
-    const r = await storeCall(this.#store(), 'set', o.signal, (s, c) => s.set(key, value, o.condition, o.expiryMs, o.fencingToken, o.persist, o.timeoutMs, c))
+    const r = await storeCall(this.#store(), 'set', o.signal, (s, c) => s.set(key, value, o.condition, o.expiryMs, o.fencingToken, o.persist, o.timeoutMs, c), key)
     return { applied: r.applied, version: r.version ?? null }
   }
 
@@ -181,7 +181,7 @@ class Client {
       }
     }
     this.#hitsInARow = 0
-    const r = await storeCall(this.#store(), 'get', o.signal, (s, c) => s.get(key, o.timeoutMs, o.bypassCache, c))
+    const r = await storeCall(this.#store(), 'get', o.signal, (s, c) => s.get(key, o.timeoutMs, o.bypassCache, c), key)
     return r === null ? null : new Value(r.value, r.version ?? null)
   }
 
@@ -192,7 +192,7 @@ class Client {
    */
   async delete (key, options) {
     const o = checked(options, OPTIONS.delete, 'delete()')
-    return storeCall(this.#store(), 'del', o.signal, (s, c) => s.del(key, o.fencingToken, o.timeoutMs, c))
+    return storeCall(this.#store(), 'del', o.signal, (s, c) => s.del(key, o.fencingToken, o.timeoutMs, c), key)
   }
 
   /**
@@ -203,7 +203,7 @@ class Client {
    */
   async vdel (key, value, options) {
     const o = checked(options, OPTIONS.vdel, 'vdel()')
-    return storeCall(this.#store(), 'vdel', o.signal, (s, c) => s.vdel(key, value, o.fencingToken, o.timeoutMs, c))
+    return storeCall(this.#store(), 'vdel', o.signal, (s, c) => s.vdel(key, value, o.fencingToken, o.timeoutMs, c), key)
   }
 
   /**
@@ -215,7 +215,7 @@ class Client {
   observe (key, options) {
     const o = checked(options, OPTIONS.observe, 'observe()')
     const store = this.#store()
-    const start = storeCall(store, 'observe', o.signal, (s, c) => s.observe(key, o.timeoutMs, c))
+    const start = storeCall(store, 'observe', o.signal, (s, c) => s.observe(key, o.timeoutMs, c), key)
     return new Subscription(start, this.#subscriptions)
   }
 

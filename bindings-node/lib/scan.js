@@ -47,7 +47,7 @@ class Pager {
     const signal = checked(options, PAGE_OPTIONS, 'nextPage()').signal ?? this.#signal
     // Each page is a call of its own (its own span); the pager's requests carry no trace
     // context (it was made before any span).
-    return storeCall(this.#client, 'scan', signal, (_, cancel) => this.#native.nextPage(cancel), false)
+    return storeCall(this.#client, 'scan', signal, (_, cancel) => this.#native.nextPage(cancel), undefined, false)
   }
 
   /** Whether the last page has been returned. */

@@ -21,6 +21,8 @@
 
 const native = require('./native-addon.js')
 const { call } = require('./calls.js')
+const { invalidArgument } = require('./errors.js')
+const { checked } = require('./options.js')
 
 /** @type {string} */
 const VERSION = require('../package.json').version
@@ -30,6 +32,52 @@ const VERSION = require('../package.json').version
  * @type {Telemetry | null | undefined}
  */
 let state
+
+/** Whether spans carry each call's key (`mqstate.key`): off unless `configure()` says so. */
+let recordKeys = false
+
+/**
+ * Telemetry's options (the same in every mqstate language): `recordKeys` puts each call's key
+ * on its span as `mqstate.key` (text; bytes that are not UTF-8 escaped). Off by default:
+ * keys can name people, devices or secrets.
+ * @param {{ recordKeys?: boolean }} [options]
+ */
+function configure (options) {
+  const o = checked(options, ['recordKeys'], 'telemetry.configure()')
+  if (o.recordKeys !== undefined && typeof o.recordKeys !== 'boolean') throw invalidArgument('recordKeys must be a boolean')
+  recordKeys = o.recordKeys === true
+}
+
+/**
+ * A key as the text of `mqstate.key`: a string as it is; bytes as UTF-8, each byte of an
+ * invalid sequence as `\\xNN`.
+ * @param {string | Uint8Array} key
+ */
+function keyText (key) {
+  if (typeof key === 'string') return key
+  const bytes = Buffer.from(key.buffer, key.byteOffset, key.byteLength)
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(bytes)
+  } catch {
+    let text = ''
+    for (let i = 0; i < bytes.length;) {
+      // The longest valid UTF-8 sequence starting at i (1 to 4 bytes), else one escaped byte.
+      let taken = 0
+      for (let n = Math.min(4, bytes.length - i); n >= 1 && taken === 0; n--) {
+        try {
+          text += new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(i, i + n))
+          taken = n
+        } catch {}
+      }
+      if (taken === 0) {
+        text += `\\x${bytes[i].toString(16).padStart(2, '0')}`
+        taken = 1
+      }
+      i += taken
+    }
+    return text
+  }
+}
 
 /**
  * The live clients the observable metrics read (weakly held: a client dropped without
@@ -182,9 +230,10 @@ function errorType (e) {
  * @param {unknown} signal
  * @param {(store: import('../native.js').NativeClient, cancel: import('../native.js').CancelHandle | undefined) => Promise<T>} start
  * @param {boolean} traceable whether the call's requests can carry the span's context
+ * @param {string | Uint8Array | undefined} key the call's key (or pattern)
  * @returns {Promise<T>}
  */
-async function traced (t, store, method, signal, start, traceable) {
+async function traced (t, store, method, signal, start, traceable, key) {
   const { api, vocabulary: { names, operations } } = t
   const operation = operations[method]
   const duration = histogram(t)
@@ -201,6 +250,7 @@ async function traced (t, store, method, signal, start, traceable) {
       span.setAttribute(names.serverAddress, server.address)
       span.setAttribute(names.serverPort, server.port)
     }
+    if (recordKeys && (typeof key === 'string' || key instanceof Uint8Array)) span.setAttribute(names.key, keyText(key))
     if (traceable) {
       const context = span.spanContext()
       try {
@@ -241,13 +291,14 @@ async function traced (t, store, method, signal, start, traceable) {
  * @param {string} method
  * @param {unknown} signal
  * @param {(store: import('../native.js').NativeClient, cancel: import('../native.js').CancelHandle | undefined) => Promise<T>} start
+ * @param {string | Uint8Array} [key] the call's key, for `recordKeys`
  * @param {boolean} [traceable] default `true`
  * @returns {Promise<T>}
  */
-function storeCall (store, method, signal, start, traceable = true) {
+function storeCall (store, method, signal, start, key, traceable = true) {
   const t = state === undefined ? telemetry() : state
   if (t === null) return call(signal, (cancel) => start(store, cancel))
-  return traced(t, store, method, signal, start, traceable)
+  return traced(t, store, method, signal, start, traceable, key)
 }
 
-module.exports = { storeCall, register, forget, telemetry }
+module.exports = { storeCall, register, forget, telemetry, configure }

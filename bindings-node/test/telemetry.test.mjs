@@ -16,7 +16,7 @@ import { context, metrics, trace, SpanKind, SpanStatusCode } from '@opentelemetr
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base'
 import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics'
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks'
-import { Client, version } from 'mqstate'
+import { Client, InvalidArgumentError, telemetry, version } from 'mqstate'
 import { LocalStore } from 'mqstate/testing'
 import { REQUEST_TOPIC } from './live.mjs'
 
@@ -114,6 +114,23 @@ describe('OpenTelemetry', { timeout: TEST_MS }, () => {
       assert.notEqual(s.status.code, SpanStatusCode.ERROR)
     }
     assert.equal(N.dbSystemName, 'db.system.name')
+  })
+
+  test('keys only after telemetry.configure({ recordKeys: true }), bytes that are not UTF-8 escaped', async () => {
+    assert.throws(() => telemetry.configure(/** @type {any} */ ({ recordKey: true })), InvalidArgumentError)
+    assert.throws(() => telemetry.configure(/** @type {any} */ ({ recordKeys: 'yes' })), InvalidArgumentError)
+    telemetry.configure({ recordKeys: true })
+    try {
+      await client.set('secret/bob', 'v')
+      await client.get(Buffer.from([0x6b, 0xc3, 0xa9, 0xff, 0x21]))
+    } finally {
+      telemetry.configure()
+    }
+    assert.equal(spans('SET')[0].attributes[N.key], 'secret/bob')
+    assert.equal(spans('GET')[0].attributes[N.key], 'k\u00e9\\xff!')
+    exporter.reset()
+    await client.set('secret/bob', 'v')
+    assert.equal(spans('SET')[0].attributes[N.key], undefined)
   })
 
   test('a call with no active span is a root span', async () => {
