@@ -657,3 +657,15 @@ export interface SettingInfo {
 export declare function settings (): SettingInfo[]
 /** The package's version, e.g. `0.2.0` (the same in every mqstate language). */
 export declare const version: string
+
+/** Options of telemetry's OpenTelemetry spans (see the README's "OpenTelemetry"). */
+export interface TelemetryOptions {
+  /** Put each call's key on its span as `mqstate.key` (default `false`: keys can name people, devices or secrets). */
+  recordKeys?: boolean
+}
+
+/** OpenTelemetry support, active when `@opentelemetry/api` is installed. */
+export declare const telemetry: {
+  /** Sets telemetry's options (each call of `configure` sets them all). */
+  readonly configure: (options?: TelemetryOptions) => void
+}

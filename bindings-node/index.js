@@ -39,6 +39,8 @@ module.exports.MqstateError = MqstateError
 // One class per error code and the families, as the core's error table names them.
 Object.assign(module.exports, errorClasses)
 module.exports.settings = settings
+/** OpenTelemetry's options (with `@opentelemetry/api` installed; README, "OpenTelemetry"). */
+module.exports.telemetry = Object.freeze({ configure: require('./lib/telemetry.js').configure })
 module.exports.errorCodes = native.errorCodes
 module.exports.storeErrorKinds = native.storeErrorKinds
 module.exports.codec = native.codec

@@ -20,10 +20,35 @@ export declare class CancelHandle {
   cancel(): void
 }
 
+/**
+ * The trace of one call an OpenTelemetry span covers: made from the span's W3C trace
+ * context by `callTrace()`, given to `NativeClient.traced`, read by `takeEvents()`.
+ */
+export declare class NativeCallTrace {
+  /**
+   * The events the call met so far, oldest first; they are taken (a second call returns
+   * the later ones).
+   */
+  takeEvents(): Array<RawCallEvent>
+}
+
 /** A connection to the state store (see `Client` in the JS layer). */
 export declare class NativeClient {
   /** The MQTT client id. */
   get clientId(): string
+  /** The broker's host and port as the settings named them, or `null`. */
+  get server(): RawServer | null
+  /**
+   * The same store, its calls traced by `trace` (see `callTrace`): each request carries
+   * the trace's context, and the events the calls meet are noted in it. For one call
+   * that an OpenTelemetry span covers.
+   */
+  traced(trace: NativeCallTrace): NativeClient
+  /**
+   * The values of the core's `link` and `cache` metrics (`mqstate::telemetry::METRICS`)
+   * now, under the metrics' names; the cache's are absent when the client has no cache.
+   */
+  metricValues(): Record<string, number>
   /** A snapshot of the connection's history. */
   linkInfo(): RawLinkInfo
   /**
@@ -207,6 +232,12 @@ export declare class NativeSubscription {
 }
 
 /**
+ * A call trace carrying `traceparent` (and `tracestate`), checked by the core (an invalid
+ * one throws `invalid_argument`).
+ */
+export declare function callTrace(traceparent: string, tracestate?: string | undefined | null): NativeCallTrace
+
+/**
  * Connects: from `url` (or the environment when `fromEnv`, or the defaults), then each
  * named setting in order. Resolves to a `NativeClient`.
  */
@@ -217,6 +248,16 @@ export declare function connect(url: string | undefined | null, fromEnv: boolean
  * (`rpc_error` included).
  */
 export declare function errorCodes(): Array<string>
+
+/** One event a traced call met. */
+export interface RawCallEvent {
+  /** Its name (the core's `mqstate.*` event names). */
+  name: string
+  /** When, in nanoseconds since the Unix epoch. */
+  timeUnixNano: bigint
+  /** Its attributes (the core's names), each a number. */
+  attributes: Record<string, number>
+}
 
 /**
  * What an edit function decided, as the JS layer's wrapper hands it back. The wrapper
@@ -290,6 +331,14 @@ export interface RawLinkInfo {
   brokerMaxPacketSize: number
 }
 
+/** Where the client connects, as its settings name it. */
+export interface RawServer {
+  /** The broker's host. */
+  address: string
+  /** The broker's port. */
+  port: number
+}
+
 /** `{ applied, version }` of a SET. */
 export interface RawSetResult {
   /** `false` when an `nx` / `nex` condition failed. */
@@ -329,6 +378,14 @@ export declare function startLocalStore(): Promise<NativeLocalStore>
  * response's `errorKind`.
  */
 export declare function storeErrorKinds(): Array<string>
+
+/**
+ * The core's telemetry vocabulary: `{ names, operations, callDuration,
+ * callDurationBuckets, metrics }`. `names` maps the JS layer's names (camelCase of the
+ * core's constants) to the core's values; `operations` maps each `NativeClient` method to
+ * its verb; `metrics` lists every metric as `{ name, unit, kind, source, description }`.
+ */
+export declare function telemetryVocabulary(): { names: Record<string, string>, operations: Record<string, string>, callDuration: string, callDurationBuckets: number[], metrics: Array<{ name: string, unit: string, kind: 'histogram' | 'counter' | 'gauge', source: 'call' | 'link' | 'cache', description: string }> }
 
 /**
  * Registers the error classes: `classes[code]` is the class of each code, constructed

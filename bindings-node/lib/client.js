@@ -13,6 +13,7 @@ const { Value } = require('./events.js')
 const { Subscription } = require('./subscription.js')
 const { Pager } = require('./scan.js')
 const { Lock, Election } = require('./locks.js')
+const { storeCall, register, forget } = require('./telemetry.js')
 
 /**
  * A `get` answered from the cache settles no native Promise: a loop of hits would run as
@@ -70,6 +71,8 @@ class Client {
   #cached = false
   /** Cache hits answered since `get` last let the event loop turn (`CACHE_HIT_YIELD_EVERY`). */
   #hitsInARow = 0
+  /** This client in the OpenTelemetry metrics' registry (`null` without `@opentelemetry/api`). */
+  #registered
 
   /**
    * Use `Client.connect()`.
@@ -81,6 +84,7 @@ class Client {
     }
     this.#native = store
     this.#cached = store.cacheStats() !== null
+    this.#registered = register(store)
   }
 
   /**
@@ -150,7 +154,7 @@ class Client {
    */
   async set (key, value, options) {
     const o = checked(options, OPTIONS.set, 'set()')
-    const r = await call(o.signal, (c) => this.#store().set(key, value, o.condition, o.expiryMs, o.fencingToken, o.persist, o.timeoutMs, c))
+    const r = await storeCall(this.#store(), 'set', o.signal, (s, c) => s.set(key, value, o.condition, o.expiryMs, o.fencingToken, o.persist, o.timeoutMs, c), key)
     return { applied: r.applied, version: r.version ?? null }
   }
 
@@ -177,7 +181,7 @@ class Client {
       }
     }
     this.#hitsInARow = 0
-    const r = await call(o.signal, (c) => this.#store().get(key, o.timeoutMs, o.bypassCache, c))
+    const r = await storeCall(this.#store(), 'get', o.signal, (s, c) => s.get(key, o.timeoutMs, o.bypassCache, c), key)
     return r === null ? null : new Value(r.value, r.version ?? null)
   }
 
@@ -188,7 +192,7 @@ class Client {
    */
   async delete (key, options) {
     const o = checked(options, OPTIONS.delete, 'delete()')
-    return call(o.signal, (c) => this.#store().del(key, o.fencingToken, o.timeoutMs, c))
+    return storeCall(this.#store(), 'del', o.signal, (s, c) => s.del(key, o.fencingToken, o.timeoutMs, c), key)
   }
 
   /**
@@ -199,7 +203,7 @@ class Client {
    */
   async vdel (key, value, options) {
     const o = checked(options, OPTIONS.vdel, 'vdel()')
-    return call(o.signal, (c) => this.#store().vdel(key, value, o.fencingToken, o.timeoutMs, c))
+    return storeCall(this.#store(), 'vdel', o.signal, (s, c) => s.vdel(key, value, o.fencingToken, o.timeoutMs, c), key)
   }
 
   /**
@@ -211,7 +215,7 @@ class Client {
   observe (key, options) {
     const o = checked(options, OPTIONS.observe, 'observe()')
     const store = this.#store()
-    const start = call(o.signal, (c) => store.observe(key, o.timeoutMs, c))
+    const start = storeCall(store, 'observe', o.signal, (s, c) => s.observe(key, o.timeoutMs, c), key)
     return new Subscription(start, this.#subscriptions)
   }
 
@@ -229,7 +233,7 @@ class Client {
     const signal = sync(() => signalOf(o.signal))
     const store = this.#store()
     const pager = sync(() => store.scan(pattern, o.timeoutMs))
-    return new Pager(pager, signal)
+    return new Pager(pager, signal, store)
   }
 
   /**
@@ -265,6 +269,8 @@ class Client {
   async close () {
     const store = this.#native
     this.#native = null
+    forget(this.#registered)
+    this.#registered = null
     for (const sub of [...this.#subscriptions]) sub.close()
     if (store !== null) await call(undefined, () => store.close())
   }

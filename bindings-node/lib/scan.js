@@ -7,7 +7,7 @@
  * early and iterating again continues with the next page).
  */
 
-const { call } = require('./calls.js')
+const { storeCall } = require('./telemetry.js')
 const { checked } = require('./options.js')
 
 /** The options of `nextPage()`. */
@@ -21,15 +21,19 @@ class Pager {
   #native
   /** @type {AbortSignal | undefined} */
   #signal
+  /** @type {import('../native.js').NativeClient} the client it pages (for its spans) */
+  #client
 
   /**
    * Use `client.scan()`.
    * @param {NativePager} pager
    * @param {AbortSignal | undefined} signal cancels any page in flight
+   * @param {import('../native.js').NativeClient} client the client it pages
    */
-  constructor (pager, signal) {
+  constructor (pager, signal, client) {
     this.#native = pager
     this.#signal = signal
+    this.#client = client
   }
 
   /**
@@ -41,7 +45,9 @@ class Pager {
    */
   async nextPage (options) {
     const signal = checked(options, PAGE_OPTIONS, 'nextPage()').signal ?? this.#signal
-    return call(signal, (cancel) => this.#native.nextPage(cancel))
+    // Each page is a call of its own (its own span); the pager's requests carry no trace
+    // context (it was made before any span).
+    return storeCall(this.#client, 'scan', signal, (_, cancel) => this.#native.nextPage(cancel), undefined, false)
   }
 
   /** Whether the last page has been returned. */

@@ -8,7 +8,8 @@
 //! - `hlc` ([`hlc`]): the `Hlc` value and the process `Clock`;
 //! - `topics` ([`topics`]): topic names, hex encoding, the response-topic check;
 //!
-//! plus `errorCodes()` / `storeErrorKinds()` ([`error`]). Every export converts its
+//! plus `errorCodes()` / `storeErrorKinds()` ([`error`]) and the telemetry vocabulary and call
+//! traces the JS layer's OpenTelemetry support uses ([`telemetry`]). Every export converts its
 //! arguments ([`args`]), calls the core and maps the core's error kind to a JS `Error` with
 //! a stable `code`; nothing here decides protocol behaviour, and no input can panic.
 
@@ -19,5 +20,6 @@ pub mod client;
 pub mod codec;
 pub mod error;
 pub mod hlc;
+pub mod telemetry;
 pub mod testing;
 pub mod topics;

@@ -143,6 +143,12 @@ describe('install from an npm pack tarball', () => {
     const script = path.join(app, 'node_modules', 'mqstate', 'scripts', 'install.js')
     const build = await run(process.execPath, [script], { cwd: app, env, timeoutMs: 840000 })
     assert.equal(build.code, 0, build.out)
+    // The telemetry example needs the OpenTelemetry packages (the pinned dev dependencies);
+    // the other examples then run with the API there and no SDK (a no-op provider).
+    const devDependencies = JSON.parse(readFileSync(path.join(pkg, 'package.json'), 'utf8')).devDependencies
+    const otel = Object.entries(devDependencies).filter(([name]) => name.startsWith('@opentelemetry/')).map(([name, v]) => `${name}@${v}`)
+    const otelInstall = await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', ...otel], { cwd: app, env, timeoutMs: 120000 })
+    assert.equal(otelInstall.code, 0, otelInstall.out)
     const cjs = await run(process.execPath, ['-e', "const m = require('mqstate'); console.log(typeof m.Client.connect, typeof m.hlc.Hlc)"], { cwd: app })
     assert.equal(cjs.out.trim(), 'function function', cjs.out)
     for (const example of EXAMPLES) {

@@ -18,17 +18,44 @@ use napi::bindgen_prelude::ClassInstance;
 use super::pending::{CancelHandle, promise};
 use super::subscription::NativeSubscription;
 use crate::error::to_js;
+use crate::telemetry::NativeCallTrace;
+use mqstate::telemetry::{CACHE_PREFIX, METRICS};
 
 /// A connection to the state store (see `Client` in the JS layer).
 #[napi]
 pub struct NativeClient {
     store: ClientHandle,
+    /// The broker's host and port, as the settings named them (for `server.address` and
+    /// `server.port`); `None` for a client made some other way.
+    server: Option<(String, u16)>,
 }
 
 impl From<ClientHandle> for NativeClient {
     fn from(store: ClientHandle) -> Self {
-        NativeClient { store }
+        NativeClient {
+            store,
+            server: None,
+        }
     }
+}
+
+impl NativeClient {
+    /// A client of `store`, connected to `host`:`port`.
+    pub(crate) fn with_server(store: ClientHandle, host: String, port: u16) -> NativeClient {
+        NativeClient {
+            store,
+            server: Some((host, port)),
+        }
+    }
+}
+
+/// Where the client connects, as its settings name it.
+#[napi(object, object_from_js = false)]
+pub struct RawServer {
+    /// The broker's host.
+    pub address: String,
+    /// The broker's port.
+    pub port: u32,
 }
 
 /// What the connection has been through.
@@ -55,6 +82,52 @@ impl NativeClient {
     #[napi(getter)]
     pub fn client_id(&self) -> String {
         self.store.client_id().to_owned()
+    }
+
+    /// The broker's host and port as the settings named them, or `null`.
+    #[napi(getter)]
+    pub fn server(&self) -> Option<RawServer> {
+        self.server.as_ref().map(|(address, port)| RawServer {
+            address: address.clone(),
+            port: u32::from(*port),
+        })
+    }
+
+    /// The same store, its calls traced by `trace` (see `callTrace`): each request carries
+    /// the trace's context, and the events the calls meet are noted in it. For one call
+    /// that an OpenTelemetry span covers.
+    #[napi]
+    pub fn traced(&self, trace: &NativeCallTrace) -> NativeClient {
+        NativeClient {
+            store: self.store.traced(trace.trace()),
+            server: self.server.clone(),
+        }
+    }
+
+    /// The values of the core's `link` and `cache` metrics (`mqstate::telemetry::METRICS`)
+    /// now, under the metrics' names; the cache's are absent when the client has no cache.
+    #[napi(ts_return_type = "Record<string, number>")]
+    pub fn metric_values<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+        let mut object = Object::new(env)?;
+        let link = self.store.link_info();
+        let pending = self.store.client().pending_requests() as f64;
+        for m in METRICS.iter().filter(|m| m.source == "link") {
+            let value = match m.name {
+                "db.client.operation.pending_requests" => pending,
+                "mqstate.connection.up" => f64::from(u8::from(link.connected)),
+                "mqstate.connection.connects" => link.connections as f64,
+                "mqstate.connection.sessions" => link.sessions as f64,
+                // A metric this binding does not know yet: absent (a test lists them).
+                _ => continue,
+            };
+            object.set_named_property(m.name, value)?;
+        }
+        if let Some(stats) = self.store.cache_stats() {
+            for (name, value) in stats.pairs() {
+                object.set_named_property(&format!("{CACHE_PREFIX}{name}"), value as f64)?;
+            }
+        }
+        Ok(object)
     }
 
     /// A snapshot of the connection's history.

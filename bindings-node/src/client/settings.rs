@@ -108,10 +108,8 @@ pub fn connect<'env>(
     }
     let settings =
         Settings::from_pairs(url.as_deref(), from_env, pairs).map_err(|e| to_js(env, &e))?;
-    promise(
-        env,
-        ClientHandle::connect(settings),
-        cancel,
-        NativeClient::from,
-    )
+    let (host, port) = (settings.connection.host.clone(), settings.connection.port);
+    promise(env, ClientHandle::connect(settings), cancel, move |store| {
+        NativeClient::with_server(store, host, port)
+    })
 }
