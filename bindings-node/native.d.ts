@@ -380,6 +380,12 @@ export declare function startLocalStore(): Promise<NativeLocalStore>
 export declare function storeErrorKinds(): Array<string>
 
 /**
+ * A key as the text of `mqstate.key` (the core's rule: its UTF-8, each byte of an invalid
+ * sequence written `\xNN`).
+ */
+export declare function telemetryKeyText(key: string | Uint8Array): string
+
+/**
  * The core's telemetry vocabulary: `{ names, operations, callDuration,
  * callDurationBuckets, metrics }`. `names` maps the JS layer's names (camelCase of the
  * core's constants) to the core's values; `operations` maps each `NativeClient` method to

@@ -849,6 +849,7 @@ module.exports.errorCodes = nativeBinding.errorCodes
 module.exports.settingsTable = nativeBinding.settingsTable
 module.exports.startLocalStore = nativeBinding.startLocalStore
 module.exports.storeErrorKinds = nativeBinding.storeErrorKinds
+module.exports.telemetryKeyText = nativeBinding.telemetryKeyText
 module.exports.telemetryVocabulary = nativeBinding.telemetryVocabulary
 module.exports.useErrorClasses = nativeBinding.useErrorClasses
 module.exports.codec = nativeBinding.codec

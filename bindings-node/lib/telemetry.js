@@ -48,36 +48,6 @@ function configure (options) {
   recordKeys = o.recordKeys === true
 }
 
-/**
- * A key as the text of `mqstate.key`: a string as it is; bytes as UTF-8, each byte of an
- * invalid sequence as `\\xNN`.
- * @param {string | Uint8Array} key
- */
-function keyText (key) {
-  if (typeof key === 'string') return key
-  const bytes = Buffer.from(key.buffer, key.byteOffset, key.byteLength)
-  try {
-    return new TextDecoder('utf-8', { fatal: true }).decode(bytes)
-  } catch {
-    let text = ''
-    for (let i = 0; i < bytes.length;) {
-      // The longest valid UTF-8 sequence starting at i (1 to 4 bytes), else one escaped byte.
-      let taken = 0
-      for (let n = Math.min(4, bytes.length - i); n >= 1 && taken === 0; n--) {
-        try {
-          text += new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(i, i + n))
-          taken = n
-        } catch {}
-      }
-      if (taken === 0) {
-        text += `\\x${bytes[i].toString(16).padStart(2, '0')}`
-        taken = 1
-      }
-      i += taken
-    }
-    return text
-  }
-}
 
 /**
  * The live clients the observable metrics read (weakly held: a client dropped without
@@ -250,7 +220,7 @@ async function traced (t, store, method, signal, start, traceable, key) {
       span.setAttribute(names.serverAddress, server.address)
       span.setAttribute(names.serverPort, server.port)
     }
-    if (recordKeys && (typeof key === 'string' || key instanceof Uint8Array)) span.setAttribute(names.key, keyText(key))
+    if (recordKeys && (typeof key === 'string' || key instanceof Uint8Array)) span.setAttribute(names.key, native.telemetryKeyText(key))
     if (traceable) {
       const context = span.spanContext()
       try {

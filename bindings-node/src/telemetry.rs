@@ -156,3 +156,14 @@ pub fn call_trace(
         trace: CallTrace::new(Some(context)),
     })
 }
+
+/// A key as the text of `mqstate.key` (the core's rule: its UTF-8, each byte of an invalid
+/// sequence written `\xNN`).
+#[napi(
+    js_name = "telemetryKeyText",
+    ts_args_type = "key: string | Uint8Array"
+)]
+pub fn telemetry_key_text(env: &Env, key: napi::Unknown<'_>) -> napi::Result<String> {
+    let key = crate::args::bytes(env, key, "key")?;
+    Ok(mqstate::telemetry::key_text(key.as_ref()))
+}

@@ -28,6 +28,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(native::check_settings, m)?)?;
     m.add_function(wrap_pyfunction!(native::setting_names, m)?)?;
     m.add_function(wrap_pyfunction!(native::telemetry_vocabulary, m)?)?;
+    m.add_function(wrap_pyfunction!(native::telemetry_key_text, m)?)?;
     m.add_function(wrap_pyfunction!(gate::_shutdown, m)?)?;
     m.add_function(wrap_pyfunction!(gate::_after_fork, m)?)?;
     Ok(())

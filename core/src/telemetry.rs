@@ -18,7 +18,7 @@
 
 mod trace_context;
 
-pub use trace_context::{TraceContext, TraceParent};
+pub use trace_context::{MAX_TRACESTATE, TraceContext, TraceParent, tracestate_acceptable};
 
 #[cfg(feature = "client")]
 mod call_trace;
@@ -263,6 +263,19 @@ pub const METRICS: &[MetricSpec] = &[
     ),
 ];
 
+/// A key as the text of [`names::KEY`]: its UTF-8, each byte of an invalid sequence written
+/// `\xNN` (lower-case hex), so any key is readable and two keys never read the same.
+pub fn key_text(key: &[u8]) -> String {
+    let mut out = String::with_capacity(key.len());
+    for chunk in key.utf8_chunks() {
+        out.push_str(chunk.valid());
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out
+}
+
 /// The prefix of the cache's metrics: `mqstate.cache.` + the counter's name.
 pub const CACHE_PREFIX: &str = "mqstate.cache.";
 
@@ -304,6 +317,18 @@ mod tests {
         #[cfg(feature = "client")]
         assert_eq!(cache, crate::vocabulary::CACHE_COUNTERS);
         assert!(metric_spec("nope").is_none());
+    }
+
+    #[test]
+    fn keys_read_as_text_with_invalid_bytes_escaped() {
+        assert_eq!(key_text(b"plain/key"), "plain/key");
+        assert_eq!(key_text("ключ".as_bytes()), "ключ");
+        assert_eq!(key_text(b"tel/\xffbin"), "tel/\\xffbin");
+        assert_eq!(
+            key_text(b"a\xe2\x82"),
+            "a\\xe2\\x82",
+            "a cut sequence, byte by byte"
+        );
     }
 
     #[test]

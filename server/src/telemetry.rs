@@ -24,68 +24,12 @@ use tokio::sync::{mpsc, watch};
 
 use crate::telemetry_names as names;
 
-/// A W3C trace context `traceparent` of version `00`, parsed strictly: `00-` then 32
-/// lowercase hex digits (the trace id, not all zero), `-`, 16 (the parent span id, not all
-/// zero), `-`, and 2 (the flags); nothing else.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct TraceParent {
-    /// The trace id.
-    pub trace_id: [u8; 16],
-    /// The caller's span id: the parent of the store's span.
-    pub parent_id: [u8; 8],
-    /// The trace flags (bit 0: sampled).
-    pub flags: u8,
-}
-
-impl TraceParent {
-    /// Parses a `traceparent` value; `None` for anything that is not a valid version `00`
-    /// value. Never panics.
-    pub fn parse(text: &str) -> Option<TraceParent> {
-        let b = text.as_bytes();
-        if b.len() != 55 || &b[..3] != b"00-" || b[35] != b'-' || b[52] != b'-' {
-            return None;
-        }
-        let mut trace_id = [0; 16];
-        let mut parent_id = [0; 8];
-        let mut flags = [0; 1];
-        hex_decode(&b[3..35], &mut trace_id)?;
-        hex_decode(&b[36..52], &mut parent_id)?;
-        hex_decode(&b[53..55], &mut flags)?;
-        if trace_id == [0; 16] || parent_id == [0; 8] {
-            return None;
-        }
-        Some(TraceParent {
-            trace_id,
-            parent_id,
-            flags: flags[0],
-        })
-    }
-
-    /// Whether the caller sampled its span (flag bit 0).
-    pub fn sampled(&self) -> bool {
-        self.flags & 1 == 1
-    }
-}
-
-/// Lowercase hex only (W3C); `None` on any other byte.
-fn hex_decode(hex: &[u8], out: &mut [u8]) -> Option<()> {
-    fn nibble(c: u8) -> Option<u8> {
-        match c {
-            b'0'..=b'9' => Some(c - b'0'),
-            b'a'..=b'f' => Some(c - b'a' + 10),
-            _ => None,
-        }
-    }
-    for (i, pair) in hex.chunks_exact(2).enumerate() {
-        *out.get_mut(i)? = nibble(pair[0])? << 4 | nibble(pair[1])?;
-    }
-    Some(())
-}
+pub use mqstate::telemetry::TraceParent;
 
 /// Whether a `tracestate` value is kept: at most 512 bytes (the length W3C lets a vendor cut
 /// it to) of printable ASCII. It is passed on as the span's trace state, not interpreted.
 pub(crate) fn acceptable_tracestate(value: &str) -> bool {
-    value.len() <= 512 && value.bytes().all(|b| (0x20..0x7f).contains(&b))
+    mqstate::telemetry::tracestate_acceptable(value)
 }
 
 /// Where and how `mqstate serve` exports its spans.
@@ -662,76 +606,11 @@ mod tests {
 
     const VALID: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 
-    #[test]
-    fn a_valid_traceparent_is_read() {
-        let p = TraceParent::parse(VALID).unwrap();
-        assert_eq!(p.trace_id[0], 0x4b);
-        assert_eq!(p.trace_id[15], 0x36);
-        assert_eq!(
-            p.parent_id,
-            [0x00, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7]
-        );
-        assert!(p.sampled());
-        let unsampled = TraceParent::parse(&VALID.replace("-01", "-00")).unwrap();
-        assert!(!unsampled.sampled());
-    }
-
-    #[test]
-    fn anything_else_is_refused() {
-        let zero_trace = "00-00000000000000000000000000000000-00f067aa0ba902b7-01";
-        let zero_parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01";
-        for bad in [
-            "",
-            "00",
-            zero_trace,
-            zero_parent,
-            &VALID.to_uppercase(),
-            &VALID.replace("00-4b", "01-4b"),
-            &VALID.replace("00-4b", "ff-4b"),
-            &format!("{VALID}-"),
-            &format!(" {VALID}"),
-            &VALID[..54],
-            &VALID.replace('-', "_"),
-            "00-4bf92f3577b34da6a3ce929d0e0e473g-00f067aa0ba902b7-01",
-            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0x",
-            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7é1",
-            "00-+bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
-        ] {
-            assert_eq!(TraceParent::parse(bad), None, "{bad:?}");
-        }
-    }
-
     proptest! {
         #[test]
         fn arbitrary_strings_never_panic(text in ".{0,80}") {
             let _ = TraceParent::parse(&text);
             let _ = acceptable_tracestate(&text);
-        }
-
-        #[test]
-        fn near_valid_strings_never_panic(text in "[0-9a-fA-F-]{50,60}") {
-            if let Some(p) = TraceParent::parse(&text) {
-                prop_assert_eq!(text.len(), 55);
-                prop_assert!(p.trace_id != [0; 16]);
-            }
-        }
-
-        #[test]
-        fn every_valid_traceparent_is_read(
-            trace in any::<[u8; 16]>(), parent in any::<[u8; 8]>(), flags in any::<u8>()
-        ) {
-            let mut text = String::from("00-");
-            hex(&mut text, &trace);
-            text.push('-');
-            hex(&mut text, &parent);
-            text.push('-');
-            hex(&mut text, &[flags]);
-            let parsed = TraceParent::parse(&text);
-            if trace == [0; 16] || parent == [0; 8] {
-                prop_assert_eq!(parsed, None);
-            } else {
-                prop_assert_eq!(parsed, Some(TraceParent { trace_id: trace, parent_id: parent, flags }));
-            }
         }
 
         #[test]
@@ -940,7 +819,7 @@ mod tests {
         let end: u64 = child["endTimeUnixNano"].as_str().unwrap().parse().unwrap();
         assert!(start <= end && start > 1_600_000_000_000_000_000);
         let a = attrs(child);
-        assert_eq!(a["db.system.name"]["stringValue"], "mqstate");
+        assert_eq!(a["db.system.name"]["stringValue"], names::DB_SYSTEM_VALUE);
         assert_eq!(a["db.operation.name"]["stringValue"], "SET");
         assert_eq!(a["server.address"]["stringValue"], "127.0.0.1");
         assert_eq!(a["server.port"]["intValue"], "1883");

@@ -23,6 +23,7 @@ __all__ = [
     "NativeClient",
     "NativeTrace",
     "telemetry_vocabulary",
+    "telemetry_key_text",
     "Subscription",
     "Pager",
     "Lock",
@@ -268,6 +269,7 @@ class LocalStore:
 class NativeTrace:
     def take_events(self) -> List[Tuple[str, int, List[Tuple[str, int]]]]: ...
 
+def telemetry_key_text(key: _BytesLike) -> str: ...
 def telemetry_vocabulary() -> Tuple[
     List[Tuple[str, str]], List[Tuple[str, str, str, str, str]], List[float]
 ]: ...

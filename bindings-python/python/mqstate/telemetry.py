@@ -172,8 +172,7 @@ def begin(native: Any, operation: str, key: Any = None) -> tuple[Any, Optional[_
         span.set_attribute(NAMES["SERVER_ADDRESS"], host)
         span.set_attribute(NAMES["SERVER_PORT"], port)
         if _record_keys and key is not None:
-            text = key if isinstance(key, str) else bytes(key).decode("utf-8", "backslashreplace")
-            span.set_attribute(NAMES["KEY"], text)
+            span.set_attribute(NAMES["KEY"], _mqstate.telemetry_key_text(key))
         context = span.get_span_context()
         traceparent = f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
         native, trace = native.traced(traceparent, context.trace_state.to_header() or None)

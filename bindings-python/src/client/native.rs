@@ -97,6 +97,13 @@ impl NativeTrace {
     }
 }
 
+/// A key as the text of `mqstate.key` (the core's rule: its UTF-8, each byte of an invalid
+/// sequence written `\xNN`).
+#[pyfunction]
+pub(crate) fn telemetry_key_text(key: ByteArg) -> String {
+    mqstate::telemetry::key_text(key.as_ref())
+}
+
 /// The core's telemetry vocabulary, for `mqstate.telemetry`: `(names, metrics, buckets)`,
 /// names as `{constant: value}`, metrics as `[(name, unit, kind, source, description)]`.
 #[pyfunction]

@@ -100,6 +100,12 @@ fn hex<const N: usize>(digits: &[u8]) -> Option<[u8; N]> {
 /// header of 512 characters is what every implementation must accept).
 pub const MAX_TRACESTATE: usize = 512;
 
+/// Whether a `tracestate` value is carried (and kept by a store): at most
+/// [`MAX_TRACESTATE`] characters of printable ASCII. It is passed on, not interpreted.
+pub fn tracestate_acceptable(value: &str) -> bool {
+    value.len() <= MAX_TRACESTATE && value.bytes().all(|b| (0x20..0x7f).contains(&b))
+}
+
 /// The trace context of a caller's span, checked: what a request carries as the MQTT5 user
 /// properties `traceparent` and `tracestate`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -122,19 +128,14 @@ impl TraceContext {
         })?;
         let tracestate = match tracestate.map(str::trim) {
             None | Some("") => None,
-            Some(s) if s.len() > MAX_TRACESTATE => {
+            Some(s) if tracestate_acceptable(s) => Some(s.to_owned()),
+            Some(s) => {
                 return Err(Error::invalid_argument(format!(
-                    "a tracestate of {} characters: at most {MAX_TRACESTATE} are carried",
-                    s.len()
-                )));
-            }
-            Some(s) if !s.bytes().all(|b| (0x20..0x7f).contains(&b)) => {
-                return Err(Error::invalid_argument(format!(
-                    "a tracestate holds printable ASCII only: {:?}",
+                    "not a tracestate carried here ({} characters): at most {MAX_TRACESTATE} of printable ASCII: {:?}",
+                    s.len(),
                     truncated(s)
                 )));
             }
-            Some(s) => Some(s.to_owned()),
         };
         Ok(TraceContext {
             parent,
