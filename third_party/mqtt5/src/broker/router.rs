@@ -1623,6 +1623,10 @@ impl MessageRouter {
         plans
     }
 
+    #[cfg_attr(
+        all(not(target_arch = "wasm32"), not(feature = "bridge")),
+        allow(clippy::unused_async)
+    )]
     async fn forward_to_bridges(&self, publish: &PublishPacket) {
         #[cfg(all(not(target_arch = "wasm32"), not(feature = "bridge")))]
         let _ = publish; // built without bridges: none to forward to

@@ -474,9 +474,7 @@ impl MqttBroker {
         #[cfg(feature = "bridge")]
         let bridge_manager = Self::setup_bridges(&config, &router).await;
         #[cfg(not(feature = "bridge"))]
-        if !config.bridges.is_empty() {
-            return Err(not_built("a bridge", "bridge"));
-        }
+        Self::refuse_bridges(&config)?;
 
         let config = Arc::new(config);
         let (config_watch_tx, config_watch_rx) = watch::channel(Arc::clone(&config));
@@ -896,6 +894,15 @@ impl MqttBroker {
         Ok(())
     }
 
+    #[cfg(not(feature = "bridge"))]
+    fn refuse_bridges(config: &BrokerConfig) -> Result<()> {
+        if config.bridges.is_empty() {
+            Ok(())
+        } else {
+            Err(not_built("a bridge", "bridge"))
+        }
+    }
+
     #[cfg(feature = "bridge")]
     async fn setup_bridges(
         config: &BrokerConfig,
@@ -963,6 +970,7 @@ impl MqttBroker {
     }
 
     /// Create storage backend based on configuration
+    #[cfg_attr(not(feature = "file-storage"), allow(clippy::unused_async))]
     async fn create_storage_backend(
         storage_config: &crate::broker::config::StorageConfig,
     ) -> Result<Arc<DynamicStorage>> {
@@ -1014,6 +1022,7 @@ impl MqttBroker {
     ///
     /// Always: this build cannot watch a configuration file.
     #[cfg(not(feature = "hot-reload"))]
+    #[allow(clippy::unused_async)] // async as with the feature
     pub async fn with_config_file(config: BrokerConfig, path: PathBuf) -> Result<Self> {
         let _ = (config, path);
         Err(not_built("hot reload of a configuration file", "hot-reload"))

@@ -543,9 +543,9 @@ pub(crate) fn entry_bytes(message: &QueuedMessage) -> usize {
 }
 
 /// Reads a queued message whose body was left on disk by the startup scan. Only the file
-/// backend ever populates a scanned entry, so on wasm (no file backend) there is nothing to
-/// read and the stub simply reports the entry as gone.
-#[cfg(not(target_arch = "wasm32"))]
+/// backend ever populates a scanned entry, so on wasm or without the `file-storage` feature (no
+/// file backend) there is nothing to read and the stub simply reports the entry as gone.
+#[cfg(all(not(target_arch = "wasm32"), feature = "file-storage"))]
 async fn read_scanned(path: PathBuf) -> Option<QueuedMessage> {
     match tokio::fs::read(&path).await {
         Ok(data) => match serde_json::from_slice::<QueuedMessage>(&data) {
@@ -568,7 +568,7 @@ async fn read_scanned(path: PathBuf) -> Option<QueuedMessage> {
     }
 }
 
-#[cfg(target_arch = "wasm32")]
+#[cfg(not(all(not(target_arch = "wasm32"), feature = "file-storage")))]
 async fn read_scanned(_path: PathBuf) -> Option<QueuedMessage> {
     std::future::ready(None).await
 }

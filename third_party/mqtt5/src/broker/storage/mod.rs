@@ -1451,6 +1451,7 @@ impl DynamicStorage {
         target_arch = "wasm32",
         allow(clippy::unused_async, clippy::unused_async_trait_impl)
     )]
+    #[cfg_attr(not(feature = "file-storage"), allow(clippy::unused_async))]
     pub async fn shutdown(&self) -> Result<()> {
         match self {
             #[cfg(all(not(target_arch = "wasm32"), feature = "file-storage"))]
