@@ -940,7 +940,10 @@ mod tests {
         let end: u64 = child["endTimeUnixNano"].as_str().unwrap().parse().unwrap();
         assert!(start <= end && start > 1_600_000_000_000_000_000);
         let a = attrs(child);
-        assert_eq!(a["db.system.name"]["stringValue"], "mqstate");
+        assert_eq!(
+            a["db.system.name"]["stringValue"],
+            "azure.iot_operations.state_store"
+        );
         assert_eq!(a["db.operation.name"]["stringValue"], "SET");
         assert_eq!(a["server.address"]["stringValue"], "127.0.0.1");
         assert_eq!(a["server.port"]["intValue"], "1883");

@@ -7,9 +7,12 @@ use std::net::TcpListener;
 use std::sync::mpsc;
 use std::time::Duration;
 
+use mqstate::telemetry::{CallTrace, TraceContext};
 use mqstate::{Client, ClientOptions, ConnectionSettings, SetOptions};
 use mqstate_server::telemetry::{OtlpConfig, SpanMetrics};
 use mqstate_server::{Server, ServerConfig};
+
+const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 
 /// A collector on a free port, on a thread: each POST's body, parsed, goes to the channel.
 fn collector() -> (String, mpsc::Receiver<serde_json::Value>) {
@@ -100,7 +103,10 @@ async fn requests_become_spans(embedded_adapter: bool) {
         .await
         .expect("connects");
     client.set("k", "v", SetOptions::default()).await.unwrap();
-    assert!(client.get("k").await.unwrap().is_some());
+    // A traced call (as a binding makes one per span): its request carries the context.
+    let context = TraceContext::new(TRACEPARENT, Some("vendor=x")).unwrap();
+    let traced = client.traced(CallTrace::new(Some(context)));
+    assert!(traced.get("k").await.unwrap().is_some());
     client.shutdown().await;
     server.shutdown().await;
 
@@ -113,11 +119,17 @@ async fn requests_become_spans(embedded_adapter: bool) {
     }
     let names: Vec<_> = got.iter().map(|s| s["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["SET", "GET"]);
+    // The untraced SET is the root of a trace of its own; the traced GET a child of the
+    // caller's span, in its trace.
+    assert!(got[0].get("parentSpanId").is_none());
+    assert_eq!(got[1]["traceId"], "4bf92f3577b34da6a3ce929d0e0e4736");
+    assert_eq!(got[1]["parentSpanId"], "00f067aa0ba902b7");
+    assert_eq!(got[1]["traceState"], "vendor=x");
     for span in &got {
         assert_eq!(span["kind"], 2);
         assert_eq!(
             attr(span, "db.system.name").unwrap()["stringValue"],
-            "mqstate"
+            "azure.iot_operations.state_store"
         );
         assert_eq!(
             attr(span, "db.operation.name").unwrap()["stringValue"],

@@ -201,7 +201,7 @@ def test_the_store_span_is_a_child_of_the_callers_span(jaeger, store, client):
         assert service(span, trace) == "mqstate-serve"
         t = tags(span)
         assert t["span.kind"] == "server"
-        assert t["db.system.name"] == "mqstate"
+        assert t["db.system.name"] == "azure.iot_operations.state_store"
         assert t["db.operation.name"] == name
         assert t["mqstate.client_id"] == client.id
         assert t["server.address"] == "127.0.0.1"
