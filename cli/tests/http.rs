@@ -231,3 +231,60 @@ fn prometheus_scrapes(http: u16, url: &str) {
     }
     assert_eq!(query("up%7Bjob%3D%22mqstate%22%7D"), Some(1.0));
 }
+
+/// `--otlp-endpoint`: an `https://` URL is refused at start-up; with a collector that is not
+/// there, requests are still answered and the lost spans show in `/metrics` (which promtool
+/// still accepts).
+#[test]
+fn otlp_endpoint_refusals_and_span_counters() {
+    let out = mqstate()
+        .args(["serve", "--otlp-endpoint", "https://127.0.0.1:4318"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("https:// is not supported"), "{err}");
+
+    let dead = free_port();
+    let (port, http) = (free_port(), free_port());
+    let mut serve = Proc(
+        mqstate()
+            .args(["serve", "--listen", &port.to_string()])
+            .args(["--http", &http.to_string()])
+            .env("MQSTATE_OTLP_ENDPOINT", format!("http://127.0.0.1:{dead}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_port(&mut serve.0, http);
+    let url = format!("mqtt://127.0.0.1:{port}");
+    let set = mqstate()
+        .args(["--url", &url, "set", "k", "v"])
+        .output()
+        .unwrap();
+    assert!(set.status.success(), "{set:?}");
+    let deadline = Instant::now() + BOUND;
+    let page = loop {
+        let (_, page) = get(http, "/metrics");
+        if sample(
+            &page,
+            "mqstate_spans_dropped_total{reason=\"export_failed\"}",
+        ) >= Some(1.0)
+        {
+            break page;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no failed export counted: {page}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(sample(&page, "mqstate_spans_exported_total"), Some(0.0));
+    assert_eq!(
+        sample(&page, "mqstate_spans_dropped_total{reason=\"queue_full\"}"),
+        Some(0.0)
+    );
+    promtool_accepts(&page);
+    drop(serve);
+}

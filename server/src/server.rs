@@ -131,8 +131,14 @@ pub struct ServerHandle {
 }
 
 impl Server {
-    /// Starts the server and returns once it is subscribed to the request topic.
+    /// Starts the server and returns once it is subscribed to the request topic. An
+    /// [`otlp`](ServerConfig::otlp) endpoint that is not `http://` is refused first
+    /// (`InvalidInput`).
     pub async fn start(config: ServerConfig) -> std::io::Result<ServerHandle> {
+        if let Some(otlp) = &config.otlp {
+            otlp.validate()
+                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+        }
         let now = now_ms();
         let mut store = StateMachine::new(
             StoreConfig {
