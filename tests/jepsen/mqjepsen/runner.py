@@ -20,7 +20,10 @@ reading the same keys through the client-side cache (``worker --cached-reader``,
 bound ``cache_freshness``), with ``MQSTATE_CACHE_PLANTED_BUG`` set to
 ``RunConfig.planted_bug`` in their environment only. Their reads are not linearizable by
 contract and stay out of the linearizability check; ``checker.check_cached`` checks them
-against the writers' history (Δ: ``cache_freshness``, through every fault). In ``skew``
+against the writers' history (Δ: ``cache_freshness``, through every fault). A reader that
+has had no hit by the end reads on, the faults healed and the writers done, until it has one
+(at most ``worker.EVIDENCE_LIMIT``): a run on a machine too busy for a hit in time still checks
+the contract on one instead of nothing. In ``skew``
 the first reader runs 40 s behind (the versions of the writer 30 s ahead are then past its
 drift limit: refused), the others on time.
 
