@@ -17,6 +17,9 @@ import io.opentelemetry.sdk.testing.exporter.InMemorySpanExporter
 import io.opentelemetry.sdk.trace.SdkTracerProvider
 import io.opentelemetry.sdk.trace.data.SpanData
 import io.opentelemetry.sdk.trace.export.SimpleSpanProcessor
+import java.io.File
+import java.util.concurrent.TimeUnit
+import java.util.jar.JarFile
 import kotlin.time.Duration.Companion.seconds
 import kotlinx.coroutines.delay
 import kotlinx.coroutines.runBlocking
@@ -180,5 +183,31 @@ class TelemetryTest {
         } finally {
             GlobalOpenTelemetry.set(sdk)
         }
+    }
+
+    /** The test JVM's classpath entries (surefire may hand it over in a manifest-only jar). */
+    private fun classpath(): List<String> {
+        val entries = System.getProperty("java.class.path").split(File.pathSeparator)
+        if (entries.size != 1 || !entries[0].endsWith(".jar")) return entries
+        val listed = JarFile(entries[0]).use { it.manifest?.mainAttributes?.getValue("Class-Path") } ?: return entries
+        return listed.split(" ").filter { it.isNotBlank() }.map { File(java.net.URI(it)).path }
+    }
+
+    @Test
+    fun `without the API nothing is loaded and calls go on`() {
+        val cp = classpath().filterNot { "opentelemetry" in it }
+        val java = File(System.getProperty("java.home"), "bin/java").path
+        val p = ProcessBuilder(
+            java, "-Xlog:class+load=info", "-Djna.library.path=${System.getProperty("jna.library.path")}",
+            "-cp", cp.joinToString(File.pathSeparator), "mqstate.NoOpenTelemetryMainKt", LiveStore.url,
+        ).redirectErrorStream(true).start()
+        val out = p.inputStream.bufferedReader().readText()
+        assertTrue(p.waitFor(120, TimeUnit.SECONDS), "the program ended")
+        assertEquals(0, p.exitValue(), out.lines().filterNot { "class,load" in it }.joinToString("\n"))
+        assertTrue("no-otel: ok" in out)
+        val loaded = out.lines().filter { "class,load" in it }
+        assertTrue(loaded.any { " mqstate.Client " in it }, "the log lists the classes loaded")
+        val otel = loaded.filter { "io.opentelemetry" in it || "mqstate.OtelCalls" in it }
+        assertTrue(otel.isEmpty(), "loaded without the API: $otel")
     }
 }
