@@ -132,6 +132,22 @@ class TelemetryTest {
     }
 
     @Test
+    fun `what a call met is a span event with its time`(store: LocalStore): Unit = runBlocking {
+        Client.connect(store.url, "reconnectMinDelay" to "300ms").use { client ->
+            client.set("k", "v")
+            assertTrue(store.cutConnections() >= 1)
+            withTimeout(30.seconds) { while (client.connected) delay(2) }
+            spans.reset()
+            client.set("k", "w") // waits for the reconnection
+            val s = mqstateSpans().single()
+            val wait = s.events.single { it.name == "mqstate.connection_wait" }
+            val waited = wait.attributes.get(AttributeKey.longKey("mqstate.waited_ms"))
+            assertTrue(waited != null && waited >= 1, "waited: $waited")
+            assertTrue(wait.epochNanos in s.startEpochNanos..s.endEpochNanos, "the event's own time, inside the span")
+        }
+    }
+
+    @Test
     fun `a cache hit makes no span`(store: LocalStore): Unit = runBlocking {
         Client.connect(store.url, "cache" to "true").use { client ->
             client.set("k", "v")
