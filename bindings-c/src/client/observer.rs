@@ -129,7 +129,8 @@ fn error_code(kind: ErrorKind) -> *const c_char {
 /// ended (a cache hit included), with the operation, its duration in nanoseconds, its status
 /// and error code, whether the cache answered, and the `traceparent`/`tracestate` the call
 /// carried (`mqstate_call_options.traceparent`, `mqstate_set_options.traceparent`). The
-/// record is told before the call returns, on the thread that completed it: a library
+/// record is told before the call returns (a cancelled call's, with `MQSTATE_STATUS_CANCELLED`,
+/// as its work is withdrawn: possibly just after), on the thread that completed it: a library
 /// thread (where blocking mqstate functions return `MQSTATE_STATUS_UNSUPPORTED`), or the
 /// caller's for a cache hit; several at once when calls run on several threads. Keep it
 /// short: a counter, a histogram, a log line.
