@@ -698,6 +698,17 @@ typedef struct mqstate_set_options {
    * Cancels the call when triggered from another thread, or NULL.
    */
   const struct mqstate_cancel *cancel;
+  /**
+   * The W3C `traceparent` of the caller's span (`00-<trace id>-<span id>-<flags>`), or
+   * NULL: the request carries it (and `tracestate`) as MQTT5 user properties, so a store
+   * that records them links its side into the caller's trace, and the call observer's
+   * record repeats it. A value that is not W3C's is `MQSTATE_STATUS_INVALID_ARGUMENT`.
+   */
+  const char *traceparent;
+  /**
+   * The W3C `tracestate` to carry with `traceparent`, or NULL.
+   */
+  const char *tracestate;
 } mqstate_set_options;
 
 /**
@@ -725,6 +736,14 @@ typedef struct mqstate_call_options {
    * rather than ignore it.
    */
   bool bypass_cache;
+  /**
+   * The W3C `traceparent` of the caller's span, or NULL (see `mqstate_set_options`).
+   */
+  const char *traceparent;
+  /**
+   * The W3C `tracestate` to carry with `traceparent`, or NULL.
+   */
+  const char *tracestate;
 } mqstate_call_options;
 
 /**
@@ -819,14 +838,56 @@ typedef mqstate_status (*mqstate_edit_fn)(void *ctx,
                                           struct mqstate_edit *decision);
 
 /**
- * A C callback receiving events.
+ * One completed call, as the call observer sees it. Every pointer is valid only during the
+ * callback (copy what you keep); the strings are NUL-terminated.
  */
-typedef void (*mqstate_event_fn)(void *ctx, const struct mqstate_sub_event *event);
+typedef struct mqstate_call_record {
+  /**
+   * The request's verb as the wire spells it: `"SET"`, `"GET"`, `"DEL"`, `"VDEL"` (the
+   * OpenTelemetry span name and `db.operation.name` of the other languages).
+   */
+  const char *operation;
+  /**
+   * From the call's start to its end, in nanoseconds (a cache hit's included).
+   */
+  uint64_t duration_ns;
+  /**
+   * How it ended: `MQSTATE_STATUS_OK`, or the status the call returned.
+   */
+  mqstate_status status;
+  /**
+   * The error's code (`"timeout"`, `"no_store"`, … the same in every language, OpenTelemetry's
+   * `error.type`), or NULL when the call succeeded.
+   */
+  const char *error_code;
+  /**
+   * Whether the client-side cache answered (no request was sent).
+   */
+  bool cache_hit;
+  /**
+   * The W3C `traceparent` the call carried (its options' `traceparent`), or NULL.
+   */
+  const char *traceparent;
+  /**
+   * The `tracestate` the call carried, or NULL.
+   */
+  const char *tracestate;
+} mqstate_call_record;
+
+/**
+ * A call observer: `ctx` is what was given to `mqstate_client_set_call_observer`.
+ */
+typedef void (*mqstate_call_observer_fn)(void *ctx, const struct mqstate_call_record *record);
 
 /**
  * A C callback releasing a context.
  */
 typedef void (*mqstate_release_fn)(void *ctx);
+
+/**
+ * A C callback receiving events.
+ */
+typedef void (*mqstate_event_fn)(void *ctx, const struct mqstate_sub_event *event);
 
 /**
  * A caller-supplied time source: returns milliseconds since the Unix epoch. It is called on
@@ -1484,6 +1545,30 @@ mqstate_status mqstate_lock_edit(const struct mqstate_lock *lock,
                                  mqstate_edit_fn decide,
                                  void *ctx,
                                  const struct mqstate_cancel *cancel);
+
+/**
+ * Tells `on_call(ctx, record)` of every SET, GET, DELETE and VDEL of `client` once it has
+ * ended (a cache hit included), with the operation, its duration in nanoseconds, its status
+ * and error code, whether the cache answered, and the `traceparent`/`tracestate` the call
+ * carried (`mqstate_call_options.traceparent`, `mqstate_set_options.traceparent`). The
+ * record is told before the call returns (a cancelled call's, with `MQSTATE_STATUS_CANCELLED`,
+ * as its work is withdrawn: possibly just after), on the thread that completed it: a library
+ * thread (where blocking mqstate functions return `MQSTATE_STATUS_UNSUPPORTED`), or the
+ * caller's for a cache hit; several at once when calls run on several threads. Keep it
+ * short: a counter, a histogram, a log line.
+ *
+ * A second call replaces the observer; `on_call` NULL removes it. `release(ctx)` (may be
+ * NULL) is called once when the observer is no longer used: after the last call that began
+ * with it has ended, once it is replaced or the client is closed.
+ *
+ * # Safety
+ * `client` must be a live client; `on_call` NULL or a valid function; `ctx` whatever the
+ * callbacks accept, usable from any thread.
+ */
+mqstate_status mqstate_client_set_call_observer(const struct mqstate_client *client,
+                                                mqstate_call_observer_fn on_call,
+                                                mqstate_release_fn release,
+                                                void *ctx);
 
 /**
  * Waits until no mqstate call and no callback is in flight on any thread — up to

@@ -11,6 +11,7 @@ pub mod election;
 pub mod error;
 pub mod handle;
 pub mod lock;
+pub mod observer;
 pub mod process;
 pub mod scan;
 pub mod settings;

@@ -72,6 +72,7 @@ pub use client::handle::{
 };
 pub use client::lock::edit::{mqstate_edit, mqstate_edit_fn};
 pub use client::lock::{mqstate_lock, mqstate_lock_options};
+pub use client::observer::{mqstate_call_observer_fn, mqstate_call_record};
 pub use client::scan::{mqstate_scan, mqstate_scan_page};
 pub use client::settings::mqstate_settings;
 pub use client::subscription::{

@@ -12,7 +12,7 @@ int main() {
     mqstate_set_options options;
     std::memset(&options, 0, sizeof options);
     options.condition = MQSTATE_SET_CONDITION_NX;
-    mqstate_call_options call = {nullptr, 1000, nullptr, true};
+    mqstate_call_options call = {nullptr, 1000, nullptr, true, nullptr, nullptr};
     (void)call;
     mqstate_cache_stats stats = {};
     (void)stats;

@@ -26,7 +26,7 @@ test -L "$prefix/lib/libmqstate.so"
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
 flags="$(pkg-config --cflags --libs mqstate)"
 case "$flags" in *"$prefix"*) ;; *) echo "pkg-config does not point into the prefix: $flags" >&2; exit 1 ;; esac
-for example in quickstart watch lock election; do
+for example in quickstart watch lock election telemetry; do
     "$cc" -std=c99 -Wall -Wextra -Werror "$src/examples/$example.c" -o "$work/$example" \
         $flags -lpthread -Wl,-rpath,"$prefix/lib"
     "$work/$example" "$MQSTATE_URL" >"$work/$example.out" || {
@@ -60,4 +60,4 @@ else
     echo "no C++ compiler: the C++ check was skipped" >&2
     exit 1
 fi
-echo "install check: 4 examples via pkg-config, 2 via find_package, C++ header: ok"
+echo "install check: 5 examples via pkg-config, 2 via find_package, C++ header: ok"

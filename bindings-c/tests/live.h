@@ -36,5 +36,6 @@ void test_scans(void);
    the store's faults, and the client-side cache under them. */
 void test_local_store(void);
 void test_cache(void);
+void test_telemetry(void);
 
 #endif

@@ -1,7 +1,7 @@
 /*
  * Entry point of the mqstate C tests: `mqstate_tests GROUP...` runs the named groups
  * (requests, responses, notifications, topics, hlc, clock, errors, scan, outparams, or
- * all; client, subscriptions, locks, threads, scans, or live; local_store, cache) and exits
+ * all; client, subscriptions, locks, threads, scans, or live; local_store, cache, telemetry) and exits
  * non-zero if any check failed. CTest runs each group as its own test.
  */
 #include <stdlib.h>
@@ -59,6 +59,7 @@ static const struct group groups[] = {
     {"scans", test_scans},
     /* Against stores of their own (mqstate_local_store): neither "all" nor "live". */
     {"local_store", test_local_store},   {"cache", test_cache},
+    {"telemetry", test_telemetry},
 };
 /* The offline groups come first, then those needing MQSTATE_URL. */
 #define OFFLINE_GROUPS 9

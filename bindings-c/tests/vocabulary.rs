@@ -52,8 +52,10 @@ const REFUSED: &[(&str, &str, &str)] = &[
 ];
 
 /// C's own cancellation: every blocking call may take a `mqstate_cancel` token (the other
-/// languages cancel with their own idiom: asyncio, AbortSignal, coroutines).
-const C_ONLY_FIELDS: &[&str] = &["cancel"];
+/// languages cancel with their own idiom: asyncio, AbortSignal, coroutines); and C's own
+/// trace context: a call carries the `traceparent`/`tracestate` the application gives it
+/// (the other languages take it from their OpenTelemetry span, docs/telemetry.md).
+const C_ONLY_FIELDS: &[&str] = &["cancel", "traceparent", "tracestate"];
 
 fn read(relative: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(relative);

@@ -12,10 +12,12 @@ use crate::call::settle;
 use crate::locks::{Election, ElectionOptions, Lock, LockOptions};
 use crate::scan::{Pager, ScanOptions};
 use crate::subscription::Subscription;
+use crate::telemetry::{CallTrace, ServerAddress};
 use crate::values::{
     CacheHit, CacheStats, DelOptions, GetOptions, LinkInfo, ObserveOptions, SetOptions, SetResult,
     Value, value, version,
 };
+use mqstate::telemetry::TraceContext;
 
 /// One setting by name (`clientId` or `client_id`, as in [`settings_table`]) with its text
 /// value: `Client.connect` takes a list of them, applied in order.
@@ -86,6 +88,7 @@ pub async fn connect(
     Ok(Arc::new(Client {
         store,
         reader: Default::default(),
+        traced: false,
     }))
 }
 
@@ -98,6 +101,7 @@ pub async fn connect_from_env(settings: Vec<Setting>) -> Result<Arc<Client>, Mqs
     Ok(Arc::new(Client {
         store,
         reader: Default::default(),
+        traced: false,
     }))
 }
 
@@ -109,6 +113,18 @@ pub struct Client {
     store: ClientHandle,
     /// Its id for [`crate::fast_get`] once asked for ([`Client::cache_reader`]); 0: none.
     reader: std::sync::OnceLock<u64>,
+    /// Made by [`Client::traced`] for one call: the connection is the original's, which
+    /// dropping this one does not close.
+    traced: bool,
+}
+
+/// A client whose calls carry a trace context, and the trace of what they met.
+#[derive(uniffi::Record)]
+pub struct TracedClient {
+    /// The same connection, its requests carrying the trace context.
+    pub client: Arc<Client>,
+    /// What its calls met on the way.
+    pub trace: Arc<CallTrace>,
 }
 
 impl Drop for Client {
@@ -117,8 +133,10 @@ impl Drop for Client {
             crate::fast_get::forget(id);
         }
         // Starts the close on the store's runtime (dropping the call does not cancel it);
-        // nobody waits for it.
-        drop(self.store.close());
+        // nobody waits for it. A traced client is a view of another's connection.
+        if !self.traced {
+            drop(self.store.close());
+        }
     }
 }
 
@@ -137,6 +155,45 @@ impl Client {
     /// The connection's history.
     pub fn link_info(&self) -> LinkInfo {
         self.store.link_info().into()
+    }
+
+    /// Requests sent and not yet answered.
+    pub fn pending_requests(&self) -> u64 {
+        self.store.client().pending_requests() as u64
+    }
+
+    /// The broker's host and port (a call's `server.address` and `server.port`).
+    pub fn server(&self) -> ServerAddress {
+        let (host, port) = self.store.client().server();
+        ServerAddress {
+            host: host.to_owned(),
+            port,
+        }
+    }
+
+    /// The same connection with its calls traced, for one call under an OpenTelemetry span:
+    /// its requests carry `traceparent` (and `tracestate`, if any) as MQTT5 user properties,
+    /// checked here (`invalid_argument` for a value that is not W3C's; none: no context,
+    /// the events alone), and the trace collects what they met (`takeEvents()`). Dropping
+    /// the traced client leaves the connection open.
+    #[uniffi::method(default(tracestate = None))]
+    pub fn traced(
+        &self,
+        traceparent: Option<String>,
+        tracestate: Option<String>,
+    ) -> Result<TracedClient, MqstateError> {
+        let context = traceparent
+            .map(|tp| TraceContext::new(&tp, tracestate.as_deref()))
+            .transpose()?;
+        let trace = mqstate::telemetry::CallTrace::new(context);
+        Ok(TracedClient {
+            client: Arc::new(Client {
+                store: self.store.traced(Arc::clone(&trace)),
+                reader: Default::default(),
+                traced: true,
+            }),
+            trace: CallTrace::new(trace),
+        })
     }
 
     /// The client-side cache's counters now, or none when the client has no cache (the

@@ -21,6 +21,8 @@
 //! - [`LocalStore`] ([`start_local_store`]): a state store in this process to test
 //!   applications against, with faults on demand (`cutConnections`, `pause`, `restart`,
 //!   `failNext`) and a look inside (`keys`, `get`, `clear`);
+//! - [`telemetry_vocabulary`], [`Client::traced`] and [`CallTrace`]: what the Kotlin layer's
+//!   OpenTelemetry spans and metrics are made of (`Telemetry.kt`);
 //! - [`Seconds`]: every duration (Kotlin `kotlin.time.Duration`, Swift `TimeInterval`).
 //!
 //! In Kotlin these are the raw layer (renamed in `uniffi.toml`: `NativeClient`,
@@ -47,16 +49,22 @@ mod local_store;
 mod locks;
 mod scan;
 mod subscription;
+mod telemetry;
 mod values;
 
 pub use client::{
-    Client, Setting, SettingInfo, check_settings, connect, connect_from_env, settings_table,
+    Client, Setting, SettingInfo, TracedClient, check_settings, connect, connect_from_env,
+    settings_table,
 };
 pub use error::{ErrorInfo, MqstateError, error_table};
 pub use local_store::{LocalStore, start_local_store};
 pub use locks::{DecideError, EditFunction, Election, ElectionOptions, Lock, LockOptions};
 pub use scan::{Pager, ScanOptions};
 pub use subscription::{EventListener, Subscription};
+pub use telemetry::{
+    CallTrace, MetricInfo, ServerAddress, TelemetryName, TelemetryVocabulary, TraceAttribute,
+    TraceEvent, telemetry_vocabulary,
+};
 pub use values::{
     CacheStats, ChangeKind, DelOptions, Edit, EditResult, Event, GetOptions, Hlc, LinkInfo,
     LockStatus, ObserveOptions, Seconds, SetCondition, SetOptions, SetResult, Value, parse_hlc,

@@ -14,7 +14,9 @@
 //!   carries as MQTT5 user properties of the same names, so that a store that records them
 //!   (`mqstate serve --otlp-endpoint`) links its side of each call into the caller's trace.
 //! - With the `client` feature, [`CallTrace`]: what one call met on its way (resendings,
-//!   waits for a connection, a `no_store` refusal), for the binding to put on its span.
+//!   waits for a connection, a `no_store` refusal), for the binding to put on its span;
+//!   [`CallRecord`]: one completed call, measured once here, for a binding with no
+//!   OpenTelemetry API of its own (C's call observer), told through [`CallObservers`].
 
 mod trace_context;
 
@@ -24,6 +26,12 @@ pub use trace_context::{MAX_TRACESTATE, TraceContext, TraceParent, tracestate_ac
 mod call_trace;
 #[cfg(feature = "client")]
 pub use call_trace::{CallEvent, CallTrace};
+#[cfg(feature = "client")]
+mod call_record;
+#[cfg(feature = "client")]
+pub(crate) use call_record::Measured;
+#[cfg(feature = "client")]
+pub use call_record::{CallObserver, CallObservers, CallRecord};
 
 /// Span, attribute and event names (OpenTelemetry's where it has one).
 pub mod names {

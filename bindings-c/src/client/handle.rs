@@ -10,9 +10,12 @@ use bytes::Bytes;
 use mqstate::bridge::ClientHandle;
 use mqstate::{DelOptions, GetOptions, Hlc, ObserveOptions, SetOptions, VdelOutcome};
 
+use mqstate::telemetry::{CallTrace, TraceContext};
+
 use super::cache::mqstate_cache_stats;
 use super::cancel::{mqstate_cancel, run};
 use super::guard;
+use super::observer::trace_arg;
 use super::settings::mqstate_settings;
 use super::subscription::{mqstate_subscription, new_subscription};
 use super::text::{mqstate_value, new_value, put_string, reset_string};
@@ -45,6 +48,13 @@ pub struct mqstate_set_options {
     pub timeout_ms: u32,
     /// Cancels the call when triggered from another thread, or NULL.
     pub cancel: *const mqstate_cancel,
+    /// The W3C `traceparent` of the caller's span (`00-<trace id>-<span id>-<flags>`), or
+    /// NULL: the request carries it (and `tracestate`) as MQTT5 user properties, so a store
+    /// that records them links its side into the caller's trace, and the call observer's
+    /// record repeats it. A value that is not W3C's is `MQSTATE_STATUS_INVALID_ARGUMENT`.
+    pub traceparent: *const c_char,
+    /// The W3C `tracestate` to carry with `traceparent`, or NULL.
+    pub tracestate: *const c_char,
 }
 
 /// Options of GET, DELETE, VDEL and observe (zero-initialise, then set what you need).
@@ -63,6 +73,10 @@ pub struct mqstate_call_options {
     /// when it is on. DELETE, VDEL and observe refuse it (`MQSTATE_STATUS_INVALID_ARGUMENT`)
     /// rather than ignore it.
     pub bypass_cache: bool,
+    /// The W3C `traceparent` of the caller's span, or NULL (see `mqstate_set_options`).
+    pub traceparent: *const c_char,
+    /// The W3C `tracestate` to carry with `traceparent`, or NULL.
+    pub tracestate: *const c_char,
 }
 
 /// The outcome of `mqstate_client_vdel`; `MQSTATE_VDEL_OUTCOME_NONE` (0) is what a failed
@@ -135,6 +149,7 @@ struct CallOptions {
     timeout: Option<std::time::Duration>,
     cancel: *const mqstate_cancel,
     bypass_cache: bool,
+    trace: Option<TraceContext>,
 }
 
 /// Which call reads a `mqstate_call_options`: what it refuses follows.
@@ -178,6 +193,10 @@ impl CallOptions {
             timeout: timeout::request(o.map_or(0, |o| o.timeout_ms))?,
             cancel: o.map_or(std::ptr::null(), |o| o.cancel),
             bypass_cache,
+            trace: match o {
+                Some(o) => trace_arg(o.traceparent, o.tracestate)?,
+                None => None,
+            },
         })
     }
 
@@ -194,7 +213,10 @@ impl mqstate_set_options {
     ///
     /// # Safety
     /// `options` must be NULL or valid, its strings NULL or NUL-terminated.
-    fn read(options: *const Self) -> Result<(SetOptions, *const mqstate_cancel), Failure> {
+    #[allow(clippy::type_complexity)]
+    fn read(
+        options: *const Self,
+    ) -> Result<(SetOptions, *const mqstate_cancel, Option<TraceContext>), Failure> {
         let o = maybe(options);
         let set = SetOptions {
             condition: condition_arg(o.map_or(0, |o| o.condition))?,
@@ -203,7 +225,11 @@ impl mqstate_set_options {
             persist: o.is_some_and(|o| o.persist),
             timeout: timeout::request(o.map_or(0, |o| o.timeout_ms))?,
         };
-        Ok((set, o.map_or(std::ptr::null(), |o| o.cancel)))
+        let trace = match o {
+            Some(o) => trace_arg(o.traceparent, o.tracestate)?,
+            None => None,
+        };
+        Ok((set, o.map_or(std::ptr::null(), |o| o.cancel), trace))
     }
 }
 
@@ -296,7 +322,8 @@ pub extern "C" fn mqstate_client_set(
             bytes_arg(key, key_len, "key")?,
             bytes_arg(value, value_len, "value")?,
         );
-        let (set, cancel) = mqstate_set_options::read(options)?;
+        let (set, cancel, trace) = mqstate_set_options::read(options)?;
+        let store = traced(&store, trace);
         let (key, value) = (Bytes::copy_from_slice(key), Bytes::copy_from_slice(value));
         let outcome = run(cancel, || store.set(key, value, set))?;
         put(applied, outcome.applied);
@@ -324,6 +351,7 @@ pub extern "C" fn mqstate_client_get(
         let store = guard::enter(client, "client")?;
         let key = bytes_arg(key, key_len, "key")?;
         let o = CallOptions::read(options, CallKind::Get)?;
+        let store = traced(&store, o.trace.clone());
         let get = GetOptions {
             timeout: o.timeout,
             bypass_cache: o.bypass_cache,
@@ -381,6 +409,7 @@ pub extern "C" fn mqstate_client_delete(
         let store = guard::enter(client, "client")?;
         let key = bytes_arg(key, key_len, "key")?;
         let o = CallOptions::read(options, CallKind::Write("DELETE"))?;
+        let store = traced(&store, o.trace.clone());
         let n = run(o.cancel, || store.del(Bytes::copy_from_slice(key), o.del()))?;
         put(deleted, n);
         Ok(())
@@ -410,6 +439,7 @@ pub extern "C" fn mqstate_client_vdel(
             bytes_arg(value, value_len, "value")?,
         );
         let o = CallOptions::read(options, CallKind::Write("VDEL"))?;
+        let store = traced(&store, o.trace.clone());
         let (key, value) = (Bytes::copy_from_slice(key), Bytes::copy_from_slice(value));
         let got = run(o.cancel, || store.vdel(key, value, o.del()))?;
         put(outcome, mqstate_vdel_outcome::of(got));
@@ -435,6 +465,7 @@ pub extern "C" fn mqstate_client_observe(
         let store = guard::enter(client, "client")?;
         let key = bytes_arg(key, key_len, "key")?;
         let o = CallOptions::read(options, CallKind::Observe)?;
+        let store = traced(&store, o.trace.clone());
         let observe = ObserveOptions { timeout: o.timeout };
         let sub = run(o.cancel, || {
             store.observe(Bytes::copy_from_slice(key), observe)
@@ -442,6 +473,15 @@ pub extern "C" fn mqstate_client_observe(
         *out = new_subscription(sub);
         Ok(())
     })
+}
+
+/// The handle a call is made with: `store` itself, or, when the call's options carry a
+/// trace context, a clone whose requests carry it (the core's `ClientHandle::traced`).
+fn traced(store: &ClientHandle, trace: Option<TraceContext>) -> std::borrow::Cow<'_, ClientHandle> {
+    match trace {
+        None => std::borrow::Cow::Borrowed(store),
+        Some(context) => std::borrow::Cow::Owned(store.traced(CallTrace::new(Some(context)))),
+    }
 }
 
 /// Used by lock and election functions: enters a client handle.

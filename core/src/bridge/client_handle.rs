@@ -11,6 +11,7 @@ use super::{Call, Event, Pager, Subscription};
 use crate::error::{Error, ErrorKind};
 use crate::lock::LockOptions;
 use crate::settings::{parse_count, parse_duration, setting_info};
+use crate::telemetry::{CallObservers, Measured};
 use crate::{
     Client, ClientOptions, ConnectionSettings, DelOptions, GetOptions, LinkInfo, ObserveOptions,
     ScanOptions, SetOptions, SetOutcome, VdelOutcome, Versioned,
@@ -146,6 +147,8 @@ pub struct ClientHandle {
     client: Client,
     /// The process generation it was connected in (see [`runtime::generation`]).
     generation: u64,
+    /// Who is told of each completed SET, GET, DEL and VDEL (shared by every clone).
+    observers: CallObservers,
 }
 
 impl ClientHandle {
@@ -167,6 +170,7 @@ impl ClientHandle {
         ClientHandle {
             client,
             generation: runtime::generation(),
+            observers: CallObservers::default(),
         }
     }
 
@@ -181,7 +185,50 @@ impl ClientHandle {
         ClientHandle {
             client: self.client.traced(trace),
             generation: self.generation,
+            observers: self.observers.clone(),
         }
+    }
+
+    /// The observer of this client's calls (every clone's, traced ones included): set one
+    /// and each SET, GET, DEL and VDEL, a cache hit included, is reported once when it ends
+    /// ([`CallRecord`](crate::telemetry::CallRecord): operation, duration, error, cache hit,
+    /// trace context). For a binding with no OpenTelemetry API of its own (C).
+    pub fn call_observers(&self) -> &CallObservers {
+        &self.observers
+    }
+
+    /// `work`, measured for the observer if one is set.
+    fn measured<T, F>(&self, operation: &'static str, work: F) -> Call<T>
+    where
+        T: Send + 'static,
+        F: std::future::Future<Output = Result<T, Error>> + Send + 'static,
+    {
+        match self.observers.start(operation, self.trace_context()) {
+            None => self.call(work),
+            Some(measured) => self.call_measured(measured, work),
+        }
+    }
+
+    /// `work`, reported to the observer when it ends (or is refused at once).
+    fn call_measured<T, F>(&self, measured: Measured, work: F) -> Call<T>
+    where
+        T: Send + 'static,
+        F: std::future::Future<Output = Result<T, Error>> + Send + 'static,
+    {
+        if let Err(e) = self.usable() {
+            measured.end(Some(&e), false);
+            return Call::ready(Err(e));
+        }
+        self.call(async move {
+            let got = work.await;
+            measured.end(got.as_ref().err(), false);
+            got
+        })
+    }
+
+    /// The trace context this handle's requests carry, if any.
+    fn trace_context(&self) -> Option<&crate::telemetry::TraceContext> {
+        self.client.trace.as_ref().and_then(|t| t.context())
     }
 
     /// Refuses a store connected before a `fork()` (its runtime's threads are in the parent).
@@ -215,15 +262,23 @@ impl ClientHandle {
         options: SetOptions,
     ) -> Call<SetOutcome> {
         let (client, key, value) = (self.client.clone(), key.into(), value.into());
-        self.call(async move { client.set(key, value, options).await })
+        self.measured("SET", async move { client.set(key, value, options).await })
     }
 
     /// GET: the value and its version, or `None`. A hit of the client's cache is answered
     /// at once, with no task.
     pub fn get(&self, key: impl Into<Bytes>, options: GetOptions) -> Call<Option<Versioned>> {
         let key = key.into();
+        let measured = self.observers.start("GET", self.trace_context());
         if let Some(hit) = self.get_cached(&key, &options) {
+            if let Some(m) = measured {
+                m.end(None, true);
+            }
             return Call::ready(Ok(hit));
+        }
+        if let Some(m) = measured {
+            let client = self.client.clone();
+            return self.call_measured(m, async move { client.get_missed(&key, options).await });
         }
         self.get_after_miss(key, options)
     }
@@ -237,7 +292,7 @@ impl ClientHandle {
         options: GetOptions,
     ) -> Call<Option<Versioned>> {
         let (client, key) = (self.client.clone(), key.into());
-        self.call(async move { client.get_missed(&key, options).await })
+        self.measured("GET", async move { client.get_missed(&key, options).await })
     }
 
     /// The client's cache's answer to a GET of `key` now, with no call at all: `Some` on a
@@ -257,7 +312,7 @@ impl ClientHandle {
     /// DEL: the number of keys deleted (0 or 1).
     pub fn del(&self, key: impl Into<Bytes>, options: DelOptions) -> Call<u64> {
         let (client, key) = (self.client.clone(), key.into());
-        self.call(async move { client.del(key, options).await })
+        self.measured("DEL", async move { client.del(key, options).await })
     }
 
     /// VDEL: delete only if the key holds `value`.
@@ -268,7 +323,10 @@ impl ClientHandle {
         options: DelOptions,
     ) -> Call<VdelOutcome> {
         let (client, key, value) = (self.client.clone(), key.into(), value.into());
-        self.call(async move { client.vdel(key, value, options).await })
+        self.measured(
+            "VDEL",
+            async move { client.vdel(key, value, options).await },
+        )
     }
 
     /// Observes a key: a subscription of [`Event::Change`] (and connection events). It is

@@ -42,6 +42,17 @@ class Client private constructor(private val native: NativeClient) : AutoCloseab
     /** Cache hits answered since [get] last suspended ([CACHE_HIT_YIELD_EVERY]). */
     private val hitsInARow = java.util.concurrent.atomic.AtomicInteger()
 
+    init {
+        if (OtelPresence.present) OtelCalls.watch(native)
+    }
+
+    /**
+     * One call that goes to the store: in an OpenTelemetry span when the API is on the
+     * classpath ([Telemetry]), else the call alone; its error thrown as the class of its code.
+     */
+    private suspend fun <T> store(operation: String, key: ByteArray, call: suspend (NativeClient) -> T): T =
+        if (OtelPresence.present) OtelCalls.call(native, operation, key, call) else mapped { call(native) }
+
     companion object {
         /**
          * Connects to [url] (`mqtt://host:port`, `mqtts://…`; default `localhost:1883`) with
@@ -86,7 +97,7 @@ class Client private constructor(private val native: NativeClient) : AutoCloseab
 
     /** Sets [key] to [value]: whether it was applied (a condition may refuse it) and the new version. */
     suspend fun set(key: ByteArray, value: ByteArray, options: SetOptions = SetOptions()): SetResult =
-        mapped { native.set(key, value, options) }
+        store("SET", key) { it.set(key, value, options) }
 
     /** Sets [key] to [value] (UTF-8). */
     suspend fun set(key: String, value: String, options: SetOptions = SetOptions()): SetResult =
@@ -112,11 +123,11 @@ class Client private constructor(private val native: NativeClient) : AutoCloseab
                     }
                     return answer.value
                 }
-                FastGet.Answer.Store -> return mapped { native.getAfterMiss(key, options) }
+                FastGet.Answer.Store -> return store("GET", key) { it.getAfterMiss(key, options) }
                 FastGet.Answer.Refused -> {} // the read below throws the error
             }
         }
-        return mapped { native.get(key, options) }
+        return store("GET", key) { it.get(key, options) }
     }
 
     /** The value of [key] (UTF-8) and its version, or null. */
@@ -124,14 +135,14 @@ class Client private constructor(private val native: NativeClient) : AutoCloseab
 
     /** Deletes [key]: the number of keys deleted (0 or 1). */
     suspend fun delete(key: ByteArray, options: DelOptions = DelOptions()): ULong =
-        mapped { native.delete(key, options) }
+        store("DEL", key) { it.delete(key, options) }
 
     /** Deletes [key] (UTF-8). */
     suspend fun delete(key: String, options: DelOptions = DelOptions()): ULong = delete(key.bytes(), options)
 
     /** Deletes [key] only if it holds [value]. */
     suspend fun vdel(key: ByteArray, value: ByteArray, options: DelOptions = DelOptions()): VdelOutcome =
-        mapped { native.vdel(key, value, options) }
+        store("VDEL", key) { it.vdel(key, value, options) }
 
     /** Deletes [key] only if it holds [value] (both UTF-8). */
     suspend fun vdel(key: String, value: String, options: DelOptions = DelOptions()): VdelOutcome =
@@ -199,8 +210,14 @@ class Client private constructor(private val native: NativeClient) : AutoCloseab
      * Closes the connection (for every lock and subscription made from it) and waits until it
      * has ended. Idempotent.
      */
-    suspend fun closeAndWait() = mapped { native.closeAndWait() }
+    suspend fun closeAndWait() {
+        if (OtelPresence.present) OtelCalls.forget(native)
+        mapped { native.closeAndWait() }
+    }
 
     /** Closes the connection without waiting (what `use {}` calls). Idempotent. */
-    override fun close() = native.close()
+    override fun close() {
+        if (OtelPresence.present) OtelCalls.forget(native)
+        native.close()
+    }
 }
