@@ -2,6 +2,7 @@
 //! (C's call observer), measured here once: the operation, how long it took, how it ended,
 //! whether the cache answered, and the trace context it carried.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
@@ -35,6 +36,9 @@ pub type CallObserver = Arc<dyn Fn(&CallRecord<'_>) + Send + Sync>;
 #[derive(Clone, Default)]
 pub struct CallObservers {
     slot: Arc<RwLock<Option<CallObserver>>>,
+    /// Whether an observer is set: a call without one reads this alone (no lock, no shared
+    /// write: parallel calls do not contend on the slot's reader count).
+    set: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for CallObservers {
@@ -49,7 +53,9 @@ impl CallObservers {
     /// Replaces the observer (`None`: no more records). Calls already started report to the
     /// one they started with.
     pub fn set(&self, observer: Option<CallObserver>) {
-        *self.slot.write().unwrap_or_else(|e| e.into_inner()) = observer;
+        let mut slot = self.slot.write().unwrap_or_else(|e| e.into_inner());
+        self.set.store(observer.is_some(), Ordering::Release);
+        *slot = observer;
     }
 
     /// The observer now, if any.
@@ -63,6 +69,9 @@ impl CallObservers {
         operation: &'static str,
         trace: Option<&TraceContext>,
     ) -> Option<Measured> {
+        if !self.set.load(Ordering::Acquire) {
+            return None;
+        }
         let observer = self.current()?;
         Some(Measured {
             observer,
