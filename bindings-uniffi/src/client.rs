@@ -157,6 +157,15 @@ impl Client {
         self.store.link_info().into()
     }
 
+    /// The values of the core's metrics of sources `link`, `client` and `cache` now, by
+    /// name (`mqstate::telemetry::metric_values`; the cache's only with a cache).
+    pub fn metric_values(&self) -> std::collections::HashMap<String, u64> {
+        mqstate::telemetry::metric_values(self.store.client())
+            .into_iter()
+            .map(|(name, value)| (name.to_owned(), value))
+            .collect()
+    }
+
     /// Requests sent and not yet answered.
     pub fn pending_requests(&self) -> u64 {
         self.store.client().pending_requests() as u64

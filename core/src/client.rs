@@ -280,6 +280,12 @@ impl Client {
         }
     }
 
+    /// This connection's counters (notifications, locks, elections): what the metrics of
+    /// source `client` report ([`telemetry::metric_values`](crate::telemetry::metric_values)).
+    pub fn counters(&self) -> &crate::telemetry::ClientCounters {
+        &self.shared.observers.counters
+    }
+
     /// The broker's host and port, as the settings name them (`server.address` and
     /// `server.port` of the calls' telemetry).
     pub fn server(&self) -> (&str, u16) {

@@ -81,7 +81,7 @@ impl Election {
             ..LockOptions::default()
         };
         Ok(Election {
-            lock: Lock::with_options(client, name, options)?,
+            lock: Lock::for_election(client, name, options)?,
             renew_every: None,
         })
     }
@@ -96,7 +96,7 @@ impl Election {
     ) -> Result<Election, Error> {
         let renew_every = options.auto_renew;
         Ok(Election {
-            lock: Lock::with_options(client, name, options)?,
+            lock: Lock::for_election(client, name, options)?,
             renew_every,
         })
     }

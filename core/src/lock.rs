@@ -164,6 +164,8 @@ struct Inner {
     auto_renew: Mutex<Option<Duration>>,
     status: watch::Sender<LockStatus>,
     renewals: AtomicU64,
+    /// An election's candidate (its holds count as leader changes too).
+    election: bool,
     /// The background task of the current hold, and whether it renews.
     keeper: Mutex<Option<(JoinHandle<()>, bool)>>,
     /// Serialises acquire, renew and release of this object.
@@ -232,10 +234,24 @@ impl Lock {
                 auto_renew: Mutex::new(options.auto_renew),
                 status: watch::Sender::new(LockStatus::NotHeld),
                 renewals: AtomicU64::new(0),
+                election: false,
                 keeper: Mutex::new(None),
                 op: tokio::sync::Mutex::new(()),
             }),
         })
+    }
+
+    /// A lock for an election's candidate: its holds count as leader changes too.
+    pub(crate) fn for_election(
+        client: &Client,
+        key: impl AsRef<[u8]>,
+        options: LockOptions,
+    ) -> Result<Lock, Error> {
+        let mut lock = Lock::with_options(client, key, options)?;
+        if let Some(inner) = Arc::get_mut(&mut lock.inner) {
+            inner.election = true;
+        }
+        Ok(lock)
     }
 
     /// The lock key.
@@ -366,7 +382,7 @@ impl Lock {
         match self.inner.take(lease, None).await? {
             Some((token, valid_until)) => {
                 self.inner.stop_keeper();
-                self.inner.status.send_replace(LockStatus::Held {
+                self.inner.set_status(LockStatus::Held {
                     token: token.clone(),
                     lease,
                     valid_until,
@@ -408,7 +424,7 @@ impl Lock {
     pub async fn release(&self) -> Result<bool, Error> {
         self.inner.stop_keeper();
         let _op = self.inner.op.lock().await;
-        self.inner.status.send_replace(LockStatus::NotHeld);
+        self.inner.set_status(LockStatus::NotHeld);
         let outcome = self
             .inner
             .client
@@ -438,6 +454,15 @@ impl Lock {
 impl Drop for Lock {
     fn drop(&mut self) {
         self.inner.stop_keeper();
+        // A hold nobody can release any more is no longer counted as held by this client
+        // (its status stays as it was, for whoever still watches it).
+        if matches!(*self.inner.status.borrow(), LockStatus::Held { .. }) {
+            let released = crate::telemetry::LockChange::Released;
+            self.inner
+                .client
+                .counters()
+                .lock_changed(released, self.inner.election);
+        }
     }
 }
 

@@ -27,6 +27,12 @@ mod call_trace;
 #[cfg(feature = "client")]
 pub use call_trace::{CallEvent, CallTrace};
 #[cfg(feature = "client")]
+mod counters;
+#[cfg(feature = "client")]
+pub use counters::ClientCounters;
+#[cfg(feature = "client")]
+pub(crate) use counters::LockChange;
+#[cfg(feature = "client")]
 mod call_record;
 #[cfg(feature = "client")]
 pub(crate) use call_record::Measured;
@@ -122,8 +128,9 @@ pub struct MetricSpec {
     /// What it counts, for the instrument's description.
     pub description: &'static str,
     /// Where the value comes from: `call` (measured around each call, attributes
-    /// `db.operation.name` and `error.type`), `link` (the client's link info), `cache` (the
-    /// cache's counter of the same name: [`CacheStats`](crate::CacheStats)).
+    /// `db.operation.name` and `error.type`), `link` (the client's link info), `client` (the
+    /// client's [`ClientCounters`]), `cache` (the cache's counter of the same name:
+    /// [`CacheStats`](crate::CacheStats)). Every one but `call` is in [`metric_values`].
     pub source: &'static str,
 }
 
@@ -284,6 +291,35 @@ pub fn key_text(key: &[u8]) -> String {
     out
 }
 
+/// The value of every metric whose source is not `call`, by name, read from `client` now:
+/// what a binding's observable instruments report (the cache's only when it has one).
+#[cfg(feature = "client")]
+pub fn metric_values(client: &crate::Client) -> Vec<(&'static str, u64)> {
+    let link = client.link_info();
+    let mut out = vec![
+        (
+            "db.client.operation.pending_requests",
+            client.pending_requests() as u64,
+        ),
+        ("mqstate.connection.up", u64::from(link.connected)),
+        ("mqstate.connection.connects", link.connections),
+        ("mqstate.connection.sessions", link.sessions),
+    ];
+    out.extend(client.counters().values());
+    if let Some(stats) = client.cache_stats() {
+        let names = METRICS
+            .iter()
+            .filter(|m| m.source == "cache")
+            .map(|m| m.name);
+        out.extend(
+            names
+                .zip(stats.pairs())
+                .map(|(name, (_, value))| (name, value)),
+        );
+    }
+    out
+}
+
 /// The prefix of the cache's metrics: `mqstate.cache.` + the counter's name.
 pub const CACHE_PREFIX: &str = "mqstate.cache.";
 
@@ -312,7 +348,11 @@ mod tests {
                 m.name
             );
             assert!(!m.description.is_empty() && !m.unit.is_empty());
-            assert!(["call", "link", "cache"].contains(&m.source), "{}", m.name);
+            assert!(
+                ["call", "link", "client", "cache"].contains(&m.source),
+                "{}",
+                m.name
+            );
         }
         assert_eq!(metric_spec(CALL_DURATION).unwrap().kind, Histogram);
         // The cache's metrics are its counters, one for one, in their order.

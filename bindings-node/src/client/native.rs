@@ -19,7 +19,6 @@ use super::pending::{CancelHandle, promise};
 use super::subscription::NativeSubscription;
 use crate::error::to_js;
 use crate::telemetry::NativeCallTrace;
-use mqstate::telemetry::{CACHE_PREFIX, METRICS};
 
 /// A connection to the state store (see `Client` in the JS layer).
 #[napi]
@@ -104,28 +103,13 @@ impl NativeClient {
         }
     }
 
-    /// The values of the core's `link` and `cache` metrics (`mqstate::telemetry::METRICS`)
+    /// The values of the core's metrics of sources `link`, `client` and `cache`
     /// now, under the metrics' names; the cache's are absent when the client has no cache.
     #[napi(ts_return_type = "Record<string, number>")]
     pub fn metric_values<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
         let mut object = Object::new(env)?;
-        let link = self.store.link_info();
-        let pending = self.store.client().pending_requests() as f64;
-        for m in METRICS.iter().filter(|m| m.source == "link") {
-            let value = match m.name {
-                "db.client.operation.pending_requests" => pending,
-                "mqstate.connection.up" => f64::from(u8::from(link.connected)),
-                "mqstate.connection.connects" => link.connections as f64,
-                "mqstate.connection.sessions" => link.sessions as f64,
-                // A metric this binding does not know yet: absent (a test lists them).
-                _ => continue,
-            };
-            object.set_named_property(m.name, value)?;
-        }
-        if let Some(stats) = self.store.cache_stats() {
-            for (name, value) in stats.pairs() {
-                object.set_named_property(&format!("{CACHE_PREFIX}{name}"), value as f64)?;
-            }
+        for (name, value) in mqstate::telemetry::metric_values(self.store.client()) {
+            object.set_named_property(name, value as f64)?;
         }
         Ok(object)
     }

@@ -4,8 +4,8 @@ Nothing to set up beyond OpenTelemetry itself: when ``opentelemetry-api`` is imp
 every call that goes to the store (``set``, ``get`` past the cache, ``delete``, ``vdel``)
 runs in a span of the tracer ``mqstate`` — a child of the caller's current span, kind
 CLIENT, named by the operation (``GET``) — and its duration is recorded in the histogram
-``db.client.operation.duration``; the client's link and cache are read by observable
-instruments when the application's metric reader collects. The span's trace context travels
+``db.client.operation.duration``; the client's link, notifications, locks, elections and
+cache are read by observable instruments when the application's metric reader collects. The span's trace context travels
 with the request (MQTT5 user properties ``traceparent``/``tracestate``), so a store that
 records it (``mqstate serve --otlp-endpoint``) shows its side in the same trace.
 
@@ -78,12 +78,12 @@ class _Instruments:
             if source == "call":
                 continue
             make = meter.create_observable_gauge if kind == "gauge" else meter.create_observable_counter
-            make(name, callbacks=[_observer(name, source, Observation)], unit=unit, description=description)
+            make(name, callbacks=[_observer(name, Observation)], unit=unit, description=description)
 
 
-def _observer(name: str, source: str, observation: Any) -> Callable[[Any], list[Any]]:
-    """The callback of one observable instrument: one observation per live client."""
-    counter = name[len("mqstate.cache."):] if source == "cache" else None
+def _observer(name: str, observation: Any) -> Callable[[Any], list[Any]]:
+    """The callback of one observable instrument: one observation per live client, its value
+    the core's (``metric_values``)."""
 
     def observe(_options: Any) -> list[Any]:
         out = []
@@ -91,21 +91,9 @@ def _observer(name: str, source: str, observation: Any) -> Callable[[Any], list[
             store = client._store
             if store is None:
                 continue
-            attributes = {NAMES["CLIENT_ID"]: store.client_id}
-            if counter is not None:
-                stats = store.cache_stats()
-                if stats is not None:
-                    out.append(observation(dict(stats)[counter], attributes))
-                continue
-            connected, connects, sessions, _max = store.link_info()
-            value = {
-                "db.client.operation.pending_requests": store.pending_requests,
-                "mqstate.connection.up": int(connected),
-                "mqstate.connection.connects": connects,
-                "mqstate.connection.sessions": sessions,
-            }.get(name)
+            value = dict(store.metric_values()).get(name)
             if value is not None:
-                out.append(observation(value, attributes))
+                out.append(observation(value, {NAMES["CLIENT_ID"]: store.client_id}))
         return out
 
     return observe

@@ -182,6 +182,12 @@ impl NativeClient {
         self.store.cache_stats().map(|s| s.pairs().to_vec())
     }
 
+    /// The values of the core's metrics of sources `link`, `client` and `cache` now:
+    /// `[(name, value)]` (the cache's only with a cache).
+    fn metric_values(&self) -> Vec<(&'static str, u64)> {
+        mqstate::telemetry::metric_values(self.store.client())
+    }
+
     /// Requests sent and not yet answered.
     #[getter]
     fn pending_requests(&self) -> usize {

@@ -174,7 +174,7 @@ impl Inner {
         };
         match self.take(lease, timeout).await? {
             Some((token, valid_until)) => {
-                self.status.send_replace(LockStatus::Held {
+                self.set_status(LockStatus::Held {
                     token: token.clone(),
                     lease,
                     valid_until,
@@ -188,9 +188,41 @@ impl Inner {
         }
     }
 
+    /// Sets the status (counted: [`Inner::change_status`]).
+    pub(super) fn set_status(&self, new: LockStatus) {
+        self.change_status(|s| {
+            *s = new;
+            true
+        });
+    }
+
+    /// Changes the status with `f` (which says whether it changed it), and counts what the
+    /// change was in the client's counters: acquired, renewed, lost or released.
+    pub(super) fn change_status(&self, f: impl FnOnce(&mut LockStatus) -> bool) {
+        use crate::telemetry::LockChange;
+        let mut change = None;
+        self.status.send_if_modified(|s| {
+            let was = matches!(s, LockStatus::Held { .. });
+            if !f(s) {
+                return false;
+            }
+            change = match (was, &*s) {
+                (false, LockStatus::Held { .. }) => Some(LockChange::Acquired),
+                (true, LockStatus::Held { .. }) => Some(LockChange::Renewed),
+                (true, LockStatus::Lost(_)) => Some(LockChange::Lost),
+                (true, LockStatus::NotHeld) => Some(LockChange::Released),
+                (false, _) => None,
+            };
+            true
+        });
+        if let Some(change) = change {
+            self.client.counters().lock_changed(change, self.election);
+        }
+    }
+
     /// Marks a held lock lost.
     pub(super) fn lose_if_held(&self, reason: LossReason) {
-        self.status.send_if_modified(|s| {
+        self.change_status(|s| {
             let held = matches!(s, LockStatus::Held { .. });
             if held {
                 *s = LockStatus::Lost(reason);
@@ -201,7 +233,7 @@ impl Inner {
 
     /// Marks a held lock whose lease ran out as expired.
     pub(super) fn expire_if_due(&self) {
-        self.status.send_if_modified(|s| match s {
+        self.change_status(|s| match s {
             LockStatus::Held { valid_until, .. } if *valid_until <= Instant::now() => {
                 *s = LockStatus::Lost(LossReason::Expired);
                 true

@@ -76,14 +76,17 @@ impl Slot {
         }
     }
 
-    fn push(&mut self, capacity: usize, event: ObserverEvent, wake: &mut Vec<Waker>) {
+    /// Appends `event`; whether the oldest was discarded to make room.
+    fn push(&mut self, capacity: usize, event: ObserverEvent, wake: &mut Vec<Waker>) -> bool {
         let items = self.items.get_or_insert_default();
-        if items.len() >= capacity {
+        let full = items.len() >= capacity;
+        if full {
             items.pop_front();
             self.dropped += 1;
         }
         items.push_back(event);
         wake.extend(self.waker.take());
+        full
     }
 
     fn pop(&mut self) -> Option<ObserverEvent> {
@@ -231,13 +234,14 @@ impl Inner {
         }
     }
 
-    /// Appends `event` to every observer's buffer; the wakers to wake once unlocked.
-    fn push_all(&mut self, capacity: usize, event: &ObserverEvent) -> Vec<Waker> {
-        let mut wake = Vec::new();
+    /// Appends `event` to every observer's buffer; the wakers to wake once unlocked, and how
+    /// many buffers discarded their oldest event to take it.
+    fn push_all(&mut self, capacity: usize, event: &ObserverEvent) -> (Vec<Waker>, u64) {
+        let (mut wake, mut dropped) = (Vec::new(), 0);
         for slot in self.slots_mut() {
-            slot.push(capacity, event.clone(), &mut wake);
+            dropped += u64::from(slot.push(capacity, event.clone(), &mut wake));
         }
-        wake
+        (wake, dropped)
     }
 }
 
@@ -354,7 +358,7 @@ impl KeyEntry {
             inner.settle(last, version);
         }
         let wake = if inner.put(flag::DEGRADED, false) {
-            inner.push_all(capacity, &ObserverEvent::Restored)
+            inner.push_all(capacity, &ObserverEvent::Restored).0
         } else {
             Vec::new()
         };
@@ -384,7 +388,7 @@ impl KeyEntry {
         let event = ObserverEvent::Degraded {
             reason: reason.to_owned(),
         };
-        let wake = inner.push_all(capacity, &event);
+        let (wake, _) = inner.push_all(capacity, &event);
         drop(inner);
         wake_all(wake);
     }
@@ -406,21 +410,27 @@ impl KeyEntry {
 
     /// Delivers a change unless its version is not newer than the last one; `last` is the
     /// state it leaves the key in.
-    pub(crate) fn deliver(&self, capacity: usize, n: KeyNotification, last: LastState) {
+    pub(crate) fn deliver(
+        &self,
+        capacity: usize,
+        n: KeyNotification,
+        last: LastState,
+    ) -> Option<u64> {
         let mut inner = self.lock();
         if let Some(prev) = &inner.last_version
             && !newer(n.version.as_ref(), prev)
         {
             tracing::debug!(version = ?n.version, last = %prev, "dropped a duplicate or late notification");
-            return;
+            return None;
         }
         if n.version.is_some() {
             inner.last_version.clone_from(&n.version);
         }
         inner.set_last(last);
-        let wake = inner.push_all(capacity, &ObserverEvent::Change(n));
+        let (wake, dropped) = inner.push_all(capacity, &ObserverEvent::Change(n));
         drop(inner);
         wake_all(wake);
+        Some(dropped)
     }
 
     /// Observer `id`'s next event, `None` once the client closed and the buffer is drained.

@@ -55,6 +55,8 @@ pub(crate) struct Registry {
     /// Serialise KEYNOTIFY / STOP / resync so that they never interleave for a key; striped
     /// by key so that different keys register concurrently.
     op_locks: Vec<tokio::sync::Mutex<()>>,
+    /// The client's counters (notifications here; locks count into them too).
+    pub(crate) counters: Arc<crate::telemetry::ClientCounters>,
 }
 
 /// Stripes of the per-key operation lock.
@@ -71,6 +73,7 @@ impl Registry {
             op_locks: (0..OP_LOCK_STRIPES)
                 .map(|_| tokio::sync::Mutex::new(()))
                 .collect(),
+            counters: Arc::default(),
         }
     }
 
@@ -227,7 +230,9 @@ impl Registry {
             resync,
             dropped_before: 0,
         };
-        entry.deliver(self.capacity, n, last);
+        if let Some(dropped) = entry.deliver(self.capacity, n, last) {
+            self.counters.notification(dropped);
+        }
     }
 
     /// After a reconnection: compares the key's current state (from a GET) with the last

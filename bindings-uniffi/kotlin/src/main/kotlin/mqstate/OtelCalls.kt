@@ -107,32 +107,9 @@ internal object OtelCalls {
         }
     }
 
-    /** How to read the metric [m] from a client. */
-    private fun reader(m: MetricInfo): (NativeClient) -> Long? = when (m.name) {
-        "db.client.operation.pending_requests" -> { c -> c.pendingRequests().toLong() }
-        "mqstate.connection.up" -> { c -> if (c.isConnected()) 1L else 0L }
-        "mqstate.connection.connects" -> { c -> c.linkInfo().connections.toLong() }
-        "mqstate.connection.sessions" -> { c -> c.linkInfo().sessions.toLong() }
-        else -> {
-            val counter = m.name.removePrefix("mqstate.cache.");
-            { c -> c.cacheStats()?.let { cacheCounter(it, counter) } }
-        }
-    }
-
-    private fun cacheCounter(s: CacheStats, name: String): Long? = when (name) {
-        "hits" -> s.hits
-        "misses" -> s.misses
-        "evictions" -> s.evictions
-        "invalidations" -> s.invalidations
-        "entries" -> s.entries
-        "bytes" -> s.bytes
-        "lease_renewals" -> s.leaseRenewals
-        "lease_expiries" -> s.leaseExpiries
-        "lease_failures" -> s.leaseFailures
-        "lease_misses" -> s.leaseMisses
-        "refused" -> s.refused
-        else -> null
-    }?.toLong()
+    /** How to read the metric [m] from a client: the core's value of that name, if any. */
+    private fun reader(m: MetricInfo): (NativeClient) -> Long? =
+        { c -> c.metricValues()[m.name]?.toLong() }
 
     /**
      * [call] made with [native] in a CLIENT span named [operation], a child of
