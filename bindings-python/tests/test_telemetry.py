@@ -213,3 +213,31 @@ print("ok")
 """
     out = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_locks_and_notifications_are_counted(spans: InMemorySpanExporter) -> None:
+    def values(client_id: str) -> dict[str, Any]:
+        data = READER.get_metrics_data()
+        assert data is not None
+        return {
+            m.name: getattr(p, "value")
+            for rm in data.resource_metrics
+            for sm in rm.scope_metrics
+            if sm.scope.name == "mqstate"
+            for m in sm.metrics
+            for p in m.data.data_points
+            if dict(p.attributes or {}).get(N["CLIENT_ID"]) == client_id
+        }
+
+    with LocalStore() as store, mqstate.Client(store.url) as client, mqstate.Client(store.url) as writer:
+        with client.observe("tel/watched") as changes:
+            writer.set("tel/watched", "1")
+            assert changes.next(timeout=20) is not None
+        lock = client.lock("tel/lock", lease=5)
+        assert lock.try_acquire() is not None
+        held = values(client.client_id)
+        lock.release()
+        after = values(client.client_id)
+    assert held["mqstate.notifications.received"] >= 1
+    assert held["mqstate.locks.acquired"] == 1 and held["mqstate.locks.held"] == 1
+    assert after["mqstate.locks.held"] == 0 and after["mqstate.locks.lost"] == 0

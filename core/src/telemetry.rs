@@ -200,6 +200,55 @@ pub const METRICS: &[MetricSpec] = &[
         "MQTT sessions begun; a reconnection that resumed its session does not count",
     ),
     metric(
+        "mqstate.notifications.received",
+        "{notification}",
+        Counter,
+        "client",
+        "Notifications delivered to the client's observed keys",
+    ),
+    metric(
+        "mqstate.notifications.dropped",
+        "{notification}",
+        Counter,
+        "client",
+        "Notifications an observer's full buffer discarded (its oldest)",
+    ),
+    metric(
+        "mqstate.locks.acquired",
+        "{lock}",
+        Counter,
+        "client",
+        "Locks (and elections) this client acquired",
+    ),
+    metric(
+        "mqstate.locks.held",
+        "{lock}",
+        Gauge,
+        "client",
+        "Locks (and elections) this client holds now",
+    ),
+    metric(
+        "mqstate.locks.lost",
+        "{lock}",
+        Counter,
+        "client",
+        "Locks this client lost while holding them (expired, taken over, renewal failed)",
+    ),
+    metric(
+        "mqstate.locks.renewals",
+        "{renewal}",
+        Counter,
+        "client",
+        "Lock leases renewed",
+    ),
+    metric(
+        "mqstate.election.leader_changes",
+        "{change}",
+        Counter,
+        "client",
+        "Times one of this client's candidates became or stopped being leader",
+    ),
+    metric(
         "mqstate.cache.hits",
         "{read}",
         Counter,
@@ -377,6 +426,22 @@ mod tests {
             "a\\xe2\\x82",
             "a cut sequence, byte by byte"
         );
+    }
+
+    #[test]
+    #[cfg(feature = "client")]
+    fn the_client_counters_are_the_client_metrics() {
+        let rows: Vec<&str> = METRICS
+            .iter()
+            .filter(|m| m.source == "client")
+            .map(|m| m.name)
+            .collect();
+        let counted: Vec<&str> = ClientCounters::default()
+            .values()
+            .iter()
+            .map(|(name, _)| *name)
+            .collect();
+        assert_eq!(rows, counted);
     }
 
     #[test]
