@@ -45,7 +45,7 @@ export declare class NativeClient {
    */
   traced(trace: NativeCallTrace): NativeClient
   /**
-   * The values of the core's `link` and `cache` metrics (`mqstate::telemetry::METRICS`)
+   * The values of the core's metrics of sources `link`, `client` and `cache`
    * now, under the metrics' names; the cache's are absent when the client has no cache.
    */
   metricValues(): Record<string, number>

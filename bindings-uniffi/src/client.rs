@@ -158,9 +158,11 @@ impl Client {
     }
 
     /// The values of the core's metrics of sources `link`, `client` and `cache` now, by
-    /// name (`mqstate::telemetry::metric_values`; the cache's only with a cache).
+    /// name (`mqstate::Client::metric_values`; the cache's only with a cache).
     pub fn metric_values(&self) -> std::collections::HashMap<String, u64> {
-        mqstate::telemetry::metric_values(self.store.client())
+        self.store
+            .client()
+            .metric_values()
             .into_iter()
             .map(|(name, value)| (name.to_owned(), value))
             .collect()

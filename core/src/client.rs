@@ -281,9 +281,38 @@ impl Client {
     }
 
     /// This connection's counters (notifications, locks, elections): what the metrics of
-    /// source `client` report ([`telemetry::metric_values`](crate::telemetry::metric_values)).
+    /// source `client` report ([`Client::metric_values`]).
     pub fn counters(&self) -> &crate::telemetry::ClientCounters {
         &self.shared.observers.counters
+    }
+
+    /// The value of every metric whose source is not `call`
+    /// ([`telemetry::METRICS`](crate::telemetry::METRICS)), by name, read now: what a
+    /// binding's observable instruments report (the cache's only when it has one).
+    pub fn metric_values(&self) -> Vec<(&'static str, u64)> {
+        let link = self.link_info();
+        let mut out = vec![
+            (
+                "db.client.operation.pending_requests",
+                self.pending_requests() as u64,
+            ),
+            ("mqstate.connection.up", u64::from(link.connected)),
+            ("mqstate.connection.connects", link.connections),
+            ("mqstate.connection.sessions", link.sessions),
+        ];
+        out.extend(self.counters().values());
+        if let Some(stats) = self.cache_stats() {
+            let names = crate::telemetry::METRICS
+                .iter()
+                .filter(|m| m.source == "cache")
+                .map(|m| m.name);
+            out.extend(
+                names
+                    .zip(stats.pairs())
+                    .map(|(name, (_, value))| (name, value)),
+            );
+        }
+        out
     }
 
     /// The broker's host and port, as the settings name them (`server.address` and

@@ -129,8 +129,8 @@ pub struct MetricSpec {
     pub description: &'static str,
     /// Where the value comes from: `call` (measured around each call, attributes
     /// `db.operation.name` and `error.type`), `link` (the client's link info), `client` (the
-    /// client's [`ClientCounters`]), `cache` (the cache's counter of the same name:
-    /// [`CacheStats`](crate::CacheStats)). Every one but `call` is in [`metric_values`].
+    /// client's `ClientCounters`), `cache` (the cache's counter of the same name:
+    /// [`CacheStats`](crate::CacheStats)). Every one but `call` is in [`Client::metric_values`](crate::Client::metric_values).
     pub source: &'static str,
 }
 
@@ -336,35 +336,6 @@ pub fn key_text(key: &[u8]) -> String {
         for b in chunk.invalid() {
             out.push_str(&format!("\\x{b:02x}"));
         }
-    }
-    out
-}
-
-/// The value of every metric whose source is not `call`, by name, read from `client` now:
-/// what a binding's observable instruments report (the cache's only when it has one).
-#[cfg(feature = "client")]
-pub fn metric_values(client: &crate::Client) -> Vec<(&'static str, u64)> {
-    let link = client.link_info();
-    let mut out = vec![
-        (
-            "db.client.operation.pending_requests",
-            client.pending_requests() as u64,
-        ),
-        ("mqstate.connection.up", u64::from(link.connected)),
-        ("mqstate.connection.connects", link.connections),
-        ("mqstate.connection.sessions", link.sessions),
-    ];
-    out.extend(client.counters().values());
-    if let Some(stats) = client.cache_stats() {
-        let names = METRICS
-            .iter()
-            .filter(|m| m.source == "cache")
-            .map(|m| m.name);
-        out.extend(
-            names
-                .zip(stats.pairs())
-                .map(|(name, (_, value))| (name, value)),
-        );
     }
     out
 }

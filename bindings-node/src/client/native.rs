@@ -108,7 +108,7 @@ impl NativeClient {
     #[napi(ts_return_type = "Record<string, number>")]
     pub fn metric_values<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
         let mut object = Object::new(env)?;
-        for (name, value) in mqstate::telemetry::metric_values(self.store.client()) {
+        for (name, value) in self.store.client().metric_values() {
             object.set_named_property(name, value as f64)?;
         }
         Ok(object)

@@ -185,7 +185,7 @@ impl NativeClient {
     /// The values of the core's metrics of sources `link`, `client` and `cache` now:
     /// `[(name, value)]` (the cache's only with a cache).
     fn metric_values(&self) -> Vec<(&'static str, u64)> {
-        mqstate::telemetry::metric_values(self.store.client())
+        self.store.client().metric_values()
     }
 
     /// Requests sent and not yet answered.
