@@ -19,28 +19,22 @@ use napi_derive::napi;
 use crate::error::to_js;
 
 /// The span, attribute and event names the JS layer uses, under the names it reads them by.
-const NAMES: &[(&str, &str)] = &[
-    ("dbSystemName", names::DB_SYSTEM_NAME),
-    ("dbSystem", names::DB_SYSTEM),
-    ("dbOperationName", names::DB_OPERATION_NAME),
-    ("dbOperationBatchSize", names::DB_OPERATION_BATCH_SIZE),
-    ("serverAddress", names::SERVER_ADDRESS),
-    ("serverPort", names::SERVER_PORT),
-    ("errorType", names::ERROR_TYPE),
-    ("key", names::KEY),
-    ("cacheHit", names::CACHE_HIT),
-    ("clientId", names::CLIENT_ID),
-    ("outcome", names::OUTCOME),
-    ("eventResent", names::EVENT_RESENT),
-    ("eventConnectionWait", names::EVENT_CONNECTION_WAIT),
-    ("eventNoStore", names::EVENT_NO_STORE),
-    ("eventCacheHit", names::EVENT_CACHE_HIT),
-    ("attempt", names::ATTEMPT),
-    ("waitedMs", names::WAITED_MS),
-    ("scope", names::SCOPE),
-    ("traceparent", names::TRACEPARENT),
-    ("tracestate", names::TRACESTATE),
-];
+/// `ERROR_TYPE` as JavaScript names it: `errorType`.
+fn camel(constant: &str) -> String {
+    let mut out = String::with_capacity(constant.len());
+    for (i, word) in constant.split('_').enumerate() {
+        let word = word.to_ascii_lowercase();
+        let mut chars = word.chars();
+        match chars.next() {
+            Some(first) if i > 0 => {
+                out.push(first.to_ascii_uppercase());
+                out.extend(chars);
+            }
+            _ => out.push_str(&word),
+        }
+    }
+    out
+}
 
 /// The verb (span name, `db.operation.name`) of each `NativeClient` method that sends one.
 fn operation(verb: Verb) -> &'static str {
@@ -64,8 +58,8 @@ fn operation(verb: Verb) -> &'static str {
 )]
 pub fn telemetry_vocabulary(env: &Env) -> napi::Result<Object<'_>> {
     let mut names_ = Object::new(env)?;
-    for (js, value) in NAMES {
-        names_.set_named_property(js, *value)?;
+    for (constant, value) in names::ALL {
+        names_.set_named_property(&camel(constant), *value)?;
     }
     let mut operations = Object::new(env)?;
     for verb in Verb::ALL {

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use mqstate::telemetry::{CALL_DURATION, CALL_DURATION_BUCKETS, METRICS, names as n};
+use mqstate::telemetry::{CALL_DURATION_BUCKETS, METRICS, names as n};
 
 /// One name of the core's vocabulary: its constant's name (`ERROR_TYPE`) and value
 /// (`error.type`).
@@ -49,35 +49,13 @@ pub struct TelemetryVocabulary {
 /// The core's telemetry vocabulary (`mqstate::telemetry`).
 #[uniffi::export]
 pub fn telemetry_vocabulary() -> TelemetryVocabulary {
-    let names = [
-        ("DB_SYSTEM_NAME", n::DB_SYSTEM_NAME),
-        ("DB_SYSTEM", n::DB_SYSTEM),
-        ("DB_OPERATION_NAME", n::DB_OPERATION_NAME),
-        ("DB_OPERATION_BATCH_SIZE", n::DB_OPERATION_BATCH_SIZE),
-        ("SERVER_ADDRESS", n::SERVER_ADDRESS),
-        ("SERVER_PORT", n::SERVER_PORT),
-        ("ERROR_TYPE", n::ERROR_TYPE),
-        ("KEY", n::KEY),
-        ("CACHE_HIT", n::CACHE_HIT),
-        ("CLIENT_ID", n::CLIENT_ID),
-        ("OUTCOME", n::OUTCOME),
-        ("EVENT_RESENT", n::EVENT_RESENT),
-        ("EVENT_CONNECTION_WAIT", n::EVENT_CONNECTION_WAIT),
-        ("EVENT_NO_STORE", n::EVENT_NO_STORE),
-        ("EVENT_CACHE_HIT", n::EVENT_CACHE_HIT),
-        ("ATTEMPT", n::ATTEMPT),
-        ("WAITED_MS", n::WAITED_MS),
-        ("SCOPE", n::SCOPE),
-        ("TRACEPARENT", n::TRACEPARENT),
-        ("TRACESTATE", n::TRACESTATE),
-        ("CALL_DURATION", CALL_DURATION),
-    ];
+    let names = n::ALL;
     TelemetryVocabulary {
         names: names
-            .into_iter()
+            .iter()
             .map(|(constant, value)| TelemetryName {
-                constant: constant.to_owned(),
-                value: value.to_owned(),
+                constant: (*constant).to_owned(),
+                value: (*value).to_owned(),
             })
             .collect(),
         metrics: METRICS
@@ -170,7 +148,7 @@ mod tests {
     fn the_vocabulary_is_the_cores() {
         let v = telemetry_vocabulary();
         assert_eq!(v.metrics.len(), METRICS.len());
-        assert_eq!(v.metrics[0].name, CALL_DURATION);
+        assert_eq!(v.metrics[0].name, mqstate::telemetry::CALL_DURATION);
         assert_eq!(v.buckets, CALL_DURATION_BUCKETS.to_vec());
         let error = v.names.iter().find(|n| n.constant == "ERROR_TYPE").unwrap();
         assert_eq!(error.value, "error.type");

@@ -92,6 +92,33 @@ pub mod names {
     pub const TRACEPARENT: &str = "traceparent";
     /// See [`TRACEPARENT`].
     pub const TRACESTATE: &str = "tracestate";
+
+    /// Every name above as `(constant, value)`, plus the duration histogram's
+    /// ([`CALL_DURATION`](super::CALL_DURATION)): what a binding exports, each spelling the
+    /// constant in its own case (Python's `NAMES["ERROR_TYPE"]`, Node's `names.errorType`).
+    pub const ALL: &[(&str, &str)] = &[
+        ("DB_SYSTEM_NAME", DB_SYSTEM_NAME),
+        ("DB_SYSTEM", DB_SYSTEM),
+        ("DB_OPERATION_NAME", DB_OPERATION_NAME),
+        ("DB_OPERATION_BATCH_SIZE", DB_OPERATION_BATCH_SIZE),
+        ("SERVER_ADDRESS", SERVER_ADDRESS),
+        ("SERVER_PORT", SERVER_PORT),
+        ("ERROR_TYPE", ERROR_TYPE),
+        ("KEY", KEY),
+        ("CACHE_HIT", CACHE_HIT),
+        ("CLIENT_ID", CLIENT_ID),
+        ("OUTCOME", OUTCOME),
+        ("EVENT_RESENT", EVENT_RESENT),
+        ("EVENT_CONNECTION_WAIT", EVENT_CONNECTION_WAIT),
+        ("EVENT_NO_STORE", EVENT_NO_STORE),
+        ("EVENT_CACHE_HIT", EVENT_CACHE_HIT),
+        ("ATTEMPT", ATTEMPT),
+        ("WAITED_MS", WAITED_MS),
+        ("SCOPE", SCOPE),
+        ("TRACEPARENT", TRACEPARENT),
+        ("TRACESTATE", TRACESTATE),
+        ("CALL_DURATION", super::CALL_DURATION),
+    ];
 }
 
 /// What a metric is, for the binding that reports it.
@@ -413,6 +440,25 @@ mod tests {
             .map(|(name, _)| *name)
             .collect();
         assert_eq!(rows, counted);
+    }
+
+    #[test]
+    fn every_name_is_listed_once() {
+        let source = include_str!("telemetry.rs");
+        let declared = source
+            .lines()
+            .filter(|l| l.trim_start().starts_with("pub const ") && l.contains(": &str = "))
+            .filter_map(|l| l.trim_start().strip_prefix("pub const ")?.split(':').next())
+            .filter(|c| !["CALL_DURATION", "CACHE_PREFIX"].contains(c))
+            .count();
+        assert_eq!(
+            names::ALL.len(),
+            declared + 1,
+            "one row per constant of names, and CALL_DURATION"
+        );
+        for (i, (c, _)) in names::ALL.iter().enumerate() {
+            assert!(names::ALL[..i].iter().all(|(o, _)| o != c), "{c} twice");
+        }
     }
 
     #[test]

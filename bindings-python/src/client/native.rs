@@ -120,21 +120,7 @@ pub(crate) fn telemetry_vocabulary() -> (
     Vec<f64>,
 ) {
     use mqstate::telemetry::{CALL_DURATION_BUCKETS, METRICS, names as n};
-    let names = vec![
-        ("DB_SYSTEM_NAME", n::DB_SYSTEM_NAME),
-        ("DB_SYSTEM", n::DB_SYSTEM),
-        ("DB_OPERATION_NAME", n::DB_OPERATION_NAME),
-        ("SERVER_ADDRESS", n::SERVER_ADDRESS),
-        ("SERVER_PORT", n::SERVER_PORT),
-        ("ERROR_TYPE", n::ERROR_TYPE),
-        ("KEY", n::KEY),
-        ("CACHE_HIT", n::CACHE_HIT),
-        ("CLIENT_ID", n::CLIENT_ID),
-        ("OUTCOME", n::OUTCOME),
-        ("EVENT_CACHE_HIT", n::EVENT_CACHE_HIT),
-        ("SCOPE", n::SCOPE),
-        ("CALL_DURATION", mqstate::telemetry::CALL_DURATION),
-    ];
+    let names = n::ALL.to_vec();
     let metrics = METRICS
         .iter()
         .map(|m| (m.name, m.unit, m.kind.as_str(), m.source, m.description))
