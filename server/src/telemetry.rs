@@ -758,16 +758,18 @@ mod tests {
             .collect()
     }
 
+    /// The exporter started with `cfg` for a store at `SERVER`, and its counters.
+    fn started(cfg: &OtlpConfig) -> (Tracer, Exporter, Arc<SpanCounters>) {
+        let counters = Arc::new(SpanCounters::default());
+        let (tracer, exporter) =
+            start(cfg, SERVER.parse().unwrap(), Arc::clone(&counters)).unwrap();
+        (tracer, exporter, counters)
+    }
+
     #[tokio::test]
     async fn spans_are_posted_as_otlp_json_in_batches() {
         let mut collector = FakeCollector::start(false).await;
-        let counters = Arc::new(SpanCounters::default());
-        let (tracer, exporter) = start(
-            &config(collector.addr),
-            SERVER.parse().unwrap(),
-            Arc::clone(&counters),
-        )
-        .unwrap();
+        let (tracer, exporter, counters) = started(&config(collector.addr));
         let parent = TraceParent::parse(VALID);
         let started = Instant::now();
         tracer.request(span(parent, None), started);
@@ -848,13 +850,7 @@ mod tests {
     #[tokio::test]
     async fn an_unsampled_parent_is_not_exported() {
         let collector = FakeCollector::start(false).await;
-        let counters = Arc::new(SpanCounters::default());
-        let (tracer, exporter) = start(
-            &config(collector.addr),
-            SERVER.parse().unwrap(),
-            Arc::clone(&counters),
-        )
-        .unwrap();
+        let (tracer, exporter, counters) = started(&config(collector.addr));
         let unsampled = TraceParent::parse(&VALID.replace("-01", "-00"));
         tracer.request(span(unsampled, None), Instant::now());
         exporter.stop().await;
@@ -864,15 +860,12 @@ mod tests {
     #[tokio::test]
     async fn a_full_queue_drops_and_counts_without_blocking() {
         let collector = FakeCollector::start(true).await;
-        let counters = Arc::new(SpanCounters::default());
-        let cfg = OtlpConfig {
+        let (tracer, exporter, counters) = started(&OtlpConfig {
             queue: 2,
             batch: 1,
             timeout: Duration::from_millis(300),
             ..config(collector.addr)
-        };
-        let (tracer, exporter) =
-            start(&cfg, SERVER.parse().unwrap(), Arc::clone(&counters)).unwrap();
+        });
         tracer.request(span(None, None), Instant::now());
         // Let the task take the first span and hang in its POST.
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -898,13 +891,7 @@ mod tests {
         let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = dead.local_addr().unwrap();
         drop(dead);
-        let counters = Arc::new(SpanCounters::default());
-        let (tracer, exporter) = start(
-            &config(addr),
-            SERVER.parse().unwrap(),
-            Arc::clone(&counters),
-        )
-        .unwrap();
+        let (tracer, exporter, counters) = started(&config(addr));
         for _ in 0..7 {
             tracer.request(span(None, None), Instant::now());
         }
