@@ -74,6 +74,14 @@ static int count(struct log *log) {
     return n;
 }
 
+/* An empty log, and `c`'s observer writing into it. */
+static void observe(mqstate_client *c, struct log *log) {
+    memset(log, 0, sizeof *log);
+    pthread_mutex_init(&log->lock, NULL);
+    CHECK_STATUS(mqstate_client_set_call_observer(c, on_call, on_release, log), MQSTATE_STATUS_OK,
+                 "set the observer");
+}
+
 static const uint8_t *b(const char *s) { return (const uint8_t *)s; }
 
 /* Each call is told once, before it returns, with its operation, outcome and trace. */
@@ -82,10 +90,7 @@ static void test_records(void) {
     CHECK_STATUS(mqstate_local_store_start(&store), MQSTATE_STATUS_OK, "start");
     mqstate_client *c = client_at(mqstate_local_store_url(store), NULL);
     struct log log;
-    memset(&log, 0, sizeof log);
-    pthread_mutex_init(&log.lock, NULL);
-    CHECK_STATUS(mqstate_client_set_call_observer(c, on_call, on_release, &log),
-                 MQSTATE_STATUS_OK, "set the observer");
+    observe(c, &log);
 
     mqstate_set_options set;
     memset(&set, 0, sizeof set);
@@ -158,10 +163,7 @@ static void test_cache_hits(void) {
     static const char *const cached[] = {"cache", "true", "cache_freshness", "30s", NULL};
     mqstate_client *c = client_at(mqstate_local_store_url(store), cached);
     struct log log;
-    memset(&log, 0, sizeof log);
-    pthread_mutex_init(&log.lock, NULL);
-    CHECK_STATUS(mqstate_client_set_call_observer(c, on_call, on_release, &log),
-                 MQSTATE_STATUS_OK, "set the observer");
+    observe(c, &log);
     CHECK_STATUS(mqstate_client_set(c, b("k"), 1, b("v"), 1, NULL, NULL, NULL), MQSTATE_STATUS_OK,
                  "set");
     bool hit = false;
