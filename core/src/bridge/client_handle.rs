@@ -8,6 +8,7 @@ use tokio::runtime::Handle;
 use super::lock::{ElectionHandle, LockHandle};
 use super::runtime::{self, shared_handle};
 use super::{Call, Event, Pager, Subscription};
+use crate::codec::Verb;
 use crate::error::{Error, ErrorKind};
 use crate::lock::LockOptions;
 use crate::settings::{parse_count, parse_duration, setting_info};
@@ -197,13 +198,27 @@ impl ClientHandle {
         &self.observers
     }
 
-    /// `work`, measured for the observer if one is set.
-    fn measured<T, F>(&self, operation: &'static str, work: F) -> Call<T>
+    /// `work`, a request of `verb`, measured for the observer if one is set.
+    fn measured<T, F>(&self, verb: Verb, work: F) -> Call<T>
     where
         T: Send + 'static,
         F: std::future::Future<Output = Result<T, Error>> + Send + 'static,
     {
-        match self.observers.start(operation, self.trace_context()) {
+        self.run(self.start_measuring(verb), work)
+    }
+
+    /// The observer's measure of a call of `verb` starting now, if one is set.
+    fn start_measuring(&self, verb: Verb) -> Option<Measured> {
+        self.observers.start(verb.as_str(), self.trace_context())
+    }
+
+    /// `work` as a call, reported to the observer when it ends if it is `measured`.
+    fn run<T, F>(&self, measured: Option<Measured>, work: F) -> Call<T>
+    where
+        T: Send + 'static,
+        F: std::future::Future<Output = Result<T, Error>> + Send + 'static,
+    {
+        match measured {
             None => self.call(work),
             Some(measured) => self.call_measured(measured, work),
         }
@@ -262,25 +277,28 @@ impl ClientHandle {
         options: SetOptions,
     ) -> Call<SetOutcome> {
         let (client, key, value) = (self.client.clone(), key.into(), value.into());
-        self.measured("SET", async move { client.set(key, value, options).await })
+        self.measured(
+            Verb::Set,
+            async move { client.set(key, value, options).await },
+        )
     }
 
     /// GET: the value and its version, or `None`. A hit of the client's cache is answered
     /// at once, with no task.
     pub fn get(&self, key: impl Into<Bytes>, options: GetOptions) -> Call<Option<Versioned>> {
         let key = key.into();
-        let measured = self.observers.start("GET", self.trace_context());
+        let measured = self.start_measuring(Verb::Get);
         if let Some(hit) = self.get_cached(&key, &options) {
             if let Some(m) = measured {
                 m.end(None, true);
             }
             return Call::ready(Ok(hit));
         }
-        if let Some(m) = measured {
-            let client = self.client.clone();
-            return self.call_measured(m, async move { client.get_missed(&key, options).await });
-        }
-        self.get_after_miss(key, options)
+        let client = self.client.clone();
+        self.run(
+            measured,
+            async move { client.get_missed(&key, options).await },
+        )
     }
 
     /// GET, for a binding that asked [`ClientHandle::get_cached`] first and missed (or
@@ -292,7 +310,10 @@ impl ClientHandle {
         options: GetOptions,
     ) -> Call<Option<Versioned>> {
         let (client, key) = (self.client.clone(), key.into());
-        self.measured("GET", async move { client.get_missed(&key, options).await })
+        self.measured(
+            Verb::Get,
+            async move { client.get_missed(&key, options).await },
+        )
     }
 
     /// The client's cache's answer to a GET of `key` now, with no call at all: `Some` on a
@@ -312,7 +333,7 @@ impl ClientHandle {
     /// DEL: the number of keys deleted (0 or 1).
     pub fn del(&self, key: impl Into<Bytes>, options: DelOptions) -> Call<u64> {
         let (client, key) = (self.client.clone(), key.into());
-        self.measured("DEL", async move { client.del(key, options).await })
+        self.measured(Verb::Del, async move { client.del(key, options).await })
     }
 
     /// VDEL: delete only if the key holds `value`.
@@ -324,7 +345,7 @@ impl ClientHandle {
     ) -> Call<VdelOutcome> {
         let (client, key, value) = (self.client.clone(), key.into(), value.into());
         self.measured(
-            "VDEL",
+            Verb::VDel,
             async move { client.vdel(key, value, options).await },
         )
     }
