@@ -94,6 +94,10 @@ def chain(jaeger, trace_id, app_span, app_service):
         lambda s, t: s["operationName"] == "SET"
         and any(r["spanID"] == call["spanID"] for r in s.get("references", [])),
     )
+    # Jaeger numbers a trace's processes (p1, p2, ...) afresh in each answer: read every
+    # span's process from the last answer, which holds all three.
+    by_id = {s["spanID"]: s for s in seen["spans"]}
+    app, call = by_id[app["spanID"]], by_id[call["spanID"]]
     processes = seen["processes"]
     assert processes[app["processID"]]["serviceName"] == app_service
     assert processes[call["processID"]]["serviceName"] == app_service
