@@ -76,11 +76,14 @@ class Serve:
         self.token = secrets.token_hex(16)
         self.log = log_dir / "serve.log"
         self.proc: Optional[subprocess.Popen[bytes]] = None
-        # Ports picked free now may be taken before serve binds them: a few tries.
+        # Ports picked free now may be taken before serve binds them: a few tries, when that
+        # was the reason.
         for _ in range(3):
             self.mqtt_port, self.http_port = free_port(), free_port()
             if self.mqtt_port != self.http_port and self._start():
                 return
+            if "in use" not in self.log_text():
+                break
         raise RuntimeError(f"mqstate serve did not start: {self.log_text()}")
 
     def _start(self) -> bool:
