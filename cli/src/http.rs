@@ -1,4 +1,5 @@
-//! `mqstate serve --http ADDRESS`: an HTTP listener for probes and Prometheus, off by default.
+//! `mqstate serve --http ADDRESS`: an HTTP listener for probes, Prometheus and the console,
+//! off by default.
 //!
 //! - `GET /healthz`: 200 while the process serves HTTP (a liveness probe).
 //! - `GET /readyz`: 200 once a real request (a GET) made through the store's broker, as a
@@ -6,26 +7,33 @@
 //!   broker unreachable, the store not answering). A readiness probe.
 //! - `GET /metrics`: the server's counters in the Prometheus text format (version 0.0.4), or
 //!   OpenMetrics when the scraper asks for it (`Accept: application/openmetrics-text`).
+//! - `/` and `/api/…`: the console and its JSON API ([`console`], docs/console.md).
 //!
-//! Anything else is 404; a method other than GET or HEAD is 405.
+//! Anything else is 404.
 
+mod api;
+mod console;
+mod events;
 mod prometheus;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http_body_util::Full;
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use mqstate::{Client, ClientOptions, ConnectionSettings, GetOptions};
-use mqstate_server::MetricsReader;
+use mqstate_server::inspect::Inspector;
+use mqstate_server::monitor::Monitor;
+use mqstate_server::{MetricsReader, ServerHandle};
 use tokio::net::TcpListener;
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, mpsc, oneshot};
 
 /// How long `/readyz` waits for the store's answer (and for connecting).
 pub const READY_TIMEOUT: Duration = Duration::from_secs(2);
@@ -33,37 +41,85 @@ pub const READY_TIMEOUT: Duration = Duration::from_secs(2);
 /// The key `/readyz` reads (it need not exist: any answer means the store answers).
 const PROBE_KEY: &str = "$mqstate/readyz";
 
+/// Every response's body: whole, or streamed (the console's live stream).
+pub(crate) type Body = BoxBody<Bytes, Infallible>;
+
+/// A request to restart the store (the console's fault), answered with whether persisted
+/// keys were kept, or why the restart failed.
+pub type RestartRequest = oneshot::Sender<Result<bool, String>>;
+
+/// What the listener serves from that a restart of the store replaces.
+pub struct Target {
+    metrics: prometheus::Exporter,
+    reader: MetricsReader,
+    probe_settings: ConnectionSettings,
+    inspector: Inspector,
+    /// Where clients connect: `mqtt://…`.
+    broker_url: String,
+}
+
+impl Target {
+    /// What `server` serves (`tls`: its clients connect with TLS).
+    pub fn of(server: &ServerHandle, tls: bool) -> Target {
+        let scheme = if tls { "mqtts" } else { "mqtt" };
+        Target {
+            metrics: prometheus::Exporter::new(server.metrics_reader()),
+            reader: server.metrics_reader(),
+            probe_settings: server.probe_settings(),
+            inspector: server.inspector(),
+            broker_url: format!("{scheme}://{}", server.addr()),
+        }
+    }
+}
+
+/// What the console shows of the server that does not change while it runs.
+#[derive(Clone, Debug)]
+pub struct Facts {
+    /// `--data-dir`, if given.
+    pub data_dir: Option<std::path::PathBuf>,
+    /// `--node-id`.
+    pub node_id: String,
+}
+
 /// What the listener serves from.
 struct Endpoints {
-    metrics: prometheus::Exporter,
-    probe_settings: ConnectionSettings,
+    target: RwLock<Arc<Target>>,
     /// The readiness client, connected at the first `/readyz` and kept.
     probe: Mutex<Option<Client>>,
+    console: console::Console,
 }
 
 /// A running listener; dropping it stops accepting.
 pub struct HttpListener {
     addr: SocketAddr,
     task: tokio::task::JoinHandle<()>,
+    endpoints: Arc<Endpoints>,
 }
 
 impl HttpListener {
-    /// Binds `addr` and serves the endpoints for the server whose counters `metrics` reads
-    /// and whose broker `probe_settings` reaches.
+    /// Binds `addr` and serves the endpoints of `target`: the console's writes and faults
+    /// need `token`, its live stream reads `monitor`, and its restart asks `restarts`.
     pub async fn start(
         addr: SocketAddr,
-        metrics: MetricsReader,
-        probe_settings: ConnectionSettings,
+        target: Target,
+        facts: Facts,
+        token: String,
+        monitor: Monitor,
+        restarts: mpsc::Sender<RestartRequest>,
     ) -> std::io::Result<HttpListener> {
         let listener = TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         let endpoints = Arc::new(Endpoints {
-            metrics: prometheus::Exporter::new(metrics),
-            probe_settings,
+            target: RwLock::new(Arc::new(target)),
             probe: Mutex::new(None),
+            console: console::Console::new(addr, token, facts, monitor, restarts),
         });
-        let task = tokio::spawn(accept_loop(listener, endpoints));
-        Ok(HttpListener { addr, task })
+        let task = tokio::spawn(accept_loop(listener, Arc::clone(&endpoints)));
+        Ok(HttpListener {
+            addr,
+            task,
+            endpoints,
+        })
     }
 
     /// The bound address.
@@ -71,7 +127,18 @@ impl HttpListener {
         self.addr
     }
 
-    /// Stops accepting and closes the readiness client.
+    /// Serves a restarted store from now on (its clients connect again).
+    pub async fn retarget(&self, target: Target) {
+        *self
+            .endpoints
+            .target
+            .write()
+            .unwrap_or_else(|p| p.into_inner()) = Arc::new(target);
+        *self.endpoints.probe.lock().await = None;
+        self.endpoints.console.forget_client().await;
+    }
+
+    /// Stops accepting.
     pub fn stop(self) {
         self.task.abort();
     }
@@ -105,11 +172,19 @@ async fn accept_loop(listener: TcpListener, endpoints: Arc<Endpoints>) {
 }
 
 impl Endpoints {
-    async fn route(&self, request: Request<Incoming>) -> Response<Full<Bytes>> {
+    fn target(&self) -> Arc<Target> {
+        Arc::clone(&self.target.read().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    async fn route(&self, request: Request<Incoming>) -> Response<Body> {
+        let path = request.uri().path();
+        if path == "/" || path.starts_with("/api/") {
+            return self.console.route(request, &self.target()).await;
+        }
         if request.method() != Method::GET && request.method() != Method::HEAD {
             return text(StatusCode::METHOD_NOT_ALLOWED, "only GET and HEAD\n");
         }
-        match request.uri().path() {
+        match path {
             "/healthz" => text(StatusCode::OK, "ok\n"),
             "/readyz" => self.ready().await,
             "/metrics" => {
@@ -118,9 +193,9 @@ impl Endpoints {
                     .get(ACCEPT)
                     .and_then(|a| a.to_str().ok())
                     .is_some_and(|a| a.contains("application/openmetrics-text"));
-                match self.metrics.encode(openmetrics) {
+                match self.target().metrics.encode(openmetrics) {
                     Ok((body, content_type)) => {
-                        let mut response = Response::new(Full::new(Bytes::from(body)));
+                        let mut response = Response::new(whole(body));
                         response
                             .headers_mut()
                             .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
@@ -134,13 +209,14 @@ impl Endpoints {
             }
             _ => text(
                 StatusCode::NOT_FOUND,
-                "not found: /healthz, /readyz and /metrics are served here\n",
+                "not found: the console (/), its API (/api/), /healthz, /readyz and /metrics \
+                 are served here\n",
             ),
         }
     }
 
     /// One GET through the broker; 200 with how long it took, or 503 with why not.
-    async fn ready(&self) -> Response<Full<Bytes>> {
+    async fn ready(&self) -> Response<Body> {
         let started = Instant::now();
         match self.probe_once().await {
             Ok(()) => text(
@@ -164,23 +240,8 @@ impl Endpoints {
         // One probe at a time: concurrent probes wait for the first one's verdict.
         let mut probe = self.probe.lock().await;
         if probe.is_none() {
-            let mut settings = self.probe_settings.clone();
-            settings.connect_timeout = READY_TIMEOUT;
-            let options = ClientOptions {
-                request_timeout: READY_TIMEOUT,
-                ..ClientOptions::default()
-            };
-            let client =
-                tokio::time::timeout(READY_TIMEOUT, Client::connect_with(settings, options))
-                    .await
-                    .map_err(|_| {
-                        format!(
-                            "could not connect to the broker within {} ms",
-                            READY_TIMEOUT.as_millis()
-                        )
-                    })?
-                    .map_err(|e| format!("could not connect to the broker: {e}"))?;
-            *probe = Some(client);
+            let settings = self.target().probe_settings.clone();
+            *probe = Some(connect(settings, READY_TIMEOUT).await?);
         }
         let client = probe.as_ref().expect("set above");
         let options = GetOptions {
@@ -196,8 +257,32 @@ impl Endpoints {
     }
 }
 
-fn text(status: StatusCode, body: &str) -> Response<Full<Bytes>> {
-    let mut response = Response::new(Full::new(Bytes::from(body.to_owned())));
+/// A client of the store's broker with `settings`, connected within `timeout` (also its
+/// request timeout), or why not.
+async fn connect(mut settings: ConnectionSettings, timeout: Duration) -> Result<Client, String> {
+    settings.connect_timeout = timeout;
+    let options = ClientOptions {
+        request_timeout: timeout,
+        ..ClientOptions::default()
+    };
+    tokio::time::timeout(timeout, Client::connect_with(settings, options))
+        .await
+        .map_err(|_| {
+            format!(
+                "could not connect to the broker within {} ms",
+                timeout.as_millis()
+            )
+        })?
+        .map_err(|e| format!("could not connect to the broker: {e}"))
+}
+
+/// A whole body.
+pub(crate) fn whole(body: impl Into<Bytes>) -> Body {
+    Full::new(body.into()).boxed()
+}
+
+fn text(status: StatusCode, body: &str) -> Response<Body> {
+    let mut response = Response::new(whole(body.to_owned()));
     *response.status_mut() = status;
     response.headers_mut().insert(
         CONTENT_TYPE,

@@ -50,10 +50,20 @@ pub struct ServeArgs {
     /// Do not subscribe to $SYS/broker/log/# (mosquitto's log, used to see disconnects).
     #[arg(long, requires = "broker")]
     no_sys_log: bool,
-    /// Serve /healthz, /readyz and /metrics (Prometheus) over HTTP on this address: PORT
-    /// (on 127.0.0.1) or HOST:PORT. Off by default (docs/server.md, "Health and metrics").
+    /// Serve the console (/), its JSON API (/api/), /healthz, /readyz and /metrics
+    /// (Prometheus) over HTTP on this address: PORT (on 127.0.0.1) or HOST:PORT. Off by
+    /// default (docs/console.md; docs/server.md, "Health and metrics").
     #[arg(long, value_name = "ADDRESS", env = "MQSTATE_HTTP", value_parser = parse_listen)]
     http: Option<SocketAddr>,
+    /// With --http: the token the console's writes and faults need (header
+    /// X-Mqstate-Token). Default: a new random one at each start, printed once.
+    #[arg(
+        long,
+        requires = "http",
+        env = "MQSTATE_HTTP_TOKEN",
+        hide_env_values = true
+    )]
+    http_token: Option<String>,
     /// Export a span per request to this OpenTelemetry collector over OTLP/HTTP (JSON):
     /// http://HOST[:PORT][/BASE], spans POSTed to BASE/v1/traces. A request's W3C
     /// traceparent user property makes its span a child of the caller's; service.name is
@@ -364,7 +374,16 @@ async fn run(
 ) -> anyhow::Result<()> {
     let bound = args.shutdown_timeout;
     let http = args.http;
-    let config = args.config(listen, fsync, otlp)?;
+    let token = match &args.http_token {
+        Some(token) if token.trim().is_empty() => {
+            anyhow::bail!("--http-token must not be empty")
+        }
+        Some(token) => token.trim().to_owned(),
+        None => uuid::Uuid::new_v4().simple().to_string(),
+    };
+    let mut config = args.config(listen, fsync, otlp)?;
+    let monitor = http.map(|_| mqstate_server::monitor::Monitor::default());
+    config.monitor.clone_from(&monitor);
     if let Some(dir) = &config.data_dir {
         std::fs::create_dir_all(dir).with_context(|| {
             format!("--data-dir {}: cannot create the directory", dir.display())
@@ -377,7 +396,7 @@ async fn run(
     };
     // Handlers first: a Ctrl-C right after the "serving" line must shut down cleanly.
     let signals = crate::shutdown::Shutdown::install()?;
-    let server = Server::start(config)
+    let mut server = Server::start(config.clone())
         .await
         .with_context(|| format!("could not start the state store {what}"))?;
     if server.is_embedded() {
@@ -385,25 +404,90 @@ async fn run(
     } else {
         tracing::info!(addr = %server.addr(), "serving through the broker at {}", server.addr());
     }
-    let http = match http {
-        Some(addr) => {
+    let tls = config.tls.is_some();
+    let (restarts, mut restart_requests) = tokio::sync::mpsc::channel(1);
+    let http = match (http, monitor) {
+        (Some(addr), Some(monitor)) => {
+            let facts = crate::http::Facts {
+                data_dir: config.data_dir.clone(),
+                node_id: config.node_id.clone(),
+            };
             let listener = crate::http::HttpListener::start(
                 addr,
-                server.metrics_reader(),
-                server.probe_settings(),
+                crate::http::Target::of(&server, tls),
+                facts,
+                token.clone(),
+                monitor,
+                restarts,
             )
             .await
             .with_context(|| format!("--http {addr}: could not listen"))?;
-            tracing::info!(addr = %listener.addr(), "health and metrics at http://{}/metrics", listener.addr());
+            let at = listener.addr();
+            tracing::info!(addr = %at, "health and metrics at http://{at}/metrics");
+            tracing::info!(addr = %at, "console at http://{at}/#token={token} (writes and faults need the token)");
             Some(listener)
         }
-        None => None,
+        _ => None,
     };
-    let signal = signals.wait().await;
+    let signal = signals.wait();
+    tokio::pin!(signal);
+    let signal = loop {
+        tokio::select! {
+            signal = &mut signal => break signal,
+            Some(reply) = restart_requests.recv() => {
+                server = restart(server, &mut config, http.as_ref(), tls, reply).await?;
+            }
+        }
+    };
     tracing::info!(signal, timeout = ?bound, "shutting down");
     if let Some(http) = http {
         http.stop();
     }
     server.shutdown_within(bound).await;
     Ok(())
+}
+
+/// How long a restart keeps trying to bind the port it just freed.
+const REBIND_FOR: Duration = Duration::from_secs(5);
+
+/// The console's restart: `server` stopped as by `kill -9` and started again on the same
+/// address (keys SET with persistence come back from `--data-dir`), the console pointed at
+/// the new one; `reply` says whether persisted keys were kept, or why it failed (then
+/// `serve` ends with that error: nothing serves any more).
+async fn restart(
+    server: mqstate_server::ServerHandle,
+    config: &mut ServerConfig,
+    http: Option<&crate::http::HttpListener>,
+    tls: bool,
+    reply: crate::http::RestartRequest,
+) -> anyhow::Result<mqstate_server::ServerHandle> {
+    let kept = config.data_dir.is_some();
+    server.inspector().report(
+        "restart",
+        if kept {
+            "the store and its broker killed and started again; persisted keys kept".to_owned()
+        } else {
+            "the store and its broker killed and started again; nothing kept (no --data-dir)"
+                .to_owned()
+        },
+    );
+    if server.is_embedded() {
+        config.listen = server.addr();
+    }
+    server.kill().await;
+    match Server::start_rebinding(config.clone(), REBIND_FOR).await {
+        Ok(server) => {
+            if let Some(http) = http {
+                http.retarget(crate::http::Target::of(&server, tls)).await;
+            }
+            tracing::info!(addr = %server.addr(), kept, "restarted");
+            let _ = reply.send(Ok(kept));
+            Ok(server)
+        }
+        Err(e) => {
+            let _ = reply.send(Err(format!("the store did not start again: {e}")));
+            Err(anyhow::Error::new(e)
+                .context("the console's restart: the store did not start again"))
+        }
+    }
 }

@@ -25,6 +25,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::pin::Pin;
+use std::sync::{Arc, Mutex};
 
 use mqtt5::broker::auth::{AuthProvider, AuthResult, EnhancedAuthResult};
 use mqtt5::error::Result as MqttResult;
@@ -47,7 +48,15 @@ pub(crate) struct Gate {
     allow: Vec<String>,
     server_user: String,
     server_secret: Vec<u8>,
+    /// Where each client id last connected from (read at its connect).
+    peers: Peers,
 }
+
+/// The address each client id authenticated from, until its connect takes it.
+pub(crate) type Peers = Arc<Mutex<HashMap<String, SocketAddr>>>;
+
+/// At most this many addresses wait for their connect (refused attempts leave theirs).
+const MAX_PEERS: usize = 10_000;
 
 /// What [`Gate::new`] needs.
 pub(crate) struct GateConfig<'a> {
@@ -101,7 +110,13 @@ impl Gate {
             allow: config.acl_allow.to_vec(),
             server_user: config.server_user.to_owned(),
             server_secret: config.server_secret.as_bytes().to_vec(),
+            peers: Peers::default(),
         })
+    }
+
+    /// Where clients connected from, as the broker's connect events need it.
+    pub(crate) fn peers(&self) -> Peers {
+        Arc::clone(&self.peers)
     }
 
     fn check_password(&self, connect: &ConnectPacket) -> AuthResult {
@@ -185,9 +200,16 @@ impl AuthProvider for Gate {
     fn authenticate<'a>(
         &'a self,
         connect: &'a ConnectPacket,
-        _client_addr: SocketAddr,
+        client_addr: SocketAddr,
     ) -> Pin<Box<dyn Future<Output = MqttResult<AuthResult>> + Send + 'a>> {
         let result = self.check_password(connect);
+        if !connect.client_id.is_empty() {
+            let mut peers = self.peers.lock().unwrap_or_else(|p| p.into_inner());
+            if peers.len() >= MAX_PEERS {
+                peers.clear();
+            }
+            peers.insert(connect.client_id.clone(), client_addr);
+        }
         Box::pin(async move { Ok(result) })
     }
 

@@ -101,6 +101,11 @@ pub struct ServerConfig {
     /// Export a span per request over OTLP/HTTP ([`crate::telemetry`]); `None` (the
     /// default) exports nothing and costs one branch per request.
     pub otlp: Option<crate::telemetry::OtlpConfig>,
+    /// Report every request, notification, connect and disconnect to this live event stream
+    /// ([`crate::monitor`]; the console of `mqstate serve --http`). Pass the same monitor
+    /// again to a restarted server and its viewers go on. `None` (the default) reports
+    /// nothing; with a monitor nobody watches, a request pays one atomic load.
+    pub monitor: Option<crate::monitor::Monitor>,
 }
 
 /// The embedded broker's TLS files (PEM).
@@ -141,6 +146,7 @@ impl Default for ServerConfig {
             dedup_max_answers: DEFAULT_DEDUP_MAX_ANSWERS,
             embedded_adapter: false,
             otlp: None,
+            monitor: None,
         }
     }
 }

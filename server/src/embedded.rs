@@ -228,6 +228,10 @@ struct Events {
     live: Mutex<HashMap<String, Live>>,
     /// Fires whenever a client connection closes.
     closed: tokio::sync::Notify,
+    /// Where clients authenticated from (the access gate fills it).
+    peers: crate::access::Peers,
+    /// Where connects and disconnects are reported (the live event stream).
+    monitor: Option<crate::monitor::Monitor>,
 }
 
 /// The connections of one client id: how many are open (two for a moment during a
@@ -236,6 +240,20 @@ struct Events {
 struct Live {
     open: u32,
     closed: u64,
+    /// When the newest connection opened (Unix ms).
+    since_ms: u64,
+    /// Where it came from, if the access gate saw it.
+    address: Option<SocketAddr>,
+}
+
+/// A client as [`EmbeddedBroker::clients`] lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ClientSeen {
+    pub(crate) id: String,
+    pub(crate) connected: bool,
+    /// Connected: since its connection opened; kept: since it left (Unix ms).
+    pub(crate) since_ms: u64,
+    pub(crate) address: Option<SocketAddr>,
 }
 
 /// Counts of offline sessions ended over the bound, logged at most every
@@ -489,10 +507,20 @@ impl BrokerEventHandler for Events {
         &'a self,
         event: ClientConnectEvent,
     ) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
-        lock(&self.live)
-            .entry(event.client_id.to_string())
-            .or_default()
-            .open += 1;
+        let address = lock(&self.peers).remove(&*event.client_id);
+        {
+            let mut live = lock(&self.live);
+            let entry = live.entry(event.client_id.to_string()).or_default();
+            entry.open += 1;
+            entry.since_ms = crate::service::now_ms();
+            entry.address = address;
+        }
+        if let Some(monitor) = &self.monitor {
+            monitor.publish(crate::monitor::What::Connected {
+                client: event.client_id.to_string(),
+                address,
+            });
+        }
         Box::pin(async move {
             let client_id = &*event.client_id;
             self.stop_watch(client_id);
@@ -535,6 +563,11 @@ impl BrokerEventHandler for Events {
             }
         }
         self.closed.notify_waiters();
+        if let Some(monitor) = &self.monitor {
+            monitor.publish(crate::monitor::What::Disconnected {
+                client: event.client_id.to_string(),
+            });
+        }
         Box::pin(async move {
             let client_id = &*event.client_id;
             let Some(sessions) = self.sessions.get() else {
@@ -554,7 +587,6 @@ impl BrokerEventHandler for Events {
 }
 
 /// How long [`EmbeddedBroker::cut_connections`] waits for the connections to close.
-#[cfg(feature = "testing")]
 const CUT_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// What the embedded broker bounds (from [`crate::ServerConfig`]).
@@ -577,7 +609,9 @@ impl EmbeddedBroker {
         gate: Gate,
         tls: Option<&TlsFiles>,
         limits: Limits,
+        monitor: Option<crate::monitor::Monitor>,
     ) -> std::io::Result<EmbeddedBroker> {
+        let peers = gate.peers();
         let events = Arc::new_cyclic(|this| Events {
             this: Weak::clone(this),
             commands,
@@ -592,6 +626,8 @@ impl EmbeddedBroker {
             offline_ended: Mutex::new(OfflineEnded::default()),
             live: Mutex::new(HashMap::new()),
             closed: tokio::sync::Notify::new(),
+            peers,
+            monitor,
         });
         let storage = StorageConfig::default()
             .with_backend(StorageBackend::Memory)
@@ -739,11 +775,46 @@ impl EmbeddedBroker {
     /// network failure does — no DISCONNECT packet, the will published, the MQTT session
     /// and its subscriptions and queued messages kept for the client's return — and waits
     /// until each connection has closed (at most [`CUT_WAIT`]). Returns how many it closed.
-    #[cfg(feature = "testing")]
     pub(crate) async fn cut_connections(&self, own_id: &str) -> usize {
+        self.view().cut(own_id, None).await
+    }
+
+    /// A handle on the broker's clients that outlives a borrow of the broker.
+    pub(crate) fn view(&self) -> BrokerView {
+        BrokerView {
+            router: Arc::clone(&self.router),
+            events: Arc::clone(&self.events),
+        }
+    }
+
+    /// Tells the broker to stop without waiting.
+    pub(crate) fn signal_shutdown(&self) {
+        self.shutdown.shutdown();
+    }
+
+    /// Stops the broker (its listener, then every connection) and waits for it; may be
+    /// cancelled and called again.
+    pub(crate) async fn stop(&mut self) {
+        self.shutdown.shutdown();
+        let _ = (&mut self.task).await;
+    }
+}
+
+/// The embedded broker's clients, for the console ([`crate::inspect`]).
+#[derive(Clone)]
+pub(crate) struct BrokerView {
+    router: Arc<MessageRouter>,
+    events: Arc<Events>,
+}
+
+impl BrokerView {
+    /// Closes connections as [`EmbeddedBroker::cut_connections`] does: of `only` that client id when given, else of every client but `own_id`.
+    pub(crate) async fn cut(&self, own_id: &str, only: Option<&str>) -> usize {
         let targets: Vec<(String, u64)> = lock(&self.events.live)
             .iter()
-            .filter(|(id, live)| live.open > 0 && id.as_str() != own_id)
+            .filter(|(id, live)| {
+                live.open > 0 && id.as_str() != own_id && only.is_none_or(|only| only == *id)
+            })
             .map(|(id, live)| (id.clone(), live.closed))
             .collect();
         for (id, _) in &targets {
@@ -775,15 +846,35 @@ impl EmbeddedBroker {
         targets.len()
     }
 
-    /// Tells the broker to stop without waiting.
-    pub(crate) fn signal_shutdown(&self) {
-        self.shutdown.shutdown();
-    }
-
-    /// Stops the broker (its listener, then every connection) and waits for it; may be
-    /// cancelled and called again.
-    pub(crate) async fn stop(&mut self) {
-        self.shutdown.shutdown();
-        let _ = (&mut self.task).await;
+    /// The clients connected now and the sessions kept for clients gone (most recent first),
+    /// at most `limit` of each, without `own_id` (the store's session).
+    pub(crate) async fn clients(&self, own_id: &str, limit: usize) -> Vec<ClientSeen> {
+        let mut seen: Vec<ClientSeen> = lock(&self.events.live)
+            .iter()
+            .filter(|(id, live)| live.open > 0 && id.as_str() != own_id)
+            .take(limit)
+            .map(|(id, live)| ClientSeen {
+                id: id.clone(),
+                connected: true,
+                since_ms: live.since_ms,
+                address: live.address,
+            })
+            .collect();
+        seen.sort_by(|a, b| a.id.cmp(&b.id));
+        if let Some(sessions) = self.events.sessions.get() {
+            seen.extend(
+                sessions
+                    .offline_list(limit)
+                    .await
+                    .into_iter()
+                    .map(|(id, since_ms)| ClientSeen {
+                        id,
+                        connected: false,
+                        since_ms,
+                        address: None,
+                    }),
+            );
+        }
+        seen
     }
 }

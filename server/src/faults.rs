@@ -9,7 +9,10 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+use std::time::Duration;
+
 use mqstate::codec::{StoreErrorKind, Verb};
+use mqstate::{Error, ErrorKind};
 use tokio::time::Instant;
 
 /// The faults armed on one server.
@@ -56,7 +59,6 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl Faults {
     /// Requests wait until `until` (a later pause already armed is kept).
-    #[cfg(feature = "testing")]
     pub(crate) fn pause_until(&self, until: Instant) {
         let mut paused = lock(&self.paused_until);
         if paused.is_none_or(|at| at < until) {
@@ -131,7 +133,6 @@ impl Faults {
 
     /// Answers the next `n` requests (of `verb` only, if given) with `kind`, replacing what
     /// was armed before; `n == 0` disarms.
-    #[cfg(feature = "testing")]
     pub(crate) fn fail_next(&self, n: usize, kind: StoreErrorKind, verb: Option<Verb>) {
         let mut failures = lock(&self.failures);
         *failures = (n > 0).then_some(Failures {
@@ -168,9 +169,71 @@ impl Faults {
     }
 }
 
-#[cfg(all(test, feature = "testing"))]
+/// When a timed fault (`what`) that lasts `duration` from now ends: at least 1 ms, and not
+/// past what the clock can hold.
+pub(crate) fn fault_end(what: &str, duration: Duration) -> Result<Instant, Error> {
+    if duration < Duration::from_millis(1) {
+        return Err(Error::invalid_argument(format!(
+            "{what}: the duration must be at least 1 ms (got {duration:?})"
+        )));
+    }
+    Instant::now()
+        .checked_add(duration)
+        .ok_or_else(|| Error::invalid_argument(format!("{what}: the duration is too long")))
+}
+
+/// The store error whose code is `code` (what `fail_next` may inject).
+pub(crate) fn store_error_kind(code: &str) -> Result<StoreErrorKind, Error> {
+    match ErrorKind::from_code(code) {
+        Some(ErrorKind::Store(kind)) if kind != StoreErrorKind::Unknown => Ok(kind),
+        _ => {
+            let known: Vec<&str> = StoreErrorKind::ALL
+                .into_iter()
+                .filter(|k| *k != StoreErrorKind::Unknown)
+                .map(StoreErrorKind::as_str)
+                .collect();
+            Err(Error::invalid_argument(format!(
+                "fail_next: {code:?} is not the code of a state store error; one of: {}",
+                known.join(", ")
+            )))
+        }
+    }
+}
+
+/// The verb named `command` (any case).
+pub(crate) fn verb(command: &str) -> Result<Verb, Error> {
+    Verb::from_wire(command.to_ascii_uppercase().as_bytes()).ok_or_else(|| {
+        Error::invalid_argument(format!(
+            "fail_next: {command:?} is not a command; one of: SET, GET, DEL, VDEL, KEYNOTIFY, SCAN"
+        ))
+    })
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_state_store_error_codes_can_be_injected() {
+        assert_eq!(
+            store_error_kind("fencing_token_lower_version").unwrap(),
+            StoreErrorKind::FencingTokenLowerVersion
+        );
+        for code in [
+            "timeout",
+            "connection_lost",
+            "unknown_store_error",
+            "nope",
+            "",
+        ] {
+            let e = store_error_kind(code).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{code}");
+            assert!(e.message().contains("quota_exceeded"), "{}", e.message());
+        }
+        assert_eq!(verb("set").unwrap(), Verb::Set);
+        assert_eq!(verb("KEYNOTIFY").unwrap(), Verb::KeyNotify);
+        assert_eq!(verb("PUT").unwrap_err().kind(), ErrorKind::InvalidArgument);
+    }
 
     fn get() -> bytes::Bytes {
         mqstate::codec::Request::Get { key: &b"k"[..] }.encode()

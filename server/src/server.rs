@@ -119,11 +119,11 @@ pub struct ServerHandle {
     disconnects: Arc<AtomicU8>,
     probe: Option<JoinHandle<()>>,
     /// The store, when served in process (the embedded broker without the adapter).
-    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
     service: Option<Arc<Mutex<Service>>>,
     /// The faults armed on the store.
-    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
     faults: Arc<crate::faults::Faults>,
+    /// The live event stream, if one was given.
+    monitor: Option<crate::monitor::Monitor>,
     /// How a client reaches the store through its broker with the server's own rights.
     probe_settings: mqstate::ConnectionSettings,
     /// The span exporter (with [`ServerConfig::otlp`]).
@@ -131,6 +131,26 @@ pub struct ServerHandle {
 }
 
 impl Server {
+    /// [`Server::start`] for a port just freed (a restart on the same port after
+    /// [`ServerHandle::kill`]): a lingering accept, or rarely another process, may hold it a
+    /// moment, so a start that fails is tried again for up to `within`.
+    pub async fn start_rebinding(
+        config: ServerConfig,
+        within: Duration,
+    ) -> std::io::Result<ServerHandle> {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            match Server::start(config.clone()).await {
+                Ok(server) => return Ok(server),
+                Err(e) if tokio::time::Instant::now() < deadline => {
+                    tracing::debug!(error = %e, listen = %config.listen, "restart: port not free yet");
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
     /// Starts the server and returns once it is subscribed to the request topic. An
     /// [`otlp`](ServerConfig::otlp) endpoint that is not `http://` is refused first
     /// (`InvalidInput`).
@@ -190,6 +210,7 @@ impl Server {
                     gate,
                     config.tls.as_ref(),
                     limits,
+                    config.monitor.clone(),
                 )
                 .await?;
                 let addr = broker.addr();
@@ -283,6 +304,7 @@ impl Server {
             answered: crate::dedup::Answered::new(config.dedup_window, config.dedup_max_answers),
             faults: Arc::clone(&faults),
             tracer,
+            monitor: config.monitor.clone(),
         };
         let mut shared_service = None;
         let connection = match (mqtt, &embedded) {
@@ -340,6 +362,7 @@ impl Server {
             faults,
             probe_settings,
             exporter,
+            monitor: config.monitor.clone(),
         };
         // A bool, not the `watch::Ref` the wait returns: holding that across the `await` below
         // would make this future `!Send` (bindings spawn it on their runtimes).
@@ -536,11 +559,39 @@ impl ServerHandle {
     }
 }
 
-#[cfg(feature = "testing")]
 impl ServerHandle {
+    /// Stops as `kill -9` does: every client connection reset (no DISCONNECT packet), the
+    /// store's tasks ended at once (nothing in flight answered, nothing waiting refused), then
+    /// the broker. What was persisted is in the log (start a server on the same
+    /// [`data_dir`](ServerConfig::data_dir) to get it back: [`Server::start_rebinding`]).
+    pub async fn kill(self) {
+        // Connections reset first, as a killed process leaves them (a broker that stops
+        // says DISCONNECT to each; a client that reconnects in the instant before the stop
+        // still hears it).
+        self.cut_connections().await;
+        self.stop_abruptly().await;
+    }
+
+    /// A look inside the running server, and faults on it (the console's).
+    pub fn inspector(&self) -> crate::inspect::Inspector {
+        crate::inspect::Inspector {
+            service: self.service.clone(),
+            broker: self.embedded.as_ref().map(EmbeddedBroker::view),
+            faults: Arc::clone(&self.faults),
+            monitor: self.monitor.clone(),
+            own_id: self.client_id.clone(),
+        }
+    }
+
+    /// Whether the store is served in this process (the embedded broker without the
+    /// adapter): what [`inspector`](ServerHandle::inspector)'s reads need.
+    pub fn in_process(&self) -> bool {
+        self.service.is_some()
+    }
+
     /// Stops as a killed process does: the store's tasks end at once (nothing in flight is
     /// answered, nothing waiting is refused), then the broker stops.
-    pub(crate) async fn stop_abruptly(mut self) {
+    async fn stop_abruptly(mut self) {
         if let Some(connection) = self.connection.take() {
             connection.abort();
             let _ = connection.await;
@@ -549,12 +600,14 @@ impl ServerHandle {
     }
 
     /// The faults armed on the store.
+    #[cfg(feature = "testing")]
     pub(crate) fn faults(&self) -> &crate::faults::Faults {
         &self.faults
     }
 
     /// Runs `f` on the store served in process, under its lock; `None` when the store is
     /// not served in process (an external broker, or the adapter on the embedded one).
+    #[cfg(feature = "testing")]
     pub(crate) fn with_service<R>(&self, f: impl FnOnce(&mut Service) -> R) -> Option<R> {
         let service = self.service.as_ref()?;
         let mut service = service.lock().unwrap_or_else(|p| p.into_inner());

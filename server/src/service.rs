@@ -125,6 +125,8 @@ pub(crate) struct Service {
     pub(crate) faults: Arc<crate::faults::Faults>,
     /// Set with `--otlp-endpoint`: where each request's span goes.
     pub(crate) tracer: Option<crate::telemetry::Tracer>,
+    /// Set with [`ServerConfig::monitor`](crate::ServerConfig::monitor): the live event stream.
+    pub(crate) monitor: Option<crate::monitor::Monitor>,
 }
 
 impl Service {
@@ -239,7 +241,13 @@ impl Service {
         let (outcome, response, error) = self.dispatch(payload, meta, direct);
         let command = crate::metrics::command_of(payload);
         let recorder = &self.counters.recorder;
-        recorder.request(command, outcome, started.elapsed());
+        let took = started.elapsed();
+        recorder.request(command, outcome, took);
+        if let Some(monitor) = &self.monitor
+            && monitor.watched()
+        {
+            monitor.publish(request_event(payload, meta, outcome, error, took));
+        }
         if let Some(tracer) = &self.tracer {
             tracer.request(
                 crate::telemetry::RequestSpan {
@@ -476,6 +484,18 @@ impl Service {
         if self.faults.drops_notification() {
             return;
         }
+        if let Some(monitor) = &self.monitor
+            && monitor.watched()
+        {
+            monitor.publish(crate::monitor::What::Notification {
+                client: notice.client_id.clone(),
+                key: notice.key.clone(),
+                event: match notice.event {
+                    mqstate::codec::KeyEvent::Delete => "DELETE",
+                    _ => "SET",
+                },
+            });
+        }
         let message = Message {
             topic: mqstate::topics::notification_topic(&notice.client_id, &notice.key),
             payload: notice.event.encode(),
@@ -510,6 +530,32 @@ impl Service {
                 false
             }
         }
+    }
+}
+
+/// The live stream's report of one request (only built when someone watches).
+fn request_event(
+    payload: &Bytes,
+    meta: &RequestMeta,
+    outcome: Outcome,
+    error: Option<ErrorType>,
+    duration: Duration,
+) -> crate::monitor::What {
+    let request = mqstate::codec::Request::decode(payload).ok();
+    let (error, status) = match error {
+        None => (None, None),
+        Some(ErrorType::Store(kind)) => (Some(kind.as_str()), None),
+        Some(ErrorType::Status(status)) => (Some(mqstate::ErrorKind::Rpc(0).code()), Some(status)),
+        Some(ErrorType::Dropped) => (Some(crate::telemetry_names::ERROR_TYPE_DROPPED), None),
+    };
+    crate::monitor::What::Request {
+        client: meta.client_id().map(str::to_owned),
+        verb: request.as_ref().map(mqstate::codec::Request::verb),
+        key: request.as_ref().map(|r| Bytes::copy_from_slice(r.key())),
+        outcome,
+        error,
+        status,
+        duration,
     }
 }
 
@@ -643,6 +689,7 @@ mod tests {
             answered: Default::default(),
             faults: Default::default(),
             tracer: None,
+            monitor: None,
         };
         let set = |key: &'static [u8]| {
             Request::Set {
@@ -694,6 +741,7 @@ mod tests {
             answered: Default::default(),
             faults: Default::default(),
             tracer: None,
+            monitor: None,
         };
         let nx = Request::Set {
             key: &b"k"[..],

@@ -34,6 +34,7 @@
 //! (older version) comes before the effects of the request.
 
 mod clock;
+mod inspect;
 mod ops;
 mod scan;
 mod table;
@@ -48,6 +49,8 @@ use mqstate::codec::{KeyEvent, Request, Response, StoreError, StoreErrorKind, Ve
 use clock::{ServiceClock, parse_stamp};
 use table::{Entry, Removed, Table};
 use watchers::Watchers;
+
+pub use inspect::{KeyInfo, KeyPage, KeySummary, LockInfo};
 
 /// How a [`StateMachine`] behaves.
 #[derive(Clone, Debug, PartialEq, Eq)]

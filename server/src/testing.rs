@@ -37,9 +37,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use bytes::Bytes;
-use mqstate::codec::{StoreErrorKind, Verb};
 use mqstate::{Error, ErrorKind, Hlc};
 
+use crate::faults::fault_end;
 use crate::{Server, ServerConfig, ServerHandle};
 
 /// How long [`LocalStore::restart`] keeps trying to bind the same port again.
@@ -118,7 +118,7 @@ impl LocalStore {
     /// notifications) kept. Clients reconnect and resume by themselves, and their requests
     /// in flight complete. Returns, once every connection has closed, how many it closed.
     pub async fn cut_connections(&self) -> Result<usize, Error> {
-        Ok(self.running()?.cut_connections().await)
+        self.running()?.inspector().cut(None).await
     }
 
     /// Stops answering requests for `duration` (the shape of a GC pause or a slow
@@ -147,32 +147,15 @@ impl LocalStore {
     /// nothing else does. Returns once the new store serves requests.
     pub async fn restart(&mut self, keep_data: bool) -> std::io::Result<()> {
         if let Some(server) = self.server.take() {
-            // Connections reset first, as a killed process leaves them (a broker that stops
-            // says DISCONNECT to each; a client that reconnects in the instant before the
-            // stop still hears it).
-            server.cut_connections().await;
-            server.stop_abruptly().await;
+            server.kill().await;
         }
         if !keep_data {
             let _ = std::fs::remove_dir_all(&self.data_dir);
         }
         std::fs::create_dir_all(&self.data_dir)?;
-        // The port was just freed; a lingering accept, or (rarely) another process, may
-        // hold it a moment.
-        let deadline = tokio::time::Instant::now() + REBIND_FOR;
-        loop {
-            match Server::start(config(&self.data_dir, self.port)).await {
-                Ok(server) => {
-                    self.server = Some(server);
-                    return Ok(());
-                }
-                Err(e) if tokio::time::Instant::now() < deadline => {
-                    tracing::debug!(error = %e, port = self.port, "restart: port not free yet");
-                    tokio::time::sleep(Duration::from_millis(20)).await;
-                }
-                Err(e) => return Err(e),
-            }
-        }
+        self.server =
+            Some(Server::start_rebinding(config(&self.data_dir, self.port), REBIND_FOR).await?);
+        Ok(())
     }
 
     /// Drops every notification the store sends for `duration`, unsent (the shape of a
@@ -212,10 +195,7 @@ impl LocalStore {
     /// sends: use [`cut_connections`](LocalStore::cut_connections) or
     /// [`pause`](LocalStore::pause) for those) or `command` is not a verb.
     pub fn fail_next(&self, n: usize, error: &str, command: Option<&str>) -> Result<(), Error> {
-        let kind = store_error_kind(error)?;
-        let verb = command.map(verb).transpose()?;
-        self.running()?.faults().fail_next(n, kind, verb);
-        Ok(())
+        self.running()?.inspector().fail_next(n, error, command)
     }
 
     /// The keys that match the glob `pattern` (the syntax of a client's SCAN: `*`, `?`,
@@ -282,19 +262,6 @@ impl std::fmt::Debug for LocalStore {
     }
 }
 
-/// When a timed fault (`what`) that lasts `duration` from now ends: at least 1 ms, and not
-/// past what the clock can hold.
-fn fault_end(what: &str, duration: Duration) -> Result<tokio::time::Instant, Error> {
-    if duration < Duration::from_millis(1) {
-        return Err(Error::invalid_argument(format!(
-            "{what}: the duration must be at least 1 ms (got {duration:?})"
-        )));
-    }
-    tokio::time::Instant::now()
-        .checked_add(duration)
-        .ok_or_else(|| Error::invalid_argument(format!("{what}: the duration is too long")))
-}
-
 /// The configuration of a local store on `port` (0: a free one) with `data_dir`.
 fn config(data_dir: &Path, port: u16) -> ServerConfig {
     ServerConfig {
@@ -302,33 +269,6 @@ fn config(data_dir: &Path, port: u16) -> ServerConfig {
         data_dir: Some(data_dir.to_owned()),
         ..ServerConfig::ephemeral()
     }
-}
-
-/// The store error whose code is `code`.
-fn store_error_kind(code: &str) -> Result<StoreErrorKind, Error> {
-    match ErrorKind::from_code(code) {
-        Some(ErrorKind::Store(kind)) if kind != StoreErrorKind::Unknown => Ok(kind),
-        _ => {
-            let known: Vec<&str> = StoreErrorKind::ALL
-                .into_iter()
-                .filter(|k| *k != StoreErrorKind::Unknown)
-                .map(StoreErrorKind::as_str)
-                .collect();
-            Err(Error::invalid_argument(format!(
-                "fail_next: {code:?} is not the code of a state store error; one of: {}",
-                known.join(", ")
-            )))
-        }
-    }
-}
-
-/// The verb named `command` (any case).
-fn verb(command: &str) -> Result<Verb, Error> {
-    Verb::from_wire(command.to_ascii_uppercase().as_bytes()).ok_or_else(|| {
-        Error::invalid_argument(format!(
-            "fail_next: {command:?} is not a command; one of: SET, GET, DEL, VDEL, KEYNOTIFY, SCAN"
-        ))
-    })
 }
 
 /// The Rust blocks of `docs/server.md` ("Testing your app (Rust)"), run as doctests.
@@ -339,28 +279,6 @@ pub struct ServerDocDoctests;
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn only_state_store_error_codes_can_be_injected() {
-        assert_eq!(
-            store_error_kind("fencing_token_lower_version").unwrap(),
-            StoreErrorKind::FencingTokenLowerVersion
-        );
-        for code in [
-            "timeout",
-            "connection_lost",
-            "unknown_store_error",
-            "nope",
-            "",
-        ] {
-            let e = store_error_kind(code).unwrap_err();
-            assert_eq!(e.kind(), ErrorKind::InvalidArgument, "{code}");
-            assert!(e.message().contains("quota_exceeded"), "{}", e.message());
-        }
-        assert_eq!(verb("set").unwrap(), Verb::Set);
-        assert_eq!(verb("KEYNOTIFY").unwrap(), Verb::KeyNotify);
-        assert_eq!(verb("PUT").unwrap_err().kind(), ErrorKind::InvalidArgument);
-    }
 
     /// A clean stop answers the request a pause holds back `__stat 503`, not applied,
     /// instead of leaving it to time out. It waits until the request is held (the pause's

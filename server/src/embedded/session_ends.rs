@@ -46,6 +46,8 @@ struct Known {
     /// While the session is kept without a connection: its place in [`State::offline`]'s
     /// order.
     offline: Option<u64>,
+    /// When its last connection closed (Unix ms; 0 while connected).
+    left_ms: u64,
 }
 
 /// What is known of every client id, under one lock.
@@ -168,6 +170,7 @@ impl SessionEnds {
                     created,
                     epoch,
                     offline: None,
+                    left_ms: 0,
                 },
             )
             .is_some_and(|previous| previous.created != created);
@@ -201,6 +204,7 @@ impl SessionEnds {
                 state.offline.insert(seq, client_id.to_owned());
                 if let Some(known) = state.known.get_mut(client_id) {
                     known.offline = Some(seq);
+                    known.left_ms = crate::service::now_ms();
                 }
                 self.count_offline(&state);
                 AfterDisconnect::Kept(Watch {
@@ -279,6 +283,19 @@ impl SessionEnds {
         }
         self.count_offline(&state);
         gone
+    }
+
+    /// The sessions kept without a connection, most recent disconnect first: client id and
+    /// when it left (Unix ms); at most `limit`.
+    pub(crate) async fn offline_list(&self, limit: usize) -> Vec<(String, u64)> {
+        let state = self.state.lock().await;
+        state
+            .offline
+            .values()
+            .rev()
+            .take(limit)
+            .map(|id| (id.clone(), state.known.get(id).map_or(0, |k| k.left_ms)))
+            .collect()
     }
 
     /// How many sessions wait without a connection now.

@@ -140,6 +140,10 @@ impl View<'_> {
     pub(crate) fn persisted(&self) -> bool {
         self.slot.persisted
     }
+
+    pub(crate) fn expires_at_ms(&self) -> Option<u64> {
+        self.extras.and_then(|e| e.expires_at_ms)
+    }
 }
 
 impl Table {

@@ -87,6 +87,13 @@ impl Watchers {
         self.by_key.get(key).map_or(&[], Vec::as_slice)
     }
 
+    /// The keys `client` observes (in no order) and how many there are.
+    pub(crate) fn of_client(&self, client: &str, limit: usize) -> (Vec<Bytes>, usize) {
+        self.by_client.get(client).map_or((Vec::new(), 0), |keys| {
+            (keys.iter().take(limit).cloned().collect(), keys.len())
+        })
+    }
+
     /// The number of registrations held (every client, every key).
     #[cfg(test)]
     pub(crate) fn count(&self) -> usize {
