@@ -184,6 +184,14 @@ class Page:
         self.find(f"#tab-{name}").click()
         self.wait(lambda: self.find(f"#view-{name}").is_displayed(), f"the {name} view")
 
+    def click(self, css: str, what: str) -> None:
+        """Clicks the element once it is there (found again if the page re-rendered it)."""
+        def clicked() -> bool:
+            self.find(css).click()
+            return True
+
+        self.wait(clicked, what)
+
     def fill(self, css: str, text: str) -> None:
         field = self.find(css)
         field.clear()

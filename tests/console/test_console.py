@@ -49,7 +49,7 @@ def open_key(page: Page, key: str, pattern: Optional[str] = None) -> None:
     page.tab("keys")
     page.fill("#key-pattern", pattern or key)
     page.find("#keys-list").click()
-    page.wait(lambda: page.find(f'#key-list button[data-b64="{b64}"]'), f"{key} in the list").click()
+    page.click(f'#key-list button[data-b64="{b64}"]', f"{key} in the list")
     page.wait(lambda: page.find("#key-detail").get_attribute("data-b64") == b64
               and page.find("#key-detail").is_displayed(), f"{key}'s detail")
 
