@@ -72,8 +72,9 @@ def mqstate_bin() -> str:
 class Serve:
     """A running `mqstate serve --http` with its MQTT and HTTP ports and its token."""
 
-    def __init__(self, log_dir: Path) -> None:
+    def __init__(self, log_dir: Path, http_host: str = "127.0.0.1") -> None:
         self.token = secrets.token_hex(16)
+        self.http_host = http_host
         self.log = log_dir / "serve.log"
         self.proc: Optional[subprocess.Popen[bytes]] = None
         # Ports picked free now may be taken before serve binds them: a few tries, when that
@@ -91,7 +92,7 @@ class Serve:
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(
                 [mqstate_bin(), "serve", "--listen", f"127.0.0.1:{self.mqtt_port}",
-                 "--http", f"127.0.0.1:{self.http_port}", "--http-token", self.token],
+                 "--http", f"{self.http_host}:{self.http_port}", "--http-token", self.token],
                 env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
             )
         deadline = time.monotonic() + WAIT
@@ -248,8 +249,10 @@ class Page:
 
 
 @pytest.fixture
-def serve(tmp_path: Path):
-    running = Serve(tmp_path)
+def serve(tmp_path: Path, request: pytest.FixtureRequest):
+    """`mqstate serve --http` on loopback, or where @pytest.mark.http_host("…") says."""
+    marker = request.node.get_closest_marker("http_host")
+    running = Serve(tmp_path, *(marker.args if marker else ()))
     yield running
     running.stop()
 

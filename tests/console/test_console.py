@@ -13,7 +13,11 @@ import base64
 import datetime
 import json
 import time
+import urllib.error
+import urllib.request
 from typing import Optional, Union
+
+import pytest
 
 import mqstate
 from conftest import WAIT, Page, Serve
@@ -241,3 +245,32 @@ def test_writes_without_the_token_are_refused(serve: Serve, page: Page) -> None:
         page.find("#set-submit").click()
         page.wait(lambda: page.find("#set-result").text.startswith("set: version"), "the set")
         assert app.get("config/mode").text == "manual"  # type: ignore[union-attr]
+
+
+@pytest.mark.http_host("0.0.0.0")
+def test_off_loopback_reads_need_the_token_and_the_page_sends_it(serve: Serve, page: Page) -> None:
+    with client(serve, "plant-app") as app:
+        app.set("plant/line-1", "running")
+        try:
+            urllib.request.urlopen(serve.url("/api/keys"), timeout=WAIT)
+            raise AssertionError("a read without the token was answered")
+        except urllib.error.HTTPError as refused:
+            assert refused.code == 401
+        # The page itself needs the token here, so it comes in the query (see the next test).
+        page.driver.get(serve.url("/?token=" + serve.token))
+        page.wait(lambda: page.js("return document.readyState") == "complete", "the page")
+        assert "token" not in page.driver.current_url
+        page.wait(lambda: page.find(f'#key-list button[data-b64="{b64url("plant/line-1")}"]'),
+                  "the keys, read with the token")
+        page.tab("live")
+        page.wait(lambda: page.find("#live-state").text == "live", "the stream, opened with the token")
+        app.set("plant/line-1", "stopped")
+        page.live_row("the SET", kind="request", verb="SET", client=app.client_id, key="plant/line-1")
+
+
+@pytest.mark.http_host("0.0.0.0")
+@pytest.mark.xfail(strict=True, reason="GET / off loopback needs the token, and the URL serve "
+                   "prints carries it in #token=, which the browser never sends (backend)")
+def test_off_loopback_the_printed_url_opens_the_console(serve: Serve, page: Page) -> None:
+    page.open()
+    page.wait(lambda: page.find("#tab-keys"), "the console", timeout=5)
