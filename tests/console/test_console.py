@@ -12,10 +12,11 @@ from __future__ import annotations
 import base64
 import datetime
 import json
+import re
 import time
 import urllib.error
 import urllib.request
-from typing import Optional, Union
+from typing import Optional, Tuple, Union
 
 import pytest
 
@@ -274,3 +275,81 @@ def test_off_loopback_reads_need_the_token_and_the_page_sends_it(serve: Serve, p
 def test_off_loopback_the_printed_url_opens_the_console(serve: Serve, page: Page) -> None:
     page.open()
     page.wait(lambda: page.find("#tab-keys"), "the console", timeout=5)
+
+
+def test_live_pause_holds_500_events_and_counts_the_rest(serve: Serve, page: Page) -> None:
+    page.open()
+    page.tab("live")
+    page.wait(lambda: page.find("#live-state").text == "live", "the live stream to open")
+    page.fill("#live-pattern", "burst/*")
+    page.find("#live-apply").click()
+    page.wait(lambda: page.find("#live-state").text == "live", "the filtered stream")
+    page.find("#live-pause").click()
+    assert page.find("#live-pause").get_attribute("aria-pressed") == "true"
+    with client(serve, "burst-app") as app:
+        for i in range(620):
+            app.set(f"burst/{i % 7}", str(i))
+    # 620 SETs (and the client's connect: events without a key pass the pattern) seen while
+    # paused: 500 wait, the rest are counted as dropped.
+    def paused_counts() -> Optional[Tuple[int, int]]:
+        found = re.search(r"(\d+) waiting, (\d+) dropped", page.find("#live-count").text)
+        return (int(found[1]), int(found[2])) if found and int(found[2]) >= 120 else None
+
+    waiting, dropped = page.wait(paused_counts, "the paused count", timeout=60)
+    assert waiting == 500 and dropped >= 120
+    assert page.live_rows() == []
+    page.find("#live-pause").click()
+    rows = page.live_rows()
+    assert len(rows) == 500 and rows[0]["kind"] == "skipped"
+    assert f"skipped {dropped} events" in page.find("#live-rows tr").text
+    sets = [r for r in rows if r["kind"] == "request"]
+    assert len(sets) >= 497 and all(r["verb"] == "SET" for r in sets)
+    seqs = [int(r["seq"]) for r in rows[1:]]
+    assert seqs == sorted(seqs, reverse=True)  # newest first
+    page.screenshot("live-paused")
+    # More events: still at most 500 rows.
+    with client(serve, "burst-app-2") as app:
+        for i in range(30):
+            app.set("burst/late", str(i))
+    page.wait(lambda: page.live_rows()[0]["client"] == "burst-app-2", "the new events")
+    assert len(page.live_rows()) == 500
+
+
+def test_faults_fail_pause_and_restart_show_their_answers(serve: Serve, page: Page) -> None:
+    with client(serve, "faulty-app") as app:
+        page.open()
+        page.tab("live")
+        page.find("#live-outcome").send_keys("error")
+        page.find("#live-apply").click()
+        page.wait(lambda: page.find("#live-state").text == "live", "the errors-only stream")
+        page.tab("faults")
+        page.fill("#fail-n", "1")
+        page.fill("#fail-error", "quota_exceeded")
+        page.find("#fail-command").send_keys("SET")
+        page.find("#fail-submit").click()
+        page.wait(lambda: page.find("#fail-result").text.startswith("{"), "the fail's answer")
+        assert json.loads(page.find("#fail-result").text) == {"armed": 1}
+        try:
+            app.set("quota/probe", "1")
+            raise AssertionError("the armed SET was answered")
+        except mqstate.QuotaExceededError:
+            pass
+        assert app.set("quota/probe", "2").applied
+        page.fill("#pause-ms", "300")
+        page.find("#pause-submit").click()
+        page.wait(lambda: page.find("#pause-result").text.startswith("{"), "the pause's answer")
+        assert json.loads(page.find("#pause-result").text)["paused_ms"] == 300
+        page.find("#restart-submit").click()
+        page.wait(lambda: page.find("#confirm-dialog").get_attribute("open") is not None, "the confirmation")
+        page.find("#confirm-ok").click()
+        page.wait(lambda: page.find("#restart-result").text.startswith("{"), "the restart's answer")
+        assert json.loads(page.find("#restart-result").text)["restarted"] is True
+        page.screenshot("faults-answers")
+        # The app reconnects to the restarted store (its session is gone: a new one).
+        page.wait(lambda: app.set("after/restart", "1", timeout=5).applied, "the app after the restart")
+        page.tab("live")
+        row = page.live_row("the failed SET", kind="request", verb="SET", client=app.client_id,
+                            key="quota/probe")
+        assert row["outcome"] == "store_error"
+        assert "quota_exceeded" in page.finds("#live-rows tr.outcome-error")[-1].text
+        assert all(r["kind"] != "request" or r["outcome"] not in ("ok", "duplicate") for r in page.live_rows())
