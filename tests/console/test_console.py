@@ -48,11 +48,11 @@ def next_change(changes: mqstate.Subscription, timeout: float = WAIT) -> mqstate
             return event
 
 
-def open_key(page: Page, key: str, pattern: Optional[str] = None) -> None:
+def open_key(page: Page, key: Union[str, bytes], pattern: Optional[str] = None) -> None:
     """Lists the keys matching `pattern` in the Keys view and opens `key`."""
     b64 = b64url(key)
     page.tab("keys")
-    page.fill("#key-pattern", pattern or key)
+    page.fill("#key-pattern", pattern or str(key))
     page.find("#keys-list").click()
     page.click(f'#key-list button[data-b64="{b64}"]', f"{key} in the list")
     page.wait(lambda: page.find("#key-detail").get_attribute("data-b64") == b64
@@ -301,7 +301,7 @@ def test_live_pause_holds_500_events_and_counts_the_rest(serve: Serve, page: Pag
     page.find("#live-pause").click()
     rows = page.live_rows()
     assert len(rows) == 500 and rows[0]["kind"] == "skipped"
-    assert f"skipped {dropped} events" in page.find("#live-rows tr").text
+    assert f"dropped {dropped} events while paused" in page.find("#live-rows tr").text
     sets = [r for r in rows if r["kind"] == "request"]
     assert len(sets) >= 497 and all(r["verb"] == "SET" for r in sets)
     seqs = [int(r["seq"]) for r in rows[1:]]
@@ -353,3 +353,32 @@ def test_faults_fail_pause_and_restart_show_their_answers(serve: Serve, page: Pa
         assert row["outcome"] == "store_error"
         assert "quota_exceeded" in page.finds("#live-rows tr.outcome-error")[-1].text
         assert all(r["kind"] != "request" or r["outcome"] not in ("ok", "duplicate") for r in page.live_rows())
+
+
+def test_keys_page_on_and_untrusted_bytes_stay_text(serve: Serve, page: Page) -> None:
+    hostile = '<img src=x onerror="window.__pwned = 1">'
+    with client(serve, "bulk-app") as app:
+        for i in range(105):
+            app.set(f"bulk/{i:03}", str(i))
+        app.set(f"bulk/{hostile}", f"<script>window.__pwned = 2</script>{hostile}")
+        app.set(b"bulk/\xff\x00raw", b"\x00\x01\xfe\xff")
+        page.open()
+        page.fill("#key-pattern", "bulk/*")
+        page.find("#keys-list").click()
+        page.wait(lambda: len(page.finds("#key-list button")) == 100, "the first page of 100")
+        assert page.find("#keys-more").is_enabled()
+        page.find("#keys-more").click()
+        page.wait(lambda: len(page.finds("#key-list button")) == 107, "the second page")
+        page.wait(lambda: not page.find("#keys-more").is_enabled(), "the end of the keys")
+        # Markup in a key or a value is text, never elements.
+        open_key(page, f"bulk/{hostile}", pattern="bulk/<*")
+        assert page.find("#key-value").text == f"<script>window.__pwned = 2</script>{hostile}"
+        assert page.find("#detail-key").text == f"bulk/{hostile}"
+        assert page.finds("main img, main script") == []
+        assert page.js("return window.__pwned") is None
+        # Bytes that are not UTF-8: the key in hex, the value as a hex dump.
+        open_key(page, b"bulk/\xff\x00raw", pattern="bulk/*raw")
+        assert page.find("#detail-key").text == "0x" + b"bulk/\xff\x00raw".hex()
+        assert page.find("#key-value").get_attribute("data-as") == "hex"
+        assert page.find("#key-value").text.startswith("00000000  00 01 fe ff")
+        page.screenshot("keys-binary")
