@@ -22,7 +22,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, Generator, Iterator, List, Optional
 
 import pytest
 
@@ -56,6 +56,13 @@ window.addEventListener('unhandledrejection', (e) => window.__pageErrors.push('u
     window.__pageErrors.push('console.error: ' + args.map(String).join(' '));
     return original.apply(this, args); }; })();
 """
+
+
+def attr_int(element: WebElement, name: str) -> int:
+    """An element's attribute as an int (it must be there)."""
+    value = element.get_attribute(name)
+    assert value is not None, f"no {name} on {element.tag_name}"
+    return int(value)
 
 
 def mqstate_bin() -> str:
@@ -239,7 +246,8 @@ class Page:
     def collect_errors(self) -> None:
         """Moves the current document's errors, and the browser log's, into self.errors."""
         self.errors += self.page_errors()
-        for entry in self.driver.get_log("browser"):
+        log: List[Dict[str, Any]] = self.driver.get_log("browser")  # type: ignore[no-untyped-call]
+        for entry in log:
             # "network" entries are answers such as the 401 a test asks for, not page errors.
             if entry.get("level") == "SEVERE" and entry.get("source") in ("javascript", "console-api"):
                 self.errors.append(f"browser log: {entry.get('message')}")
@@ -249,7 +257,7 @@ class Page:
 
 
 @pytest.fixture
-def serve(tmp_path: Path, request: pytest.FixtureRequest):
+def serve(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Serve]:
     """`mqstate serve --http` on loopback, or where @pytest.mark.http_host("…") says."""
     marker = request.node.get_closest_marker("http_host")
     running = Serve(tmp_path, *(marker.args if marker else ()))
@@ -258,7 +266,7 @@ def serve(tmp_path: Path, request: pytest.FixtureRequest):
 
 
 @pytest.fixture
-def page(serve: Serve, request: pytest.FixtureRequest):
+def page(serve: Serve, request: pytest.FixtureRequest) -> Iterator[Page]:
     console = Page(serve)
     try:
         yield console
@@ -275,7 +283,9 @@ def page(serve: Serve, request: pytest.FixtureRequest):
 
 
 @pytest.hookimpl(tryfirst=True, hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, Any, None]:
     outcome = yield
     report = outcome.get_result()
     setattr(item, "rep_" + report.when, report)
