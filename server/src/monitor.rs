@@ -34,6 +34,26 @@ pub struct Event {
     pub at_ms: u64,
     /// What happened.
     pub what: What,
+    /// The event as viewers send it, made by the first that needs it ([`Event::rendered`]).
+    rendered: std::sync::OnceLock<Bytes>,
+}
+
+impl Event {
+    /// An event numbered `seq`, at `at_ms`.
+    pub fn new(seq: u64, at_ms: u64, what: What) -> Event {
+        Event {
+            seq,
+            at_ms,
+            what,
+            rendered: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The event as `render` writes it, rendered once for every viewer that shows it the
+    /// same way (the first one renders it).
+    pub fn rendered(&self, render: impl FnOnce(&Event) -> Bytes) -> Bytes {
+        self.rendered.get_or_init(|| render(self)).clone()
+    }
 }
 
 /// What an [`Event`] reports.
@@ -181,11 +201,7 @@ impl Monitor {
         let at_ms = crate::service::now_ms();
         let mut sender = lock(&self.0.sender);
         sender.0 += 1;
-        let event = Arc::new(Event {
-            seq: sender.0,
-            at_ms,
-            what,
-        });
+        let event = Arc::new(Event::new(sender.0, at_ms, what));
         // An error means nobody listens any more: nothing to do.
         let _ = sender.1.send(event);
     }
@@ -204,6 +220,16 @@ impl Viewer {
             Ok(event) => Next::Event(event),
             Err(broadcast::error::RecvError::Lagged(n)) => Next::Skipped(n),
             Err(broadcast::error::RecvError::Closed) => Next::Closed,
+        }
+    }
+
+    /// The next event if one is waiting, without waiting (`None`: none is).
+    pub fn try_next(&mut self) -> Option<Next> {
+        match self.receiver.try_recv() {
+            Ok(event) => Some(Next::Event(event)),
+            Err(broadcast::error::TryRecvError::Lagged(n)) => Some(Next::Skipped(n)),
+            Err(broadcast::error::TryRecvError::Closed) => Some(Next::Closed),
+            Err(broadcast::error::TryRecvError::Empty) => None,
         }
     }
 }

@@ -30,8 +30,15 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// How long a viewer may leave its stream unread before it is dropped.
 const STALLED: Duration = Duration::from_secs(60);
 
-/// Formatted events waiting for the body.
-const QUEUE: usize = 64;
+/// Chunks of formatted events waiting for the body.
+const QUEUE: usize = 16;
+
+/// How long a viewer gathers events after one before it sends them (and how often, at most,
+/// it wakes up under load).
+const GATHER: Duration = Duration::from_millis(50);
+
+/// The most bytes of events in one chunk.
+const MAX_BATCH: usize = 256 * 1024;
 
 /// Which events a viewer asked for.
 #[derive(Debug, Default)]
@@ -126,6 +133,11 @@ pub fn stream(
 }
 
 /// Reads the monitor for one viewer until it leaves (its body dropped) or stalls.
+///
+/// Events are sent in batches: the first one at once, then whatever came within [`GATHER`]
+/// of it, in one chunk. Under load a viewer then costs a wake-up and a write per batch, not
+/// per request (the store's ring holds what comes meanwhile), and a lone event still shows
+/// at once.
 async fn feed(mut viewer: Viewer, filter: Filter, tx: mpsc::Sender<Bytes>) {
     // Said at once, so the page knows it is connected before the first event.
     if tx
@@ -137,30 +149,63 @@ async fn feed(mut viewer: Viewer, filter: Filter, tx: mpsc::Sender<Bytes>) {
     }
     let mut keep_alive = tokio::time::interval(KEEP_ALIVE);
     keep_alive.tick().await;
+    let mut batch = Vec::new();
     loop {
-        let chunk = tokio::select! {
-            next = viewer.next() => match next {
-                Next::Event(event) if filter.admits(&event.what) => sse(&event_json(&event)),
-                Next::Event(_) => continue,
-                Next::Skipped(count) => sse(&json!({"kind": "skipped", "count": count})),
-                Next::Closed => return,
-            },
-            _ = keep_alive.tick() => Bytes::from_static(b": keep-alive\n\n"),
+        let first = tokio::select! {
+            next = viewer.next() => next,
+            _ = keep_alive.tick() => {
+                if !send(&tx, Bytes::from_static(b": keep-alive\n\n")).await {
+                    return;
+                }
+                continue;
+            }
             () = tx.closed() => return,
         };
-        match tokio::time::timeout(STALLED, tx.send(chunk)).await {
-            Ok(Ok(())) => {}
-            Ok(Err(_)) => return,
-            Err(_) => {
-                tracing::info!("--http: a live viewer read nothing for {STALLED:?}: dropped");
-                return;
+        let mut next = Some(first);
+        while let Some(event) = next.take() {
+            match event {
+                Next::Event(event) if filter.admits(&event.what) => {
+                    batch.extend_from_slice(&event.rendered(|e| {
+                        let mut one = Vec::new();
+                        sse_into(&mut one, &event_json(e));
+                        Bytes::from(one)
+                    }));
+                }
+                Next::Event(_) => {}
+                Next::Skipped(count) => {
+                    sse_into(&mut batch, &json!({"kind": "skipped", "count": count}));
+                }
+                Next::Closed => return,
             }
+            if batch.len() < MAX_BATCH {
+                next = viewer.try_next();
+            }
+        }
+        if !batch.is_empty() && !send(&tx, Bytes::from(std::mem::take(&mut batch))).await {
+            return;
+        }
+        tokio::time::sleep(GATHER).await;
+    }
+}
+
+/// Hands a chunk to the body; false when the viewer is gone or read nothing for [`STALLED`].
+async fn send(tx: &mpsc::Sender<Bytes>, chunk: Bytes) -> bool {
+    match tokio::time::timeout(STALLED, tx.send(chunk)).await {
+        Ok(Ok(())) => true,
+        Ok(Err(_)) => false,
+        Err(_) => {
+            tracing::info!("--http: a live viewer read nothing for {STALLED:?}: dropped");
+            false
         }
     }
 }
 
-fn sse(value: &Value) -> Bytes {
-    Bytes::from(format!("data: {value}\n\n"))
+/// Appends one server-sent event.
+fn sse_into(out: &mut Vec<u8>, value: &Value) {
+    out.extend_from_slice(b"data: ");
+    // Writing JSON into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, value);
+    out.extend_from_slice(b"\n\n");
 }
 
 /// An event as the stream sends it.
@@ -279,11 +324,7 @@ mod tests {
 
     #[test]
     fn events_carry_their_number_time_and_binary_keys() {
-        let event = Event {
-            seq: 7,
-            at_ms: 1_700_000_000_000,
-            what: request("app", b"\xffk", Outcome::Ok),
-        };
+        let event = Event::new(7, 1_700_000_000_000, request("app", b"\xffk", Outcome::Ok));
         let shown = event_json(&event);
         assert_eq!(shown["kind"], "request");
         assert_eq!(shown["seq"], 7);

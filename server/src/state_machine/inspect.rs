@@ -232,7 +232,10 @@ mod tests {
         assert_eq!(all.keys.len(), 100);
         assert_eq!(all.next, None);
         assert_eq!((&all.keys[0].key[..], all.keys[0].size), (&b"k/00"[..], 2));
-        assert_eq!((&all.keys[50].key[..], all.keys[50].size), (&b"other/00"[..], 1));
+        assert_eq!(
+            (&all.keys[50].key[..], all.keys[50].size),
+            (&b"other/00"[..], 1)
+        );
     }
 
     #[test]
