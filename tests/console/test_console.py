@@ -170,7 +170,8 @@ def test_a_lock_holder_and_its_takeover_show_in_clients(serve: Serve, page: Page
     key = "jobs/nightly"
     b64 = b64url(key)
     with client(serve, "worker-a") as a, client(serve, "worker-b") as b:
-        lock_a = a.lock(key, lease=3)  # no automatic renewal: it expires
+        # (A lease long enough for the page to show it on a busy machine.)
+        lock_a = a.lock(key, lease=60)
         lock_a.acquire(timeout=WAIT)
         with b.observe("jobs/other"):  # a registration to show
             page.open()
@@ -181,14 +182,16 @@ def test_a_lock_holder_and_its_takeover_show_in_clients(serve: Serve, page: Page
 
             page.wait(lambda: holder() == lock_a.holder_id, "worker-a as the holder")
             lease = page.find(f'#locks-rows tr[data-key="{b64}"] .countdown')
-            assert 0 <= attr_int(lease, "data-left-ms") <= 3000
+            assert 0 < attr_int(lease, "data-left-ms") <= 60_000
             ids = {r.get_attribute("data-client"): r for r in page.finds("#clients-rows tr")}
             assert {"worker-a", "worker-b"} <= set(ids)
             assert ids["worker-b"].get_attribute("data-connected") == "true"
             assert "jobs/other" in ids["worker-b"].text
             page.screenshot("clients")
-            # worker-b waits out worker-a's lease and takes the lock; the view refreshes itself.
+            # worker-a lets go and worker-b, waiting, takes the lock; the view refreshes itself.
             lock_b = b.lock(key, lease=30)
+            assert lock_b.try_acquire() is None  # held by worker-a
+            assert lock_a.release()
             token_b = lock_b.acquire(timeout=WAIT)
             page.wait(lambda: holder() == lock_b.holder_id, "worker-b as the holder (auto-refresh)")
             shown = page.find(f'#locks-rows tr[data-key="{b64}"] .version')
