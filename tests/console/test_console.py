@@ -308,7 +308,10 @@ def test_live_pause_holds_500_events_and_counts_the_rest(serve: Serve, page: Pag
     page.find("#live-pause").click()
     rows = page.live_rows()
     assert len(rows) == 500 and rows[0]["kind"] == "skipped"
-    assert f"dropped {dropped} events while paused" in page.find("#live-rows tr").text
+    # (Events may still come between the count read above and the resume: the client's
+    # disconnect, the console's own probes.)
+    said = re.search(r"dropped (\d+) events while paused", page.find("#live-rows tr").text)
+    assert said and int(said[1]) >= dropped
     sets = [r for r in rows if r["kind"] == "request"]
     assert len(sets) >= 497 and all(r["verb"] == "SET" for r in sets)
     seqs = [int(r["seq"]) for r in rows[1:]]
