@@ -102,33 +102,37 @@ impl Console {
         .unwrap_or_else(|_| panic!("{method} {path} took longer than {BOUND:?}"))
     }
 
-    /// A live viewer: the open stream, once the server said it is connected.
-    async fn viewer(&self, query: &str) -> TcpStream {
-        let mut stream = TcpStream::connect(("127.0.0.1", self.http)).await.unwrap();
-        self.watch(&mut stream, query).await;
-        stream
+    /// A live viewer, once the server said it is connected.
+    async fn viewer(&self, query: &str) -> Stream {
+        let stream = TcpStream::connect(("127.0.0.1", self.http)).await.unwrap();
+        self.watch(stream, query).await
     }
 
     /// A live viewer with a small receive buffer (the kernel holds little for it).
-    async fn small_viewer(&self, query: &str) -> TcpStream {
+    async fn small_viewer(&self, query: &str) -> Stream {
         let socket = tokio::net::TcpSocket::new_v4().unwrap();
         socket.set_recv_buffer_size(4096).unwrap();
-        let mut stream = socket
+        let stream = socket
             .connect(([127, 0, 0, 1], self.http).into())
             .await
             .unwrap();
-        self.watch(&mut stream, query).await;
-        stream
+        self.watch(stream, query).await
     }
 
     /// Asks for the live stream on `stream` and waits until the server says it is connected.
-    async fn watch(&self, stream: &mut TcpStream, query: &str) {
+    async fn watch(&self, mut stream: TcpStream, query: &str) -> Stream {
         let head = format!(
             "GET /api/events{query} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n\r\n",
             self.http
         );
         stream.write_all(head.as_bytes()).await.unwrap();
-        read_until(stream, ": connected").await;
+        let mut viewer = Stream {
+            stream,
+            seen: Vec::new(),
+            from: 0,
+        };
+        viewer.until(": connected").await;
+        viewer
     }
 }
 
@@ -175,26 +179,39 @@ fn parse(body: &[u8]) -> Value {
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(body)))
 }
 
-/// Reads `stream` until `needle` has been seen (bounded); returns what was read.
-async fn read_until(stream: &mut TcpStream, needle: &str) -> String {
-    let mut seen: Vec<u8> = Vec::new();
-    let deadline = tokio::time::Instant::now() + BOUND;
-    let mut buf = [0u8; 64 * 1024];
-    let mut looked = 0usize;
-    loop {
-        // Only what came since the last look (and a needle's length before it).
-        let from = looked.saturating_sub(needle.len());
-        if seen[from..]
-            .windows(needle.len())
-            .any(|w| w == needle.as_bytes())
-        {
-            return String::from_utf8_lossy(&seen).into_owned();
-        }
-        looked = seen.len();
-        match tokio::time::timeout_at(deadline, stream.read(&mut buf)).await {
-            Ok(Ok(0)) | Ok(Err(_)) => panic!("the stream ended before {needle:?}: {}", tail(&seen)),
-            Ok(Ok(n)) => seen.extend_from_slice(&buf[..n]),
-            Err(_) => panic!("no {needle:?} within {BOUND:?}: {}", tail(&seen)),
+/// A live stream being read: what came so far, and how far the test has looked.
+struct Stream {
+    stream: TcpStream,
+    seen: Vec<u8>,
+    from: usize,
+}
+
+impl Stream {
+    /// Reads until `needle` comes after what earlier calls matched (bounded); returns the
+    /// text up to it. (Events come in batches: one read may hold the next call's needle.)
+    async fn until(&mut self, needle: &str) -> String {
+        let deadline = tokio::time::Instant::now() + BOUND;
+        let mut buf = [0u8; 64 * 1024];
+        let mut looked = self.from;
+        loop {
+            let start = looked.saturating_sub(needle.len()).max(self.from);
+            if let Some(at) = self.seen[start..]
+                .windows(needle.len())
+                .position(|w| w == needle.as_bytes())
+            {
+                let end = start + at + needle.len();
+                let text = String::from_utf8_lossy(&self.seen[self.from..end]).into_owned();
+                self.from = end;
+                return text;
+            }
+            looked = self.seen.len();
+            match tokio::time::timeout_at(deadline, self.stream.read(&mut buf)).await {
+                Ok(Ok(0)) | Ok(Err(_)) => {
+                    panic!("the stream ended before {needle:?}: {}", tail(&self.seen))
+                }
+                Ok(Ok(n)) => self.seen.extend_from_slice(&buf[..n]),
+                Err(_) => panic!("no {needle:?} within {BOUND:?}: {}", tail(&self.seen)),
+            }
         }
     }
 }
@@ -476,7 +493,7 @@ async fn live_viewers_see_requests_and_a_stalled_one_is_not_in_the_way() {
         .await
         .unwrap();
     for viewer in &mut viewers {
-        let seen = read_until(viewer, r#""verb":"SET""#).await;
+        let seen = viewer.until(r#""verb":"SET""#).await;
         assert!(
             seen.contains("live/1") && !seen.contains("other/1"),
             "{seen}"
@@ -505,7 +522,7 @@ async fn live_viewers_see_requests_and_a_stalled_one_is_not_in_the_way() {
     let flood = started.elapsed();
     let (status, _) = console.get("/api/overview").await;
     assert_eq!(status, 200);
-    let seen = read_until(&mut stalled, r#""kind":"skipped""#).await;
+    let seen = stalled.until(r#""kind":"skipped""#).await;
     assert!(seen.contains("count"), "{seen}");
     eprintln!("20,000 SETs beside a viewer that did not read: {flood:?}");
     // Filters: only failed requests.
@@ -520,7 +537,7 @@ async fn live_viewers_see_requests_and_a_stalled_one_is_not_in_the_way() {
     app.get("quiet").await.unwrap();
     let failed = app.set("q", "v", SetOptions::default()).await.unwrap_err();
     assert_eq!(failed.kind().code(), "quota_exceeded");
-    let seen = read_until(&mut errors, r#""error":"quota_exceeded""#).await;
+    let seen = errors.until(r#""error":"quota_exceeded""#).await;
     assert!(!seen.contains(r#""verb":"GET""#), "{seen}");
     assert_eq!(console.get("/api/events?outcome=maybe").await.0, 400);
 }
@@ -579,11 +596,11 @@ async fn clients_locks_and_faults_from_the_console() {
     let (status, cut) = console.post("/api/faults/cut", json!({})).await;
     assert_eq!(status, 200, "{cut}");
     assert!(cut["cut"].as_u64().unwrap() >= 2, "{cut}");
-    read_until(&mut live, r#""fault":"cut""#).await;
+    live.until(r#""fault":"cut""#).await;
     app.set("after-cut", "v", SetOptions::default())
         .await
         .unwrap();
-    read_until(&mut live, r#""kind":"connect""#).await;
+    live.until(r#""kind":"connect""#).await;
     // Pause: bounded, and reported.
     assert_eq!(
         console.post("/api/faults/pause", json!({"ms": 0})).await.0,
@@ -621,7 +638,7 @@ async fn clients_locks_and_faults_from_the_console() {
     let (status, restarted) = console.post("/api/faults/restart", json!({})).await;
     assert_eq!(status, 200, "{restarted}");
     assert_eq!(restarted["kept_persisted"], true);
-    read_until(&mut live, r#""fault":"restart""#).await;
+    live.until(r#""fault":"restart""#).await;
     let deadline = Instant::now() + BOUND;
     let kept = loop {
         match app.get("kept").await {
