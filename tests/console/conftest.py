@@ -282,6 +282,12 @@ def page(serve: Serve, request: pytest.FixtureRequest) -> Iterator[Page]:
     assert not console.errors, f"the page's JavaScript errors: {console.errors}"
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Screenshots are of this run only (a FAILED-… one of an earlier run would mislead)."""
+    for old in SCREENSHOTS.glob("*.png"):
+        old.unlink()
+
+
 @pytest.hookimpl(tryfirst=True, hookwrapper=True)
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
