@@ -38,6 +38,8 @@ mod inspect;
 mod ops;
 mod scan;
 mod table;
+#[cfg(test)]
+mod test_calls;
 mod watchers;
 
 use std::collections::BTreeSet;

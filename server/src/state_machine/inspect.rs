@@ -166,7 +166,8 @@ impl StateMachine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::state_machine::{Invocation, StoreConfig};
+    use crate::state_machine::StoreConfig;
+    use crate::state_machine::test_calls::call;
     use mqstate::codec::{Request, SetCondition};
 
     const NOW: u64 = 1_700_000_000_000;
@@ -174,24 +175,13 @@ mod tests {
     fn store_with(keys: &[(&str, &str, Option<u64>)]) -> StateMachine {
         let mut store = StateMachine::new(StoreConfig::default(), NOW);
         for (key, value, px) in keys {
-            let payload = Request::Set {
+            let request = Request::Set {
                 key: key.as_bytes(),
                 value: value.as_bytes(),
                 condition: SetCondition::Always,
                 expiry_ms: px.and_then(std::num::NonZeroU64::new),
-            }
-            .encode();
-            let stamp = format!("{NOW}:0:c");
-            let reply = store.handle(
-                NOW,
-                Invocation {
-                    client_id: "c",
-                    payload: &payload,
-                    timestamp: Some(&stamp),
-                    fencing_token: None,
-                    persist: false,
-                },
-            );
+            };
+            let reply = call(&mut store, NOW, request);
             assert!(reply.version.is_some(), "{key}: {:?}", reply.response);
         }
         store

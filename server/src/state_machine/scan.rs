@@ -84,7 +84,7 @@ mod tests {
     use bytes::Bytes;
     use mqstate::codec::{Request, Response, ScanPage, SetCondition, StoreErrorKind};
 
-    use crate::state_machine::{Invocation, StateMachine, StoreConfig};
+    use crate::state_machine::{StateMachine, StoreConfig};
 
     fn store(page: usize) -> StateMachine {
         let config = StoreConfig {
@@ -95,20 +95,7 @@ mod tests {
     }
 
     fn call(store: &mut StateMachine, now: u64, request: Request<&[u8]>) -> Response {
-        let payload = request.encode();
-        let stamp = format!("{now}:0:c");
-        store
-            .handle(
-                now,
-                Invocation {
-                    client_id: "c",
-                    payload: &payload,
-                    timestamp: Some(&stamp),
-                    fencing_token: None,
-                    persist: false,
-                },
-            )
-            .response
+        crate::state_machine::test_calls::call(store, now, request).response
     }
 
     fn set(store: &mut StateMachine, key: &[u8], px: Option<u64>) {
