@@ -264,7 +264,7 @@ def test_off_loopback_reads_need_the_token_and_the_page_sends_it(serve: Serve, p
             raise AssertionError("a read without the token was answered")
         except urllib.error.HTTPError as refused:
             assert refused.code == 401
-        # The page itself needs the token here, so it comes in the query (see the next test).
+        # The token may also come in the query (the next test opens the URL serve prints).
         page.driver.get(serve.url("/?token=" + serve.token))
         page.wait(lambda: page.js("return document.readyState") == "complete", "the page")
         assert "token" not in page.driver.current_url
@@ -277,8 +277,6 @@ def test_off_loopback_reads_need_the_token_and_the_page_sends_it(serve: Serve, p
 
 
 @pytest.mark.http_host("0.0.0.0")
-@pytest.mark.xfail(strict=True, reason="GET / off loopback needs the token, and the URL serve "
-                   "prints carries it in #token=, which the browser never sends (backend)")
 def test_off_loopback_the_printed_url_opens_the_console(serve: Serve, page: Page) -> None:
     page.open()
     assert page.finds("#tab-keys"), page.find("body").text[:300]

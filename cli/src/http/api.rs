@@ -161,29 +161,40 @@ impl Guard {
         !self.loopback
     }
 
-    /// Checks any request: on loopback, its `Host` must be a loopback name (a page on a
-    /// rebound DNS name must not read the store); elsewhere, reads need the token (the
-    /// header, or `token=` in the query: a browser's EventSource sends no headers).
+    /// Checks a request for the page itself, which holds no data and must open from the
+    /// URL `serve` prints (its token is in the fragment, which browsers never send): on
+    /// loopback, its `Host` must be a loopback name (a page on a rebound DNS name must not
+    /// reach the API through it); elsewhere anyone may load it.
+    pub fn check_host(&self, headers: &HeaderMap) -> Result<(), Refusal> {
+        if !self.loopback {
+            return Ok(());
+        }
+        let host = headers
+            .get(HOST)
+            .and_then(|h| h.to_str().ok())
+            .unwrap_or_default();
+        if loopback_host(host) {
+            return Ok(());
+        }
+        Err(Refusal::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            format!(
+                "Host {host:?} is not a loopback name: the console answers only 127.0.0.1, \
+                 localhost or [::1] while it listens on loopback"
+            ),
+        ))
+    }
+
+    /// Checks a read of the API: [`Guard::check_host`]'s rule, and off loopback the token
+    /// (the header, or `token=` in the query: a browser's EventSource sends no headers).
     pub fn check_read(
         &self,
         headers: &HeaderMap,
         query_token: Option<&str>,
     ) -> Result<(), Refusal> {
+        self.check_host(headers)?;
         if self.loopback {
-            let host = headers
-                .get(HOST)
-                .and_then(|h| h.to_str().ok())
-                .unwrap_or_default();
-            if !loopback_host(host) {
-                return Err(Refusal::new(
-                    StatusCode::FORBIDDEN,
-                    "forbidden",
-                    format!(
-                        "Host {host:?} is not a loopback name: the console answers only \
-                         127.0.0.1, localhost or [::1] while it listens on loopback"
-                    ),
-                ));
-            }
             return Ok(());
         }
         let given = headers
@@ -322,6 +333,15 @@ mod tests {
         assert!(guard.check_write(&headers(&own)).is_ok());
         let open = Guard::new("0.0.0.0:9".parse().unwrap(), "t0k".into());
         assert!(open.token_for_reads());
+        assert!(
+            open.check_host(&headers(&[("host", "box:9")])).is_ok(),
+            "the page opens"
+        );
+        assert!(
+            guard
+                .check_host(&headers(&[("host", "evil.example")]))
+                .is_err()
+        );
         assert!(
             open.check_read(&headers(&[("host", "box:9")]), None)
                 .is_err()

@@ -94,9 +94,13 @@ impl Console {
         target: &Target,
     ) -> Result<Response<Body>, Refusal> {
         let params = query(request.uri().query());
-        self.guard
-            .check_read(request.headers(), params.get("token").map(String::as_str))?;
         let path = request.uri().path().to_owned();
+        if path == "/" {
+            self.guard.check_host(request.headers())?;
+        } else {
+            let token = params.get("token").map(String::as_str);
+            self.guard.check_read(request.headers(), token)?;
+        }
         let method = request.method().clone();
         match (&method, path.as_str()) {
             (&Method::GET | &Method::HEAD, "/") => Ok(page()),
