@@ -50,6 +50,7 @@ pub mod service;
 pub mod state_machine;
 pub mod telemetry;
 mod telemetry_names;
+mod wall_clock;
 /// The module was named `store` before 0.3: it holds [`state_machine::StateMachine`].
 #[deprecated(since = "0.3.0", note = "use mqstate_server::state_machine")]
 pub mod store {

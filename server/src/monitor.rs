@@ -198,7 +198,7 @@ impl Monitor {
         if !self.watched() {
             return;
         }
-        let at_ms = crate::service::now_ms();
+        let at_ms = crate::wall_clock::now_ms();
         let mut sender = lock(&self.0.sender);
         sender.0 += 1;
         let event = Arc::new(Event::new(sender.0, at_ms, what));

@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use bytes::Bytes;
 use mqstate::codec::Response;
@@ -32,12 +32,7 @@ pub enum Command {
     SessionEnded(String),
 }
 
-/// The current time in ms since the Unix epoch.
-pub(crate) fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
+pub(crate) use crate::wall_clock::now_ms;
 
 /// A successful response, not yet in its MQTT form: building the properties (a handful of
 /// small allocations) is left to whoever publishes it, outside the store's lock.
