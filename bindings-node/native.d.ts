@@ -207,6 +207,11 @@ export declare class NativeLock {
 /** A pager over the keys matching a glob pattern. */
 export declare class NativePager {
   /**
+   * The same scan, its pages traced by `trace` (see `callTrace`): each page's request
+   * carries its trace context; the scan's position is shared.
+   */
+  traced(trace: NativeCallTrace): NativePager
+  /**
    * The next page's keys (possibly none, with more to come), or `null` after the last
    * page. A failed or cancelled page can be asked for again.
    */

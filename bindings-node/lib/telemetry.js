@@ -191,25 +191,26 @@ function errorType (e) {
 
 /**
  * Runs one call that goes to the store (`call(signal, …)`) in a span, and records its
- * duration. `start` is given the client to call (a traced one when the span records and
- * `traceable`) and the cancel handle.
+ * duration. `start` is given what to call — `subject`, or a traced copy of it when the span
+ * records — and the cancel handle.
  * @template T
+ * @template {Traceable} S
  * @param {Telemetry} t
- * @param {import('../native.js').NativeClient} store
+ * @param {import('../native.js').NativeClient} store the client (its server, for the span)
  * @param {string} method the `NativeClient` method (`vocabulary.operations` names its verb)
  * @param {unknown} signal
- * @param {(store: import('../native.js').NativeClient, cancel: import('../native.js').CancelHandle | undefined) => Promise<T>} start
- * @param {boolean} traceable whether the call's requests can carry the span's context
+ * @param {(subject: S, cancel: import('../native.js').CancelHandle | undefined) => Promise<T>} start
+ * @param {S} subject what the call is made on: the client, or its pager
  * @param {string | Uint8Array | undefined} key the call's key (or pattern)
  * @returns {Promise<T>}
  */
-async function traced (t, store, method, signal, start, traceable, key) {
+async function traced (t, store, method, signal, start, subject, key) {
   const { api, vocabulary: { names, operations } } = t
   const operation = operations[method]
   const duration = histogram(t)
   const span = t.tracer.startSpan(operation, { kind: api.SpanKind.CLIENT }, api.context.active())
   const recording = span.isRecording()
-  let target = store
+  let target = subject
   /** @type {import('../native.js').NativeCallTrace | null} */
   let trace = null
   if (recording) {
@@ -221,15 +222,13 @@ async function traced (t, store, method, signal, start, traceable, key) {
       span.setAttribute(names.serverPort, server.port)
     }
     if (recordKeys && (typeof key === 'string' || key instanceof Uint8Array)) span.setAttribute(names.key, native.telemetryKeyText(key))
-    if (traceable) {
-      const context = span.spanContext()
-      try {
-        trace = native.callTrace(traceparent(context), context.traceState?.serialize() || undefined)
-        target = store.traced(trace)
-      } catch {
-        // A context the core refuses (an invalid span context): the call goes untraced.
-        trace = null
-      }
+    const context = span.spanContext()
+    try {
+      trace = native.callTrace(traceparent(context), context.traceState?.serialize() || undefined)
+      target = /** @type {S} */ (subject.traced(trace))
+    } catch {
+      // A context the core refuses (an invalid span context): the call goes untraced.
+      trace = null
     }
   }
   const begun = performance.now()
@@ -254,6 +253,12 @@ async function traced (t, store, method, signal, start, traceable, key) {
 }
 
 /**
+ * What a call can be made on with its requests traced: a client or a pager (`traced(trace)`
+ * gives the same one, its requests carrying the trace's context).
+ * @typedef {{ traced(trace: import('../native.js').NativeCallTrace): unknown }} Traceable
+ */
+
+/**
  * Runs one call that goes to the store: in a span when `@opentelemetry/api` is there,
  * else exactly as `call(signal, …)`.
  * @template T
@@ -262,13 +267,30 @@ async function traced (t, store, method, signal, start, traceable, key) {
  * @param {unknown} signal
  * @param {(store: import('../native.js').NativeClient, cancel: import('../native.js').CancelHandle | undefined) => Promise<T>} start
  * @param {string | Uint8Array} [key] the call's key, for `recordKeys`
- * @param {boolean} [traceable] default `true`
  * @returns {Promise<T>}
  */
-function storeCall (store, method, signal, start, key, traceable = true) {
+function storeCall (store, method, signal, start, key) {
   const t = state === undefined ? telemetry() : state
   if (t === null) return call(signal, (cancel) => start(store, cancel))
-  return traced(t, store, method, signal, start, traceable, key)
+  return traced(t, store, method, signal, start, store, key)
 }
 
-module.exports = { storeCall, register, forget, telemetry, configure }
+/**
+ * One SCAN page of `pager` (a scan of `store`'s): in a span when `@opentelemetry/api` is
+ * there, its request carrying the span's context; else exactly as `call(signal, …)`.
+ * @template T
+ * @param {import('../native.js').NativeClient} store
+ * @param {import('../native.js').NativePager} pager
+ * @param {unknown} signal
+ * @param {(pager: import('../native.js').NativePager, cancel: import('../native.js').CancelHandle | undefined) => Promise<T>} start
+ * @param {string | Uint8Array} pattern the scan's pattern, for `recordKeys`
+ * @returns {Promise<T>}
+ */
+function pageCall (store, pager, signal, start, pattern) {
+  const t = state === undefined ? telemetry() : state
+  // After the last page the pager answers `null` with no request: no span.
+  if (t === null || pager.done) return call(signal, (cancel) => start(pager, cancel))
+  return traced(t, store, 'scan', signal, start, pager, pattern)
+}
+
+module.exports = { storeCall, pageCall, register, forget, telemetry, configure }

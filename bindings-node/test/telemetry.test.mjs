@@ -217,6 +217,38 @@ describe('OpenTelemetry', { timeout: TEST_MS }, () => {
     }
   })
 
+  test('each SCAN page\'s request carries its own span\'s traceparent', async () => {
+    await client.set('paged/a', '1')
+    const tap = await mqtt.connectAsync(store.url, { protocolVersion: 5 })
+    try {
+      /** @type {Record<string, any>[]} */
+      const seen = []
+      tap.on('message', (/** @type {string} */ _topic, /** @type {Buffer} */ _payload, /** @type {any} */ packet) => seen.push(packet.properties?.userProperties ?? {}))
+      await tap.subscribeAsync(REQUEST_TOPIC)
+      exporter.reset()
+      await app.startActiveSpan('app', async (span) => {
+        const keys = []
+        for await (const key of client.scan('paged/*')) keys.push(key.toString())
+        assert.deepEqual(keys, ['paged/a'])
+        span.end()
+      })
+      const pages = spans('SCAN')
+      assert.ok(pages.length >= 1)
+      const wanted = pages.map((s) => {
+        const c = s.spanContext()
+        return `00-${c.traceId}-${c.spanId}-${c.traceFlags.toString(16).padStart(2, '0')}`
+      })
+      const deadline = Date.now() + 10000
+      const missing = () => wanted.filter((w) => !seen.some((p) => p[N.traceparent] === w))
+      while (missing().length > 0 && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 20))
+      }
+      assert.deepEqual(missing(), [], `every page's span context on the wire: ${JSON.stringify(seen)}`)
+    } finally {
+      await tap.endAsync()
+    }
+  })
+
   test('a cache hit makes no span; the cache metrics count it', async () => {
     const cached = await Client.connect(store.url, { cache: true, cacheFreshness: '30s' })
     try {
