@@ -101,6 +101,8 @@ export declare class NativeClient {
 
 /** A candidate in an election. */
 export declare class NativeElection {
+  /** The same candidate, its calls traced by `trace` (see `NativeLock.traced`). */
+  traced(trace: NativeCallTrace): NativeElection
   /** The candidate id. */
   get candidateId(): string
   /**
@@ -164,6 +166,11 @@ export declare class NativeLocalStore {
 
 /** A leased lock. */
 export declare class NativeLock {
+  /**
+   * The same lock, its calls traced by `trace` (see `callTrace`): the requests the core
+   * makes for each call carry its trace context.
+   */
+  traced(trace: NativeCallTrace): NativeLock
   /** The lock key. */
   get key(): Buffer
   /** The holder id this lock writes. */
