@@ -101,6 +101,8 @@ export declare class NativeClient {
 
 /** A candidate in an election. */
 export declare class NativeElection {
+  /** The same candidate, its calls traced by `trace` (see `NativeLock.traced`). */
+  traced(trace: NativeCallTrace): NativeElection
   /** The candidate id. */
   get candidateId(): string
   /**
@@ -164,6 +166,11 @@ export declare class NativeLocalStore {
 
 /** A leased lock. */
 export declare class NativeLock {
+  /**
+   * The same lock, its calls traced by `trace` (see `callTrace`): the requests the core
+   * makes for each call carry its trace context.
+   */
+  traced(trace: NativeCallTrace): NativeLock
   /** The lock key. */
   get key(): Buffer
   /** The holder id this lock writes. */
@@ -206,6 +213,11 @@ export declare class NativeLock {
 
 /** A pager over the keys matching a glob pattern. */
 export declare class NativePager {
+  /**
+   * The same scan, its pages traced by `trace` (see `callTrace`): each page's request
+   * carries its trace context; the scan's position is shared.
+   */
+  traced(trace: NativeCallTrace): NativePager
   /**
    * The next page's keys (possibly none, with more to come), or `null` after the last
    * page. A failed or cancelled page can be asked for again.

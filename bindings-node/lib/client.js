@@ -233,7 +233,7 @@ class Client {
     const signal = sync(() => signalOf(o.signal))
     const store = this.#store()
     const pager = sync(() => store.scan(pattern, o.timeoutMs))
-    return new Pager(pager, signal, store)
+    return new Pager(pager, signal, store, pattern)
   }
 
   /**

@@ -10,6 +10,7 @@
  */
 
 const { call, sync } = require('./calls.js')
+const { operationCall } = require('./telemetry.js')
 const { EditResult, Value, decision } = require('./events.js')
 const { checked } = require('./options.js')
 const { Subscription } = require('./subscription.js')
@@ -77,7 +78,7 @@ class Lock {
    */
   async tryAcquire (options) {
     const o = checked(options, OPTIONS.tryAcquire, 'tryAcquire()')
-    return call(o.signal, (c) => this.#native.tryAcquire(o.leaseMs, c))
+    return operationCall(this.#native, 'spanLockTryAcquire', o.signal, (n, c) => n.tryAcquire(o.leaseMs, c), () => this.#native.key)
   }
 
   /**
@@ -87,7 +88,7 @@ class Lock {
    */
   async acquire (options) {
     const o = checked(options, OPTIONS.acquire, 'acquire()')
-    return call(o.signal, (c) => this.#native.acquire(o.leaseMs, o.timeoutMs, c))
+    return operationCall(this.#native, 'spanLockAcquire', o.signal, (n, c) => n.acquire(o.leaseMs, o.timeoutMs, c), () => this.#native.key)
   }
 
   /**
@@ -95,7 +96,7 @@ class Lock {
    * @param {{ signal?: AbortSignal }} [options]
    */
   async renew (options) {
-    return call(signalOnly(options, 'renew()'), (c) => this.#native.renew(c))
+    return operationCall(this.#native, 'spanLockRenew', signalOnly(options, 'renew()'), (n, c) => n.renew(c), () => this.#native.key)
   }
 
   /**
@@ -103,7 +104,7 @@ class Lock {
    * @param {{ signal?: AbortSignal }} [options]
    */
   async release (options) {
-    return call(signalOnly(options, 'release()'), (c) => this.#native.release(c))
+    return operationCall(this.#native, 'spanLockRelease', signalOnly(options, 'release()'), (n, c) => n.release(c), () => this.#native.key)
   }
 
   /**
@@ -161,7 +162,7 @@ class Lock {
         return { kind: 'error', errorId: id }
       }
     }
-    const raw = await call(o.signal, (c) => this.#native.edit(key, decide, o.leaseMs, o.timeoutMs, c), thrown)
+    const raw = await operationCall(this.#native, 'spanLockEdit', o.signal, (n, c) => n.edit(key, decide, o.leaseMs, o.timeoutMs, c), () => this.#native.key, thrown)
     return new EditResult(raw)
   }
 }
@@ -206,7 +207,7 @@ class Election {
    */
   async campaign (options) {
     const o = checked(options, OPTIONS.campaign, 'campaign()')
-    return call(o.signal, (c) => this.#native.campaign(o.termMs, o.timeoutMs, c))
+    return operationCall(this.#native, 'spanElectionCampaign', o.signal, (n, c) => n.campaign(o.termMs, o.timeoutMs, c), undefined)
   }
 
   /**
@@ -215,7 +216,7 @@ class Election {
    */
   async tryCampaign (options) {
     const o = checked(options, OPTIONS.tryCampaign, 'tryCampaign()')
-    return call(o.signal, (c) => this.#native.tryCampaign(o.termMs, c))
+    return operationCall(this.#native, 'spanElectionTryCampaign', o.signal, (n, c) => n.tryCampaign(o.termMs, c), undefined)
   }
 
   /**
@@ -223,7 +224,7 @@ class Election {
    * @param {{ signal?: AbortSignal }} [options]
    */
   async resign (options) {
-    return call(signalOnly(options, 'resign()'), (c) => this.#native.resign(c))
+    return operationCall(this.#native, 'spanElectionResign', signalOnly(options, 'resign()'), (n, c) => n.resign(c), undefined)
   }
 
   /**

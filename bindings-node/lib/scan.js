@@ -7,7 +7,7 @@
  * early and iterating again continues with the next page).
  */
 
-const { storeCall } = require('./telemetry.js')
+const { pageCall } = require('./telemetry.js')
 const { checked } = require('./options.js')
 
 /** The options of `nextPage()`. */
@@ -23,17 +23,21 @@ class Pager {
   #signal
   /** @type {import('../native.js').NativeClient} the client it pages (for its spans) */
   #client
+  /** @type {string | Uint8Array} the pattern (a page span's `mqstate.key`, when asked) */
+  #pattern
 
   /**
    * Use `client.scan()`.
    * @param {NativePager} pager
    * @param {AbortSignal | undefined} signal cancels any page in flight
    * @param {import('../native.js').NativeClient} client the client it pages
+   * @param {string | Uint8Array} pattern
    */
-  constructor (pager, signal, client) {
+  constructor (pager, signal, client, pattern) {
     this.#native = pager
     this.#signal = signal
     this.#client = client
+    this.#pattern = pattern
   }
 
   /**
@@ -45,9 +49,9 @@ class Pager {
    */
   async nextPage (options) {
     const signal = checked(options, PAGE_OPTIONS, 'nextPage()').signal ?? this.#signal
-    // Each page is a call of its own (its own span); the pager's requests carry no trace
-    // context (it was made before any span).
-    return storeCall(this.#client, 'scan', signal, (_, cancel) => this.#native.nextPage(cancel), undefined, false)
+    // Each page is a call of its own (its own span), its request carrying the span's
+    // context through a traced copy of the pager (the scan's position shared).
+    return pageCall(this.#client, this.#native, signal, (pager, cancel) => pager.nextPage(cancel), this.#pattern)
   }
 
   /** Whether the last page has been returned. */

@@ -14,6 +14,9 @@
  *   connection waits, a `no_store` refusal) becomes span events with their times. A cache
  *   hit makes no span (the `mqstate.cache.hits` counter counts it). A span that is not
  *   recording costs the no-op `startSpan` and nothing more: no attributes, no traced call.
+ * - each lock and election operation runs in an INTERNAL span named by the core
+ *   (`mqstate.lock.acquire` …; `operationCall`): the requests the core makes for it carry
+ *   its context through a traced copy of the lock (election); no duration is recorded.
  * - the histogram `db.client.operation.duration` (seconds) records each call that went to
  *   the store, with `db.operation.name` and, on failure, `error.type` (the error's code);
  *   the other metrics (link and cache) are observed at collection from the live clients.
@@ -191,55 +194,59 @@ function errorType (e) {
 
 /**
  * Runs one call that goes to the store (`call(signal, …)`) in a span, and records its
- * duration. `start` is given the client to call (a traced one when the span records and
- * `traceable`) and the cancel handle.
+ * duration. `start` is given what to call — `subject`, or a traced copy of it when the span
+ * records — and the cancel handle.
  * @template T
+ * @template {Traceable} S
  * @param {Telemetry} t
- * @param {import('../native.js').NativeClient} store
- * @param {string} method the `NativeClient` method (`vocabulary.operations` names its verb)
+ * @param {import('../native.js').NativeClient | null} store the client (its server, for the
+ * span); `null` for a lock or election operation
+ * @param {string} method the `NativeClient` method (`vocabulary.operations` names its verb),
+ * or the span name of a lock or election operation
  * @param {unknown} signal
- * @param {(store: import('../native.js').NativeClient, cancel: import('../native.js').CancelHandle | undefined) => Promise<T>} start
- * @param {boolean} traceable whether the call's requests can carry the span's context
+ * @param {(subject: S, cancel: import('../native.js').CancelHandle | undefined) => Promise<T>} start
+ * @param {S} subject what the call is made on: the client, its pager, a lock, an election
  * @param {string | Uint8Array | undefined} key the call's key (or pattern)
+ * @param {Map<number, unknown>} [kept] what `call` rethrows by id (an edit function's throws)
  * @returns {Promise<T>}
  */
-async function traced (t, store, method, signal, start, traceable, key) {
+async function traced (t, store, method, signal, start, subject, key, kept) {
   const { api, vocabulary: { names, operations } } = t
-  const operation = operations[method]
-  const duration = histogram(t)
-  const span = t.tracer.startSpan(operation, { kind: api.SpanKind.CLIENT }, api.context.active())
+  // A request (its verb, a CLIENT span, its duration recorded), or, with no store, a lock or
+  // election operation (`method` the core's span name; INTERNAL; no duration: it may wait).
+  const operation = store === null ? null : operations[method]
+  const duration = operation === null ? null : histogram(t)
+  const span = t.tracer.startSpan(operation ?? method, { kind: operation === null ? api.SpanKind.INTERNAL : api.SpanKind.CLIENT }, api.context.active())
   const recording = span.isRecording()
-  let target = store
+  let target = subject
   /** @type {import('../native.js').NativeCallTrace | null} */
   let trace = null
   if (recording) {
     span.setAttribute(names.dbSystemName, names.dbSystem)
-    span.setAttribute(names.dbOperationName, operation)
-    const server = store.server
+    if (operation !== null) span.setAttribute(names.dbOperationName, operation)
+    const server = store?.server ?? null
     if (server !== null) {
       span.setAttribute(names.serverAddress, server.address)
       span.setAttribute(names.serverPort, server.port)
     }
     if (recordKeys && (typeof key === 'string' || key instanceof Uint8Array)) span.setAttribute(names.key, native.telemetryKeyText(key))
-    if (traceable) {
-      const context = span.spanContext()
-      try {
-        trace = native.callTrace(traceparent(context), context.traceState?.serialize() || undefined)
-        target = store.traced(trace)
-      } catch {
-        // A context the core refuses (an invalid span context): the call goes untraced.
-        trace = null
-      }
+    const context = span.spanContext()
+    try {
+      trace = native.callTrace(traceparent(context), context.traceState?.serialize() || undefined)
+      target = /** @type {S} */ (subject.traced(trace))
+    } catch {
+      // A context the core refuses (an invalid span context): the call goes untraced.
+      trace = null
     }
   }
   const begun = performance.now()
   try {
-    const result = await call(signal, (cancel) => start(target, cancel))
-    duration.record((performance.now() - begun) / 1000, { [names.dbOperationName]: operation })
+    const result = await call(signal, (cancel) => start(target, cancel), kept)
+    duration?.record((performance.now() - begun) / 1000, { [names.dbOperationName]: operation })
     return result
   } catch (e) {
     const type = errorType(e)
-    duration.record((performance.now() - begun) / 1000, { [names.dbOperationName]: operation, [names.errorType]: type })
+    duration?.record((performance.now() - begun) / 1000, { [names.dbOperationName]: operation, [names.errorType]: type })
     if (recording) {
       span.setAttribute(names.errorType, type)
       span.setStatus({ code: api.SpanStatusCode.ERROR, message: e instanceof Error ? e.message : String(e) })
@@ -254,6 +261,12 @@ async function traced (t, store, method, signal, start, traceable, key) {
 }
 
 /**
+ * What a call can be made on with its requests traced: a client or a pager (`traced(trace)`
+ * gives the same one, its requests carrying the trace's context).
+ * @typedef {{ traced(trace: import('../native.js').NativeCallTrace): unknown }} Traceable
+ */
+
+/**
  * Runs one call that goes to the store: in a span when `@opentelemetry/api` is there,
  * else exactly as `call(signal, …)`.
  * @template T
@@ -262,13 +275,51 @@ async function traced (t, store, method, signal, start, traceable, key) {
  * @param {unknown} signal
  * @param {(store: import('../native.js').NativeClient, cancel: import('../native.js').CancelHandle | undefined) => Promise<T>} start
  * @param {string | Uint8Array} [key] the call's key, for `recordKeys`
- * @param {boolean} [traceable] default `true`
  * @returns {Promise<T>}
  */
-function storeCall (store, method, signal, start, key, traceable = true) {
+function storeCall (store, method, signal, start, key) {
   const t = state === undefined ? telemetry() : state
   if (t === null) return call(signal, (cancel) => start(store, cancel))
-  return traced(t, store, method, signal, start, traceable, key)
+  return traced(t, store, method, signal, start, store, key)
 }
 
-module.exports = { storeCall, register, forget, telemetry, configure }
+/**
+ * One SCAN page of `pager` (a scan of `store`'s): in a span when `@opentelemetry/api` is
+ * there, its request carrying the span's context; else exactly as `call(signal, …)`.
+ * @template T
+ * @param {import('../native.js').NativeClient} store
+ * @param {import('../native.js').NativePager} pager
+ * @param {unknown} signal
+ * @param {(pager: import('../native.js').NativePager, cancel: import('../native.js').CancelHandle | undefined) => Promise<T>} start
+ * @param {string | Uint8Array} pattern the scan's pattern, for `recordKeys`
+ * @returns {Promise<T>}
+ */
+function pageCall (store, pager, signal, start, pattern) {
+  const t = state === undefined ? telemetry() : state
+  // After the last page the pager answers `null` with no request: no span.
+  if (t === null || pager.done) return call(signal, (cancel) => start(pager, cancel))
+  return traced(t, store, 'scan', signal, start, pager, pattern)
+}
+
+/**
+ * One lock or election operation of `subject` (a `NativeLock` or `NativeElection`): in an
+ * INTERNAL span named by the core (`names[name]`, e.g. `spanLockAcquire`) when
+ * `@opentelemetry/api` is there, the requests the core makes for it carrying the span's
+ * context; else exactly as `call(signal, …)`.
+ * @template T
+ * @template {Traceable} S
+ * @param {S} subject
+ * @param {string} name the camelCase name of the core's constant (`spanLockAcquire`)
+ * @param {unknown} signal
+ * @param {(subject: S, cancel: import('../native.js').CancelHandle | undefined) => Promise<T>} start
+ * @param {(() => string | Uint8Array) | undefined} key the lock key, read only for `recordKeys`
+ * @param {Map<number, unknown>} [kept] what `call` rethrows by id
+ * @returns {Promise<T>}
+ */
+function operationCall (subject, name, signal, start, key, kept) {
+  const t = state === undefined ? telemetry() : state
+  if (t === null) return call(signal, (cancel) => start(subject, cancel), kept)
+  return traced(t, null, t.vocabulary.names[name], signal, start, subject, recordKeys && key ? key() : undefined, kept)
+}
+
+module.exports = { storeCall, pageCall, operationCall, register, forget, telemetry, configure }

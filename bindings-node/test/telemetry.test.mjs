@@ -217,6 +217,86 @@ describe('OpenTelemetry', { timeout: TEST_MS }, () => {
     }
   })
 
+  test('each SCAN page\'s request carries its own span\'s traceparent', async () => {
+    await client.set('paged/a', '1')
+    const tap = await mqtt.connectAsync(store.url, { protocolVersion: 5 })
+    try {
+      /** @type {Record<string, any>[]} */
+      const seen = []
+      tap.on('message', (/** @type {string} */ _topic, /** @type {Buffer} */ _payload, /** @type {any} */ packet) => seen.push(packet.properties?.userProperties ?? {}))
+      await tap.subscribeAsync(REQUEST_TOPIC)
+      exporter.reset()
+      await app.startActiveSpan('app', async (span) => {
+        const keys = []
+        for await (const key of client.scan('paged/*')) keys.push(key.toString())
+        assert.deepEqual(keys, ['paged/a'])
+        span.end()
+      })
+      const pages = spans('SCAN')
+      assert.ok(pages.length >= 1)
+      const wanted = pages.map((s) => {
+        const c = s.spanContext()
+        return `00-${c.traceId}-${c.spanId}-${c.traceFlags.toString(16).padStart(2, '0')}`
+      })
+      const deadline = Date.now() + 10000
+      const missing = () => wanted.filter((w) => !seen.some((p) => p[N.traceparent] === w))
+      while (missing().length > 0 && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 20))
+      }
+      assert.deepEqual(missing(), [], `every page's span context on the wire: ${JSON.stringify(seen)}`)
+    } finally {
+      await tap.endAsync()
+    }
+  })
+
+  test('lock and election operations are INTERNAL spans named by the core, children of the active context', async () => {
+    await app.startActiveSpan('app', async (parent) => {
+      const lock = client.lock('tel/lock', { leaseMs: 5000 })
+      assert.ok(await lock.tryAcquire())
+      assert.ok(await lock.renew())
+      assert.equal(await lock.release(), true)
+      await lock.acquire()
+      await lock.release()
+      await lock.edit('tel/edited', () => 'v')
+      const election = client.election('tel/election', 'a', { termMs: 5000 })
+      assert.equal(await election.tryCampaign(), true)
+      assert.equal(await election.resign(), true)
+      await election.campaign()
+      await election.resign()
+      parent.end()
+    })
+    const [parent] = spans('app')
+    const ops = exporter.getFinishedSpans().filter((s) => s.kind === SpanKind.INTERNAL && s.name.startsWith('mqstate.'))
+    assert.deepEqual(ops.map((s) => s.name), [
+      N.spanLockTryAcquire, N.spanLockRenew, N.spanLockRelease, N.spanLockAcquire, N.spanLockRelease,
+      N.spanLockEdit, N.spanElectionTryCampaign, N.spanElectionResign, N.spanElectionCampaign, N.spanElectionResign
+    ])
+    assert.equal(ops[0].name, 'mqstate.lock.try_acquire', 'the core\'s spelling')
+    for (const s of ops) {
+      assert.equal(parentOf(s), parent.spanContext().spanId)
+      assert.equal(s.attributes[N.dbSystemName], N.dbSystem)
+      assert.equal(s.attributes[N.key], undefined, 'no lock key unless asked')
+      assert.equal(s.attributes[N.errorType], undefined)
+    }
+  })
+
+  test('a failed lock operation: error.type, status ERROR, and the lock key when asked', async () => {
+    const holder = await Client.connect(store.url)
+    try {
+      assert.ok(await holder.lock('tel/held', { leaseMs: 5000 }).tryAcquire())
+      telemetry.configure({ recordKeys: true })
+      exporter.reset()
+      await assert.rejects(client.lock('tel/held').acquire({ timeoutMs: 200 }), (e) => /** @type {any} */ (e).code === 'timeout')
+      const [s] = spans(N.spanLockAcquire)
+      assert.equal(s.attributes[N.errorType], 'timeout')
+      assert.equal(s.status.code, SpanStatusCode.ERROR)
+      assert.equal(s.attributes[N.key], 'tel/held')
+    } finally {
+      telemetry.configure({ recordKeys: false })
+      await holder.close()
+    }
+  })
+
   test('a cache hit makes no span; the cache metrics count it', async () => {
     const cached = await Client.connect(store.url, { cache: true, cacheFreshness: '30s' })
     try {

@@ -6,7 +6,7 @@
 mod convert;
 mod gate;
 mod locks;
-mod native;
+pub(crate) mod native;
 mod pending;
 mod subscription;
 

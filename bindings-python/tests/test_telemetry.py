@@ -241,3 +241,114 @@ def test_locks_and_notifications_are_counted(spans: InMemorySpanExporter) -> Non
     assert held["mqstate.notifications.received"] >= 1
     assert held["mqstate.locks.acquired"] == 1 and held["mqstate.locks.held"] == 1
     assert after["mqstate.locks.held"] == 0 and after["mqstate.locks.lost"] == 0
+
+
+def test_observe_and_each_scan_page_are_client_spans(spans: InMemorySpanExporter) -> None:
+    app = trace.get_tracer("app")
+    with LocalStore() as store, mqstate.Client(store.url) as client:
+        for i in range(3):
+            client.set(f"tel/s{i}", "v")
+        spans.clear()
+        with app.start_as_current_span("handle request") as parent:
+            with client.observe("tel/s0"):
+                pass
+            keys = list(client.scan("tel/s*"))
+    assert sorted(keys) == [b"tel/s0", b"tel/s1", b"tel/s2"]
+    got = [s for s in ours(spans) if s.name in ("KEYNOTIFY", "SCAN")]
+    names = [s.name for s in got]
+    assert names[0] == "KEYNOTIFY" and names.count("KEYNOTIFY") == 1, names
+    assert names.count("SCAN") >= 1, "a span per page"
+    for s in got:
+        assert s.kind == SpanKind.CLIENT
+        assert s.parent is not None and s.parent.span_id == parent.get_span_context().span_id
+        attributes = dict(s.attributes or {})
+        assert attributes[N["DB_OPERATION_NAME"]] == s.name
+        assert attributes[N["SERVER_ADDRESS"]] == "127.0.0.1"
+        assert N["KEY"] not in attributes, "no key (or pattern) unless asked"
+
+
+def test_async_observe_and_scan_pages_are_spans(spans: InMemorySpanExporter) -> None:
+    app = trace.get_tracer("app")
+
+    async def main(url: str) -> int:
+        async with mqstate.AsyncClient(url) as client:
+            await client.set("tel/as", "v")
+            with app.start_as_current_span("task") as parent:
+                async with client.observe("tel/as"):
+                    pass
+                assert [k async for k in client.scan("tel/as*")] == [b"tel/as"]
+                return parent.get_span_context().span_id
+
+    with LocalStore() as store:
+        parent = asyncio.run(main(store.url))
+    got = [s for s in ours(spans) if s.name in ("KEYNOTIFY", "SCAN")]
+    assert [s.name for s in got][:2] == ["KEYNOTIFY", "SCAN"]
+    assert all(s.parent is not None and s.parent.span_id == parent for s in got)
+
+
+def test_lock_and_election_operations_are_internal_spans(spans: InMemorySpanExporter) -> None:
+    app = trace.get_tracer("app")
+    with LocalStore() as store, mqstate.Client(store.url) as client:
+        with app.start_as_current_span("handle request") as parent:
+            lock = client.lock("tel/lock", lease=5)
+            assert lock.try_acquire() is not None
+            assert lock.renew() is not None
+            assert lock.release()
+            lock.acquire()
+            lock.release()
+            lock.edit("tel/edited", lambda _: "v")
+            election = client.election("tel/election", "a", term=5)
+            assert election.try_campaign()
+            assert election.resign()
+            election.campaign()
+            election.resign()
+    ops = [s for s in ours(spans) if s.kind == SpanKind.INTERNAL]
+    assert [s.name for s in ops] == [
+        N["SPAN_LOCK_TRY_ACQUIRE"], N["SPAN_LOCK_RENEW"], N["SPAN_LOCK_RELEASE"],
+        N["SPAN_LOCK_ACQUIRE"], N["SPAN_LOCK_RELEASE"], N["SPAN_LOCK_EDIT"],
+        N["SPAN_ELECTION_TRY_CAMPAIGN"], N["SPAN_ELECTION_RESIGN"],
+        N["SPAN_ELECTION_CAMPAIGN"], N["SPAN_ELECTION_RESIGN"],
+    ]
+    assert ops[0].name == "mqstate.lock.try_acquire", "the core's spelling"
+    for s in ops:
+        assert s.parent is not None and s.parent.span_id == parent.get_span_context().span_id
+        attributes = dict(s.attributes or {})
+        assert attributes[N["DB_SYSTEM_NAME"]] == N["DB_SYSTEM"]
+        assert N["KEY"] not in attributes, "no lock key unless asked"
+        assert N["ERROR_TYPE"] not in attributes
+    # The requests are made inside the core: no span of their own (their trace context is
+    # the operation's span's: tests/tests/client_envelope.rs).
+    assert not [s for s in ours(spans) if s.kind == SpanKind.CLIENT]
+
+
+def test_a_failed_lock_operation_carries_its_error_type(spans: InMemorySpanExporter) -> None:
+    telemetry.configure(record_keys=True)
+    with LocalStore() as store, mqstate.Client(store.url) as holder, mqstate.Client(store.url) as client:
+        assert holder.lock("tel/held", lease=5).try_acquire() is not None
+        spans.clear()
+        with pytest.raises(mqstate.MqstateTimeoutError) as failed:
+            client.lock("tel/held").acquire(timeout=0.2)
+    (span,) = [s for s in ours(spans) if s.name == N["SPAN_LOCK_ACQUIRE"]]
+    attributes = dict(span.attributes or {})
+    assert attributes[N["ERROR_TYPE"]] == failed.value.code == "timeout"
+    assert span.status.status_code == StatusCode.ERROR
+    assert attributes[N["KEY"]] == "tel/held", "the lock key, when asked"
+
+
+def test_lock_operations_are_not_call_durations(spans: InMemorySpanExporter) -> None:
+    with LocalStore() as store, mqstate.Client(store.url) as client:
+        lock = client.lock("tel/timed", lease=5)
+        lock.acquire()
+        lock.release()
+        data = READER.get_metrics_data()
+    assert data is not None
+    operations = {
+        dict(p.attributes or {}).get(N["DB_OPERATION_NAME"])
+        for rm in data.resource_metrics
+        for sm in rm.scope_metrics
+        if sm.scope.name == "mqstate"
+        for m in sm.metrics
+        if m.name == N["CALL_DURATION"]
+        for p in m.data.data_points
+    }
+    assert not {o for o in operations if isinstance(o, str) and o.startswith("mqstate.")}

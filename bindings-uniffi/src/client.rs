@@ -17,7 +17,6 @@ use crate::values::{
     CacheHit, CacheStats, DelOptions, GetOptions, LinkInfo, ObserveOptions, SetOptions, SetResult,
     Value, value, version,
 };
-use mqstate::telemetry::TraceContext;
 
 /// One setting by name (`clientId` or `client_id`, as in [`settings_table`]) with its text
 /// value: `Client.connect` takes a list of them, applied in order.
@@ -193,17 +192,14 @@ impl Client {
         traceparent: Option<String>,
         tracestate: Option<String>,
     ) -> Result<TracedClient, MqstateError> {
-        let context = traceparent
-            .map(|tp| TraceContext::new(&tp, tracestate.as_deref()))
-            .transpose()?;
-        let trace = mqstate::telemetry::CallTrace::new(context);
+        let (core, trace) = CallTrace::checked(traceparent, tracestate)?;
         Ok(TracedClient {
             client: Arc::new(Client {
-                store: self.store.traced(Arc::clone(&trace)),
+                store: self.store.traced(core),
                 reader: Default::default(),
                 traced: true,
             }),
-            trace: CallTrace::new(trace),
+            trace,
         })
     }
 

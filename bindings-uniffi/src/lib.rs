@@ -58,8 +58,11 @@ pub use client::{
 };
 pub use error::{ErrorInfo, MqstateError, error_table};
 pub use local_store::{LocalStore, start_local_store};
-pub use locks::{DecideError, EditFunction, Election, ElectionOptions, Lock, LockOptions};
-pub use scan::{Pager, ScanOptions};
+pub use locks::{
+    DecideError, EditFunction, Election, ElectionOptions, Lock, LockOptions, TracedElection,
+    TracedLock,
+};
+pub use scan::{Pager, ScanOptions, TracedPager};
 pub use subscription::{EventListener, Subscription};
 pub use telemetry::{
     CallTrace, MetricInfo, ServerAddress, TelemetryName, TelemetryVocabulary, TraceAttribute,

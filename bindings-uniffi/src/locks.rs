@@ -13,6 +13,7 @@ use mqstate::lock::LockOptions as CoreLockOptions;
 use crate::MqstateError;
 use crate::call::settle;
 use crate::subscription::Subscription;
+use crate::telemetry::CallTrace;
 use crate::values::{Edit, EditResult, Hlc, LockStatus, Seconds, Value, duration, value, version};
 
 /// How a lock is set up (`client.lock(key, LockOptions(lease = …))`).
@@ -125,8 +126,41 @@ impl Lock {
     }
 }
 
+/// A lock whose calls carry a trace context, and the trace of what they met.
+#[derive(uniffi::Record)]
+pub struct TracedLock {
+    /// The same lock, its calls' requests carrying the context.
+    pub lock: Arc<Lock>,
+    /// What its calls met on the way.
+    pub trace: Arc<CallTrace>,
+}
+
+/// A candidate whose calls carry a trace context, and the trace of what they met.
+#[derive(uniffi::Record)]
+pub struct TracedElection {
+    /// The same candidate, its calls' requests carrying the context.
+    pub election: Arc<Election>,
+    /// What its calls met on the way.
+    pub trace: Arc<CallTrace>,
+}
+
 #[uniffi::export]
 impl Lock {
+    /// The same lock with its calls traced, for one operation under an OpenTelemetry span
+    /// (as `Client.traced`): the requests the core makes for it carry the context.
+    #[uniffi::method(default(tracestate = None))]
+    pub fn traced(
+        &self,
+        traceparent: Option<String>,
+        tracestate: Option<String>,
+    ) -> Result<TracedLock, MqstateError> {
+        let (core, trace) = CallTrace::checked(traceparent, tracestate)?;
+        Ok(TracedLock {
+            lock: Lock::new(self.lock.traced(core)),
+            trace,
+        })
+    }
+
     /// The lock key.
     pub fn key(&self) -> Vec<u8> {
         self.lock.key().to_vec()
@@ -241,6 +275,20 @@ impl Election {
 
 #[uniffi::export]
 impl Election {
+    /// The same candidate with its calls traced (as [`Lock::traced`]).
+    #[uniffi::method(default(tracestate = None))]
+    pub fn traced(
+        &self,
+        traceparent: Option<String>,
+        tracestate: Option<String>,
+    ) -> Result<TracedElection, MqstateError> {
+        let (core, trace) = CallTrace::checked(traceparent, tracestate)?;
+        Ok(TracedElection {
+            election: Election::new(self.election.traced(core)),
+            trace,
+        })
+    }
+
     /// This candidate's id.
     pub fn candidate_id(&self) -> String {
         self.election.candidate_id().to_owned()

@@ -8,6 +8,7 @@ use mqstate::bridge::Pager as CorePager;
 
 use crate::MqstateError;
 use crate::call::settle;
+use crate::telemetry::CallTrace;
 use crate::values::{Seconds, duration};
 
 /// Options of a `scan`.
@@ -41,8 +42,32 @@ impl Pager {
     }
 }
 
+/// A pager whose pages carry a trace context, and the trace of what they met.
+#[derive(uniffi::Record)]
+pub struct TracedPager {
+    /// The same scan (its position shared), its pages' requests carrying the context.
+    pub pager: Arc<Pager>,
+    /// What its pages met on the way.
+    pub trace: Arc<CallTrace>,
+}
+
 #[uniffi::export]
 impl Pager {
+    /// The same scan with its pages traced, for one page under an OpenTelemetry span (as
+    /// `Client.traced`).
+    #[uniffi::method(default(tracestate = None))]
+    pub fn traced(
+        &self,
+        traceparent: Option<String>,
+        tracestate: Option<String>,
+    ) -> Result<TracedPager, MqstateError> {
+        let (core, trace) = CallTrace::checked(traceparent, tracestate)?;
+        Ok(TracedPager {
+            pager: Pager::new(self.pager.traced(core)),
+            trace,
+        })
+    }
+
     /// The next page's keys (possibly none while more pages follow), or none once the last
     /// page has been returned. Cancelling the coroutine cancels the page's request.
     pub async fn next_page(&self) -> Result<Option<Vec<Vec<u8>>>, MqstateError> {

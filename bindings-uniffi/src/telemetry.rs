@@ -103,6 +103,20 @@ impl CallTrace {
     pub(crate) fn new(trace: Arc<mqstate::telemetry::CallTrace>) -> Arc<CallTrace> {
         Arc::new(CallTrace { trace })
     }
+
+    /// A trace carrying `traceparent` (and `tracestate`), checked (`invalid_argument` for a
+    /// value that is not W3C's; none: no context, the events alone): the core's, for the
+    /// traced handle, and ours, for the caller.
+    pub(crate) fn checked(
+        traceparent: Option<String>,
+        tracestate: Option<String>,
+    ) -> Result<(Arc<mqstate::telemetry::CallTrace>, Arc<CallTrace>), crate::MqstateError> {
+        let context = traceparent
+            .map(|tp| mqstate::telemetry::TraceContext::new(&tp, tracestate.as_deref()))
+            .transpose()?;
+        let trace = mqstate::telemetry::CallTrace::new(context);
+        Ok((Arc::clone(&trace), CallTrace::new(trace)))
+    }
 }
 
 #[uniffi::export]

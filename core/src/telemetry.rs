@@ -85,6 +85,26 @@ pub mod names {
     /// Attribute of [`EVENT_CONNECTION_WAIT`]: how long the wait lasted, in milliseconds.
     pub const WAITED_MS: &str = "mqstate.waited_ms";
 
+    /// Span of a lock's acquire (waiting for it): kind INTERNAL, one per call, its
+    /// requests (SET NX, KEYNOTIFY) carrying its trace context; `error.type` when it failed;
+    /// the lock key ([`KEY`]) only when the user opts in. The other lock and election spans
+    /// below are alike.
+    pub const SPAN_LOCK_ACQUIRE: &str = "mqstate.lock.acquire";
+    /// Span of a lock's single try (`try_acquire`).
+    pub const SPAN_LOCK_TRY_ACQUIRE: &str = "mqstate.lock.try_acquire";
+    /// Span of a lock's renewal called by the application (the automatic renewal has none).
+    pub const SPAN_LOCK_RENEW: &str = "mqstate.lock.renew";
+    /// Span of a lock's release.
+    pub const SPAN_LOCK_RELEASE: &str = "mqstate.lock.release";
+    /// Span of a fenced edit under a lock (acquire, read, write, release).
+    pub const SPAN_LOCK_EDIT: &str = "mqstate.lock.edit";
+    /// Span of an election's campaign (waiting to lead).
+    pub const SPAN_ELECTION_CAMPAIGN: &str = "mqstate.election.campaign";
+    /// Span of an election's single try (`try_campaign`).
+    pub const SPAN_ELECTION_TRY_CAMPAIGN: &str = "mqstate.election.try_campaign";
+    /// Span of a candidate's resignation.
+    pub const SPAN_ELECTION_RESIGN: &str = "mqstate.election.resign";
+
     /// The instrumentation scope every binding names its tracer and meter by.
     pub const SCOPE: &str = "mqstate";
     /// The user properties a request carries its trace context in (W3C Trace Context, MQTT
@@ -114,6 +134,14 @@ pub mod names {
         ("EVENT_CACHE_HIT", EVENT_CACHE_HIT),
         ("ATTEMPT", ATTEMPT),
         ("WAITED_MS", WAITED_MS),
+        ("SPAN_LOCK_ACQUIRE", SPAN_LOCK_ACQUIRE),
+        ("SPAN_LOCK_TRY_ACQUIRE", SPAN_LOCK_TRY_ACQUIRE),
+        ("SPAN_LOCK_RENEW", SPAN_LOCK_RENEW),
+        ("SPAN_LOCK_RELEASE", SPAN_LOCK_RELEASE),
+        ("SPAN_LOCK_EDIT", SPAN_LOCK_EDIT),
+        ("SPAN_ELECTION_CAMPAIGN", SPAN_ELECTION_CAMPAIGN),
+        ("SPAN_ELECTION_TRY_CAMPAIGN", SPAN_ELECTION_TRY_CAMPAIGN),
+        ("SPAN_ELECTION_RESIGN", SPAN_ELECTION_RESIGN),
         ("SCOPE", SCOPE),
         ("TRACEPARENT", TRACEPARENT),
         ("TRACESTATE", TRACESTATE),

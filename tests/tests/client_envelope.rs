@@ -314,3 +314,46 @@ async fn a_traced_call_notes_each_resending_to_a_broker_with_no_store() {
     }
     client.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_traced_lock_or_pager_lends_its_trace_to_the_requests_it_makes() {
+    use mqstate::ScanOptions;
+    use mqstate::bridge::ClientHandle;
+    use mqstate::lock::LockOptions;
+    use mqstate::telemetry::{CallTrace, TraceContext};
+    let env = Env::mosquitto().await;
+    let mut tap = raw_subscriber(env.port, mqstate::topics::REQUEST_TOPIC).await;
+    let store = ClientHandle::from_client(env.client("traced-lock").await);
+    let parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let traced = || CallTrace::new(Some(TraceContext::new(parent, None).unwrap()));
+    let traceparent = |p: &rumqttc::v5::mqttbytes::v5::Publish| -> Option<String> {
+        let user = &p.properties.as_ref().unwrap().user_properties;
+        user.iter()
+            .find(|(k, _)| k == "traceparent")
+            .map(|(_, v)| v.clone())
+    };
+    let lock = store.lock("lock/traced", LockOptions::default()).unwrap();
+    let token = lock.traced(traced()).try_acquire(None).await.unwrap();
+    assert!(token.is_some());
+    let acquire = tap.next(Duration::from_secs(5)).await.expect("the SET NX");
+    assert_eq!(
+        traceparent(&acquire).as_deref(),
+        Some(parent),
+        "the lock's own client's request"
+    );
+    assert!(
+        lock.release().await.unwrap(),
+        "the untraced handle shares the lock"
+    );
+    let release = tap.next(Duration::from_secs(5)).await.expect("the VDEL");
+    assert_eq!(
+        traceparent(&release),
+        None,
+        "a lock handle without a trace carries none"
+    );
+    let pager = store.scan("lock/*", ScanOptions::default()).unwrap();
+    pager.traced(traced()).next_page().await.unwrap();
+    let page = tap.next(Duration::from_secs(5)).await.expect("the SCAN");
+    assert_eq!(traceparent(&page).as_deref(), Some(parent));
+    store.close().await.unwrap();
+}

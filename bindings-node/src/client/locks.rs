@@ -23,6 +23,7 @@ use napi::bindgen_prelude::ClassInstance;
 use super::pending::{CancelHandle, promise};
 use super::subscription::NativeSubscription;
 use crate::hlc::Hlc;
+use crate::telemetry::NativeCallTrace;
 
 /// The JS decision function: `(previous) => Promise<RawDecision>`.
 type DecideFn =
@@ -63,6 +64,15 @@ impl From<LockHandle> for NativeLock {
 
 #[napi]
 impl NativeLock {
+    /// The same lock, its calls traced by `trace` (see `callTrace`): the requests the core
+    /// makes for each call carry its trace context.
+    #[napi]
+    pub fn traced(&self, trace: &NativeCallTrace) -> NativeLock {
+        NativeLock {
+            lock: self.lock.traced(trace.trace()),
+        }
+    }
+
     /// The lock key.
     #[napi(getter)]
     pub fn key(&self) -> Buffer {
@@ -214,6 +224,14 @@ impl From<ElectionHandle> for NativeElection {
 
 #[napi]
 impl NativeElection {
+    /// The same candidate, its calls traced by `trace` (see `NativeLock.traced`).
+    #[napi]
+    pub fn traced(&self, trace: &NativeCallTrace) -> NativeElection {
+        NativeElection {
+            election: self.election.traced(trace.trace()),
+        }
+    }
+
     /// The candidate id.
     #[napi(getter)]
     pub fn candidate_id(&self) -> String {

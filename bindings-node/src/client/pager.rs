@@ -8,6 +8,7 @@ use napi::bindgen_prelude::{Buffer, ClassInstance, Env, Object};
 use napi_derive::napi;
 
 use super::pending::{CancelHandle, promise};
+use crate::telemetry::NativeCallTrace;
 
 /// A pager over the keys matching a glob pattern.
 #[napi]
@@ -23,6 +24,15 @@ impl From<Pager> for NativePager {
 
 #[napi]
 impl NativePager {
+    /// The same scan, its pages traced by `trace` (see `callTrace`): each page's request
+    /// carries its trace context; the scan's position is shared.
+    #[napi]
+    pub fn traced(&self, trace: &NativeCallTrace) -> NativePager {
+        NativePager {
+            pager: self.pager.traced(trace.trace()),
+        }
+    }
+
     /// The next page's keys (possibly none, with more to come), or `null` after the last
     /// page. A failed or cancelled page can be asked for again.
     #[napi(ts_return_type = "Promise<Buffer[] | null>")]

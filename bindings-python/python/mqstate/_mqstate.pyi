@@ -344,12 +344,18 @@ class Subscription:
 
 @final
 class Pager:
+    def traced(
+        self, traceparent: Optional[str], tracestate: Optional[str]
+    ) -> Tuple["Pager", NativeTrace]: ...
     def next_page(self) -> PendingCall: ...
     @property
     def done(self) -> bool: ...
 
 @final
 class Lock:
+    def traced(
+        self, traceparent: Optional[str], tracestate: Optional[str]
+    ) -> Tuple["Lock", NativeTrace]: ...
     @property
     def key(self) -> bytes: ...
     @property
@@ -376,6 +382,9 @@ class Lock:
 
 @final
 class Election:
+    def traced(
+        self, traceparent: Optional[str], tracestate: Optional[str]
+    ) -> Tuple["Election", NativeTrace]: ...
     @property
     def candidate_id(self) -> str: ...
     def campaign(self, term: Optional[_Seconds], timeout: Optional[_Seconds]) -> PendingCall: ...

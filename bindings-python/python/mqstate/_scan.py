@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import AsyncIterator, Iterator, List, Optional
 
 from . import _mqstate
-from ._calls import wait, wait_async
+from . import telemetry as _telemetry
+from ._calls import BytesLike, wait, wait_async
 
 __all__ = ["AsyncPager", "Pager"]
 
@@ -22,13 +23,23 @@ class AsyncPager:
     or ``await pager.next_page()`` for one page at a time. Made by
     :meth:`AsyncClient.scan`."""
 
-    def __init__(self, native: _mqstate.Pager) -> None:
+    def __init__(
+        self, native: _mqstate.Pager, server: tuple[str, int], pattern: BytesLike
+    ) -> None:
         self._native = native
+        # What each page's span names (a SCAN span per page, as the store sees them).
+        self._server = server
+        self._pattern = pattern
 
     async def next_page(self) -> Optional[List[bytes]]:
         """The next page's keys (possibly none while more pages follow), or None after the
         last page. Cancelling the awaiting task cancels the page; the pager stays usable."""
-        page: Optional[List[bytes]] = await wait_async(self._native.next_page())
+        if self._native.done:  # no request: no span
+            return None
+        native, call = _telemetry.begin(self._native, "SCAN", self._pattern, self._server)
+        page: Optional[List[bytes]] = await _telemetry.finish_async(
+            call, lambda: wait_async(native.next_page())
+        )
         return page
 
     @property
@@ -52,14 +63,22 @@ class Pager:
     """The keys matching a pattern, blocking: ``for key in client.scan("s/*")``, or
     ``pager.next_page()`` for one page at a time. Made by :meth:`Client.scan`."""
 
-    def __init__(self, native: _mqstate.Pager) -> None:
+    def __init__(
+        self, native: _mqstate.Pager, server: tuple[str, int], pattern: BytesLike
+    ) -> None:
         self._native = native
+        # What each page's span names (a SCAN span per page, as the store sees them).
+        self._server = server
+        self._pattern = pattern
 
     def next_page(self) -> Optional[List[bytes]]:
         """The next page's keys (possibly none while more pages follow), or None after the
         last page. The GIL is released while waiting; Ctrl-C cancels the page and the pager
         stays usable."""
-        page: Optional[List[bytes]] = wait(self._native.next_page())
+        if self._native.done:  # no request: no span
+            return None
+        native, call = _telemetry.begin(self._native, "SCAN", self._pattern, self._server)
+        page: Optional[List[bytes]] = _telemetry.finish(call, lambda: wait(native.next_page()))
         return page
 
     @property

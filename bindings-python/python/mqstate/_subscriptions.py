@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any, Generator, Generic, Iterator, Optional, TypeVar, cast
 
 from . import _mqstate
+from . import telemetry as _telemetry
 from ._calls import Seconds, wait, wait_async
 from ._events import _event
 from .errors import ClosedError
@@ -42,17 +43,25 @@ class AsyncSubscription(Generic[E]):
         self,
         start: Optional[_mqstate.PendingCall] = None,
         native: Optional[_mqstate.Subscription] = None,
+        call: Any = None,
     ) -> None:
         self._start = start
         self._native = native
         self._closed = False
+        #: The registration's span (observe's KEYNOTIFY), ended when it completes.
+        self._call = call
 
     async def _ready(self) -> _mqstate.Subscription:
         if self._native is None:
             if self._closed or self._start is None:
                 raise ClosedError("the subscription is closed")
             start, self._start = self._start, None
-            self._native = await wait_async(start)
+            call, self._call = self._call, None
+            native: _mqstate.Subscription = await _telemetry.finish_async(
+                call, lambda: wait_async(start)
+            )
+            self._native = native
+            return native
         return self._native
 
     def __await__(self) -> Generator[Any, None, AsyncSubscription[E]]:
@@ -93,6 +102,9 @@ class AsyncSubscription(Generic[E]):
         if self._start is not None:
             self._start.cancel()
             self._start = None
+        call, self._call = self._call, None
+        if call is not None:  # closed before the registration was awaited
+            call.end(ClosedError("the subscription was closed before it was registered"))
         if self._native is not None:
             self._native.close()
 

@@ -116,8 +116,12 @@ class _ClientBase:
             key, value, condition, expiry, _token(fencing_token), persist, timeout
         ), call
 
-    def _scan(self, pattern: BytesLike, timeout: Optional[Seconds]) -> _mqstate.Pager:
-        return self._native().scan(pattern, timeout)
+    def _scan(
+        self, pattern: BytesLike, timeout: Optional[Seconds]
+    ) -> tuple[_mqstate.Pager, tuple[str, int], BytesLike]:
+        """The native pager, and what its pages' spans name: the broker, the pattern."""
+        native = self._native()
+        return native.scan(pattern, timeout), native.server, pattern
 
     def _lock(
         self,
@@ -270,7 +274,14 @@ class AsyncClient(_ClientBase):
         ``async for event in changes`` (each a :class:`Change` or a
         :class:`ConnectionEvent`). Registered when entered or awaited; ``timeout`` bounds
         the registration."""
-        return AsyncSubscription(start=self._native().observe(key, timeout))
+        native, call = _telemetry.begin(self._native(), "KEYNOTIFY", key)
+        try:
+            start = native.observe(key, timeout)
+        except BaseException as error:
+            if call is not None:
+                call.end(error)
+            raise
+        return AsyncSubscription(start=start, call=call)
 
     def scan(self, pattern: BytesLike, *, timeout: Optional[Seconds] = None) -> AsyncPager:
         """The keys (``bytes``) matching the glob ``pattern`` (``*``, ``?``, ``[abc]``,
@@ -278,7 +289,7 @@ class AsyncClient(_ClientBase):
         client.scan("sensor/*")``, or ``await pager.next_page()``. ``timeout`` bounds each
         page. Nothing is sent before the first page; an empty pattern raises
         InvalidArgumentError."""
-        return AsyncPager(self._scan(pattern, timeout))
+        return AsyncPager(*self._scan(pattern, timeout))
 
     def lock(
         self,
@@ -420,13 +431,14 @@ class Client(_ClientBase):
         """The key's changes, registered when this returns: ``with client.observe(key) as
         changes: for event in changes: …`` (each a :class:`Change` or a
         :class:`ConnectionEvent`); ``timeout`` bounds the registration."""
-        return Subscription(wait(self._native().observe(key, timeout)))
+        native, call = _telemetry.begin(self._native(), "KEYNOTIFY", key)
+        return Subscription(_telemetry.finish(call, lambda: wait(native.observe(key, timeout))))
 
     def scan(self, pattern: BytesLike, *, timeout: Optional[Seconds] = None) -> Pager:
         """The keys (``bytes``) matching the glob ``pattern``, one request per page:
         ``for key in client.scan("sensor/*")``, or ``pager.next_page()`` (see
         :meth:`AsyncClient.scan`)."""
-        return Pager(self._scan(pattern, timeout))
+        return Pager(*self._scan(pattern, timeout))
 
     def lock(
         self,

@@ -15,6 +15,7 @@ import inspect
 from typing import Any, Awaitable, Callable, Optional, Union
 
 from . import _mqstate
+from . import telemetry as _telemetry
 from ._calls import BytesLike, Seconds, wait, wait_async
 from ._events import EditResult, HolderChange, LockStatus, Value, _decision, _edit_result, _value
 from ._subscriptions import AsyncSubscription, Subscription
@@ -51,6 +52,10 @@ class _LockBase:
     def __init__(self, native: _mqstate.Lock) -> None:
         self._native = native
 
+    def _traced(self, name: str) -> tuple[_mqstate.Lock, Any]:
+        """The lock to make one operation with, and its span (the core's ``name``)."""
+        return _telemetry.begin_operation(self._native, name, self._native.key)
+
     @property
     def key(self) -> bytes:
         """The lock key."""
@@ -82,7 +87,10 @@ class AsyncLock(_LockBase):
 
     async def try_acquire(self, lease: Optional[Seconds] = None) -> Optional[Hlc]:
         """Tries once: the fencing token, or None when someone else holds it."""
-        token: Optional[Hlc] = await wait_async(self._native.try_acquire(lease))
+        native, call = self._traced("SPAN_LOCK_TRY_ACQUIRE")
+        token: Optional[Hlc] = await _telemetry.finish_async(
+            call, lambda: wait_async(native.try_acquire(lease))
+        )
         return token
 
     async def acquire(
@@ -90,18 +98,26 @@ class AsyncLock(_LockBase):
     ) -> Hlc:
         """Waits for the lock (up to ``timeout``; ``0``: one try, no wait; ``None``: no limit,
         cancel the task to stop waiting)."""
-        pending = self._native.acquire(lease, timeout)
-        token: Hlc = await wait_async(pending)
+        native, call = self._traced("SPAN_LOCK_ACQUIRE")
+        token: Hlc = await _telemetry.finish_async(
+            call, lambda: wait_async(native.acquire(lease, timeout))
+        )
         return token
 
     async def renew(self) -> Optional[Hlc]:
         """Renews the held lease: the new token, or None when no longer held."""
-        token: Optional[Hlc] = await wait_async(self._native.renew())
+        native, call = self._traced("SPAN_LOCK_RENEW")
+        token: Optional[Hlc] = await _telemetry.finish_async(
+            call, lambda: wait_async(native.renew())
+        )
         return token
 
     async def release(self) -> bool:
         """Releases the lock; True when our hold was deleted."""
-        released: bool = await wait_async(self._native.release())
+        native, call = self._traced("SPAN_LOCK_RELEASE")
+        released: bool = await _telemetry.finish_async(
+            call, lambda: wait_async(native.release())
+        )
         return released
 
     async def holder(self) -> Optional[str]:
@@ -130,8 +146,12 @@ class AsyncLock(_LockBase):
         when a newer holder wrote meanwhile; an exception from ``fn`` propagates unchanged.
         ``timeout`` bounds the whole edit, retries included (default 10 s, the core's)."""
         decide = _decider(fn, asyncio.get_running_loop())
-        pending = self._native.edit(key, decide, lease, timeout)
-        return _edit_result(await wait_async(pending))
+        native, call = self._traced("SPAN_LOCK_EDIT")
+        return _edit_result(
+            await _telemetry.finish_async(
+                call, lambda: wait_async(native.edit(key, decide, lease, timeout))
+            )
+        )
 
     async def __aenter__(self) -> "AsyncLock":
         await self.acquire()
@@ -147,23 +167,27 @@ class Lock(_LockBase):
 
     def try_acquire(self, lease: Optional[Seconds] = None) -> Optional[Hlc]:
         """Tries once: the fencing token, or None when someone else holds it."""
-        token: Optional[Hlc] = wait(self._native.try_acquire(lease))
+        native, call = self._traced("SPAN_LOCK_TRY_ACQUIRE")
+        token: Optional[Hlc] = _telemetry.finish(call, lambda: wait(native.try_acquire(lease)))
         return token
 
     def acquire(self, lease: Optional[Seconds] = None, *, timeout: Optional[Seconds] = None) -> Hlc:
         """Waits for the lock (up to ``timeout``; ``0``: one try, no wait; ``None``: no limit,
         Ctrl-C stops waiting)."""
-        token: Hlc = wait(self._native.acquire(lease, timeout))
+        native, call = self._traced("SPAN_LOCK_ACQUIRE")
+        token: Hlc = _telemetry.finish(call, lambda: wait(native.acquire(lease, timeout)))
         return token
 
     def renew(self) -> Optional[Hlc]:
         """Renews the held lease: the new token, or None when no longer held."""
-        token: Optional[Hlc] = wait(self._native.renew())
+        native, call = self._traced("SPAN_LOCK_RENEW")
+        token: Optional[Hlc] = _telemetry.finish(call, lambda: wait(native.renew()))
         return token
 
     def release(self) -> bool:
         """Releases the lock; True when our hold was deleted."""
-        released: bool = wait(self._native.release())
+        native, call = self._traced("SPAN_LOCK_RELEASE")
+        released: bool = _telemetry.finish(call, lambda: wait(native.release()))
         return released
 
     def holder(self) -> Optional[str]:
@@ -189,8 +213,10 @@ class Lock(_LockBase):
     ) -> EditResult:
         """Edits ``key`` under this lock (see :meth:`AsyncLock.edit`)."""
         decide = _decider(fn, None)
-        pending = self._native.edit(key, decide, lease, timeout)
-        return _edit_result(wait(pending))
+        native, call = self._traced("SPAN_LOCK_EDIT")
+        return _edit_result(
+            _telemetry.finish(call, lambda: wait(native.edit(key, decide, lease, timeout)))
+        )
 
     def __enter__(self) -> "Lock":
         self.acquire()
@@ -203,6 +229,10 @@ class Lock(_LockBase):
 class _ElectionBase:
     def __init__(self, native: _mqstate.Election) -> None:
         self._native = native
+
+    def _traced(self, name: str) -> tuple[_mqstate.Election, Any]:
+        """The candidate to make one operation with, and its span (the core's ``name``)."""
+        return _telemetry.begin_operation(self._native, name)
 
     @property
     def candidate_id(self) -> str:
@@ -229,17 +259,24 @@ class AsyncElection(_ElectionBase):
     ) -> Hlc:
         """Waits to become leader (up to ``timeout``); the leader's fencing token. The term
         is then renewed automatically until :meth:`resign`."""
-        token: Hlc = await wait_async(self._native.campaign(term, timeout))
+        native, call = self._traced("SPAN_ELECTION_CAMPAIGN")
+        token: Hlc = await _telemetry.finish_async(
+            call, lambda: wait_async(native.campaign(term, timeout))
+        )
         return token
 
     async def try_campaign(self, term: Optional[Seconds] = None) -> bool:
         """Becomes leader if nobody is; True when leader now."""
-        elected: bool = await wait_async(self._native.try_campaign(term))
+        native, call = self._traced("SPAN_ELECTION_TRY_CAMPAIGN")
+        elected: bool = await _telemetry.finish_async(
+            call, lambda: wait_async(native.try_campaign(term))
+        )
         return elected
 
     async def resign(self) -> bool:
         """Steps down; True when this candidate led."""
-        resigned: bool = await wait_async(self._native.resign())
+        native, call = self._traced("SPAN_ELECTION_RESIGN")
+        resigned: bool = await _telemetry.finish_async(call, lambda: wait_async(native.resign()))
         return resigned
 
     async def leader(self) -> Optional[str]:
@@ -269,17 +306,20 @@ class Election(_ElectionBase):
 
     def campaign(self, term: Optional[Seconds] = None, *, timeout: Optional[Seconds] = None) -> Hlc:
         """Waits to become leader (up to ``timeout``); the leader's fencing token."""
-        token: Hlc = wait(self._native.campaign(term, timeout))
+        native, call = self._traced("SPAN_ELECTION_CAMPAIGN")
+        token: Hlc = _telemetry.finish(call, lambda: wait(native.campaign(term, timeout)))
         return token
 
     def try_campaign(self, term: Optional[Seconds] = None) -> bool:
         """Becomes leader if nobody is; True when leader now."""
-        elected: bool = wait(self._native.try_campaign(term))
+        native, call = self._traced("SPAN_ELECTION_TRY_CAMPAIGN")
+        elected: bool = _telemetry.finish(call, lambda: wait(native.try_campaign(term)))
         return elected
 
     def resign(self) -> bool:
         """Steps down; True when this candidate led."""
-        resigned: bool = wait(self._native.resign())
+        native, call = self._traced("SPAN_ELECTION_RESIGN")
+        resigned: bool = _telemetry.finish(call, lambda: wait(native.resign()))
         return resigned
 
     def leader(self) -> Optional[str]:

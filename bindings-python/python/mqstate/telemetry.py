@@ -1,13 +1,17 @@
 """OpenTelemetry for mqstate's calls, through the application's own ``opentelemetry-api``.
 
 Nothing to set up beyond OpenTelemetry itself: when ``opentelemetry-api`` is importable,
-every call that goes to the store (``set``, ``get`` past the cache, ``delete``, ``vdel``)
-runs in a span of the tracer ``mqstate`` — a child of the caller's current span, kind
-CLIENT, named by the operation (``GET``) — and its duration is recorded in the histogram
-``db.client.operation.duration``; the client's link, notifications, locks, elections and
-cache are read by observable instruments when the application's metric reader collects. The span's trace context travels
-with the request (MQTT5 user properties ``traceparent``/``tracestate``), so a store that
-records it (``mqstate serve --otlp-endpoint``) shows its side in the same trace.
+every call that goes to the store (``set``, ``get`` past the cache, ``delete``, ``vdel``,
+``observe``'s KEYNOTIFY, each SCAN page) runs in a span of the tracer ``mqstate`` — a child
+of the caller's current span, kind CLIENT, named by the operation (``GET``) — and its
+duration is recorded in the histogram ``db.client.operation.duration``; each lock and
+election operation (acquire, try_acquire, renew, release, edit; campaign, try_campaign,
+resign) runs in an INTERNAL span named by the core (``mqstate.lock.acquire``); the
+client's link, notifications, locks, elections and cache are read by observable
+instruments when the application's metric reader collects. The span's trace context
+travels with the requests (MQTT5 user properties ``traceparent``/``tracestate``; a lock
+operation's requests, made inside the core, carry its span's), so a store that records it
+(``mqstate serve --otlp-endpoint``) shows its side in the same trace.
 
 Without ``opentelemetry-api`` nothing is imported and a call pays one comparison. With the
 API but no SDK (a no-op provider) a call pays a non-recording span. A cache hit makes no
@@ -63,6 +67,7 @@ class _Instruments:
         from . import __version__
 
         self.kind = SpanKind.CLIENT
+        self.internal = SpanKind.INTERNAL
         self.status_error = lambda message: Status(StatusCode.ERROR, message)
         self.tracer = trace.get_tracer(NAMES["SCOPE"], __version__)
         meter = metrics.get_meter(NAMES["SCOPE"], __version__)
@@ -123,17 +128,18 @@ class _Call:
 
     __slots__ = ("otel", "span", "trace", "operation", "start")
 
-    def __init__(self, otel: Any, span: Any, trace: Any, operation: str) -> None:
+    def __init__(self, otel: Any, span: Any, trace: Any, operation: Optional[str]) -> None:
         self.otel, self.span, self.trace, self.operation = otel, span, trace, operation
         self.start = time.perf_counter()
 
     def end(self, error: Optional[BaseException]) -> None:
+        """Ends the span with the call's outcome, and records the duration of a request
+        (``operation``; a lock or election operation has none: it may wait for long)."""
         seconds = time.perf_counter() - self.start
-        attributes = {NAMES["DB_OPERATION_NAME"]: self.operation}
         span = self.span
+        code = None
         if error is not None:
             code = getattr(error, "code", None) or type(error).__qualname__
-            attributes[NAMES["ERROR_TYPE"]] = code
             if span.is_recording():
                 span.set_attribute(NAMES["ERROR_TYPE"], code)
                 span.set_status(self.otel.status_error(str(error)))
@@ -141,12 +147,27 @@ class _Call:
             for name, at, attrs in self.trace.take_events():
                 span.add_event(name, dict(attrs), timestamp=at)
         span.end()
-        self.otel.duration.record(seconds, attributes)
+        if self.operation is not None:
+            attributes = {NAMES["DB_OPERATION_NAME"]: self.operation}
+            if code is not None:
+                attributes[NAMES["ERROR_TYPE"]] = code
+            self.otel.duration.record(seconds, attributes)
 
 
-def begin(native: Any, operation: str, key: Any = None) -> tuple[Any, Optional[_Call]]:
-    """Starts the span of one call to the store: ``(native, call)``, where ``native`` is the
-    client to make the call with (traced when the span records) and ``call`` is None when
+def _traced(native: Any, span: Any) -> tuple[Any, Any]:
+    """``native`` (a client, pager, lock or election) traced by the recording ``span``: its
+    requests carry the span's W3C trace context; ``(traced native, trace)``."""
+    context = span.get_span_context()
+    traceparent = f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
+    return native.traced(traceparent, context.trace_state.to_header() or None)  # type: ignore[no-any-return]
+
+
+def begin(
+    native: Any, operation: str, key: Any = None, server: Optional[tuple[str, int]] = None
+) -> tuple[Any, Optional[_Call]]:
+    """Starts the CLIENT span of one request to the store, named by its verb: ``(native,
+    call)``, where ``native`` is what to make the call with (a client, or a pager with its
+    client's ``server``; traced when the span records) and ``call`` is None when
     OpenTelemetry is absent."""
     otel = _otel if _otel is not None else _instruments()
     if otel is False:
@@ -154,17 +175,32 @@ def begin(native: Any, operation: str, key: Any = None) -> tuple[Any, Optional[_
     span = otel.tracer.start_span(operation, kind=otel.kind)
     trace = None
     if span.is_recording():
-        host, port = native.server
+        host, port = native.server if server is None else server
         span.set_attribute(NAMES["DB_SYSTEM_NAME"], NAMES["DB_SYSTEM"])
         span.set_attribute(NAMES["DB_OPERATION_NAME"], operation)
         span.set_attribute(NAMES["SERVER_ADDRESS"], host)
         span.set_attribute(NAMES["SERVER_PORT"], port)
         if _record_keys and key is not None:
             span.set_attribute(NAMES["KEY"], _mqstate.telemetry_key_text(key))
-        context = span.get_span_context()
-        traceparent = f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
-        native, trace = native.traced(traceparent, context.trace_state.to_header() or None)
+        native, trace = _traced(native, span)
     return native, _Call(otel, span, trace, operation)
+
+
+def begin_operation(native: Any, name: str, key: Any = None) -> tuple[Any, Optional[_Call]]:
+    """Starts the INTERNAL span of one lock or election operation, named by the core's
+    constant ``name`` (``SPAN_LOCK_ACQUIRE``): ``(native, call)`` as :func:`begin`; the
+    requests the core makes for it carry the span's trace context and events."""
+    otel = _otel if _otel is not None else _instruments()
+    if otel is False:
+        return native, None
+    span = otel.tracer.start_span(NAMES[name], kind=otel.internal)
+    trace = None
+    if span.is_recording():
+        span.set_attribute(NAMES["DB_SYSTEM_NAME"], NAMES["DB_SYSTEM"])
+        if _record_keys and key is not None:
+            span.set_attribute(NAMES["KEY"], _mqstate.telemetry_key_text(key))
+        native, trace = _traced(native, span)
+    return native, _Call(otel, span, trace, None)
 
 
 def finish(call: Optional[_Call], run: Callable[[], T]) -> T:

@@ -15,6 +15,7 @@ use pyo3::prelude::*;
 
 use super::convert;
 use super::gate::with_python;
+use super::native::NativeTrace;
 use super::pending::{PendingCall, pending};
 use super::subscription::NativeSubscription;
 use crate::args::{ByteArg, Seconds, duration};
@@ -53,6 +54,17 @@ impl NativeLock {
 
 #[pymethods]
 impl NativeLock {
+    /// The same lock with its calls traced: `(lock, trace)`, as `NativeClient.traced`.
+    #[pyo3(signature = (traceparent, tracestate))]
+    fn traced(
+        &self,
+        traceparent: Option<&str>,
+        tracestate: Option<&str>,
+    ) -> PyResult<(NativeLock, NativeTrace)> {
+        let trace = NativeTrace::checked(traceparent, tracestate)?;
+        Ok((NativeLock::new(self.lock.traced(trace.trace())), trace))
+    }
+
     #[getter]
     fn key<'py>(&self, py: Python<'py>) -> Bound<'py, pyo3::types::PyBytes> {
         pyo3::types::PyBytes::new(py, self.lock.key())
@@ -149,6 +161,20 @@ impl NativeElection {
 
 #[pymethods]
 impl NativeElection {
+    /// The same candidate with its calls traced: `(election, trace)`, as `NativeClient.traced`.
+    #[pyo3(signature = (traceparent, tracestate))]
+    fn traced(
+        &self,
+        traceparent: Option<&str>,
+        tracestate: Option<&str>,
+    ) -> PyResult<(NativeElection, NativeTrace)> {
+        let trace = NativeTrace::checked(traceparent, tracestate)?;
+        Ok((
+            NativeElection::new(self.election.traced(trace.trace())),
+            trace,
+        ))
+    }
+
     #[getter]
     fn candidate_id(&self) -> &str {
         self.election.candidate_id()

@@ -80,6 +80,29 @@ pub(crate) struct NativeTrace {
     trace: Arc<CallTrace>,
 }
 
+impl NativeTrace {
+    /// A trace carrying `traceparent` (and `tracestate`), checked (`InvalidArgumentError`
+    /// for a value that is not W3C's): the native half of `traced()` on a client, a pager,
+    /// a lock or an election.
+    pub(crate) fn checked(
+        traceparent: Option<&str>,
+        tracestate: Option<&str>,
+    ) -> PyResult<NativeTrace> {
+        let context = traceparent
+            .map(|tp| TraceContext::new(tp, tracestate))
+            .transpose()
+            .map_err(to_py)?;
+        Ok(NativeTrace {
+            trace: CallTrace::new(context),
+        })
+    }
+
+    /// The core's trace.
+    pub(crate) fn trace(&self) -> Arc<CallTrace> {
+        Arc::clone(&self.trace)
+    }
+}
+
 #[pymethods]
 impl NativeTrace {
     /// The events so far, taken: `[(name, unix_nanos, [(attribute, int)])]`.
@@ -197,16 +220,12 @@ impl NativeClient {
         traceparent: Option<&str>,
         tracestate: Option<&str>,
     ) -> PyResult<(NativeClient, NativeTrace)> {
-        let context = traceparent
-            .map(|tp| TraceContext::new(tp, tracestate))
-            .transpose()
-            .map_err(to_py)?;
-        let trace = CallTrace::new(context);
+        let trace = NativeTrace::checked(traceparent, tracestate)?;
         Ok((
             NativeClient {
-                store: self.store.traced(Arc::clone(&trace)),
+                store: self.store.traced(trace.trace()),
             },
-            NativeTrace { trace },
+            trace,
         ))
     }
 
@@ -378,6 +397,23 @@ pub(crate) struct NativePager {
 
 #[pymethods]
 impl NativePager {
+    /// The same scan with its pages traced: `(pager, trace)`, as `NativeClient.traced`; the
+    /// scan's position is shared.
+    #[pyo3(signature = (traceparent, tracestate))]
+    fn traced(
+        &self,
+        traceparent: Option<&str>,
+        tracestate: Option<&str>,
+    ) -> PyResult<(NativePager, NativeTrace)> {
+        let trace = NativeTrace::checked(traceparent, tracestate)?;
+        Ok((
+            NativePager {
+                pager: self.pager.traced(trace.trace()),
+            },
+            trace,
+        ))
+    }
+
     /// The next page as a pending call: a list of keys (`bytes`, possibly empty while more
     /// pages follow), or None after the last page.
     fn next_page(&self) -> PendingCall {

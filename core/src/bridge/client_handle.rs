@@ -263,9 +263,15 @@ impl ClientHandle {
         T: Send + 'static,
         F: std::future::Future<Output = Result<T, Error>> + Send + 'static,
     {
-        match self.usable() {
-            Ok(()) => Call::spawn(self.client.runtime(), work),
-            Err(e) => Call::ready(Err(e)),
+        match (self.usable(), &self.client.trace) {
+            (Ok(()), None) => Call::spawn(self.client.runtime(), work),
+            // Every request of a traced handle's call carries its trace, those made by a
+            // lock, an election or a pager through their own client too.
+            (Ok(()), Some(trace)) => Call::spawn(
+                self.client.runtime(),
+                crate::telemetry::CallTrace::scope(std::sync::Arc::clone(trace), work),
+            ),
+            (Err(e), _) => Call::ready(Err(e)),
         }
     }
 

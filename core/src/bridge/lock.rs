@@ -16,6 +16,7 @@ use crate::election::Election;
 use crate::error::{Error, ErrorKind};
 use crate::hlc::Hlc;
 use crate::lock::{Edit, EditOutcome, Lock, LockOptions, LockStatus};
+use crate::telemetry::CallTrace;
 
 /// A boxed future, as callbacks from other languages return them.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
@@ -114,6 +115,17 @@ impl LockHandle {
         let lease = options.default_lease();
         let lock = Arc::new(Lock::with_options(store.client(), key, options)?);
         Ok(LockHandle { store, lock, lease })
+    }
+
+    /// The same lock, its calls traced by `trace` (see [`ClientHandle::traced`]): the
+    /// requests each call makes (SET, VDEL, KEYNOTIFY, GET) carry its trace context and note
+    /// what they met in it. A binding makes one per lock operation its span covers; the
+    /// automatic renewal an acquire starts is not traced.
+    pub fn traced(&self, trace: Arc<CallTrace>) -> LockHandle {
+        LockHandle {
+            store: self.store.traced(trace),
+            ..self.clone()
+        }
     }
 
     /// The lease of calls that name none.
@@ -245,6 +257,14 @@ impl ElectionHandle {
             election,
             term,
         })
+    }
+
+    /// The same candidate, its calls traced by `trace` (see [`LockHandle::traced`]).
+    pub fn traced(&self, trace: Arc<CallTrace>) -> ElectionHandle {
+        ElectionHandle {
+            store: self.store.traced(trace),
+            ..self.clone()
+        }
     }
 
     /// The term of calls that name none.

@@ -33,6 +33,15 @@ impl Pager {
         })
     }
 
+    /// The same scan, its pages traced by `trace` (see [`ClientHandle::traced`]): a binding
+    /// makes one per page its span covers, the scan's position shared.
+    pub fn traced(&self, trace: Arc<crate::telemetry::CallTrace>) -> Pager {
+        Pager {
+            scanner: Arc::clone(&self.scanner),
+            store: self.store.traced(trace),
+        }
+    }
+
     /// The next page's keys (possibly none, with more to come), or `None` after the last
     /// page.
     pub fn next_page(&self) -> Call<Option<Vec<Bytes>>> {

@@ -15,7 +15,7 @@ use super::Client;
 use crate::codec::{Request, Response, Verb};
 use crate::error::{Error, ErrorKind};
 use crate::hlc::Hlc;
-use crate::telemetry::names;
+use crate::telemetry::{CallTrace, names};
 use crate::topics;
 use crate::vocabulary::NO_STORE_WINDOW;
 
@@ -36,6 +36,19 @@ impl Client {
         persist: bool,
         timeout: Duration,
     ) -> Result<Reply, Error> {
+        // An operation the binding traces as a whole (a lock's acquire, a SCAN page) lends
+        // its trace to the requests it makes through a client that has none.
+        let ambient;
+        let this = match &self.trace {
+            None => match CallTrace::ambient() {
+                Some(trace) => {
+                    ambient = self.traced(trace);
+                    &ambient
+                }
+                None => self,
+            },
+            Some(_) => self,
+        };
         let verb = request.verb();
         let span = tracing::info_span!(
             target: "mqstate::call",
@@ -49,11 +62,11 @@ impl Client {
             error.type = field::Empty,
         );
         if span.is_disabled() {
-            return self
+            return this
                 .exchange(request, fencing_token, persist, timeout)
                 .await;
         }
-        let result = self
+        let result = this
             .exchange(request, fencing_token, persist, timeout)
             .instrument(span.clone())
             .await;

@@ -1,10 +1,16 @@
 //! [`CallTrace`]: what one traced call carries (the caller's trace context) and what it met
 //! on its way (events with their times), for the binding that ends the call's span.
 
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use super::TraceContext;
+
+tokio::task_local! {
+    /// The trace of the operation the current task runs ([`CallTrace::scope`]).
+    static AMBIENT: Arc<CallTrace>;
+}
 
 /// One thing a call met on its way: a resending, a wait for the connection, a refusal.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -46,6 +52,20 @@ impl CallTrace {
         std::mem::take(&mut *self.events.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
+    /// Runs `work` with `trace` as the trace of every request it makes through a client that
+    /// has none of its own ([`CallTrace::ambient`]): how an operation made of several
+    /// requests inside the core (a lock's acquire, a SCAN page) carries its span's context.
+    /// Tasks `work` spawns do not inherit it (a lock's automatic renewal is no part of the
+    /// acquire that started it).
+    pub async fn scope<F: Future>(trace: Arc<CallTrace>, work: F) -> F::Output {
+        AMBIENT.scope(trace, work).await
+    }
+
+    /// The trace of the [`scope`](CallTrace::scope) the current task runs in, if any.
+    pub(crate) fn ambient() -> Option<Arc<CallTrace>> {
+        AMBIENT.try_with(Arc::clone).ok()
+    }
+
     /// Notes an event now.
     pub(crate) fn note(&self, name: &'static str, attributes: Vec<(&'static str, i64)>) {
         let event = CallEvent {
@@ -74,5 +94,19 @@ mod tests {
         assert!(got[0].at <= got[1].at);
         assert!(t.take_events().is_empty());
         assert!(t.context().is_none());
+    }
+
+    #[tokio::test]
+    async fn a_scope_is_the_ambient_trace_of_its_task_only() {
+        assert!(CallTrace::ambient().is_none());
+        let t = CallTrace::new(None);
+        let inner = CallTrace::scope(Arc::clone(&t), async {
+            let spawned = tokio::spawn(async { CallTrace::ambient().is_none() });
+            (CallTrace::ambient(), spawned.await.unwrap())
+        })
+        .await;
+        assert!(Arc::ptr_eq(&inner.0.unwrap(), &t));
+        assert!(inner.1, "a spawned task does not inherit it");
+        assert!(CallTrace::ambient().is_none());
     }
 }

@@ -150,7 +150,7 @@ class Client private constructor(private val native: NativeClient) : AutoCloseab
 
     /** Observes [key]: a subscription of its changes, registered when this returns. */
     suspend fun observe(key: ByteArray, options: ObserveOptions = ObserveOptions()): Subscription =
-        Subscription(mapped { native.observe(key, options) })
+        Subscription(store("KEYNOTIFY", key) { it.observe(key, options) })
 
     /** Observes [key] (UTF-8). */
     suspend fun observe(key: String, options: ObserveOptions = ObserveOptions()): Subscription =
@@ -174,7 +174,7 @@ class Client private constructor(private val native: NativeClient) : AutoCloseab
      * An empty pattern is an [InvalidArgumentError].
      */
     fun scan(pattern: ByteArray, options: ScanOptions = ScanOptions()): Pager =
-        Pager(mapped { native.scan(pattern, options) })
+        Pager(mapped { native.scan(pattern, options) }, native, pattern)
 
     /** [scan] of a UTF-8 pattern. */
     fun scan(pattern: String, options: ScanOptions = ScanOptions()): Pager = scan(pattern.bytes(), options)

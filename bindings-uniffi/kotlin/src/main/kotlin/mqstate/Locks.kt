@@ -17,6 +17,10 @@ import kotlinx.coroutines.withContext
  * the lock is never taken later for nobody.
  */
 class Lock internal constructor(private val native: NativeLock) : AutoCloseable {
+    /** One operation: in an OpenTelemetry span named by the core's [name] when the API is there. */
+    private suspend fun <T> op(name: String, call: suspend (NativeLock) -> T): T =
+        if (OtelPresence.present) OtelCalls.lock(native, name, call) else mapped { call(native) }
+
     /** The lock key. */
     val key: ByteArray get() = native.key()
 
@@ -24,20 +28,20 @@ class Lock internal constructor(private val native: NativeLock) : AutoCloseable 
     val holderId: String get() = native.holderId()
 
     /** Tries once for [lease] (null: the lock's lease): the fencing token, or null when someone else holds it. */
-    suspend fun tryAcquire(lease: Duration? = null): Hlc? = mapped { native.tryAcquire(lease) }
+    suspend fun tryAcquire(lease: Duration? = null): Hlc? = op("SPAN_LOCK_TRY_ACQUIRE") { it.tryAcquire(lease) }
 
     /**
      * Waits for the lock, up to [timeout] (null: until the coroutine is cancelled), for
      * [lease] (null: the lock's lease): the fencing token.
      */
     suspend fun acquire(lease: Duration? = null, timeout: Duration? = null): Hlc =
-        mapped { native.acquire(lease, timeout) }
+        op("SPAN_LOCK_ACQUIRE") { it.acquire(lease, timeout) }
 
     /** Renews the held lease: the new token, or null when no longer held. */
-    suspend fun renew(): Hlc? = mapped { native.renew() }
+    suspend fun renew(): Hlc? = op("SPAN_LOCK_RENEW") { it.renew() }
 
     /** Releases the lock: true when our hold was deleted. */
-    suspend fun release(): Boolean = mapped { native.release() }
+    suspend fun release(): Boolean = op("SPAN_LOCK_RELEASE") { it.release() }
 
     /** The current holder id, or null when free. */
     suspend fun holder(): String? = mapped { native.holder() }
@@ -83,10 +87,12 @@ class Lock internal constructor(private val native: NativeLock) : AutoCloseable 
                 throw DecideException.Failed("the edit function threw $e")
             }
         }
-        try {
-            return native.edit(key, function, lease, timeout)
-        } catch (e: NativeException) {
-            throw raised.get() ?: e.toMqstateError()
+        return op("SPAN_LOCK_EDIT") { lock ->
+            try {
+                lock.edit(key, function, lease, timeout)
+            } catch (e: NativeException) {
+                throw raised.get() ?: e.toMqstateError()
+            }
         }
     }
 
@@ -117,6 +123,10 @@ class Lock internal constructor(private val native: NativeLock) : AutoCloseable 
  * Cancelling the coroutine of a [campaign] cancels it in the core.
  */
 class Election internal constructor(private val native: NativeElection) : AutoCloseable {
+    /** One operation: in an OpenTelemetry span named by the core's [name] when the API is there. */
+    private suspend fun <T> op(name: String, call: suspend (NativeElection) -> T): T =
+        if (OtelPresence.present) OtelCalls.election(native, name, call) else mapped { call(native) }
+
     /** This candidate's id. */
     val candidateId: String get() = native.candidateId()
 
@@ -126,13 +136,13 @@ class Election internal constructor(private val native: NativeElection) : AutoCl
      * until [resign].
      */
     suspend fun campaign(term: Duration? = null, timeout: Duration? = null): Hlc =
-        mapped { native.campaign(term, timeout) }
+        op("SPAN_ELECTION_CAMPAIGN") { it.campaign(term, timeout) }
 
     /** Becomes leader if nobody is: true when leader now. */
-    suspend fun tryCampaign(term: Duration? = null): Boolean = mapped { native.tryCampaign(term) }
+    suspend fun tryCampaign(term: Duration? = null): Boolean = op("SPAN_ELECTION_TRY_CAMPAIGN") { it.tryCampaign(term) }
 
     /** Steps down: true when this candidate led. */
-    suspend fun resign(): Boolean = mapped { native.resign() }
+    suspend fun resign(): Boolean = op("SPAN_ELECTION_RESIGN") { it.resign() }
 
     /** The current leader's id, or null. */
     suspend fun leader(): String? = mapped { native.leader() }

@@ -111,30 +111,78 @@ internal object OtelCalls {
     private fun reader(m: MetricInfo): (NativeClient) -> Long? =
         { c -> c.metricValues()[m.name]?.toLong() }
 
+    /** A native handle traced for one call: the handle to call, its trace, and how to free both. */
+    private class Traced<N>(val native: N, val trace: NativeTrace, val free: () -> Unit)
+
     /**
-     * [call] made with [native] in a CLIENT span named [operation], a child of
-     * `Context.current()`; its error thrown as the class of its code.
+     * [call] made with [native] in a CLIENT span named [operation] (the request's verb), a
+     * child of `Context.current()`; its error thrown as the class of its code.
      */
-    suspend fun <T> call(native: NativeClient, operation: String, key: ByteArray?, call: suspend (NativeClient) -> T): T {
+    suspend fun <T> call(native: NativeClient, operation: String, key: ByteArray?, call: suspend (NativeClient) -> T): T =
+        run(native, operation, operation, { native.server() }, { key }, { n, tp, ts ->
+            val t = n.traced(tp, ts)
+            Traced(t.client, t.trace) { t.client.close() }
+        }, call)
+
+    /** One SCAN page of [pager] (a scan of [client]'s, for [pattern]) in a CLIENT span `SCAN`. */
+    suspend fun <T> page(pager: NativePager, client: NativeClient, pattern: ByteArray, call: suspend (NativePager) -> T): T =
+        run(pager, "SCAN", "SCAN", { client.server() }, { pattern }, { n, tp, ts ->
+            val t = n.traced(tp, ts)
+            Traced(t.pager, t.trace) { t.pager.close() }
+        }, call)
+
+    /**
+     * One operation of [lock] in an INTERNAL span named by the core's constant [name]
+     * (`SPAN_LOCK_ACQUIRE`): the requests the core makes for it carry the span's context.
+     */
+    suspend fun <T> lock(lock: NativeLock, name: String, call: suspend (NativeLock) -> T): T =
+        run(lock, n.getValue(name), null, null, { lock.key() }, { l, tp, ts ->
+            val t = l.traced(tp, ts)
+            Traced(t.lock, t.trace) { t.lock.close() }
+        }, call)
+
+    /** One operation of [election] in an INTERNAL span named by the core's constant [name]. */
+    suspend fun <T> election(election: NativeElection, name: String, call: suspend (NativeElection) -> T): T =
+        run(election, n.getValue(name), null, null, { null }, { e, tp, ts ->
+            val t = e.traced(tp, ts)
+            Traced(t.election, t.trace) { t.election.close() }
+        }, call)
+
+    /**
+     * [call] made with [native] in a span named [name], a child of `Context.current()`:
+     * CLIENT with the database attributes when it is one request ([operation], its verb;
+     * its duration recorded), else INTERNAL (a lock or election operation).
+     */
+    private suspend fun <N, T> run(
+        native: N,
+        name: String,
+        operation: String?,
+        server: (() -> ServerAddress)?,
+        key: () -> ByteArray?,
+        trace: (N, String, String?) -> Traced<N>,
+        call: suspend (N) -> T,
+    ): T {
         val inst = instruments() ?: return mapped { call(native) }
-        val span = inst.tracer.spanBuilder(operation)
-            .setSpanKind(SpanKind.CLIENT)
+        val span = inst.tracer.spanBuilder(name)
+            .setSpanKind(if (operation != null) SpanKind.CLIENT else SpanKind.INTERNAL)
             .setParent(Context.current())
             .startSpan()
         val start = System.nanoTime()
-        var traced: NativeTracedClient? = null
+        var traced: Traced<N>? = null
         var error: Throwable? = null
         try {
             val target = if (span.isRecording) {
-                val server = native.server()
                 span.setAttribute(SYSTEM, SYSTEM_VALUE)
-                span.setAttribute(OPERATION, operation)
-                span.setAttribute(ADDRESS, server.host)
-                span.setAttribute(PORT, server.port.toLong())
-                if (Telemetry.recordKeys && key != null) span.setAttribute(KEY, key.decodeToString())
-                val t = mapped { native.traced(traceparent(span), tracestate(span)) }
+                if (operation != null) span.setAttribute(OPERATION, operation)
+                if (server != null) {
+                    val address = server()
+                    span.setAttribute(ADDRESS, address.host)
+                    span.setAttribute(PORT, address.port.toLong())
+                }
+                if (Telemetry.recordKeys) key()?.let { span.setAttribute(KEY, it.decodeToString()) }
+                val t = mapped { trace(native, traceparent(span), tracestate(span)) }
                 traced = t
-                t.client
+                t.native
             } else {
                 native
             }
@@ -165,9 +213,10 @@ internal object OtelCalls {
         return out.toString()
     }
 
-    private fun end(inst: Instruments, span: Span, operation: String, start: Long, error: Throwable?, traced: NativeTracedClient?) {
+    private fun end(inst: Instruments, span: Span, operation: String?, start: Long, error: Throwable?, traced: Traced<*>?) {
         val seconds = (System.nanoTime() - start) / 1e9
-        val attributes = Attributes.builder().put(OPERATION, operation)
+        val attributes = Attributes.builder()
+        if (operation != null) attributes.put(OPERATION, operation)
         if (error != null) {
             val code = when (error) {
                 is MqstateError -> error.code
@@ -189,10 +238,11 @@ internal object OtelCalls {
                 }
             } finally {
                 traced.trace.close()
-                traced.client.close()
+                traced.free()
             }
         }
         span.end()
-        inst.duration.record(seconds, attributes.build())
+        // A lock or election operation is no request: it may wait for long (not a duration).
+        if (operation != null) inst.duration.record(seconds, attributes.build())
     }
 }

@@ -89,9 +89,21 @@ class Subscription internal constructor(private val native: NativeSubscription) 
  * be. A page that fails (timeout, cancelled coroutine, lost connection) leaves the scan where
  * it was: calling [nextPage] again asks for the same page.
  */
-class Pager internal constructor(private val native: NativePager) : AutoCloseable {
-    /** The next page's keys (possibly none while more follow), or null once the last page was returned. */
-    suspend fun nextPage(): List<ByteArray>? = mapped { native.nextPage() }
+class Pager internal constructor(
+    private val native: NativePager,
+    /** The client it pages and its pattern: what each page's span names. */
+    private val client: NativeClient,
+    private val pattern: ByteArray,
+) : AutoCloseable {
+    /**
+     * The next page's keys (possibly none while more follow), or null once the last page was
+     * returned. Each page is a request of its own: an OpenTelemetry span `SCAN` when the API
+     * is there.
+     */
+    suspend fun nextPage(): List<ByteArray>? = when {
+        !OtelPresence.present || native.isDone() -> mapped { native.nextPage() }
+        else -> OtelCalls.page(native, client, pattern) { it.nextPage() }
+    }
 
     /** Whether the last page has been returned (false while a page is being fetched). */
     fun isDone(): Boolean = native.isDone()

@@ -201,6 +201,97 @@ class TelemetryTest {
         }
     }
 
+    @Test
+    fun `observe and each SCAN page are CLIENT spans, children of the caller's`(store: LocalStore): Unit = runBlocking {
+        Client.connect(store.url).use { client ->
+            for (i in 0 until 3) client.set("scan/$i", "v")
+            spans.reset()
+            val app = GlobalOpenTelemetry.getTracer("app").spanBuilder("handle order").startSpan()
+            val keys = app.makeCurrent().use {
+                client.observe("scan/0").use { }
+                client.scan("scan/*").use { pager ->
+                    val all = mutableListOf<String>()
+                    while (true) all += (pager.nextPage() ?: break).map { it.decodeToString() }
+                    all
+                }
+            }
+            app.end()
+            assertEquals(listOf("scan/0", "scan/1", "scan/2"), keys.sorted())
+            val got = mqstateSpans().filter { it.name == "KEYNOTIFY" || it.name == "SCAN" }
+            assertEquals("KEYNOTIFY", got.first().name)
+            assertTrue(got.count { it.name == "SCAN" } >= 1, "a span per page: ${got.map { it.name }}")
+            for (s in got) {
+                assertEquals(SpanKind.CLIENT, s.kind)
+                assertEquals(app.spanContext.spanId, s.parentSpanId)
+                assertEquals(s.name, attr(s, "db.operation.name"))
+                assertEquals(store.port.toLong(), attr(s, "server.port"))
+                assertNull(attr(s, "mqstate.key"), "no key (or pattern) unless asked")
+            }
+        }
+    }
+
+    @Test
+    fun `lock and election operations are INTERNAL spans named by the core`(store: LocalStore): Unit = runBlocking {
+        Client.connect(store.url).use { client ->
+            val app = GlobalOpenTelemetry.getTracer("app").spanBuilder("handle order").startSpan()
+            app.makeCurrent().use {
+                client.lock("tel/lock", LockOptions(lease = 5.seconds)).use { lock ->
+                    assertTrue(lock.tryAcquire() != null)
+                    assertTrue(lock.renew() != null)
+                    assertTrue(lock.release())
+                    lock.acquire()
+                    lock.release()
+                    lock.edit("tel/edited") { Edit.set("v") }
+                }
+                client.election("tel/election", "a", ElectionOptions(term = 5.seconds)).use { election ->
+                    assertTrue(election.tryCampaign())
+                    assertTrue(election.resign())
+                    election.campaign()
+                    election.resign()
+                }
+            }
+            app.end()
+            val n = Telemetry.names
+            val ops = mqstateSpans().filter { it.kind == SpanKind.INTERNAL }
+            assertEquals(
+                listOf(
+                    "SPAN_LOCK_TRY_ACQUIRE", "SPAN_LOCK_RENEW", "SPAN_LOCK_RELEASE", "SPAN_LOCK_ACQUIRE",
+                    "SPAN_LOCK_RELEASE", "SPAN_LOCK_EDIT", "SPAN_ELECTION_TRY_CAMPAIGN", "SPAN_ELECTION_RESIGN",
+                    "SPAN_ELECTION_CAMPAIGN", "SPAN_ELECTION_RESIGN",
+                ).map { n.getValue(it) },
+                ops.map { it.name },
+            )
+            assertEquals("mqstate.lock.try_acquire", ops.first().name, "the core's spelling")
+            for (s in ops) {
+                assertEquals(app.spanContext.spanId, s.parentSpanId)
+                assertEquals("azure.iot_operations.state_store", attr(s, "db.system.name"))
+                assertNull(attr(s, "mqstate.key"), "no lock key unless asked")
+                assertNull(attr(s, "error.type"))
+            }
+            // The requests are made inside the core: no span of their own.
+            assertTrue(mqstateSpans().none { it.kind == SpanKind.CLIENT })
+        }
+    }
+
+    @Test
+    fun `a failed lock operation has error type, and its key when asked`(store: LocalStore): Unit = runBlocking {
+        Client.connect(store.url).use { holder ->
+            Client.connect(store.url).use { client ->
+                holder.lock("tel/held", LockOptions(lease = 5.seconds)).use { assertTrue(it.tryAcquire() != null) }
+                spans.reset()
+                Telemetry.recordKeys = true
+                client.lock("tel/held").use { lock ->
+                    val e = assertThrows<MqstateTimeoutError> { lock.acquire(timeout = 0.2.seconds) }
+                    val s = mqstateSpans().single { it.name == "mqstate.lock.acquire" }
+                    assertEquals(e.code, attr(s, "error.type"))
+                    assertEquals("timeout", attr(s, "error.type"))
+                    assertEquals(StatusCode.ERROR, s.status.statusCode)
+                    assertEquals("tel/held", attr(s, "mqstate.key"))
+                }
+            }
+        }
+    }
+
     /** The test JVM's classpath entries (surefire may hand it over in a manifest-only jar). */
     private fun classpath(): List<String> {
         val entries = System.getProperty("java.class.path").split(File.pathSeparator)
