@@ -319,9 +319,11 @@ fn lock_excludes_a_second_holder_and_returns_the_command_exit_code() {
     assert_eq!(code(&s.run(&["leader", "excl"])), 1);
 
     // While held by someone else, a short --wait gives up with exit 1 naming the holder.
+    // (The command runs 8 s: on a busy machine each CLI process this test starts meanwhile
+    // may take a second to spawn and connect, and the check below must come before it ends.)
     let mut holder = s
         .cmd(&[
-            "lock", "excl", "--holder", "alice", "--lease", "2s", "--", "sleep", "3",
+            "lock", "excl", "--holder", "alice", "--lease", "2s", "--", "sleep", "8",
         ])
         .stderr(Stdio::piped())
         .spawn()
@@ -331,6 +333,7 @@ fn lock_excludes_a_second_holder_and_returns_the_command_exit_code() {
         assert!(Instant::now() < deadline, "alice never held the lock");
         std::thread::sleep(Duration::from_millis(50));
     }
+    let held = Instant::now();
     let out = s.run(&["lock", "excl", "--wait", "300ms", "--", "true"]);
     assert_eq!(code(&out), 1);
     assert!(
@@ -338,8 +341,13 @@ fn lock_excludes_a_second_holder_and_returns_the_command_exit_code() {
         "{}",
         stderr(&out.stderr)
     );
-    // The lease is 2 s and the command runs 3 s: renewal keeps it held.
-    std::thread::sleep(Duration::from_millis(2300));
+    // The lease is 2 s and the command runs 8 s: past the first lease, renewal keeps it held.
+    std::thread::sleep(Duration::from_millis(2500).saturating_sub(held.elapsed()));
+    assert!(
+        held.elapsed() < Duration::from_secs(5),
+        "too slow to check well within the command's 8 s: {:?}",
+        held.elapsed()
+    );
     assert_eq!(stdout_text(&s.run(&["leader", "excl"])), "leader: alice\n");
     assert_eq!(holder.wait().unwrap().code(), Some(0));
     assert_eq!(code(&s.run(&["leader", "excl"])), 1);
