@@ -27,10 +27,7 @@ rounds="${1:-3}" seconds="${2:-5}"
 
 echo "bindings bench: release builds (cli, C library, Python wheel, Node addon)"
 build_clients paho-mqtt==2.2.0
-"$root/scripts/lib/setup/node" >/dev/null
-(cd bindings-node && build ./node_modules/.bin/napi build --platform --release \
-    --target-dir "$CARGO_TARGET_DIR" --output-dir "$work/addon" --js false \
-    --dts "$work/addon/unused.d.ts" >/dev/null)
+build_addon
 cc -O2 -std=c11 bench/floor/pingpong.c -lpthread -o "$work/pingpong"
 
 start_store

@@ -23,10 +23,7 @@ build_clients
 cc -O2 -std=c11 -I"$root/bindings-c/include" "$root/bench/bindings/c/cached.c" \
     "$CARGO_TARGET_DIR/release/libmqstate.a" -lpthread -ldl -lm -o "$work/cached"
 if has node; then
-    "$root/scripts/lib/setup/node" >/dev/null
-    (cd bindings-node && build ./node_modules/.bin/napi build --platform --release \
-        --target-dir "$CARGO_TARGET_DIR" --output-dir "$work/addon" --js false \
-        --dts "$work/addon/unused.d.ts" >/dev/null)
+    build_addon
 fi
 if has kotlin; then
     "$root/scripts/lib/setup/kotlin" >/dev/null

@@ -19,16 +19,10 @@ seconds="${1:-2}" rounds="${2:-3}"
 
 echo "telemetry bench: release builds"
 build cargo build -q --release -p mqstate-cli
-build "${MATURIN:-$root/.venv/bin/maturin}" build -q --release \
-    --manifest-path "$root/bindings-python/Cargo.toml" --out "$work/dist" >/dev/null 2>&1
-python3 -m venv "$work/venv"
 pins="$(grep -o 'opentelemetry-\(api\|sdk\)==[0-9.]*' scripts/lib/setup/python | sort -u)"
 # shellcheck disable=SC2086
-"$work/venv/bin/pip" install -q --disable-pip-version-check "$work"/dist/*.whl $pins
-"$root/scripts/lib/setup/node" >/dev/null
-(cd bindings-node && build ./node_modules/.bin/napi build --platform --release \
-    --target-dir "$CARGO_TARGET_DIR" --output-dir "$work/addon" --js false \
-    --dts "$work/addon/unused.d.ts" >/dev/null)
+build_wheel $pins
+build_addon
 
 start_store
 echo "store: $url (pid $serve); load before: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -10,6 +10,25 @@ trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$wo
 declare -F build >/dev/null || build() { "$@"; }
 . "$root/scripts/lib/net.sh"
 
+# build_wheel [PIP_PACKAGE...]: the Python wheel (release) installed into $work/venv beside
+# PIP_PACKAGE....
+build_wheel() {
+    local maturin="${MATURIN:-$root/.venv/bin/maturin}" # scripts/test's virtualenv, or MATURIN=…
+    build "$maturin" build -q --release --manifest-path "$root/bindings-python/Cargo.toml" \
+        --out "$work/dist" >/dev/null 2>&1
+    python3 -m venv "$work/venv"
+    "$work/venv/bin/pip" install -q --disable-pip-version-check "$work"/dist/*.whl "$@"
+}
+
+# build_addon: the Node addon (release) in $work/addon (bindings-node's dev dependencies
+# installed first).
+build_addon() {
+    "$root/scripts/lib/setup/node" >/dev/null
+    (cd "$root/bindings-node" && build ./node_modules/.bin/napi build --platform --release \
+        --target-dir "$CARGO_TARGET_DIR" --output-dir "$work/addon" --js false \
+        --dts "$work/addon/unused.d.ts" >/dev/null)
+}
+
 # build_clients [PIP_PACKAGE...]: the CLI (`mqstate serve`, `mqstate bench`), the bench
 # crate's `client-bench` (the Rust client's load with watched pids) and the C library
 # (cargo, release profile); the Python wheel installed into $work/venv beside
@@ -17,11 +36,7 @@ declare -F build >/dev/null || build() { "$@"; }
 build_clients() {
     build cargo build -q --release -p mqstate-cli -p mqstate-c
     build cargo build -q --release -p mqstate-bench --bin client-bench
-    local maturin="${MATURIN:-$root/.venv/bin/maturin}" # scripts/test's virtualenv, or MATURIN=…
-    build "$maturin" build -q --release --manifest-path "$root/bindings-python/Cargo.toml" \
-        --out "$work/dist" >/dev/null 2>&1
-    python3 -m venv "$work/venv"
-    "$work/venv/bin/pip" install -q --disable-pip-version-check "$work"/dist/*.whl "$@"
+    build_wheel "$@"
     cc -O2 -std=c11 -I"$root/bindings-c/include" "$root/bench/bindings/c/bench.c" \
         "$CARGO_TARGET_DIR/release/libmqstate.a" -lpthread -ldl -lm -o "$work/cbench"
 }
