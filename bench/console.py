@@ -11,7 +11,6 @@ Prints ops/s and the store's CPU µs per request of each run, and the ratio of t
 
 import os
 import re
-import socket
 import statistics
 import subprocess
 import sys
@@ -21,25 +20,20 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
 BIN = os.path.join(TARGET, "release", "mqstate")
 TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, os.path.join(ROOT, "scripts", "lib"))
+from listening import free_port, listens  # noqa: E402  (the harnesses' own checks)
 
 
 def wait_port(port, proc, bound=20.0):
+    """Until `proc` itself listens on `port` (a connect alone could reach someone else's)."""
     deadline = time.monotonic() + bound
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             sys.exit(f"serve exited ({proc.returncode})")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+        if listens(proc.pid, port):
             return
-        except OSError:
-            time.sleep(0.05)
-    sys.exit(f"nothing listens on {port} after {bound} s")
+        time.sleep(0.05)
+    sys.exit(f"serve does not listen on {port} after {bound} s")
 
 
 def cpu_seconds(pid):
