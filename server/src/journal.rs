@@ -57,7 +57,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, mpsc};
 use std::thread::JoinHandle;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use bytes::Bytes;
 
@@ -304,7 +304,7 @@ impl Journal {
                 }
             }
         }
-        let now = system_now_ms();
+        let now = crate::wall_clock::now_ms();
         entries.retain(|_, (span, _)| span.expires_at_ms.is_none_or(|d| d > now));
         let mut live: HashMap<Bytes, Span> = entries
             .iter()
@@ -473,7 +473,7 @@ impl Journal {
     /// thread, record by record (never the whole file in memory); appends go on meanwhile,
     /// and [`Journal::append`] swaps the new log in once the copy is done.
     fn start_compaction(&mut self) {
-        let now = system_now_ms();
+        let now = crate::wall_clock::now_ms();
         self.live
             .retain(|_, span| span.expires_at_ms.is_none_or(|d| d > now));
         self.live_bytes = self.live.values().map(|s| s.len).sum();
@@ -679,12 +679,6 @@ fn op_key(op: &JournalOp) -> &Bytes {
             &KEY
         }
     }
-}
-
-fn system_now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// Writes a new log holding the header and the `live` records copied from `data` (in file

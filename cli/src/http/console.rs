@@ -475,8 +475,8 @@ fn body_key(body: &Map<String, Value>) -> Result<Bytes, Refusal> {
     key_param(text.as_deref(), b64.as_deref())
 }
 
+/// The wall clock as every mqstate clock reads it.
 fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    use mqstate::hlc::TimeSource;
+    mqstate::hlc::SystemTimeSource.now_ms()
 }
