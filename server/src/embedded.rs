@@ -246,7 +246,7 @@ struct Live {
     address: Option<SocketAddr>,
 }
 
-/// A client as [`EmbeddedBroker::clients`] lists it.
+/// A client as [`BrokerView::clients`] lists it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct ClientSeen {
     pub(crate) id: String,
@@ -808,7 +808,8 @@ pub(crate) struct BrokerView {
 }
 
 impl BrokerView {
-    /// Closes connections as [`EmbeddedBroker::cut_connections`] does: of `only` that client id when given, else of every client but `own_id`.
+    /// Closes connections as [`EmbeddedBroker::cut_connections`] does: of `only` that client
+    /// id when given, else of every client but `own_id`.
     pub(crate) async fn cut(&self, own_id: &str, only: Option<&str>) -> usize {
         let targets: Vec<(String, u64)> = lock(&self.events.live)
             .iter()

@@ -52,7 +52,7 @@ use clock::{ServiceClock, parse_stamp};
 use table::{Entry, Removed, Table};
 use watchers::Watchers;
 
-pub use inspect::{KeyInfo, KeyPage, KeySummary, LockInfo};
+pub use inspect::{KeyInfo, KeyPage, KeySummary, LockInfo, MAX_HOLDER_LEN};
 
 /// How a [`StateMachine`] behaves.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -76,9 +76,14 @@ pub fn json_response(status: StatusCode, value: &Value) -> Response<Body> {
     response
 }
 
+/// Bytes as base64url without padding: how the API names keys (`after`, `key_b64`).
+pub fn b64(bytes: &[u8]) -> String {
+    URL_SAFE_NO_PAD.encode(bytes)
+}
+
 /// Bytes as the API shows them: `{"b64": base64url, "text": UTF-8 if they are}`.
 pub fn bytes_json(bytes: &[u8]) -> Value {
-    let mut shown = json!({"b64": URL_SAFE_NO_PAD.encode(bytes)});
+    let mut shown = json!({"b64": b64(bytes)});
     if let Ok(text) = std::str::from_utf8(bytes) {
         shown["text"] = Value::from(text);
     }

@@ -18,7 +18,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::{Mutex, mpsc, oneshot};
 
 use super::api::{
-    Guard, Refusal, bytes_json, bytes_param, json_response, key_param, query, version_json,
+    Guard, Refusal, b64, bytes_json, bytes_param, json_response, key_param, query, version_json,
 };
 use super::{Body, Facts, RestartRequest, Target, whole};
 
@@ -193,7 +193,7 @@ impl Console {
             .collect();
         Ok(json!({
             "keys": keys,
-            "next": page.next.map(|n| bytes_json(&n)["b64"].clone()),
+            "next": page.next.map(|n| b64(&n)),
         }))
     }
 
