@@ -1,7 +1,8 @@
 //! The console of `mqstate serve --http`: the page at `/` and the JSON API under `/api/`
-//! (docs/console.md). Reads look inside the running store ([`Inspector`]); writes go through
-//! the store's own path as a client's do (a client of the broker, so observers are
-//! notified); faults arm the testing kit's faults on the running server.
+//! (docs/console.md). Reads look inside the running store
+//! ([`Inspector`](mqstate_server::inspect::Inspector)); writes go through the store's own path
+//! as a client's do (a client of the broker, so observers are notified); faults arm the
+//! testing kit's faults on the running server.
 
 use std::net::SocketAddr;
 use std::time::Duration;
